@@ -1,0 +1,56 @@
+"""python -m bench: run the registered benchmarks on this machine's GPU and merge
+the results into results/<gpu-slug>.yaml."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import registry, schema
+from .registry import ROOT
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    ap.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    ap.add_argument("--only", nargs="+", metavar="ID_OR_FAMILY",
+                    help="run only these benchmark ids or families (globs allowed, e.g. 'gemm.cublas_*')")
+    ap.add_argument("--out", type=Path, help="results file (default: results/<gpu-slug>.yaml)")
+    args = ap.parse_args(argv)
+
+    benchmarks = registry.discover()
+    if args.list:
+        for b in benchmarks.values():
+            print(f"{b.id:40s} {b.family:10s} {b.title}")
+        return 0
+    try:
+        chosen = registry.select(benchmarks, args.only)
+    except KeyError as e:
+        print(f"python -m bench: {e.args[0]}", file=sys.stderr)
+        return 2
+
+    from .device import NoGPU, collect_device, collect_software
+    try:
+        device = collect_device()
+    except NoGPU as e:
+        print(f"python -m bench: {e}; nothing was run and results/ is unchanged.", file=sys.stderr)
+        return 1
+    out = args.out or ROOT / "results" / f"{device['slug']}.yaml"
+    print(f"{device['name']} (sm_{device['compute_capability'].replace('.', '')}, {device['sm_count']} SMs, "
+          f"SM clock {device['sm_clock_mhz']}/{device['sm_clock_max_mhz']} MHz) -> {out}", flush=True)
+    from . import results
+    from .runner import run_all
+    try:
+        results.existing(out, device)  # refuse a bad target before spending GPU time
+        doc = run_all(chosen, out, device, collect_software())
+    except schema.ResultsError as e:
+        print(f"python -m bench: {e}", file=sys.stderr)
+        return 1
+    bad = [bid for bid in (b.id for b in chosen) if doc["benchmarks"][bid]["status"] == "failed"]
+    print(f"wrote {out}: {len(chosen) - len(bad)} of {len(chosen)} benchmarks did not fail"
+          + (f"; failed: {', '.join(bad)}" if bad else ""))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

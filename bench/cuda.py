@@ -1,0 +1,63 @@
+"""Compiling and loading the CUDA C++ kernels in kernels/: one nvcc command line,
+used by the benchmarks on the GPU and by the compile tests in CI."""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+from .registry import ROOT
+
+KERNELS = ROOT / "kernels"
+CACHE = ROOT / ".cache" / "cubin"
+
+
+def cutlass_include() -> Path | None:
+    """CuTe/CUTLASS headers shipped by the PyPI package nvidia-cutlass, if installed."""
+    try:
+        import cutlass_library
+    except ImportError:
+        return None
+    inc = Path(cutlass_library.__file__).parent / "source" / "include"
+    return inc if inc.is_dir() else None
+
+
+def arch_of(compute_capability: str) -> str:
+    """nvcc arch suffix: '9.0' -> '90a' (Hopper's arch-specific features: wgmma, setmaxnreg)."""
+    major, minor = compute_capability.split(".")
+    return f"{major}{minor}" + ("a" if major == "9" else "")
+
+
+def nvcc_command(src: Path, out: Path, arch: str, defines: dict | None = None) -> list[str]:
+    cmd = ["nvcc", "-std=c++17", "-O3", "-cubin", f"-gencode=arch=compute_{arch},code=sm_{arch}",
+           "--expt-relaxed-constexpr", "-lineinfo"]
+    inc = cutlass_include()
+    if inc:
+        cmd += ["-I", str(inc)]
+    cmd += [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
+    return cmd + ["-o", str(out), str(src)]
+
+
+def compile_cu(src: Path, arch: str, defines: dict | None = None) -> Path:
+    """Compile ``src`` to a cubin (cached by content, arch and defines)."""
+    if shutil.which("nvcc") is None:
+        raise RuntimeError("nvcc not found on PATH: the CUDA toolkit is needed to build kernels/")
+    src = Path(src)
+    key = hashlib.sha256(src.read_bytes() + repr((arch, sorted((defines or {}).items()))).encode()).hexdigest()[:16]
+    out = CACHE / f"{src.stem}-{arch}-{key}.cubin"
+    if not out.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(".tmp")
+        proc = subprocess.run(nvcc_command(src, tmp, arch, defines), capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"nvcc failed on {src.name} for sm_{arch}:\n{proc.stderr.strip()}")
+        tmp.replace(out)
+    return out
+
+
+def load_kernel(src: Path, name: str, device: dict, defines: dict | None = None):
+    """A cupy RawKernel for ``name`` in ``src``, compiled for ``device``."""
+    import cupy
+    cubin = compile_cu(src, arch_of(device["compute_capability"]), defines)
+    return cupy.RawModule(path=str(cubin)).get_function(name)

@@ -1,0 +1,93 @@
+"""The one registry of benchmarks.
+
+A benchmark module calls ``register`` at import time; ``discover`` imports every
+module in ``bench.MODULES``. Modules must import no GPU library at top level:
+build.py imports them on machines without a GPU to read ids and source hashes.
+"""
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Modules that hold benchmarks; adding a family means adding its module here.
+MODULES = ("bench.gemm", "bench.hbm")
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    id: str                          # stable, "<family>.<name>"
+    run: Callable                    # run(ctx) -> dict of measurements (+ "check")
+    sources: tuple[str, ...]         # repo-relative files whose content defines the result
+    title: str = ""
+    timeout_s: float = 600.0
+    min_cc: tuple[int, int] | None = None   # skipped on GPUs below this compute capability
+
+    @property
+    def family(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    @property
+    def module(self) -> str:
+        return self.run.__module__
+
+    def source_hash(self) -> str:
+        return hash_sources(self.sources)
+
+
+_REGISTRY: dict[str, Benchmark] = {}
+
+
+def register(id: str, *, sources, **kw) -> Callable:
+    """Decorator: register ``fn`` as benchmark ``id``. The registering module's own
+    file is always part of its sources."""
+    if "." not in id:
+        raise ValueError(f"benchmark id {id!r} must look like '<family>.<name>'")
+
+    def wrap(fn):
+        module_file = Path(importlib.import_module(fn.__module__).__file__).resolve()
+        own = str(module_file.relative_to(ROOT)) if module_file.is_relative_to(ROOT) else str(module_file)
+        add(Benchmark(id=id, run=fn, sources=tuple(dict.fromkeys((own, *sources))), **kw))
+        return fn
+    return wrap
+
+
+def add(bench: Benchmark) -> None:
+    old = _REGISTRY.get(bench.id)
+    if old is not None and old.run is not bench.run:
+        raise ValueError(f"benchmark id {bench.id!r} registered twice ({old.module}, {bench.module})")
+    _REGISTRY[bench.id] = bench
+
+
+def discover(modules=MODULES) -> dict[str, Benchmark]:
+    for name in modules:
+        importlib.import_module(name)
+    return dict(sorted(_REGISTRY.items()))
+
+
+def _matches(bench: Benchmark, pattern: str) -> bool:
+    return pattern in (bench.id, bench.family) or fnmatch.fnmatchcase(bench.id, pattern)
+
+
+def select(benchmarks: dict[str, Benchmark], patterns) -> list[Benchmark]:
+    """Benchmarks whose id or family matches any pattern (exact, or a glob)."""
+    if not patterns:
+        return list(benchmarks.values())
+    unknown = [p for p in patterns if not any(_matches(b, p) for b in benchmarks.values())]
+    if unknown:
+        raise KeyError(f"no benchmark or family matches {', '.join(unknown)}; see --list")
+    return [b for b in benchmarks.values() if any(_matches(b, p) for p in patterns)]
+
+
+def hash_sources(paths) -> str:
+    h = hashlib.sha256()
+    for rel in sorted(paths):
+        p = Path(rel) if Path(rel).is_absolute() else ROOT / rel
+        h.update(rel.encode() + b"\0")
+        h.update(p.read_bytes() if p.exists() else b"<missing>")
+    return h.hexdigest()[:16]

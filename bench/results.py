@@ -1,0 +1,53 @@
+"""Writing results: atomic replace, merged by benchmark id, so that rerunning one
+family keeps the others and an interrupted run loses nothing already written."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from . import schema
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def existing(path: Path, device: dict) -> dict:
+    """The benchmarks already in ``path`` ({} if there is no file).
+
+    An existing file that is not valid, or that was measured on another GPU, is
+    reported and left untouched: earlier results are never overwritten blindly."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    doc = schema.load(path)
+    if doc["device"]["name"] != device["name"]:
+        raise schema.ResultsError(
+            f"{path}: holds results for {doc['device']['name']!r}, not {device['name']!r}; "
+            "choose another --out")
+    return doc["benchmarks"]
+
+
+def merge(path: Path, device: dict, software: dict, records: dict) -> dict:
+    """Add ``records`` to the results file at ``path`` (created if absent), atomically."""
+    path = Path(path)
+    merged = {
+        "schema_version": schema.SCHEMA_VERSION,
+        "device": device,
+        "software": software,
+        "benchmarks": dict(sorted({**existing(path, device), **records}.items())),
+    }
+    schema.validate(merged, str(path))
+    write_atomic(path, schema.dump(merged))
+    return merged

@@ -1,0 +1,194 @@
+"""The results file: the contract between ``python -m bench`` and build.py.
+
+One YAML file per GPU (results/<gpu-slug>.yaml)::
+
+    schema_version: 1
+    device:                       # read from the CUDA runtime and NVML when the run started
+      name: NVIDIA H100 80GB HBM3
+      slug: nvidia-h100-80gb-hbm3
+      compute_capability: "9.0"
+      sm_count: 132
+      sm_clock_max_mhz: 1980      # NVML max SM clock
+      sm_clock_mhz: 1980          # SM clock when the device was read
+      mem_clock_max_mhz: 2619
+      mem_bus_width_bits: 5120
+      l2_bytes: 52428800
+      smem_per_block_optin_bytes: 232448
+      memory_bytes: 85...
+    software: {driver, cuda_runtime, python, cupy, numba, nvcc, git_commit}   # strings or null
+    benchmarks:                   # merged by id: rerunning one family keeps the others
+      gemm.cublas_tf32_b_row:
+        family: gemm
+        title: cuBLAS TF32, B row-major
+        status: ok | failed | skipped
+        reason: why, when status is not ok
+        source_hash: 16 hex digits over the files that produced the result
+        measured_at: ISO-8601 UTC time
+        duration_s: wall time of the benchmark process
+        telemetry: {before: SAMPLE, after: SAMPLE}     # absent only when skipped
+            # SAMPLE: {sm_clock_mhz, mem_clock_mhz, power_w, temperature_c, throttle_reasons: [..]}
+            #         or null with telemetry.error saying why NVML could not be read
+        params: {...}             # the method's parameters (sizes, blocks, threads, repetitions)
+        check: {passed: bool, ...}  # where the output can be checked
+        # measurements, by kind:
+        time_ms: {median, p10, p90, n}   # from the one timer
+        tflops: number                   # from the median time
+        gbps: number                     # bytes read + written over the median time
+        rows: [{...}, ...]               # tables
+
+Every number anywhere in the file is finite and not negative. ``load`` raises
+``ResultsError`` naming the file, the field and what was expected.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from pathlib import Path
+
+import yaml
+
+SCHEMA_VERSION = 1
+STATUSES = ("ok", "failed", "skipped")
+
+DEVICE_FIELDS = {
+    "name": str, "slug": str, "compute_capability": str, "sm_count": int,
+    "sm_clock_max_mhz": (int, float), "sm_clock_mhz": (int, float),
+    "mem_clock_max_mhz": (int, float), "mem_bus_width_bits": int, "l2_bytes": int,
+    "smem_per_block_optin_bytes": int, "memory_bytes": int,
+}
+SOFTWARE_FIELDS = ("driver", "cuda_runtime", "python", "cupy", "numba", "git_commit")
+TIME_FIELDS = ("median", "p10", "p90", "n")
+
+
+class ResultsError(ValueError):
+    """A results file that does not follow the schema."""
+
+
+def _type_name(t) -> str:
+    names = {str: "a string", int: "an integer", float: "a number", bool: "true/false",
+             dict: "a mapping", list: "a list"}
+    if isinstance(t, tuple):
+        return "a number" if set(t) == {int, float} else " or ".join(names[x] for x in t)
+    return names[t]
+
+
+class _Validator:
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, path: str, expected: str, got) -> None:
+        shown = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
+        raise ResultsError(f"{self.source}: {path or 'top level'}: expected {expected}, got {shown}")
+
+    def expect(self, value, t, path: str):
+        # bool is an int in Python; a true/false where a number belongs is an error
+        if isinstance(value, bool) and t is not bool and bool not in (t if isinstance(t, tuple) else (t,)):
+            self.fail(path, _type_name(t), value)
+        if not isinstance(value, t):
+            self.fail(path, _type_name(t), value)
+        return value
+
+    def require(self, mapping: dict, key: str, t, path: str):
+        if key not in mapping:
+            self.fail(f"{path}.{key}".lstrip("."), f"{_type_name(t)} (the field is missing)", None)
+        return self.expect(mapping[key], t, f"{path}.{key}".lstrip("."))
+
+    def values(self, value, path: str) -> None:
+        """Every leaf is a plain YAML scalar; every number finite and >= 0."""
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if not isinstance(k, str):
+                    self.fail(path, "string keys", k)
+                self.values(v, f"{path}.{k}")
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                self.values(v, f"{path}[{i}]")
+        elif isinstance(value, bool) or value is None or isinstance(value, str):
+            pass
+        elif isinstance(value, (int, float)):
+            if not math.isfinite(value) or value < 0:
+                self.fail(path, "a finite number >= 0", value)
+        else:
+            self.fail(path, "a string, number, true/false, null, list or mapping "
+                            f"(not a {type(value).__name__})", value)
+
+    def benchmark(self, bid: str, rec, path: str) -> None:
+        self.expect(rec, dict, path)
+        self.require(rec, "family", str, path)
+        status = self.require(rec, "status", str, path)
+        if status not in STATUSES:
+            self.fail(f"{path}.status", "one of " + ", ".join(STATUSES), status)
+        if status != "ok":
+            self.require(rec, "reason", str, path)
+        self.require(rec, "source_hash", str, path)
+        if status != "skipped":
+            tel = self.require(rec, "telemetry", dict, path)
+            for when in ("before", "after"):
+                if when not in tel:
+                    self.fail(f"{path}.telemetry.{when}", "a telemetry sample or null (the field is missing)", None)
+        if "check" in rec:
+            self.require(self.expect(rec["check"], dict, f"{path}.check"), "passed", bool, f"{path}.check")
+        if "time_ms" in rec:
+            t = self.expect(rec["time_ms"], dict, f"{path}.time_ms")
+            for f in TIME_FIELDS:
+                self.require(t, f, int if f == "n" else (int, float), f"{path}.time_ms")
+            if not t["p10"] <= t["median"] <= t["p90"]:
+                self.fail(f"{path}.time_ms", "p10 <= median <= p90", t)
+        for f in ("tflops", "gbps"):
+            if f in rec:
+                self.expect(rec[f], (int, float), f"{path}.{f}")
+        if "rows" in rec:
+            for i, row in enumerate(self.expect(rec["rows"], list, f"{path}.rows")):
+                self.expect(row, dict, f"{path}.rows[{i}]")
+        self.values(rec, path)
+
+    def document(self, doc) -> dict:
+        self.expect(doc, dict, "")
+        version = self.require(doc, "schema_version", int, "")
+        if version != SCHEMA_VERSION:
+            self.fail("schema_version", f"{SCHEMA_VERSION} (this code's schema)", version)
+        device = self.require(doc, "device", dict, "")
+        for key, t in DEVICE_FIELDS.items():
+            self.require(device, key, t, "device")
+        self.values(device, "device")
+        software = self.require(doc, "software", dict, "")
+        for key in SOFTWARE_FIELDS:
+            if key not in software:
+                self.fail(f"software.{key}", "a string or null (the field is missing)", None)
+            if software[key] is not None:
+                self.expect(software[key], str, f"software.{key}")
+        benchmarks = self.require(doc, "benchmarks", dict, "")
+        for bid, rec in benchmarks.items():
+            self.expect(bid, str, "benchmarks (keys)")
+            if "." not in bid:
+                self.fail(f"benchmarks.{bid}", "an id like '<family>.<name>'", bid)
+            self.benchmark(bid, rec, f"benchmarks.{bid}")
+        unknown = set(doc) - {"schema_version", "device", "software", "benchmarks"}
+        if unknown:
+            self.fail(sorted(unknown)[0], "no such top-level field", doc[sorted(unknown)[0]])
+        return doc
+
+
+def validate(doc, source: str = "<results>") -> dict:
+    return _Validator(source).document(doc)
+
+
+def load(path) -> dict:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ResultsError(f"{path}: cannot read the results file ({e.strerror})") from e
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ResultsError(f"{path}: not valid YAML: {e}") from e
+    return validate(doc, str(path))
+
+
+def dump(doc) -> str:
+    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=100)
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
