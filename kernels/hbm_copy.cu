@@ -4,6 +4,27 @@
 #ifndef UNROLL
 #define UNROLL 4
 #endif
+// 1: evict-first cache hints (ld.global.cs / st.global.cs), so streamed lines
+// do not displace each other in L2.
+#ifndef STREAMING
+#define STREAMING 0
+#endif
+
+__device__ __forceinline__ float4 load16(const float4* p) {
+#if STREAMING
+    return __ldcs(p);
+#else
+    return *p;
+#endif
+}
+
+__device__ __forceinline__ void store16(float4* p, float4 v) {
+#if STREAMING
+    __stcs(p, v);
+#else
+    *p = v;
+#endif
+}
 
 extern "C" __global__ void copy_f4(const float4* __restrict__ src, float4* __restrict__ dst,
                                    long long n, unsigned* __restrict__ sm_of_block) {
@@ -19,9 +40,9 @@ extern "C" __global__ void copy_f4(const float4* __restrict__ src, float4* __res
     for (; i + (UNROLL - 1) * stride < n; i += UNROLL * stride) {
         float4 v[UNROLL];
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) v[u] = src[i + u * stride];
+        for (int u = 0; u < UNROLL; ++u) v[u] = load16(src + i + u * stride);
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) dst[i + u * stride] = v[u];
+        for (int u = 0; u < UNROLL; ++u) store16(dst + i + u * stride, v[u]);
     }
-    for (; i < n; i += stride) dst[i] = src[i];
+    for (; i < n; i += stride) store16(dst + i, load16(src + i));
 }
