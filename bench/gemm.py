@@ -28,7 +28,7 @@ SHAPE = Shape(m=4096, n=8192, k=16384)
 LAYOUTS = {"b_row": "B row-major (N contiguous)", "b_kmajor": "B K-major (stored transposed)"}
 SEED = 2026
 SAMPLE_ROWS = SAMPLE_COLS = 48   # float64 reference on a 48 x 48 sample of C
-WARMUP, REPS = 5, 30
+WARMUP, REPS = 5, 100
 
 # Relative Frobenius error allowed on the sample, by arithmetic: FP32 accumulates
 # in FP32; TF32 rounds each operand to 10 mantissa bits (unit roundoff 2^-11);

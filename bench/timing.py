@@ -37,15 +37,3 @@ def time_gpu(fn, *, warmup: int = 3, reps: int = 20, before_each=None) -> dict:
         times.append(cupy.cuda.get_elapsed_time(start, end))
     return summarize(times)
 
-
-def l2_flusher(l2_bytes: int):
-    """A callable that evicts the L2 by reading a buffer twice its size. Reading
-    (not writing) leaves clean lines, so no write-backs leak into the timed region."""
-    import cupy
-
-    buf = cupy.ones(2 * l2_bytes // 4, dtype=cupy.float32)
-    sink = cupy.empty((), dtype=cupy.float32)
-
-    def flush():
-        cupy.sum(buf, out=sink)
-    return flush

@@ -1,30 +1,11 @@
-// Streaming copy with 16-byte accesses. Each thread issues UNROLL independent
-// loads before its stores, so bytes in flight = threads x UNROLL x 16: the
-// quantity Little's law says bandwidth needs.
+// Streaming copy with 16-byte accesses. A block copies a contiguous tile of
+// blockDim x UNROLL vectors, loading all UNROLL before storing any, so bytes in
+// flight = threads x UNROLL x 16 (what Little's law says bandwidth needs); then
+// it jumps gridDim tiles ahead. With a grid of one block per tile, each block
+// copies one tile and retires.
 #ifndef UNROLL
 #define UNROLL 4
 #endif
-// 1: evict-first cache hints (ld.global.cs / st.global.cs), so streamed lines
-// do not displace each other in L2.
-#ifndef STREAMING
-#define STREAMING 0
-#endif
-
-__device__ __forceinline__ float4 load16(const float4* p) {
-#if STREAMING
-    return __ldcs(p);
-#else
-    return *p;
-#endif
-}
-
-__device__ __forceinline__ void store16(float4* p, float4 v) {
-#if STREAMING
-    __stcs(p, v);
-#else
-    *p = v;
-#endif
-}
 
 extern "C" __global__ void copy_f4(const float4* __restrict__ src, float4* __restrict__ dst,
                                    long long n, unsigned* __restrict__ sm_of_block) {
@@ -34,15 +15,19 @@ extern "C" __global__ void copy_f4(const float4* __restrict__ src, float4* __res
         asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
         sm_of_block[blockIdx.x] = smid;
     }
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    // Lane-consecutive indices for each u: every warp access is one coalesced 512-byte request.
-    for (; i + (UNROLL - 1) * stride < n; i += UNROLL * stride) {
+    const long long tile = (long long)blockDim.x * UNROLL;
+    for (long long base = blockIdx.x * tile; base < n; base += gridDim.x * tile) {
         float4 v[UNROLL];
+        // Lane-consecutive indices for each u: one coalesced 512-byte request per warp.
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) v[u] = load16(src + i + u * stride);
+        for (int u = 0; u < UNROLL; ++u) {
+            const long long i = base + u * blockDim.x + threadIdx.x;
+            if (i < n) v[u] = src[i];
+        }
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) store16(dst + i + u * stride, v[u]);
+        for (int u = 0; u < UNROLL; ++u) {
+            const long long i = base + u * blockDim.x + threadIdx.x;
+            if (i < n) dst[i] = v[u];
+        }
     }
-    for (; i < n; i += stride) store16(dst + i, load16(src + i));
 }
