@@ -4,6 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 
+# Before each start event the stream is kept busy this long, so that the host's
+# launch overhead (Python, argument packing) overlaps GPU work instead of being
+# timed as idle GPU time between the start event and the kernel.
+HOLD_US = 200
+
+_SPIN_SRC = r"""
+extern "C" __global__ void spin(long long cycles) {
+    const long long t0 = clock64();
+    while (clock64() - t0 < cycles) { }
+}
+"""
+
 
 def summarize(times_ms) -> dict:
     t = np.asarray(times_ms, dtype=float)
@@ -13,27 +25,28 @@ def summarize(times_ms) -> dict:
     return {"median": float(median), "p10": float(p10), "p90": float(p90), "n": int(t.size)}
 
 
-def time_gpu(fn, *, warmup: int = 3, reps: int = 20, before_each=None) -> dict:
-    """Time ``fn`` (which enqueues GPU work on the current stream) with CUDA events.
+def _stream_holder():
+    import cupy
+    spin = cupy.RawKernel(_SPIN_SRC, "spin")
+    cycles = cupy.int64(HOLD_US * 2000)   # at 2 GHz; a slower clock only holds longer
+    return lambda: spin((1,), (1,), (cycles,))
 
-    ``before_each`` runs before every repetition, outside the timed region (for
-    example an L2 flush)."""
+
+def time_gpu(fn, *, warmup: int = 3, reps: int = 20) -> dict:
+    """Time ``fn`` (which enqueues GPU work on the current stream) with CUDA events."""
     import cupy
 
+    hold = _stream_holder()
     for _ in range(warmup):
-        if before_each:
-            before_each()
         fn()
     cupy.cuda.get_current_stream().synchronize()
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
     times = []
     for _ in range(reps):
-        if before_each:
-            before_each()
+        hold()
         start.record()
         fn()
         end.record()
         end.synchronize()
         times.append(cupy.cuda.get_elapsed_time(start, end))
     return summarize(times)
-
