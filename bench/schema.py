@@ -114,6 +114,7 @@ class _Validator:
 
     def benchmark(self, bid: str, rec, path: str) -> None:
         self.expect(rec, dict, path)
+        self.values(rec, path)
         self.require(rec, "family", str, path)
         status = self.require(rec, "status", str, path)
         if status not in STATUSES:
@@ -133,14 +134,14 @@ class _Validator:
             for f in TIME_FIELDS:
                 self.require(t, f, int if f == "n" else (int, float), f"{path}.time_ms")
             if not t["p10"] <= t["median"] <= t["p90"]:
-                self.fail(f"{path}.time_ms", "p10 <= median <= p90", t)
+                self.fail(f"{path}.time_ms", "p10 <= median <= p90",
+                          f"p10={t['p10']}, median={t['median']}, p90={t['p90']}")
         for f in ("tflops", "gbps"):
             if f in rec:
                 self.expect(rec[f], (int, float), f"{path}.{f}")
         if "rows" in rec:
             for i, row in enumerate(self.expect(rec["rows"], list, f"{path}.rows")):
                 self.expect(row, dict, f"{path}.rows[{i}]")
-        self.values(rec, path)
 
     def document(self, doc) -> dict:
         self.expect(doc, dict, "")

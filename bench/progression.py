@@ -1,0 +1,35 @@
+"""The hand-written GEMM progression as the deck tells it: the steps, their
+benchmark ids and the operand layout each kernel reads. Kept apart from the
+benchmark code so that editing the story does not mark measurements stale."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the hand-written progression, as the deck tells it."""
+    key: str
+    title: str
+    technique: str
+    variants: tuple[tuple[str, str], ...]   # (benchmark id, label); the last is the step's best
+    layout: str                             # the B layout its kernel reads
+    precision: str
+    source: str | None = None               # the kernel file, once it exists
+
+
+STEPS = (
+    Step("naive", "Naive FP32", "FP32 scalar, one thread per element of C",
+         (("gemm.naive_fp32", "naive"),), "b_row", "fp32"),
+    Step("cute_mma", "CuTe Simple MMA", "TF32 tensor cores (SM80 16x8x8 atom), operands from global memory",
+         (("gemm.cute_mma_tf32", "simple MMA"),), "b_kmajor", "tf32"),
+    Step("cute_smem", "CuTe SMEM", "+ shared memory tiles filled by cp.async",
+         (("gemm.cute_smem_k8", "K-tile 8"), ("gemm.cute_smem_k32", "K-tile 32")), "b_kmajor", "tf32"),
+    Step("wgmma", "CuTe WGMMA", "SM90 wgmma reading swizzled shared memory",
+         (("gemm.wgmma", "WGMMA"),), "b_kmajor", "tf32"),
+    Step("wgmma_pipe", "WGMMA Pipelined", "+ double-buffered shared memory",
+         (("gemm.wgmma_pipe", "pipelined"), ("gemm.wgmma_pipe_swizzle", "+ CTA swizzle")), "b_kmajor", "tf32"),
+    Step("wgmma_tma", "WGMMA + TMA", "+ TMA loads, mbarrier pipeline, larger tile",
+         (("gemm.wgmma_tma_128x128", "128x128 tile"), ("gemm.wgmma_tma_128x256", "128x256 tile")),
+         "b_kmajor", "tf32"),
+)

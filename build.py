@@ -1,0 +1,292 @@
+"""Render the Slidev deck (slides.md) and its figures (svgs/) from a results file.
+
+    python build.py [--results results/<gpu>.yaml]
+
+All data is gathered and every derived number computed into one context first;
+the templates in slides/ only format it. Nothing is written unless the results
+file validates and every template renders."""
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+import time
+from pathlib import Path
+
+import jinja2
+
+from bench import registry, schema
+from bench.gemm import LAYOUTS, SHAPE, cublas_id
+from bench.progression import STEPS
+from slides import figures
+
+ROOT = Path(__file__).resolve().parent
+DEFAULT_RESULTS = ROOT / "results" / "nvidia-h100-80gb-hbm3.yaml"
+SLIDES_DIR = ROOT / "slides"
+
+# Dense FLOP per clock per SM by compute capability (NVIDIA architecture
+# whitepapers): FP32 FMA on the CUDA cores, TF32 and BF16 on the tensor cores.
+PER_SM_FLOP_PER_CLK = {
+    "8.0": {"fp32": 128, "tf32": 1024, "bf16": 2048},
+    "8.6": {"fp32": 256, "tf32": 512, "bf16": 1024},
+    "8.9": {"fp32": 256, "tf32": 512, "bf16": 1024},
+    "9.0": {"fp32": 256, "tf32": 2048, "bf16": 4096},
+}
+ARCH_NAMES = {"7": "Volta/Turing", "8": "Ampere/Ada", "9": "Hopper", "10": "Blackwell", "12": "Blackwell"}
+SUBPARTITIONS_PER_SM = 4     # one warp scheduler each, every architecture since Volta
+WARP_SIZE = 32
+PRECISION_NAMES = {"fp32": "FP32 (CUDA cores)", "tf32": "TF32 (tensor cores)", "bf16": "BF16 (tensor cores)"}
+
+
+class Context:
+    """Collects what the deck needs and remembers what the results lack."""
+
+    def __init__(self, doc: dict, benchmarks: dict):
+        self.doc = doc
+        self.benchmarks = benchmarks
+        self.missing: dict[str, list[str]] = {}
+
+    def record(self, bid: str) -> dict:
+        """A result, summarized for the slides; ``measured`` is False when absent or skipped."""
+        rec = self.doc["benchmarks"].get(bid)
+        current = self.benchmarks.get(bid)
+        out = {"id": bid, "measured": False, "status": "absent", "reason": "not in the results",
+               "stale": False, "stale_why": "", "failed": False, "record": {},
+               "tflops": None, "time_ms": None, "check": None, "clock_mhz": None,
+               "pct_cublas": None, "speedup": None}
+        if rec is None:
+            return out
+        out.update(status=rec["status"], reason=rec.get("reason", ""), record=rec,
+                   measured=rec["status"] != "skipped", failed=rec["status"] == "failed",
+                   tflops=rec.get("tflops"), time_ms=rec.get("time_ms"), check=rec.get("check"),
+                   clock_mhz=clock_during(rec))
+        if current is None or current.source_hash() != rec["source_hash"]:
+            out["stale"] = True
+            out["stale_why"] = ("no longer in the registry" if current is None
+                                else "its source changed after it was measured")
+        return out
+
+    def need(self, slide: str, *bids: str) -> list[dict]:
+        recs = [self.record(b) for b in bids]
+        lacking = [r["id"] for r in recs if not r["measured"]]
+        if lacking:
+            self.missing.setdefault(slide, []).extend(lacking)
+        return recs
+
+
+def clock_during(rec: dict) -> float | None:
+    during = (rec.get("telemetry") or {}).get("during")
+    return during["sm_clock_mhz"]["median"] if during else None
+
+
+def device_context(doc: dict) -> dict:
+    d = dict(doc["device"])
+    cc = d["compute_capability"]
+    major = cc.split(".")[0]
+    d["arch"] = ARCH_NAMES.get(major, f"compute capability {cc}")
+    d["sm_name"] = "sm_" + cc.replace(".", "")
+    d["subpartitions"] = SUBPARTITIONS_PER_SM
+    d["warp_size"] = WARP_SIZE
+    rates = PER_SM_FLOP_PER_CLK.get(cc)
+    d["fp32_lanes_per_sm"] = rates["fp32"] // 2 if rates else None
+    d["hbm_peak_gbps"] = d["mem_clock_max_mhz"] * 1e6 * 2 * d["mem_bus_width_bits"] / 8 / 1e9
+    return d
+
+
+def peaks_context(device: dict, gemm: dict) -> list[dict]:
+    """Peak = SMs x per-SM rate x clock, at the maximum SM clock and at the median
+    clock NVML saw while cuBLAS ran; beside it the fastest cuBLAS layout measured."""
+    rates = PER_SM_FLOP_PER_CLK.get(device["compute_capability"])
+    if not rates:
+        return []
+    rows = []
+    for p, r in rates.items():
+        peak = device["sm_count"] * r * device["sm_clock_max_mhz"] * 1e6 / 1e12
+        runs = [c for c in gemm["cublas_rows"] if c["precision"] == p and c["tflops"] and not c["failed"]]
+        best = max(runs, key=lambda c: c["tflops"]) if runs else None
+        clock = best["clock_mhz"] if best else None
+        rows.append({"precision": p, "name": PRECISION_NAMES[p], "per_sm_per_clk": r, "tflops_max_clock": peak,
+                     "clock_mhz": clock,
+                     "tflops_run_clock": device["sm_count"] * r * clock * 1e6 / 1e12 if clock else None,
+                     "measured": best, "pct_of_peak": 100 * best["tflops"] / peak if best else None})
+    return rows
+
+
+def gemm_context(ctx: Context) -> dict:
+    cublas = {}
+    for precision in ("fp32", "tf32", "bf16"):
+        for layout in LAYOUTS:
+            r = ctx.record(cublas_id(precision, layout))
+            r.update(precision=precision, layout=layout, layout_name=LAYOUTS[layout])
+            cublas[(precision, layout)] = r
+    tf32 = [cublas[("tf32", lay)] for lay in LAYOUTS if cublas[("tf32", lay)]["measured"] and not cublas[("tf32", lay)]["failed"]]
+    best_tf32 = max(tf32, key=lambda r: r["tflops"]) if tf32 else None
+
+    steps, prev = [], None
+    for i, step in enumerate(STEPS, 1):
+        baseline = cublas[("tf32", step.layout)]
+        title = f"Kernel {i}: {step.title}"
+        variants = []
+        for bid, label in step.variants:
+            r = ctx.record(bid)
+            r["label"] = label
+            if r["tflops"] and baseline["tflops"]:
+                r["pct_cublas"] = 100 * r["tflops"] / baseline["tflops"]
+            variants.append(r)
+        for slide in ("Code", "Diagram", "Performance"):
+            ctx.need(f"{title} — {slide}", *(v["id"] for v in variants))
+        best = variants[-1]
+        usable = best["tflops"] and not best["failed"]
+        if usable and prev:
+            best["speedup"] = best["tflops"] / prev["best"]["tflops"]
+            best["speedup_over"] = prev["title"]
+        steps.append({"index": i, "key": step.key, "title": step.title, "slide_title": title,
+                      "technique": step.technique, "layout": step.layout, "layout_name": LAYOUTS[step.layout],
+                      "precision": step.precision, "baseline": baseline,
+                      "source": step.source if step.source and (ROOT / step.source).exists() else None,
+                      "diagram": None, "variants": variants, "best": best,
+                      "measured": any(v["measured"] for v in variants)})
+        if usable:
+            prev = steps[-1]
+    measured_steps = [s for s in steps if s["best"]["tflops"] and not s["best"]["failed"]]
+    headline = None
+    if len(measured_steps) >= 2:
+        first, last = measured_steps[0]["best"], max((s["best"] for s in measured_steps), key=lambda v: v["tflops"])
+        headline = {"from": first, "to": last, "speedup": last["tflops"] / first["tflops"]}
+    return {"shape": {"m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "flops": SHAPE.flops,
+                      "intensity_fp32": SHAPE.flops / (4 * (SHAPE.m * SHAPE.k + SHAPE.k * SHAPE.n + SHAPE.m * SHAPE.n))},
+            "cublas": cublas, "cublas_rows": list(cublas.values()), "best_tf32": best_tf32,
+            "steps": steps, "headline": headline, "balance": None}
+
+
+def hbm_context(ctx: Context, device: dict) -> dict:
+    (r,) = ctx.need("HBM Bandwidth Scaling", "hbm.copy_scaling")
+    if "rows" not in r["record"]:
+        return {**r, "rows": None, "memcpy": None, "best": None, "params": None, "per_sm": None}
+    rec = r["record"]
+    memcpy = rec["memcpy"]
+    rows = [{**row, "pct_memcpy": 100 * row["gbps"] / memcpy["gbps"],
+             "pct_peak": 100 * row["gbps"] / device["hbm_peak_gbps"]} for row in rec["rows"]]
+    best = max(rows, key=lambda row: row["gbps"])
+    return {**r, "rows": rows, "memcpy": {**memcpy, "pct_peak": 100 * memcpy["gbps"] / device["hbm_peak_gbps"]},
+            "best": best, "params": rec["params"],
+            "per_sm": next((row for row in rows if row["threads"] > 32 and row["blocks"] == 1), None)}
+
+
+def build_context(doc: dict, benchmarks: dict) -> tuple[dict, Context]:
+    ctx = Context(doc, benchmarks)
+    device = device_context(doc)
+    gemm = gemm_context(ctx)
+    hbm = hbm_context(ctx, device)
+    peaks = peaks_context(device, gemm)
+    tf32_peak = next((p for p in peaks if p["precision"] == "tf32"), None)
+    if tf32_peak and hbm["rows"]:
+        balance = 1000 * tf32_peak["tflops_max_clock"] / hbm["best"]["gbps"]
+        gemm["balance"] = {"tflops": tf32_peak["tflops_max_clock"], "gbps": hbm["best"]["gbps"],
+                           "flop_per_byte": balance, "margin": gemm["shape"]["intensity_fp32"] / balance}
+    for slide, ids in (("Memory Hierarchy Latency", ["latency.memory"]),
+                       ("Instruction Latency — Results", ["latency.instruction"]),
+                       ("Memory Latency", ["latency.memory"]),
+                       ("L2 Bandwidth Scaling", ["l2.bandwidth_scaling"]),
+                       ("Matrix Transpose", ["transpose.all"])):
+        ctx.need(slide, *ids)
+    stale = sorted(bid for bid in doc["benchmarks"] if ctx.record(bid)["stale"])
+    failed = [{"id": bid, "reason": rec["reason"]} for bid, rec in doc["benchmarks"].items()
+              if rec["status"] == "failed"]
+    tf32_clock = tf32_peak["clock_mhz"] if tf32_peak else None
+    context = {"device": device, "software": doc["software"], "peaks": peaks, "tf32_clock_mhz": tf32_clock,
+               "gemm": gemm, "hbm": hbm, "stale": stale, "failed": failed,
+               "missing": ctx.missing}
+    return context, ctx
+
+
+# --- formatting: the templates' only arithmetic -------------------------------
+
+def fmt_num(x, digits: int = 1) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        raise ValueError(f"no number to format: {x!r}")
+    return f"{x:,.{digits}f}"
+
+
+def fmt_sig(x, sig: int = 3) -> str:
+    """Significant figures, never scientific notation: 0.234, 27.9, 2,981."""
+    if x == 0:
+        return "0"
+    digits = max(0, sig - 1 - int(math.floor(math.log10(abs(x)))))
+    return fmt_num(x, digits)
+
+
+def fmt_bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{fmt_sig(n / size, 3)} {unit}"
+    return f"{n} B"
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(SLIDES_DIR),
+        # Slidev's markdown uses Vue's {{ }}; these delimiters cannot collide with it.
+        block_start_string="[%", block_end_string="%]",
+        variable_start_string="[[", variable_end_string="]]",
+        comment_start_string="[#", comment_end_string="#]",
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        keep_trailing_newline=True, autoescape=False)
+    env.filters.update(num=fmt_num, sig=fmt_sig, bytes=fmt_bytes)
+    return env
+
+
+FRONTMATTER_START = re.compile(r"^[A-Za-z][\w-]*:")
+
+
+def render(context: dict) -> str:
+    """Sections in file-name order, joined by slide separators. A section that
+    opens with its own frontmatter (``layout: section``) follows the separator
+    directly; any other starts after a blank line, so Slidev does not read its
+    first lines as frontmatter."""
+    env = environment()
+    sections = sorted(p.name for p in SLIDES_DIR.glob("[0-9]*.md.j2"))
+    parts = [env.get_template(name).render(**context).strip() for name in sections]
+    return parts[0] + "".join("\n\n---\n" + ("" if FRONTMATTER_START.match(p) else "\n") + p
+                              for p in parts[1:]) + "\n"
+
+
+def build(results: Path, out_dir: Path = ROOT) -> dict:
+    doc = schema.load(results)
+    context, _ = build_context(doc, registry.discover())
+    deck = render(context)                       # renders fully before anything is written
+    svgs = figures.draw_all(context)
+    from bench.results import write_atomic
+    for name, svg in svgs.items():
+        write_atomic(out_dir / "svgs" / name, svg)
+    write_atomic(out_dir / "slides.md", deck)
+    return context
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--results", type=Path, default=DEFAULT_RESULTS, help=f"results file (default {DEFAULT_RESULTS.relative_to(ROOT)})")
+    ap.add_argument("--out-dir", type=Path, default=ROOT, help="where slides.md and svgs/ go (default: the repository root)")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    try:
+        context = build(args.results, args.out_dir)
+    except schema.ResultsError as e:
+        print(f"build.py: {e}\nNothing was written.", file=sys.stderr)
+        return 1
+    n_missing = sum(len(v) for v in context["missing"].values())
+    print(f"wrote slides.md and svgs/ for {context['device']['name']} in {time.perf_counter() - t0:.2f} s")
+    if context["missing"]:
+        print(f"not measured on this GPU ({n_missing} results on {len(context['missing'])} slides):")
+        for slide, ids in context["missing"].items():
+            print(f"  {slide}: {', '.join(dict.fromkeys(ids))}")
+    for bid in context["stale"]:
+        print(f"STALE: {bid} was measured with code that has changed since; rerun python -m bench --only {bid}")
+    for f in context["failed"]:
+        print(f"FAILED: {f['id']}: {f['reason']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

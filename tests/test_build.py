@@ -1,0 +1,157 @@
+"""build.py on fixture results: outline, traceable numbers, markers, flags, figures."""
+import re
+import time
+
+import pytest
+
+import build
+from slides import figures
+
+# The reference deck's outline, in order (kernel slides: code, diagram, performance).
+KERNELS = ["Naive FP32", "CuTe Simple MMA", "CuTe SMEM", "CuTe WGMMA", "WGMMA Pipelined", "WGMMA + TMA"]
+OUTLINE = (["CUDA Performance Study", "Hopper SM Architecture", "Theoretical Peak Performance",
+            "Why Matrix Multiply?", "GEMM Problem Setup"]
+           + [f"Kernel {i}: {k} — {part}" for i, k in enumerate(KERNELS, 1)
+              for part in ("Code", "Diagram", "Performance")]
+           + ["GEMM — Results Table", "What's Missing?", "Backup Slides",
+              "Instruction Latency — Methodology", "Instruction Latency — Results",
+              "Instruction Latency — Key Observations", "Memory Latency", "HBM Bandwidth Scaling",
+              "HBM Bandwidth Scaling — Plot", "L2 Bandwidth Scaling", "Matrix Transpose"])
+
+
+def headings(markdown: str) -> list[str]:
+    """H1 titles outside code fences: one per slide."""
+    out, fenced = [], False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.startswith("# "):
+            out.append(line[2:].strip())
+    return out
+
+
+def slides_of(markdown: str) -> dict[str, str]:
+    """Slide text by title."""
+    parts = re.split(r"^# ", markdown, flags=re.M)[1:]
+    return {p.splitlines()[0].strip(): p for p in parts}
+
+
+@pytest.fixture
+def deck(fixture_doc, write_results, tmp_path, capsys):
+    path = write_results(fixture_doc)
+    assert build.main(["--results", str(path), "--out-dir", str(tmp_path)]) == 0
+    return {"md": (tmp_path / "slides.md").read_text(), "out": capsys.readouterr().out, "dir": tmp_path,
+            "doc": fixture_doc}
+
+
+def test_every_slide_in_order(deck):
+    assert headings(deck["md"]) == OUTLINE
+
+
+def test_measured_numbers_come_from_the_fixture(deck):
+    b = deck["doc"]["benchmarks"]
+    s = slides_of(deck["md"])
+    tf32_row = b["gemm.cublas_tf32_b_row"]["tflops"]
+    assert f"**{tf32_row:,.1f}**" in s["GEMM — Results Table"]
+    hbm = b["hbm.copy_scaling"]
+    assert f"**{hbm['memcpy']['gbps']:,.0f}**".replace(",", "") in s["HBM Bandwidth Scaling"].replace(",", "")
+    for row in hbm["rows"]:
+        assert f"| {row['label']} | {row['blocks']} × {row['threads']} | {row['sms_used']} |" in s["HBM Bandwidth Scaling"]
+    assert f"**{b['gemm.wgmma_tma_128x256']['tflops']:,.1f}**" in s["Kernel 6: WGMMA + TMA — Performance"]
+    assert str(deck["doc"]["device"]["sm_count"]) in s["Hopper SM Architecture"]
+    # the derived numbers: % of cuBLAS on the same layout, and the title's headline
+    pct = 100 * b["gemm.wgmma_tma_128x256"]["tflops"] / b["gemm.cublas_tf32_b_kmajor"]["tflops"]
+    assert f"{pct:.1f}%" in s["CUDA Performance Study"] and f"{pct:.1f}%" in s["GEMM — Results Table"]
+
+
+def test_numbers_follow_the_results(fixture_doc, write_results, tmp_path):
+    """Change a measurement and the deck changes with it: nothing was typed in."""
+    fixture_doc["benchmarks"]["gemm.cublas_tf32_b_row"]["tflops"] = 123.45
+    fixture_doc["device"]["sm_count"] = 77
+    path = write_results(fixture_doc)
+    build.main(["--results", str(path), "--out-dir", str(tmp_path)])
+    md = (tmp_path / "slides.md").read_text()
+    assert "**123.5**" in md and "77 SMs" in md and "132 SMs" not in md
+
+
+# Digits a template may hold: names (FP32, SM90, L2, 16-byte, 32-bit), list numbering,
+# the constants of a formula (2·M·N·K, 4 bytes a float, × 2 for double data rate) and
+# a baseline's 100% of itself.
+ALLOWED_IN_TEMPLATES = re.compile(
+    r"(FP|TF|BF)(16|32|64)|SM\d\d|sm_\d+|L[12]\b|\d+-(byte|bit)|float4|im2col|"
+    r"^\*\*\d\. |\b\d·|× \d ×|\b100%")
+
+
+def test_templates_hold_no_measured_values():
+    """Outside Jinja tags, styles and classes, templates hold no digits but names like FP32."""
+    for path in sorted(build.SLIDES_DIR.glob("*.md.j2")):
+        source = re.sub(r"<style.*?</style>", "", path.read_text(), flags=re.S)
+        for n, line in enumerate(source.splitlines(), 1):
+            text = re.sub(r"\[\[.*?\]\]|\[%.*?%\]|\[#.*?#\]|class=\"[^\"]*\"", "", line)
+            text = ALLOWED_IN_TEMPLATES.sub("", text)
+            assert not re.search(r"\d", text), f"{path.name}:{n}: a number in a template: {line.strip()}"
+
+
+def test_missing_results_get_markers_and_are_listed(deck):
+    s = slides_of(deck["md"])
+    marker = "Not measured on this GPU"
+    for title in ("Memory Latency", "L2 Bandwidth Scaling", "Matrix Transpose", "Kernel 2: CuTe Simple MMA — Performance"):
+        assert marker in s[title], title
+    assert marker not in s["HBM Bandwidth Scaling"]
+    assert "Kernel 2: CuTe Simple MMA — Performance: gemm.cute_mma_tf32" in deck["out"]
+    assert "L2 Bandwidth Scaling: l2.bandwidth_scaling" in deck["out"]
+
+
+def test_failed_check_is_shown(deck):
+    s = slides_of(deck["md"])
+    assert "FAILED: check failed" in s["Kernel 3: CuTe SMEM — Performance"]
+    assert "FAILED: gemm.cute_smem_k8" in deck["out"]
+
+
+def test_stale_source_is_flagged(fixture_doc, write_results, tmp_path, capsys):
+    fixture_doc["benchmarks"]["hbm.copy_scaling"]["source_hash"] = "0000000000000000"
+    build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "STALE: hbm.copy_scaling" in out and "STALE: gemm.cublas" not in out
+    s = slides_of((tmp_path / "slides.md").read_text())
+    assert "stale: its source changed after it was measured" in s["HBM Bandwidth Scaling"]
+
+
+def test_deck_without_any_gemm_or_hbm(fixture_doc, write_results, tmp_path):
+    fixture_doc["benchmarks"] = {}
+    build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path)])
+    md = (tmp_path / "slides.md").read_text()
+    assert headings(md)[:2] == OUTLINE[:2]
+    assert "Nothing of the GEMM family is measured" in md
+    assert "HBM Bandwidth Scaling — Plot" not in headings(md)
+    assert not (tmp_path / "svgs" / "hbm_scaling.svg").exists()
+
+
+def test_gpu_without_rate_table(fixture_doc, write_results, tmp_path):
+    fixture_doc["device"]["compute_capability"] = "12.0"
+    build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path)])
+    s = slides_of((tmp_path / "slides.md").read_text())
+    assert "no per-SM rate table for compute capability 12.0" in s["Theoretical Peak Performance"]
+
+
+def test_figures_drawn_from_the_data(deck):
+    svgs = deck["dir"] / "svgs"
+    progression = (svgs / "gemm_progression.svg").read_text()
+    assert "Naive FP32" in progression and "not measured" in progression and "311.9" in progression
+    scaling = (svgs / "hbm_scaling.svg").read_text()
+    rows = [r for r in deck["doc"]["benchmarks"]["hbm.copy_scaling"]["rows"] if r["threads"] >= 32 or r["blocks"] > 1]
+    assert scaling.count("<circle") == len(rows)
+    hierarchy = (svgs / "sm_hierarchy.svg").read_text()
+    assert f"{deck['doc']['device']['sm_count']} SMs" in hierarchy and "50 MiB" in hierarchy
+
+
+def test_nice_ticks():
+    assert figures.nice_ticks(390) == [0, 100, 200, 300, 400]
+    assert figures.nice_ticks(3352)[-1] >= 3352
+
+
+def test_build_is_fast(fixture_doc, write_results, tmp_path):
+    path = write_results(fixture_doc)
+    t0 = time.perf_counter()
+    build.main(["--results", str(path), "--out-dir", str(tmp_path)])
+    assert time.perf_counter() - t0 < 3.0

@@ -1,0 +1,112 @@
+"""The runner, with benchmarks that need no GPU: isolation, time limits, merge
+by id, and the command line."""
+import subprocess
+import sys
+
+import pytest
+
+from bench import registry, results, runner, schema, timing
+from tests.conftest import ROOT
+
+FAKE_DEVICE = {"name": "Fake GPU", "slug": "fake-gpu", "compute_capability": "9.0", "sm_count": 4,
+               "sm_clock_max_mhz": 1000, "sm_clock_mhz": 1000, "mem_clock_max_mhz": 1000,
+               "mem_bus_width_bits": 256, "l2_bytes": 1 << 20, "smem_per_block_optin_bytes": 1 << 16,
+               "memory_bytes": 1 << 30}
+SOFTWARE = dict.fromkeys(schema.SOFTWARE_FIELDS)
+
+
+@pytest.fixture(scope="module")
+def fakes():
+    return registry.discover(modules=("tests.fake_benchmarks",))
+
+
+def test_faults_and_hangs_are_recorded_and_other_families_survive(fakes, tmp_path):
+    out = tmp_path / "r.yaml"
+    kept = {"family": "hbm", "status": "ok", "source_hash": "x", "telemetry": {"before": None, "after": None},
+            "gbps": 1.0}
+    results.merge(out, FAKE_DEVICE, SOFTWARE, {"hbm.earlier": kept})
+    chosen = registry.select(fakes, ["fake.ok", "fake.raises", "fake.hangs", "fake.dies", "fake.wrong"])
+    runner.run_all(chosen, out, FAKE_DEVICE, SOFTWARE, log=lambda *a, **k: None)
+    doc = schema.load(out)
+    b = doc["benchmarks"]
+    assert b["hbm.earlier"] == kept
+    assert b["fake.ok"]["status"] == "ok" and b["fake.ok"]["gbps"] == 123.0
+    assert b["fake.ok"]["check"]["passed"] is True
+    assert b["fake.raises"]["status"] == "failed" and "RuntimeError: kernel exploded" in b["fake.raises"]["reason"]
+    assert b["fake.hangs"]["status"] == "failed" and b["fake.hangs"]["reason"].startswith("timeout")
+    assert b["fake.hangs"]["duration_s"] < 30
+    assert b["fake.dies"]["status"] == "failed" and "exited with code 3" in b["fake.dies"]["reason"]
+    assert b["fake.wrong"]["status"] == "failed" and b["fake.wrong"]["reason"].startswith("check failed")
+    assert b["fake.wrong"]["time_ms"]["median"] == 1.0        # measured, and shown as failed
+    for rec in b.values():
+        assert rec["source_hash"]
+
+
+def test_each_record_is_written_as_soon_as_it_exists(fakes, tmp_path):
+    out = tmp_path / "r.yaml"
+    seen = []
+    chosen = registry.select(fakes, ["fake.ok", "fake.raises"])
+    runner.run_all(chosen, out, FAKE_DEVICE, SOFTWARE,
+                   log=lambda msg, **k: seen.append(set(schema.load(out)["benchmarks"]) if out.exists() else set()))
+    # before the second benchmark starts, the first is already on disk
+    assert {"fake.ok"} in seen
+
+
+def test_gpu_too_old_is_skipped_with_reason(tmp_path):
+    bench = registry.Benchmark(id="fake.hopper_only", run=lambda ctx: {}, sources=(), min_cc=(9, 0))
+    rec = runner.run_isolated(bench, {**FAKE_DEVICE, "compute_capability": "8.0"}, tmp_path)
+    assert rec["status"] == "skipped" and "needs compute capability 9.0+" in rec["reason"]
+
+
+def test_merge_refuses_invalid_or_foreign_file(tmp_path):
+    out = tmp_path / "r.yaml"
+    out.write_text("not: [valid")
+    with pytest.raises(schema.ResultsError, match="not valid YAML"):
+        results.merge(out, FAKE_DEVICE, SOFTWARE, {})
+    assert out.read_text() == "not: [valid"
+    results.merge(tmp_path / "other.yaml", {**FAKE_DEVICE, "name": "Other GPU"}, SOFTWARE, {})
+    with pytest.raises(schema.ResultsError, match="holds results for 'Other GPU'"):
+        results.merge(tmp_path / "other.yaml", FAKE_DEVICE, SOFTWARE, {})
+
+
+def test_select_by_id_family_and_glob(fakes):
+    ids = lambda pats: [b.id for b in registry.select(fakes, pats)]
+    assert ids(["fake.ok"]) == ["fake.ok"]
+    assert set(ids(["fake"])) >= {"fake.ok", "fake.raises", "fake.hangs"}
+    assert ids(["fake.r*"]) == ["fake.raises"]
+    with pytest.raises(KeyError, match="no benchmark or family matches nope"):
+        registry.select(fakes, ["nope"])
+
+
+def test_real_registry_has_both_families():
+    benches = registry.discover()
+    assert {b.family for b in benches.values()} >= {"gemm", "hbm"}
+    assert "gemm.cublas_tf32_b_row" in benches and "hbm.copy_scaling" in benches
+
+
+def test_summarize_percentiles():
+    s = timing.summarize([5.0, 1.0, 2.0, 3.0, 4.0])
+    assert s == {"median": 3.0, "p10": 1.4, "p90": 4.6, "n": 5}
+    with pytest.raises(ValueError):
+        timing.summarize([1.0, float("nan")])
+
+
+
+def test_cli_list():
+    proc = subprocess.run([sys.executable, "-m", "bench", "--list"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0 and "hbm.copy_scaling" in proc.stdout and "gemm.cublas_tf32_b_kmajor" in proc.stdout
+
+
+def test_cli_without_gpu_says_so_and_touches_nothing(tmp_path):
+    out = tmp_path / "never.yaml"
+    proc = subprocess.run([sys.executable, "-m", "bench", "--out", str(out)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": ""})
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("python -m bench: no GPU") and "results/ is unchanged" in lines[0]
+    assert not out.exists()
+
+
+def test_cli_unknown_benchmark():
+    proc = subprocess.run([sys.executable, "-m", "bench", "--only", "nope"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 2 and "no benchmark or family matches nope" in proc.stderr

@@ -1,0 +1,74 @@
+"""The results file is validated on load; bad files are rejected with a message
+naming the file and the field, and build.py writes nothing."""
+import math
+
+import pytest
+import yaml
+
+import build
+from bench import schema
+
+
+def test_fixture_and_committed_results_validate(fixture_doc):
+    schema.validate(fixture_doc, "fixture")
+    for path in (build.ROOT / "results").glob("*.yaml"):
+        schema.load(path)
+
+
+def _without(doc, *path):
+    *parents, last = path
+    node = doc
+    for p in parents:
+        node = node[p]
+    del node[last]
+    return doc
+
+
+def _set(doc, value, *path):
+    *parents, last = path
+    node = doc
+    for p in parents:
+        node = node[p]
+    node[last] = value
+    return doc
+
+
+TF32 = ("benchmarks", "gemm.cublas_tf32_b_row")
+BAD = {
+    "not YAML": (lambda d: "benchmarks: [unclosed\n  - {", "not valid YAML"),
+    "not a mapping": (lambda d: "- just\n- a list\n", "top level: expected a mapping"),
+    "wrong schema_version": (lambda d: _set(d, 99, "schema_version"), "schema_version: expected 1"),
+    "missing device": (lambda d: _without(d, "device"), "device: expected a mapping (the field is missing)"),
+    "device field of the wrong type": (lambda d: _set(d, "lots", "device", "sm_count"), "device.sm_count: expected an integer"),
+    "benchmark without status": (lambda d: _without(d, *TF32, "status"), "gemm.cublas_tf32_b_row.status: expected a string (the field is missing)"),
+    "unknown status": (lambda d: _set(d, "great", *TF32, "status"), "status: expected one of ok, failed, skipped"),
+    "failed without reason": (lambda d: _set(d, "failed", *TF32, "status"), "gemm.cublas_tf32_b_row.reason: expected a string"),
+    "negative figure": (lambda d: _set(d, -3.0, *TF32, "tflops"), "gemm.cublas_tf32_b_row.tflops: expected a finite number >= 0, got -3.0"),
+    "NaN figure": (lambda d: _set(d, math.nan, *TF32, "time_ms", "median"), "time_ms.median: expected a finite number >= 0, got nan"),
+    "string where a number belongs": (lambda d: _set(d, "fast", *TF32, "tflops"), "tflops: expected a number, got 'fast'"),
+    # an unquoted timestamp loads as a datetime, which the schema has no use for
+    "unknown field type (a timestamp)": (lambda d: yaml.safe_dump(d).replace("measured_at: '", "measured_at: ")
+                                         .replace("+00:00'", "+00:00"), "(not a datetime)"),
+    "time percentiles out of order": (lambda d: _set(d, 1e6, *TF32, "time_ms", "p10"), "time_ms: expected p10 <= median <= p90"),
+    "check without passed": (lambda d: _without(d, *TF32, "check", "passed"), "check.passed: expected true/false"),
+    "unknown top-level field": (lambda d: _set(d, 1, "extras"), "extras: expected no such top-level field"),
+}
+
+
+@pytest.mark.parametrize("case", BAD, ids=list(BAD))
+def test_bad_results_rejected_and_nothing_written(case, fixture_doc, write_results, tmp_path, capsys):
+    make, expected = BAD[case]
+    path = write_results(make(fixture_doc), "bad.yaml")
+    out = tmp_path / "deck"
+    (out / "svgs").mkdir(parents=True)
+    (out / "slides.md").write_text("previous deck\n")
+    assert build.main(["--results", str(path), "--out-dir", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert str(path) in err and expected in err, err
+    assert (out / "slides.md").read_text() == "previous deck\n"
+    assert list((out / "svgs").iterdir()) == []
+
+
+def test_missing_file_is_named(tmp_path, capsys):
+    assert build.main(["--results", str(tmp_path / "nope.yaml"), "--out-dir", str(tmp_path)]) == 1
+    assert "nope.yaml: cannot read the results file" in capsys.readouterr().err
