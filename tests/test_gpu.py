@@ -1,0 +1,50 @@
+"""Checks that need the GPU (run on the device: python -m pytest -m gpu)."""
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def device():
+    from bench.device import collect_device
+    return collect_device()
+
+
+def test_timer_measures_kernel_time_not_launch_gaps():
+    import cupy
+    from bench.timing import time_gpu
+    x = cupy.ones(1 << 26, dtype=cupy.float32)
+    t = time_gpu(lambda: x.sum(), warmup=2, reps=20)
+    assert t["n"] == 20 and 0 < t["p10"] <= t["median"] <= t["p90"] < 5
+
+
+@pytest.mark.parametrize("precision", ["fp32", "tf32", "bf16"])
+@pytest.mark.parametrize("layout", ["b_row", "b_kmajor"])
+def test_cublas_check_passes_and_catches_errors(precision, layout):
+    import cupy
+    from bench.gemm import Shape, _cublas_gemm, make_operands, sampled_error
+    shape = Shape(m=256, n=384, k=512)
+    a, b = make_operands(shape, layout, precision)
+    c = cupy.full((shape.m, shape.n), cupy.nan, dtype=cupy.float32)
+    assert not sampled_error(a, b, c, layout, precision)["passed"]          # nothing written yet
+    _cublas_gemm(a, b, c, layout, precision)
+    good = sampled_error(a, b, c, layout, precision)
+    assert good["passed"], good
+    c[3, 5] += 100.0 * abs(float(c[3, 5])) + 1.0
+    c *= 1.01                                                               # a 1% error everywhere
+    assert not sampled_error(a, b, c, layout, precision)["passed"]
+
+
+@pytest.mark.parametrize("unroll", [1, 4])
+def test_copy_kernel_copies_every_element_including_the_tail(device, unroll):
+    import cupy
+    from bench.cuda import load_kernel
+    from bench.hbm import SOURCE
+    kernel = load_kernel(SOURCE, "copy_f4", device, {"UNROLL": unroll})
+    n16 = 1000003                                     # not a multiple of any tile
+    src = cupy.random.default_rng(0).standard_normal(4 * n16, dtype=cupy.float32)
+    dst = cupy.full_like(src, cupy.nan)
+    sm = cupy.zeros(7, dtype=cupy.uint32)
+    kernel((7,), (96,), (src, dst, cupy.int64(n16), sm))
+    assert bool(cupy.array_equal(src, dst))
+    assert int(cupy.unique(sm).size) == 7

@@ -1,0 +1,52 @@
+"""The generated deck builds with Slidev and exports to a PDF in a real Chromium,
+one page per slide. Needs node_modules (npm ci) and Debian's chromium."""
+import os
+import shutil
+import subprocess
+
+import pytest
+from pypdf import PdfReader
+
+import build
+from tests.conftest import ROOT
+from tests.test_build import headings
+
+pytestmark = pytest.mark.slidev
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+SLIDEV = ROOT / "node_modules" / ".bin" / "slidev"
+
+
+@pytest.fixture(scope="module")
+def deck_dir(tmp_path_factory):
+    """The deck built from the fixture, in a folder inside the repository so that
+    Slidev resolves its packages from the repository's node_modules."""
+    if not SLIDEV.exists():
+        pytest.fail("node_modules/.bin/slidev is missing: run `PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci` first")
+    out = ROOT / ".deck-test"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    from tests.conftest import FIXTURE
+    assert build.main(["--results", str(FIXTURE), "--out-dir", str(out)]) == 0
+    yield out
+    shutil.rmtree(out, ignore_errors=True)
+
+
+def _slidev(*args, cwd):
+    proc = subprocess.run([str(SLIDEV), *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def test_slidev_build(deck_dir):
+    _slidev("build", "slides.md", "--out", str(deck_dir / "dist"), cwd=deck_dir)
+    assert (deck_dir / "dist" / "index.html").exists()
+
+
+def test_pdf_export_has_one_page_per_slide(deck_dir):
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium) or set CHROMIUM")
+    pdf = deck_dir / "deck.pdf"
+    _slidev("export", "slides.md", "--executable-path", CHROMIUM, "--output", str(pdf), "--timeout", "120000",
+            cwd=deck_dir)
+    n_slides = len(headings((deck_dir / "slides.md").read_text()))
+    assert len(PdfReader(pdf).pages) == n_slides
