@@ -52,7 +52,7 @@ def window_bytes(bytes_per_ms: float) -> int:
     return nbytes
 
 
-@register("hbm.copy_scaling", sources=[str(SOURCE.relative_to(KERNELS.parent))],
+@register("hbm.copy_scaling", sources=[str(SOURCE.relative_to(KERNELS.parent)), "bench/cuda.py"],
           title="HBM copy bandwidth vs SMs", timeout_s=600)
 def copy_scaling(ctx) -> dict:
     import cupy

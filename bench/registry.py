@@ -17,6 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Modules that hold benchmarks; adding a family means adding its module here.
 MODULES = ("bench.gemm", "bench.hbm")
+# Code every measurement passes through: a change here makes every result stale.
+COMMON_SOURCES = ("bench/timing.py",)
 
 
 @dataclass(frozen=True)
@@ -39,20 +41,26 @@ class Benchmark:
     def source_hash(self) -> str:
         return hash_sources(self.sources)
 
+    def record_header(self) -> dict:
+        """The fields every result record starts with."""
+        from .schema import now_iso
+        return {"family": self.family, "title": self.title or self.id, "source_hash": self.source_hash(),
+                "measured_at": now_iso()}
+
 
 _REGISTRY: dict[str, Benchmark] = {}
 
 
 def register(id: str, *, sources, **kw) -> Callable:
     """Decorator: register ``fn`` as benchmark ``id``. The registering module's own
-    file is always part of its sources."""
+    file and COMMON_SOURCES are always part of its sources."""
     if "." not in id:
         raise ValueError(f"benchmark id {id!r} must look like '<family>.<name>'")
 
     def wrap(fn):
         module_file = Path(importlib.import_module(fn.__module__).__file__).resolve()
         own = str(module_file.relative_to(ROOT)) if module_file.is_relative_to(ROOT) else str(module_file)
-        add(Benchmark(id=id, run=fn, sources=tuple(dict.fromkeys((own, *sources))), **kw))
+        add(Benchmark(id=id, run=fn, sources=tuple(dict.fromkeys((own, *COMMON_SOURCES, *sources))), **kw))
         return fn
     return wrap
 

@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import results, schema
+from . import results
 from .registry import ROOT, Benchmark
 
 
@@ -21,8 +21,7 @@ def _cc(device: dict) -> tuple[int, int]:
 
 
 def _failed(bench: Benchmark, reason: str, started: float) -> dict:
-    return {"family": bench.family, "title": bench.title or bench.id, "status": "failed",
-            "reason": reason, "source_hash": bench.source_hash(), "measured_at": schema.now_iso(),
+    return {**bench.record_header(), "status": "failed", "reason": reason,
             "duration_s": round(time.monotonic() - started, 2),
             "telemetry": {"before": None, "after": None,
                           "error": "the benchmark process ended before reporting"}}
@@ -32,9 +31,8 @@ def run_isolated(bench: Benchmark, device: dict, workdir: Path) -> dict:
     """Run one benchmark in a child process; a fault or a hang becomes a failed record."""
     if bench.min_cc and _cc(device) < bench.min_cc:
         need = ".".join(map(str, bench.min_cc))
-        return {"family": bench.family, "title": bench.title or bench.id, "status": "skipped",
-                "reason": f"needs compute capability {need}+, this GPU is {device['compute_capability']}",
-                "source_hash": bench.source_hash(), "measured_at": schema.now_iso()}
+        return {**bench.record_header(), "status": "skipped",
+                "reason": f"needs compute capability {need}+, this GPU is {device['compute_capability']}"}
     device_json, out_json, err_log = (workdir / f"{bench.id}.{x}" for x in ("device.json", "out.json", "stderr"))
     device_json.write_text(json.dumps(device))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),

@@ -13,7 +13,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import registry, schema
+from . import registry
 from .device import TelemetrySampler, telemetry
 
 
@@ -35,8 +35,7 @@ def _telemetry_or_error():
 
 
 def run_one(bench: registry.Benchmark, device: dict) -> dict:
-    record = {"family": bench.family, "title": bench.title or bench.id, "status": "ok",
-              "source_hash": bench.source_hash(), "measured_at": schema.now_iso()}
+    record = {**bench.record_header(), "status": "ok"}
     before, err = _telemetry_or_error()
     record["telemetry"] = {"before": before, "during": None, "after": None}
     if err:
