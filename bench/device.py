@@ -132,7 +132,7 @@ class TelemetrySampler:
     """Samples NVML in a background thread while a benchmark runs, so that the
     clocks and power *during* the measurement are on record, not only around it."""
 
-    def __init__(self, enabled: bool = True, interval_s: float = 0.1):
+    def __init__(self, enabled: bool = True, interval_s: float = 0.05):
         import threading
         self.enabled = enabled
         self.interval_s = interval_s
