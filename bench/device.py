@@ -7,6 +7,7 @@ import platform
 import re
 import shutil
 import subprocess
+import time
 
 from .registry import ROOT
 
@@ -142,7 +143,7 @@ class TelemetrySampler:
 
     def _loop(self):
         while not self._stop.wait(self.interval_s):
-            self.samples.append(telemetry())
+            self.samples.append((time.monotonic(), telemetry()))
 
     def __enter__(self):
         if self.enabled:
@@ -154,17 +155,22 @@ class TelemetrySampler:
         if self.enabled:
             self._thread.join()
 
-    def summary(self) -> dict | None:
-        if not self.samples:
+    def summary(self, spans=()) -> dict | None:
+        """Clock, power and throttling over the samples taken inside ``spans`` (the
+        timed loops), or over all samples when none fall inside."""
+        timed = [s for t, s in self.samples if any(a <= t <= b for a, b in spans)]
+        samples = timed or [s for _, s in self.samples]
+        if not samples:
             return None
         import numpy as np
-        clocks = np.array([s["sm_clock_mhz"] for s in self.samples])
-        power = np.array([s["power_w"] for s in self.samples])
+        clocks = np.array([s["sm_clock_mhz"] for s in samples])
+        power = np.array([s["power_w"] for s in samples])
         return {
-            "samples": len(self.samples),
+            "samples": len(samples),
             "interval_s": self.interval_s,
+            "window": "timed loops" if timed else "whole benchmark",
             "sm_clock_mhz": {"min": int(clocks.min()), "median": float(np.median(clocks)), "max": int(clocks.max())},
             "power_w": {"median": float(np.median(power)), "max": float(power.max())},
-            "temperature_c_max": max(s["temperature_c"] for s in self.samples),
-            "throttle_reasons": sorted({r for s in self.samples for r in s["throttle_reasons"]}),
+            "temperature_c_max": max(s["temperature_c"] for s in samples),
+            "throttle_reasons": sorted({r for s in samples for r in s["throttle_reasons"]}),
         }

@@ -2,7 +2,13 @@
 median with p10/p90."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
+
+# Host-clock spans of every timed loop in this process, so that telemetry
+# sampled meanwhile can be told apart from set-up and checks.
+TIMED_SPANS: list[tuple[float, float]] = []
 
 # Before each start event the stream is kept busy this long, so that the host's
 # launch overhead (Python, argument packing) overlaps GPU work instead of being
@@ -42,6 +48,7 @@ def time_gpu(fn, *, warmup: int = 3, reps: int = 20) -> dict:
     cupy.cuda.get_current_stream().synchronize()
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
     times = []
+    began = time.monotonic()
     for _ in range(reps):
         hold()
         start.record()
@@ -49,4 +56,5 @@ def time_gpu(fn, *, warmup: int = 3, reps: int = 20) -> dict:
         end.record()
         end.synchronize()
         times.append(cupy.cuda.get_elapsed_time(start, end))
+    TIMED_SPANS.append((began, time.monotonic()))
     return summarize(times)

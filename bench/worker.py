@@ -15,6 +15,7 @@ from pathlib import Path
 
 from . import registry
 from .device import TelemetrySampler, telemetry
+from .timing import TIMED_SPANS
 
 
 @dataclass
@@ -44,7 +45,7 @@ def run_one(bench: registry.Benchmark, device: dict) -> dict:
     try:
         with TelemetrySampler(enabled=before is not None) as sampler:
             measured = bench.run(RunContext(device=device, bench_id=bench.id))
-        record["telemetry"]["during"] = sampler.summary()
+        record["telemetry"]["during"] = sampler.summary(TIMED_SPANS)
         record.update(measured)
         check = measured.get("check")
         if check is not None and not check["passed"]:

@@ -110,3 +110,13 @@ def test_cli_without_gpu_says_so_and_touches_nothing(tmp_path):
 def test_cli_unknown_benchmark():
     proc = subprocess.run([sys.executable, "-m", "bench", "--only", "nope"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 2 and "no benchmark or family matches nope" in proc.stderr
+
+
+def test_telemetry_summary_keeps_to_the_timed_loops():
+    from bench.device import TelemetrySampler
+    sampler = TelemetrySampler(enabled=False)
+    sample = lambda mhz: {"sm_clock_mhz": mhz, "power_w": 100.0, "temperature_c": 40, "throttle_reasons": []}
+    sampler.samples = [(1.0, sample(1980)), (2.0, sample(1500)), (3.0, sample(1600)), (4.0, sample(1980))]
+    timed = sampler.summary([(1.5, 3.5)])
+    assert timed["window"] == "timed loops" and timed["samples"] == 2 and timed["sm_clock_mhz"]["median"] == 1550
+    assert sampler.summary()["window"] == "whole benchmark"
