@@ -106,10 +106,11 @@ def peaks_context(device: dict, gemm: dict) -> list[dict]:
         runs = [c for c in gemm["cublas_rows"] if c["precision"] == p and c["tflops"] and not c["failed"]]
         best = max(runs, key=lambda c: c["tflops"]) if runs else None
         clock = best["clock_mhz"] if best else None
+        run_peak = device["sm_count"] * r * clock * 1e6 / 1e12 if clock else None
         rows.append({"precision": p, "name": PRECISION_NAMES[p], "per_sm_per_clk": r, "tflops_max_clock": peak,
-                     "clock_mhz": clock,
-                     "tflops_run_clock": device["sm_count"] * r * clock * 1e6 / 1e12 if clock else None,
-                     "measured": best, "pct_of_peak": 100 * best["tflops"] / peak if best else None})
+                     "clock_mhz": clock, "tflops_run_clock": run_peak, "measured": best,
+                     "pct_of_peak": 100 * best["tflops"] / peak if best else None,
+                     "pct_of_run_peak": 100 * best["tflops"] / run_peak if run_peak else None})
     return rows
 
 
