@@ -56,8 +56,13 @@ def compile_cu(src: Path, arch: str, defines: dict | None = None) -> Path:
     return out
 
 
-def load_kernel(src: Path, name: str, device: dict, defines: dict | None = None):
-    """A cupy RawKernel for ``name`` in ``src``, compiled for ``device``."""
+def load_module(src: Path, device: dict, defines: dict | None = None):
+    """``src`` compiled for ``device``: the cupy RawModule and the cubin's path (for its SASS)."""
     import cupy
     cubin = compile_cu(src, arch_of(device["compute_capability"]), defines)
-    return cupy.RawModule(path=str(cubin)).get_function(name)
+    return cupy.RawModule(path=str(cubin)), cubin
+
+
+def load_kernel(src: Path, name: str, device: dict, defines: dict | None = None):
+    """A cupy RawKernel for ``name`` in ``src``, compiled for ``device``."""
+    return load_module(src, device, defines)[0].get_function(name)
