@@ -22,7 +22,7 @@ from .sass import disassemble, histogram, timed_loop
 
 INSTRUCTION_SOURCE = KERNELS / "instruction_latency.cu"
 OPS_PER_ITER = 256
-ITERS = 64                  # timed loop iterations: 16,384 operations per chain
+ITERS = 64                  # timed loop iterations: 16,384 operations per warp, over all its chains
 ILPS = (1, 2, 4, 8, 16, 32, 64, 128)
 ISSUE_ILP = 8               # chains per thread when the SM is full of warps
 SUBPARTITIONS = 4
@@ -56,7 +56,7 @@ def instruction_latency(ctx) -> dict:
     module, cubin = load_module(INSTRUCTION_SOURCE, ctx.device, defines)
     functions = disassemble(cubin)
     a, b = np.float32(0.999999), np.float32(1e-6)
-    ops_per_chain = ITERS * OPS_PER_ITER
+    ops_per_warp = ITERS * OPS_PER_ITER      # per thread, over all its ILP chains
     rows, wrong = [], []
 
     def run(op, ilp, blocks, threads):
@@ -78,7 +78,7 @@ def instruction_latency(ctx) -> dict:
                              f"{'/'.join(OPERATIONS[op][1])} per operation")
             run(op, ilp, 1, 32)                                 # warm the instruction cache
             spans = [np.diff(run(op, ilp, 1, 32)[0][0])[0] for _ in range(REPS)]
-            row["cycles"][ilp] = float(np.median(spans)) / (ops_per_chain * ilp)
+            row["cycles"][ilp] = float(np.median(spans)) / ops_per_warp   # all chains together
         # the issue rate: every SM full of warps, each with ISSUE_ILP chains per thread
         per_sm = ctx.device["max_threads_per_sm"] // 1024
         clocks, smid = run(op, ISSUE_ILP, ctx.device["sm_count"] * per_sm, 1024)
@@ -86,7 +86,7 @@ def instruction_latency(ctx) -> dict:
         for sm in np.unique(smid):
             mine = clocks[smid == sm]
             span = mine[:, 1].max() - mine[:, 0].min()
-            warp_instructions = len(mine) * ops_per_chain * ISSUE_ILP
+            warp_instructions = len(mine) * ops_per_warp
             rates.append(span / (warp_instructions / SUBPARTITIONS))
         row["issue_cycles_per_subpartition"] = float(np.median(rates))
         row["warps_per_sm"] = per_sm * 1024 // 32
@@ -113,7 +113,8 @@ SHARED_SLOTS = 2048              # 8 KiB of 4-byte shared addresses
 STEPS = 20000
 LEVELS = (("shared", "shared memory", 8 << 10), ("L1", "L1 (ld.ca)", 8 << 10),
           ("L2", "L2 (ld.cg)", 4 << 20), ("HBM", "HBM (ld.cg, L2 flushed)", 256 << 20))
-SWEEP_BYTES = [int(2 ** (e / 2)) for e in range(24, 61)]   # 4 KiB to 1 GiB, half-octave steps
+# 4 KiB to 1 GiB in half-octave steps, quarter-octave from 8 to 128 MiB where L2 gives way to HBM
+SWEEP_BYTES = sorted({int(2 ** (e / 2)) for e in range(24, 61)} | {int(2 ** (e / 4)) for e in range(92, 113)})
 
 
 def random_cycle(slots: int, rng) -> np.ndarray:

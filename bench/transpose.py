@@ -14,15 +14,15 @@ PLAIN = KERNELS / "transpose.cu"
 CUTE = KERNELS / "transpose_cute.cu"
 COPY = KERNELS / "hbm_copy.cu"
 N = 32768
-TILE = 32
 REPS = 20
-# name -> (source, kernel, threads per block (x, y), label, what it shows)
+# name -> (source, kernel, tile edge, threads per block (x, y), label, what it shows);
+# tile edges and block shapes are the kernels' own constants.
 KERNELS_RUN = {
-    "smem": (PLAIN, "transpose_smem", (TILE, 8), "Shared-memory tile", "no padding"),
-    "smem_padded": (PLAIN, "transpose_smem_padded", (TILE, 8), "Padded tile", "+1 float per row"),
-    "vec4_padded": (PLAIN, "transpose_vec4_padded", (TILE // 4, TILE), "Vectorized, padded", "16-byte global accesses"),
-    "cute": (CUTE, "transpose_cute", (256, 1), "CuTe scalar", "layouts, scalar copies"),
-    "cute_vec4": (CUTE, "transpose_cute_vec4", (256, 1), "CuTe vectorized", "UniversalCopy<uint128_t>"),
+    "smem": (PLAIN, "transpose_smem", 32, (32, 8), "Shared-memory tile", "32×32, no padding"),
+    "smem_padded": (PLAIN, "transpose_smem_padded", 32, (32, 8), "Padded tile", "32×33: +1 float per row"),
+    "vec4_padded": (PLAIN, "transpose_vec4_padded", 64, (512, 1), "Vectorized, padded", "16-byte accesses, 64×65 tile"),
+    "cute": (CUTE, "transpose_cute", 32, (256, 1), "CuTe scalar", "layouts, scalar copies, 32×33 tile"),
+    "cute_vec4": (CUTE, "transpose_cute_vec4", 64, (512, 1), "CuTe vectorized", "UniversalCopy<uint128_t>, 64×65 tile"),
 }
 
 
@@ -31,8 +31,9 @@ KERNELS_RUN = {
 def transpose(ctx) -> dict:
     import cupy
 
-    if N % TILE:
-        raise ValueError(f"N = {N} must be a multiple of the {TILE}-element tile")
+    for _, _, tile, *_ in KERNELS_RUN.values():
+        if N % tile:
+            raise ValueError(f"N = {N} must be a multiple of the {tile}-element tile")
     nbytes = N * N * 4
     src = cupy.random.default_rng(5).standard_normal((N, N), dtype=cupy.float32)
     dst = cupy.empty_like(src)
@@ -46,9 +47,9 @@ def transpose(ctx) -> dict:
     ctx.progress(f"copy of the same bytes: {copy_gbps:.1f} GB/s")
 
     rows, wrong = [], []
-    for key, (source, name, threads, label, note) in KERNELS_RUN.items():
+    for key, (source, name, tile, threads, label, note) in KERNELS_RUN.items():
         kernel = load_kernel(source, name, ctx.device)
-        run = lambda: kernel((N // TILE, N // TILE), threads, (src, dst, np.int32(N)))
+        run = lambda: kernel((N // tile, N // tile), threads, (src, dst, np.int32(N)))
         dst.fill(cupy.nan)
         run()
         passed = bool(cupy.array_equal(dst, src.T))
@@ -57,12 +58,12 @@ def transpose(ctx) -> dict:
         t = time_gpu(run, warmup=2, reps=REPS)
         gbps = 2 * nbytes / t["median"] / 1e6
         rows.append({"key": key, "label": label, "note": note, "kernel": name, "source": source.name,
-                     "threads": list(threads), "check_passed": passed, "time_ms": t, "gbps": gbps,
+                     "tile": tile, "threads": list(threads), "check_passed": passed, "time_ms": t, "gbps": gbps,
                      "pct_of_copy": 100 * gbps / copy_gbps})
         ctx.progress(f"{label:>20s}: {gbps:8.1f} GB/s, {100 * gbps / copy_gbps:5.1f}% of copy, "
                      f"{'ok' if passed else 'WRONG'}")
     return {
-        "params": {"n": N, "tile": TILE, "bytes": nbytes, "reps": REPS, "bytes_counted": "read + written"},
+        "params": {"n": N, "bytes": nbytes, "reps": REPS, "bytes_counted": "read + written"},
         "check": {"passed": not wrong, "method": "output poisoned with NaN, compared element for element "
                   "with the input's transpose", **({"detail": "wrong: " + ", ".join(wrong)} if wrong else {})},
         "copy": {"time_ms": copy_t, "gbps": copy_gbps, "kernel": "copy_f4, one block per tile"},

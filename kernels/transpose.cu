@@ -23,20 +23,33 @@ __device__ void transpose_tile(const float* __restrict__ in, float* __restrict__
 extern "C" __global__ void transpose_smem(const float* in, float* out, int n) { transpose_tile<0>(in, out, n); }
 extern "C" __global__ void transpose_smem_padded(const float* in, float* out, int n) { transpose_tile<1>(in, out, n); }
 
-// 16-byte global accesses: a block of (TILE / 4) x TILE threads; thread (x, y)
-// reads 4 consecutive floats of tile row y and writes 4 consecutive floats of
-// output row y. The tile stays padded by one float (scalar shared accesses):
-// bank = (row + column) mod 32 is then distinct across each warp both ways.
-extern "C" __global__ void transpose_vec4_padded(const float* __restrict__ in, float* __restrict__ out, int n) {
-    __shared__ float tile[TILE][TILE + 1];
-    const int x = threadIdx.x, y = threadIdx.y;                       // x < TILE / 4, y < TILE
-    const int r0 = blockIdx.y * TILE, c0 = blockIdx.x * TILE;
-    const float4 v = reinterpret_cast<const float4*>(in + (size_t)(r0 + y) * n + c0)[x];
-    tile[y][4 * x + 0] = v.x;
-    tile[y][4 * x + 1] = v.y;
-    tile[y][4 * x + 2] = v.z;
-    tile[y][4 * x + 3] = v.w;
+// 16-byte global accesses both ways, on a larger tile (VEC_TILE x VEC_TILE, VEC_THREADS
+// threads) so that each row segment read or written is 256 bytes. Thread t reads 4
+// consecutive floats of tile row t / (VEC_TILE / 4) (+ multiples of the rows a pass
+// covers) and writes 4 consecutive floats of an output row the same way. Shared
+// accesses stay scalar: the tile is padded by one float, so its rows are not 16-byte aligned.
+#define VEC_TILE 64
+#define VEC_THREADS 512
+
+extern "C" __global__ void __launch_bounds__(VEC_THREADS) transpose_vec4_padded(const float* __restrict__ in, float* __restrict__ out, int n) {
+    constexpr int P = VEC_TILE + 1;
+    constexpr int ACROSS = VEC_TILE / 4;             // threads across a row: one float4 each
+    constexpr int DOWN = VEC_THREADS / ACROSS;        // rows covered per pass
+    static_assert(VEC_TILE % 4 == 0 && VEC_THREADS % ACROSS == 0 && VEC_TILE % DOWN == 0, "whole passes over the tile");
+    __shared__ float tile[VEC_TILE * P];
+    const int r0 = blockIdx.y * VEC_TILE, c0 = blockIdx.x * VEC_TILE;
+    const int x = threadIdx.x % ACROSS, y = threadIdx.x / ACROSS;
+#pragma unroll
+    for (int j = 0; j < VEC_TILE; j += DOWN) {
+        const float4 v = reinterpret_cast<const float4*>(in + (size_t)(r0 + y + j) * n + c0)[x];
+        float* row = tile + (y + j) * P + 4 * x;
+        row[0] = v.x; row[1] = v.y; row[2] = v.z; row[3] = v.w;
+    }
     __syncthreads();
-    const float4 w = make_float4(tile[4 * x + 0][y], tile[4 * x + 1][y], tile[4 * x + 2][y], tile[4 * x + 3][y]);
-    reinterpret_cast<float4*>(out + (size_t)(c0 + y) * n + r0)[x] = w;
+#pragma unroll
+    for (int j = 0; j < VEC_TILE; j += DOWN) {
+        const int c = y + j;                          // output row c0 + c is input column c0 + c
+        reinterpret_cast<float4*>(out + (size_t)(c0 + c) * n + r0)[x] =
+            make_float4(tile[(4 * x) * P + c], tile[(4 * x + 1) * P + c], tile[(4 * x + 2) * P + c], tile[(4 * x + 3) * P + c]);
+    }
 }
