@@ -175,6 +175,96 @@ def hbm_context(ctx: Context, device: dict) -> dict:
             "per_sm": next((row for row in rows if row["threads"] > 32 and row["blocks"] == 1), None)}
 
 
+def _absent(r: dict, **empty) -> dict:
+    return {**r, **empty}
+
+
+def instruction_context(ctx: Context) -> dict:
+    (r,) = ctx.need("Instruction Latency — Results", "latency.instruction")
+    if "rows" not in r["record"]:
+        return _absent(r, rows=None)
+    rec = r["record"]
+    ilps = rec["params"]["ilps"]
+    rows = []
+    for row in rec["rows"]:
+        cycles = [(int(ilp), c) for ilp, c in sorted(row["cycles"].items(), key=lambda kv: int(kv[0]))]
+        best = min(c for _, c in cycles)
+        issue = row["issue_cycles_per_subpartition"]
+        sass1 = row["sass"][str(ilps[0])] if str(ilps[0]) in row["sass"] else row["sass"][ilps[0]]
+        rows.append({
+            "op": row["op"], "name": row["name"], "cycles": cycles, "latency": cycles[0][1],
+            "single_warp_best": best, "at_highest_ilp": cycles[-1][1], "issue": issue,
+            # the fewest chains whose cycles/instruction come within 10% of the best one warp reaches
+            "ilp_to_best": next(i for i, c in cycles if c <= 1.1 * best),
+            "vs_issue_pct": 100 * (cycles[-1][1] / issue - 1),
+            "sass_per_op": sass1["per_op"], "mix": sass1["mix_per_op"],
+            "multi": sass1["per_op"] >= 1.5, "warps_per_sm": row["warps_per_sm"],
+            "no_overlap": cycles[-1][1] >= 0.8 * cycles[0][1],
+        })
+    by_op = {row["op"]: row for row in rows}
+    simple = [by_op[o] for o in ("FADD", "FMUL", "FFMA") if o in by_op]
+    return {**r, "rows": rows, "ilps": [int(i) for i in ilps], "params": rec["params"], "by_op": by_op,
+            "simple_latency": max(x["latency"] for x in simple) if simple else None,
+            "multi": [x for x in rows if x["multi"]], "no_overlap": [x for x in rows if x["no_overlap"]]}
+
+
+def memory_context(ctx: Context, device: dict) -> dict:
+    (r,) = ctx.need("Memory Latency", "latency.memory")
+    if "levels" not in r["record"]:
+        return _absent(r, levels=None, sweep=None, hbm_step_bytes=None)
+    rec = r["record"]
+    levels = [{**lv, "ratio": lv["cycles"] / rec["levels"][0]["cycles"]} for lv in rec["levels"]]
+    by = {lv["level"]: lv for lv in levels}
+    sweep = rec["sweep"]
+    # Where the sweep reaches HBM latency: the first size within 10% of the largest sizes' plateau;
+    # the step is put halfway (geometrically) between it and the size before.
+    hbm_plateau = sorted(s["cycles"] for s in sweep[-3:])[1]
+    first = next(i for i, s in enumerate(sweep) if s["cycles"] >= 0.9 * hbm_plateau)
+    step = math.sqrt(sweep[first]["bytes"] * sweep[first - 1]["bytes"]) if first else None
+    # and where it first leaves the L2 plateau
+    l2 = by.get("L2", {}).get("cycles")
+    leave = next((s["bytes"] for s in sweep if l2 and s["bytes"] > 1 << 20 and s["cycles"] > 1.2 * l2), None)
+    middle = [s for s in sweep if leave and leave <= s["bytes"] < sweep[first]["bytes"]]
+    return {**r, "levels": levels, "by": by, "sweep": sweep, "params": rec["params"],
+            "hbm_step_bytes": step, "hbm_step_vs_l2_pct": 100 * (step / device["l2_bytes"] - 1) if step else None,
+            "l2_leave_bytes": leave, "middle_cycles": sorted(s["cycles"] for s in middle)[len(middle) // 2] if middle else None,
+            "clock_mhz": 1000 * levels[0]["cycles"] / levels[0]["ns"]}
+
+
+def little_context(hbm: dict, mem: dict) -> dict | None:
+    """Little's law: bytes in flight = bandwidth x latency, for the loads (half the copy's bytes)."""
+    if not (hbm["rows"] and mem["levels"] and hbm["per_sm"] and "HBM" in mem["by"]):
+        return None
+    latency_ns = mem["by"]["HBM"]["ns"]
+    need = hbm["best"]["gbps"] / 2 * latency_ns                 # GB/s x ns = bytes
+    per_sm = hbm["per_sm"]["gbps"] / 2 * latency_ns
+    return {"latency_ns": latency_ns, "bytes_needed": need, "bytes_per_sm": per_sm, "sms_needed": need / per_sm,
+            "per_sm_gbps": hbm["per_sm"]["gbps"]}
+
+
+def l2_context(ctx: Context, hbm: dict) -> dict:
+    (r,) = ctx.need("L2 Bandwidth Scaling", "l2.bandwidth_scaling")
+    if "rows" not in r["record"]:
+        return _absent(r, rows=None)
+    rec = r["record"]
+    best_read = max(rec["rows"], key=lambda x: x["read"]["gbps"])
+    best_copy = max(rec["rows"], key=lambda x: x["copy"]["gbps"])
+    return {**r, "rows": rec["rows"], "params": rec["params"], "best_read": best_read, "best_copy": best_copy,
+            "read_vs_hbm": best_read["read"]["gbps"] / hbm["best"]["gbps"] if hbm["rows"] else None}
+
+
+def transpose_context(ctx: Context) -> dict:
+    (r,) = ctx.need("Matrix Transpose", "transpose.all")
+    if "rows" not in r["record"]:
+        return _absent(r, rows=None)
+    rec = r["record"]
+    by = {row["key"]: row for row in rec["rows"]}
+    best = max(rec["rows"], key=lambda x: x["gbps"])
+    padding_gain = by["smem_padded"]["gbps"] / by["smem"]["gbps"] if {"smem", "smem_padded"} <= by.keys() else None
+    return {**r, "rows": rec["rows"], "copy": rec["copy"], "params": rec["params"], "best": best, "by": by,
+            "padding_gain": padding_gain}
+
+
 def build_context(doc: dict, benchmarks: dict) -> tuple[dict, Context]:
     ctx = Context(doc, benchmarks)
     device = device_context(doc)
@@ -186,18 +276,17 @@ def build_context(doc: dict, benchmarks: dict) -> tuple[dict, Context]:
         balance = 1000 * tf32_peak["tflops_max_clock"] / hbm["best"]["gbps"]
         gemm["balance"] = {"tflops": tf32_peak["tflops_max_clock"], "gbps": hbm["best"]["gbps"],
                            "flop_per_byte": balance, "margin": gemm["shape"]["intensity_fp32"] / balance}
-    for slide, ids in (("Memory Hierarchy Latency", ["latency.memory"]),
-                       ("Instruction Latency — Results", ["latency.instruction"]),
-                       ("Memory Latency", ["latency.memory"]),
-                       ("L2 Bandwidth Scaling", ["l2.bandwidth_scaling"]),
-                       ("Matrix Transpose", ["transpose.all"])):
-        ctx.need(slide, *ids)
+    instr = instruction_context(ctx)
+    mem = memory_context(ctx, device)
+    l2 = l2_context(ctx, hbm)
+    transpose = transpose_context(ctx)
     stale = sorted(bid for bid in doc["benchmarks"] if ctx.record(bid)["stale"])
     failed = [{"id": bid, "reason": rec["reason"]} for bid, rec in doc["benchmarks"].items()
               if rec["status"] == "failed"]
     tf32_clock = tf32_peak["clock_mhz"] if tf32_peak else None
     context = {"device": device, "software": doc["software"], "peaks": peaks, "tf32_clock_mhz": tf32_clock,
-               "gemm": gemm, "hbm": hbm, "stale": stale, "failed": failed,
+               "gemm": gemm, "instr": instr, "mem": mem, "l2": l2, "transpose": transpose,
+               "little": little_context(hbm, mem), "hbm": hbm, "stale": stale, "failed": failed,
                "missing": ctx.missing}
     return context, ctx
 
@@ -218,13 +307,6 @@ def fmt_sig(x, sig: int = 3) -> str:
     return fmt_num(x, digits)
 
 
-def fmt_bytes(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{fmt_sig(n / size, 3)} {unit}"
-    return f"{n} B"
-
-
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(SLIDES_DIR),
@@ -234,7 +316,7 @@ def environment() -> jinja2.Environment:
         comment_start_string="[#", comment_end_string="#]",
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
         keep_trailing_newline=True, autoescape=False)
-    env.filters.update(num=fmt_num, sig=fmt_sig, bytes=fmt_bytes)
+    env.filters.update(num=fmt_num, sig=fmt_sig, bytes=figures.fmt_bytes)
     return env
 
 

@@ -3,12 +3,14 @@ show comes from the results, never from numbers written here."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import svgwrite
 
 FONT = "font-family:Inter,Helvetica,Arial,sans-serif"
 INK, MUTED, ACCENT, REF, GRID = "#1f2937", "#6b7280", "#2563eb", "#dc2626", "#e5e7eb"
 MISSING = "#9ca3af"
+PALETTE = ("#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#65a30d", "#475569", "#ea580c")
 
 
 def _drawing(w: int, h: int) -> svgwrite.Drawing:
@@ -30,8 +32,139 @@ def nice_ticks(hi: float, count: int = 5) -> list[float]:
     return [i * step for i in range(int(math.ceil(hi / step)) + 1)]
 
 
+def log_ticks(lo: float, hi: float) -> list[float]:
+    """Powers of two (for sizes and counts) or of ten covering [lo, hi]."""
+    return [2.0 ** e for e in range(math.floor(math.log2(lo)), math.ceil(math.log2(hi)) + 1)]
+
+
 def _fmt(v: float) -> str:
     return f"{v:,.0f}" if v >= 10 or v == 0 else f"{v:g}"
+
+
+def fmt_bytes(n: float) -> str:
+    """Three significant figures in binary units: 4 KiB, 22.6 MiB, 79.2 GiB."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n:.3g} B"
+
+
+@dataclass
+class Series:
+    label: str
+    points: list[tuple[float, float]]
+    color: str = ACCENT
+    marks: bool = True
+
+
+@dataclass
+class Line:
+    """A horizontal (axis 'y') or vertical (axis 'x') reference line."""
+    axis: str
+    value: float
+    label: str
+    color: str = MUTED
+
+
+@dataclass
+class Chart:
+    x_label: str
+    y_label: str
+    series: list[Series]
+    lines: list[Line] = field(default_factory=list)
+    x_log: bool = True
+    y_log: bool = False
+    x_format: callable = _fmt
+    width: int = 900
+    height: int = 420
+    legend: bool = True
+
+
+def line_chart(c: Chart) -> str:
+    left, right, top, bottom = 80, 40 + (150 if c.legend and len(c.series) > 1 else 0), 30, 60
+    w, h = c.width, c.height
+    dwg = _drawing(w, h)
+    xs = [x for s in c.series for x, _ in s.points] + [l.value for l in c.lines if l.axis == "x"]
+    ys = [y for s in c.series for _, y in s.points] + [l.value for l in c.lines if l.axis == "y"]
+    if c.x_log:
+        xt = log_ticks(min(xs), max(xs))
+        if len(xt) > 12:
+            xt = xt[:: math.ceil(len(xt) / 12)]
+        x0, x1 = math.log2(xt[0]), math.log2(max(xt[-1], max(xs)))
+        x_of = lambda x: left + (w - left - right) * (math.log2(x) - x0) / ((x1 - x0) or 1)
+    else:
+        xt = nice_ticks(max(xs))
+        x_of = lambda x: left + (w - left - right) * x / xt[-1]
+    if c.y_log:
+        yt = [10.0 ** e for e in range(math.floor(math.log10(min(ys))), math.ceil(math.log10(max(ys))) + 1)]
+        y0, y1 = math.log10(yt[0]), math.log10(yt[-1])
+        y_of = lambda y: h - bottom - (h - top - bottom) * (math.log10(y) - y0) / ((y1 - y0) or 1)
+    else:
+        yt = nice_ticks(max(ys))
+        y_of = lambda y: h - bottom - (h - top - bottom) * y / yt[-1]
+    for t in yt:
+        dwg.add(dwg.line((left, y_of(t)), (w - right, y_of(t)), stroke=GRID))
+        _text(dwg, (left - 8, y_of(t) + 4), _fmt(t), size=11, color=MUTED, anchor="end")
+    for t in xt:
+        _text(dwg, (x_of(t), h - bottom + 18), c.x_format(t), size=11, color=MUTED, anchor="middle")
+    _text(dwg, ((w + left - right) / 2, h - 18), c.x_label, size=12, color=MUTED, anchor="middle")
+    _text(dwg, (18, (h - bottom + top) / 2), c.y_label, size=12, color=MUTED, anchor="middle",
+          transform=f"rotate(-90 18 {(h - bottom + top) / 2})")
+    for i, l in enumerate(c.lines):
+        if l.axis == "y":
+            dwg.add(dwg.line((left, y_of(l.value)), (w - right, y_of(l.value)), stroke=l.color, stroke_dasharray="6,4"))
+            _text(dwg, (left + 8, y_of(l.value) - 6), l.label, size=11, color=l.color)
+        else:
+            dwg.add(dwg.line((x_of(l.value), top), (x_of(l.value), h - bottom), stroke=l.color, stroke_dasharray="6,4"))
+            _text(dwg, (x_of(l.value) - 6, top + 12 + 16 * i), l.label, size=11, color=l.color, anchor="end")
+    for i, s in enumerate(c.series):
+        pts = [(x_of(x), y_of(y)) for x, y in s.points]
+        dwg.add(dwg.polyline(pts, fill="none", stroke=s.color, stroke_width=2))
+        if s.marks:
+            for p in pts:
+                dwg.add(dwg.circle(p, 3.5, fill=s.color))
+        if c.legend and len(c.series) > 1:
+            ly = top + 8 + 20 * i
+            dwg.add(dwg.line((w - right + 15, ly), (w - right + 35, ly), stroke=s.color, stroke_width=3))
+            _text(dwg, (w - right + 40, ly + 4), s.label, size=12)
+    return dwg.tostring()
+
+
+@dataclass
+class Bar:
+    label: str
+    value: float | None          # None: not measured
+    color: str = ACCENT
+    note: str = ""
+
+
+def bar_chart(bars: list[Bar], title: str, lines: list[Line] = ()) -> str:
+    """Horizontal bars, one per row; missing values drawn as dashed 'not measured' boxes."""
+    w, row_h, left, top = 900, 30, 330, 40
+    h = top + row_h * len(bars) + 50
+    dwg = _drawing(w, h)
+    values = [b.value for b in bars if b.value] + [l.value for l in lines]
+    ticks = nice_ticks(max(values) if values else 1.0)
+    scale = (w - left - 80) / ticks[-1]
+    _text(dwg, (left, 22), title, size=13, color=MUTED)
+    for t in ticks:
+        x = left + t * scale
+        dwg.add(dwg.line((x, top - 6), (x, h - 40), stroke=GRID))
+        _text(dwg, (x, h - 22), _fmt(t), size=11, color=MUTED, anchor="middle")
+    for l in lines:
+        x = left + l.value * scale
+        dwg.add(dwg.line((x, top - 6), (x, h - 40), stroke=l.color, stroke_dasharray="6,4"))
+        _text(dwg, (x + 4, top - 10), l.label, size=11, color=l.color)
+    for i, b in enumerate(bars):
+        y = top + i * row_h
+        _text(dwg, (left - 10, y + 19), b.label, size=12, anchor="end", color=INK if b.value else MISSING)
+        if b.value:
+            dwg.add(dwg.rect((left, y + 5), (b.value * scale, row_h - 10), rx=3, fill=b.color))
+            _text(dwg, (left + b.value * scale + 6, y + 19), f"{b.value:,.1f}" + (f"  {b.note}" if b.note else ""), size=11)
+        else:
+            dwg.add(dwg.rect((left, y + 5), (120, row_h - 10), rx=3, fill="none", stroke=MISSING, stroke_dasharray="4,3"))
+            _text(dwg, (left + 60, y + 19), "not measured", size=11, color=MISSING, anchor="middle")
+    return dwg.tostring()
 
 
 def sm_hierarchy(device: dict, hbm: dict) -> str:
@@ -79,72 +212,56 @@ def sm_hierarchy(device: dict, hbm: dict) -> str:
 
 
 def gemm_progression(gemm: dict) -> str:
-    """Horizontal bars: each step's TFLOPS beside cuBLAS TF32 on the same layout."""
-    bars = [(f"{s['title']} ({v['label']})" if len(s["variants"]) > 1 else s["title"], v)
+    """Each step's TFLOPS beside cuBLAS TF32 on both layouts."""
+    bars = [Bar(f"{s['title']} ({v['label']})" if len(s["variants"]) > 1 else s["title"], v["tflops"],
+                MISSING if v["failed"] else ACCENT, "check failed" if v["failed"] else "")
             for s in gemm["steps"] for v in s["variants"]]
-    cublas = [r for r in gemm["cublas_rows"] if r["precision"] == "tf32"]
-    bars += [(f"cuBLAS TF32, {r['layout_name']}", r) for r in cublas]
-    w, row_h, left, top = 900, 30, 330, 40
-    h = top + row_h * len(bars) + 50
-    dwg = _drawing(w, h)
-    values = [v["tflops"] for _, v in bars if v["tflops"]]
-    hi = max(values) if values else 1.0
-    ticks = nice_ticks(hi)
-    scale = (w - left - 60) / ticks[-1]
-    _text(dwg, (left, 22), "TFLOPS at the reference shape", size=13, color=MUTED)
-    for t in ticks:
-        x = left + t * scale
-        dwg.add(dwg.line((x, top - 6), (x, h - 40), stroke=GRID))
-        _text(dwg, (x, h - 22), _fmt(t), size=11, color=MUTED, anchor="middle")
-    for i, (label, v) in enumerate(bars):
-        y = top + i * row_h
-        is_ref = v["id"].startswith("gemm.cublas")
-        _text(dwg, (left - 10, y + 19), label, size=12, anchor="end", color=INK if v["tflops"] else MISSING)
-        if v["tflops"]:
-            dwg.add(dwg.rect((left, y + 5), (v["tflops"] * scale, row_h - 10), rx=3,
-                             fill=REF if is_ref else (MISSING if v["failed"] else ACCENT)))
-            note = f"{v['tflops']:,.1f}" + ("  check failed" if v["failed"] else "")
-            _text(dwg, (left + v["tflops"] * scale + 6, y + 19), note, size=11)
-        else:
-            dwg.add(dwg.rect((left, y + 5), (120, row_h - 10), rx=3, fill="none", stroke=MISSING,
-                             stroke_dasharray="4,3"))
-            _text(dwg, (left + 60, y + 19), "not measured", size=11, color=MISSING, anchor="middle")
-    return dwg.tostring()
+    bars += [Bar(f"cuBLAS TF32, {r['layout_name']}", r["tflops"], REF)
+             for r in gemm["cublas_rows"] if r["precision"] == "tf32"]
+    return bar_chart(bars, "TFLOPS at the reference shape")
 
 
 def hbm_scaling(hbm: dict, device: dict) -> str:
-    """Copy bandwidth against the number of SMs used (log scale), with cudaMemcpy
-    and the theoretical peak as reference lines."""
-    w, h, left, right, top, bottom = 900, 420, 80, 40, 30, 60
-    dwg = _drawing(w, h)
-    rows = [r for r in hbm["rows"] if r["threads"] >= 32 or r["blocks"] > 1]
-    sms = sorted({r["sms_used"] for r in rows})
-    xmax = max(sms)
-    hi = max(device["hbm_peak_gbps"], max(r["gbps"] for r in rows), hbm["memcpy"]["gbps"])
-    ticks = nice_ticks(hi)
-    x_of = lambda n: left + (w - left - right) * math.log2(n) / math.log2(xmax)
-    y_of = lambda g: h - bottom - (h - top - bottom) * g / ticks[-1]
-    for t in ticks:
-        dwg.add(dwg.line((left, y_of(t)), (w - right, y_of(t)), stroke=GRID))
-        _text(dwg, (left - 8, y_of(t) + 4), _fmt(t), size=11, color=MUTED, anchor="end")
-    for n in sms:
-        _text(dwg, (x_of(n), h - bottom + 18), str(n), size=11, color=MUTED, anchor="middle")
-    _text(dwg, ((w + left) / 2, h - 18), "SMs used (log scale)", size=12, color=MUTED, anchor="middle")
-    _text(dwg, (18, (h - bottom + top) / 2), "GB/s (read + written)", size=12, color=MUTED, anchor="middle",
-          transform=f"rotate(-90 18 {(h - bottom + top) / 2})")
-    for value, label, color in ((device["hbm_peak_gbps"], "theoretical peak", MUTED),
-                                (hbm["memcpy"]["gbps"], "cudaMemcpy", REF)):
-        dwg.add(dwg.line((left, y_of(value)), (w - right, y_of(value)), stroke=color, stroke_dasharray="6,4"))
-        _text(dwg, (left + 8, y_of(value) - 6), f"{label} {value:,.0f}", size=11, color=color)
-    curve = [r for r in rows if r["blocks"] == r["sms_used"] and r["threads"] > 32]
-    dwg.add(dwg.polyline([(x_of(r["sms_used"]), y_of(r["gbps"])) for r in curve], fill="none",
-                         stroke=ACCENT, stroke_width=2))
-    for r in rows:
-        x, y = x_of(r["sms_used"]), y_of(r["gbps"])
-        dwg.add(dwg.circle((x, y), 4.5, fill=ACCENT if r in curve else "#7c3aed"))
-        if r not in curve:
-            _text(dwg, (x - 8, y - 8), f"{r['label']}: {r['gbps']:,.0f}", size=11, color="#7c3aed", anchor="end")
-    return dwg.tostring()
+    """Copy bandwidth against the SMs used, one block per SM, beside cudaMemcpy and the peak."""
+    curve = [r for r in hbm["rows"] if r["blocks"] == r["sms_used"] and r["threads"] > 32]
+    full = [r for r in hbm["rows"] if r["blocks"] > r["sms_used"]]
+    series = [Series("1 block of threads per SM", [(r["sms_used"], r["gbps"]) for r in curve])]
+    series += [Series(r["label"], [(r["sms_used"], r["gbps"])], PALETTE[4 + i]) for i, r in enumerate(full)]
+    return line_chart(Chart("SMs used (log scale)", "GB/s (read + written)", series, [
+        Line("y", device["hbm_peak_gbps"], f"theoretical peak {device['hbm_peak_gbps']:,.0f}"),
+        Line("y", hbm["memcpy"]["gbps"], f"cudaMemcpy {hbm['memcpy']['gbps']:,.0f}", REF)]))
+
+
+def instruction_latency(instr: dict) -> str:
+    series = [Series(r["name"], [(ilp, c) for ilp, c in r["cycles"]], PALETTE[i % len(PALETTE)])
+              for i, r in enumerate(instr["rows"])]
+    return line_chart(Chart("independent chains per thread (ILP, log scale)", "cycles per warp-instruction (log)",
+                            series, y_log=True, height=440))
+
+
+def memory_sweep(mem: dict, device: dict) -> str:
+    series = [Series("pointer chase (ld.ca)", [(s["bytes"], s["cycles"]) for s in mem["sweep"]])]
+    lines = [Line("x", device["l2_bytes"], f"L2 as reported: {fmt_bytes(device['l2_bytes'])}", REF)]
+    if mem["hbm_step_bytes"]:
+        lines.append(Line("x", mem["hbm_step_bytes"], f"step read off the sweep: {fmt_bytes(mem['hbm_step_bytes'])}", "#059669"))
+    return line_chart(Chart("working set (log scale)", "cycles per load", series, lines, x_format=fmt_bytes, legend=False))
+
+
+def l2_scaling(l2: dict, hbm: dict) -> str:
+    curve = [r for r in l2["rows"] if r["blocks"] == r["sms"]]
+    extra = [r for r in l2["rows"] if r["blocks"] > r["sms"]]
+    series = [Series("read, 1 block per SM", [(r["sms"], r["read"]["gbps"]) for r in curve]),
+              Series("copy, 1 block per SM", [(r["sms"], r["copy"]["gbps"]) for r in curve], PALETTE[2])]
+    series += [Series(f"read, {r['label'].split(', ')[-1]}", [(r["sms"], r["read"]["gbps"])], PALETTE[4 + i])
+               for i, r in enumerate(extra)]
+    lines = [Line("y", hbm["best"]["gbps"], f"HBM copy {hbm['best']['gbps']:,.0f}", REF)] if hbm["rows"] else []
+    return line_chart(Chart("SMs (log scale)", "GB/s", series, lines))
+
+
+def transpose_bars(tr: dict) -> str:
+    bars = [Bar(r["label"], r["gbps"], MISSING if not r["check_passed"] else ACCENT,
+                f"{r['pct_of_copy']:.1f}% of copy") for r in tr["rows"]]
+    return bar_chart(bars, "GB/s (read + written)", [Line("x", tr["copy"]["gbps"], "copy of the same bytes", REF)])
 
 
 def draw_all(context: dict) -> dict[str, str]:
@@ -153,4 +270,12 @@ def draw_all(context: dict) -> dict[str, str]:
             "gemm_progression.svg": gemm_progression(context["gemm"])}
     if context["hbm"]["rows"]:
         svgs["hbm_scaling.svg"] = hbm_scaling(context["hbm"], context["device"])
+    if context["instr"]["rows"]:
+        svgs["instruction_latency.svg"] = instruction_latency(context["instr"])
+    if context["mem"]["sweep"]:
+        svgs["memory_sweep.svg"] = memory_sweep(context["mem"], context["device"])
+    if context["l2"]["rows"]:
+        svgs["l2_scaling.svg"] = l2_scaling(context["l2"], context["hbm"])
+    if context["transpose"]["rows"]:
+        svgs["transpose.svg"] = transpose_bars(context["transpose"])
     return svgs

@@ -14,9 +14,11 @@ OUTLINE = (["CUDA Performance Study", "Hopper SM Architecture", "Theoretical Pea
            + [f"Kernel {i}: {k} — {part}" for i, k in enumerate(KERNELS, 1)
               for part in ("Code", "Diagram", "Performance")]
            + ["GEMM — Results Table", "What's Missing?", "Backup Slides",
-              "Instruction Latency — Methodology", "Instruction Latency — Results",
-              "Instruction Latency — Key Observations", "Memory Latency", "HBM Bandwidth Scaling",
-              "HBM Bandwidth Scaling — Plot", "L2 Bandwidth Scaling", "Matrix Transpose"])
+              "Instruction Latency — Methodology", "Instruction Latency — Results", "Instruction Latency — Plot",
+              "Instruction Latency — Key Observations", "Memory Latency", "Memory Latency — Working-Set Sweep",
+              "HBM Bandwidth Scaling", "HBM Bandwidth Scaling — Little's Law", "L2 Bandwidth Scaling",
+              "Matrix Transpose", "Matrix Transpose — Plot"])
+MICRO = ("latency.instruction", "latency.memory", "l2.bandwidth_scaling", "transpose.all")
 
 
 def headings(markdown: str) -> list[str]:
@@ -83,23 +85,30 @@ ALLOWED_IN_TEMPLATES = re.compile(
 
 
 def test_templates_hold_no_measured_values():
-    """Outside Jinja tags, styles and classes, templates hold no digits but names like FP32."""
+    """Outside Jinja tags, styles, classes and file names, templates hold no digits but names like FP32."""
     for path in sorted(build.SLIDES_DIR.glob("*.md.j2")):
         source = re.sub(r"<style.*?</style>", "", path.read_text(), flags=re.S)
         for n, line in enumerate(source.splitlines(), 1):
-            text = re.sub(r"\[\[.*?\]\]|\[%.*?%\]|\[#.*?#\]|class=\"[^\"]*\"", "", line)
+            text = re.sub(r"\[\[.*?\]\]|\[%.*?%\]|\[#.*?#\]|(class|src)=\"[^\"]*\"", "", line)
             text = ALLOWED_IN_TEMPLATES.sub("", text)
             assert not re.search(r"\d", text), f"{path.name}:{n}: a number in a template: {line.strip()}"
 
 
-def test_missing_results_get_markers_and_are_listed(deck):
-    s = slides_of(deck["md"])
+def test_missing_results_get_markers_and_are_listed(fixture_doc, write_results, tmp_path, capsys):
+    for bid in MICRO:
+        del fixture_doc["benchmarks"][bid]
+    build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    md = (tmp_path / "slides.md").read_text()
+    s = slides_of(md)
     marker = "Not measured on this GPU"
-    for title in ("Memory Latency", "L2 Bandwidth Scaling", "Matrix Transpose", "Kernel 2: CuTe Simple MMA — Performance"):
+    for title in ("Instruction Latency — Results", "Memory Latency", "L2 Bandwidth Scaling", "Matrix Transpose",
+                  "Kernel 2: CuTe Simple MMA — Performance"):
         assert marker in s[title], title
     assert marker not in s["HBM Bandwidth Scaling"]
-    assert "Kernel 2: CuTe Simple MMA — Performance: gemm.cute_mma_tf32" in deck["out"]
-    assert "L2 Bandwidth Scaling: l2.bandwidth_scaling" in deck["out"]
+    assert "Memory Latency — Working-Set Sweep" not in headings(md)
+    assert "Kernel 2: CuTe Simple MMA — Performance: gemm.cute_mma_tf32" in out
+    assert "L2 Bandwidth Scaling: l2.bandwidth_scaling" in out and "Matrix Transpose: transpose.all" in out
 
 
 def test_failed_check_is_shown(deck):
@@ -123,8 +132,8 @@ def test_deck_without_any_gemm_or_hbm(fixture_doc, write_results, tmp_path):
     md = (tmp_path / "slides.md").read_text()
     assert headings(md)[:2] == OUTLINE[:2]
     assert "Nothing of the GEMM family is measured" in md
-    assert "HBM Bandwidth Scaling — Plot" not in headings(md)
-    assert not (tmp_path / "svgs" / "hbm_scaling.svg").exists()
+    assert "HBM Bandwidth Scaling — Little's Law" not in headings(md)
+    assert sorted(p.name for p in (tmp_path / "svgs").iterdir()) == ["gemm_progression.svg", "sm_hierarchy.svg"]
 
 
 def test_gpu_without_rate_table(fixture_doc, write_results, tmp_path):
@@ -134,12 +143,45 @@ def test_gpu_without_rate_table(fixture_doc, write_results, tmp_path):
     assert "no per-SM rate table for compute capability 12.0" in s["Theoretical Peak Performance"]
 
 
+def test_micro_benchmark_slides_follow_the_data(deck):
+    b = deck["doc"]["benchmarks"]
+    s = slides_of(deck["md"])
+    fadd = next(r for r in b["latency.instruction"]["rows"] if r["op"] == "FADD")
+    assert f"| **FADD** | {float(fadd['cycles']['1']):.3g} |" in s["Instruction Latency — Results"]
+    assert f"FADD, FMUL and FFMA take {max(float(r['cycles']['1']) for r in b['latency.instruction']['rows'] if r['op'] in ('FADD', 'FMUL', 'FFMA')):.3g} cycles" in s["Instruction Latency — Key Observations"]
+    hbm_level = next(l for l in b["latency.memory"]["levels"] if l["level"] == "HBM")
+    assert f"{hbm_level['ns']:,.1f}" in s["Memory Latency"]
+    assert "HBM latency is reached at" in s["Memory Latency — Working-Set Sweep"]
+    best = max(r["gbps"] for r in b["transpose.all"]["rows"])
+    assert f"{best:,.4g}".replace(",", "") in s["Matrix Transpose"].replace(",", "")
+    assert "Bytes in flight = bandwidth × latency" in s["HBM Bandwidth Scaling — Little's Law"]
+
+
+def test_sweep_step_is_read_off_the_data():
+    """The HBM step sits where latency first reaches the large-set plateau."""
+    sweep = [{"bytes": 1 << e, "cycles": c} for e, c in zip(range(20, 30), (300, 300, 300, 300, 300, 520, 690, 700, 700, 700))]
+    ctx = build.Context({"benchmarks": {"latency.memory": {
+        "family": "latency", "status": "ok", "source_hash": "x", "telemetry": {"before": None, "after": None},
+        "params": {}, "sweep": sweep,
+        "levels": [{"level": "shared", "label": "s", "bytes": 1, "cycles": 20, "ns": 10},
+                   {"level": "L2", "label": "l2", "bytes": 1, "cycles": 300, "ns": 150}]}}}, {})
+    mem = build.memory_context(ctx, {"l2_bytes": 1 << 26})
+    assert mem["hbm_step_bytes"] == pytest.approx(2 ** 25.5)      # between 32 MiB (520) and 64 MiB (690)
+    assert mem["l2_leave_bytes"] == 1 << 25 and mem["middle_cycles"] == 520
+
+
 def test_figures_drawn_from_the_data(deck):
     svgs = deck["dir"] / "svgs"
+    instr = (svgs / "instruction_latency.svg").read_text()
+    assert all(r["name"] in instr for r in deck["doc"]["benchmarks"]["latency.instruction"]["rows"])
+    assert "L2 as reported: 50 MiB" in (svgs / "memory_sweep.svg").read_text()
+    assert "HBM copy" in (svgs / "l2_scaling.svg").read_text()
+    assert "copy of the same bytes" in (svgs / "transpose.svg").read_text()
     progression = (svgs / "gemm_progression.svg").read_text()
     assert "Naive FP32" in progression and "not measured" in progression and "311.9" in progression
     scaling = (svgs / "hbm_scaling.svg").read_text()
-    rows = [r for r in deck["doc"]["benchmarks"]["hbm.copy_scaling"]["rows"] if r["threads"] >= 32 or r["blocks"] > 1]
+    rows = [r for r in deck["doc"]["benchmarks"]["hbm.copy_scaling"]["rows"]
+            if (r["blocks"] == r["sms_used"] and r["threads"] > 32) or r["blocks"] > r["sms_used"]]
     assert scaling.count("<circle") == len(rows)
     hierarchy = (svgs / "sm_hierarchy.svg").read_text()
     assert f"{deck['doc']['device']['sm_count']} SMs" in hierarchy and "50 MiB" in hierarchy

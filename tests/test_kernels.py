@@ -36,3 +36,36 @@ def test_arch_names():
 def test_progression_ids_unique():
     ids = [bid for s in STEPS for bid, _ in s.variants]
     assert len(ids) == len(set(ids)) and all(bid.startswith("gemm.") for bid in ids)
+
+
+def test_sass_evidence_of_the_instruction_kernels(tmp_path, monkeypatch):
+    """The timed loop of each variant holds the intended instruction once per operation."""
+    from bench import latency, sass
+    monkeypatch.setattr(cuda, "CACHE", tmp_path)
+    functions = sass.disassemble(cuda.compile_cu(latency.INSTRUCTION_SOURCE, "90a", {"OPS_PER_ITER": latency.OPS_PER_ITER}))
+    for op in latency.OPERATIONS:
+        for ilp in latency.ILPS:
+            evidence = latency.sass_evidence(functions, op, ilp)
+            assert evidence["primary_per_op"] == 1.0, (op, ilp, evidence)
+    assert latency.sass_evidence(functions, "FADD", 1)["loop_instructions"] <= latency.OPS_PER_ITER + 4
+    assert latency.sass_evidence(functions, "SINF", 1)["mix_per_op"]["MUFU.SIN"] == 1.0
+
+
+def test_pointer_chase_loop_holds_only_loads(tmp_path, monkeypatch):
+    from bench import latency, sass
+    monkeypatch.setattr(cuda, "CACHE", tmp_path)
+    functions = sass.disassemble(cuda.compile_cu(latency.MEMORY_SOURCE, "90a"))
+    for name, load in (("chase_l1", "LDG"), ("chase_l2", "LDG"), ("chase_shared", "LDS")):
+        body = sass.histogram(sass.timed_loop(functions[name]))
+        assert body[load] == 8 and sum(body.values()) - body[load] <= 3, (name, body)   # 8 loads + loop control
+
+
+def test_random_cycle_visits_every_slot():
+    import numpy as np
+    from bench.latency import random_cycle
+    nxt = random_cycle(1000, np.random.default_rng(0))
+    seen, i = set(), 0
+    for _ in range(1000):
+        seen.add(i)
+        i = nxt[i]
+    assert len(seen) == 1000 and i == 0
