@@ -190,7 +190,7 @@ def instruction_context(ctx: Context) -> dict:
         cycles = [(int(ilp), c) for ilp, c in sorted(row["cycles"].items(), key=lambda kv: int(kv[0]))]
         best = min(c for _, c in cycles)
         issue = row["issue_cycles_per_subpartition"]
-        sass1 = row["sass"][str(ilps[0])] if str(ilps[0]) in row["sass"] else row["sass"][ilps[0]]
+        sass1 = row["sass"][str(ilps[0])]      # the worker hands records over as JSON: string keys
         rows.append({
             "op": row["op"], "name": row["name"], "cycles": cycles, "latency": cycles[0][1],
             "single_warp_best": best, "at_highest_ilp": cycles[-1][1], "issue": issue,

@@ -117,12 +117,19 @@ LEVELS = (("shared", "shared memory", 8 << 10), ("L1", "L1 (ld.ca)", 8 << 10),
 SWEEP_BYTES = sorted({int(2 ** (e / 2)) for e in range(24, 61)} | {int(2 ** (e / 4)) for e in range(92, 113)})
 
 
-def random_cycle(slots: int, rng) -> np.ndarray:
-    """next[i]: the slot after slot i, on one random cycle through every slot."""
-    order = rng.permutation(slots)
-    nxt = np.empty(slots, dtype=np.int64)
-    nxt[order] = np.roll(order, -1)
-    return nxt
+class RandomCycle:
+    """One random cycle through every slot: ``next[i]`` is the slot after slot i."""
+
+    def __init__(self, slots: int, rng):
+        self.order = rng.permutation(slots)
+        self.next = np.empty(slots, dtype=np.int64)
+        self.next[self.order] = np.roll(self.order, -1)
+        self.position = np.empty(slots, dtype=np.int64)
+        self.position[self.order] = np.arange(slots)
+
+    def walk(self, start: int, steps: int) -> int:
+        """The slot ``steps`` hops after ``start``."""
+        return int(self.order[(self.position[start] + steps) % len(self.order)])
 
 
 @register("latency.memory", sources=[str(MEMORY_SOURCE.relative_to(KERNELS.parent)), "bench/cuda.py"],
@@ -142,14 +149,14 @@ def memory_latency(ctx) -> dict:
 
     def chase(kernel_name, nbytes, warm, flush=False):
         """Lay a random cycle over ``nbytes`` of the arena, chase it; (cycles, ns) per load."""
-        slots = nbytes // LINE
-        nxt = random_cycle(slots, rng)
-        arena[: slots * LINE // 8 : LINE // 8] = cupy.asarray(base + nxt.astype(np.uint64) * LINE, dtype=cupy.uint64)
+        slots = nbytes // LINE                 # sweep sizes need not be whole lines
+        cycle = RandomCycle(slots, rng)
+        arena[: slots * (LINE // 8) : LINE // 8] = cupy.asarray(base + cycle.next.astype(np.uint64) * LINE, dtype=cupy.uint64)
         if flush:
             flush_buf.sum()
         kernels[kernel_name]((1,), (1,), (np.uint64(base), np.int32(warm), np.int32(STEPS), result))
         cycles, ns, last = result.get().tolist()
-        expected = base + LINE * _walk(nxt, 0, warm + STEPS)
+        expected = base + LINE * cycle.walk(0, warm + STEPS)
         if last != expected:
             wrong.append(f"{kernel_name} over {nbytes} B ended at {last:#x}, not {expected:#x}")
         return cycles / STEPS, ns / STEPS
@@ -157,13 +164,12 @@ def memory_latency(ctx) -> dict:
     levels = []
     for key, label, nbytes in LEVELS:
         if key == "shared":
-            slots = SHARED_SLOTS
-            nxt = random_cycle(slots, rng)
-            kernels["shared"]((1,), (32,), (cupy.asarray(nxt, dtype=cupy.uint32), np.uint32(0),
-                                            np.int32(slots), np.int32(STEPS), result))
+            cycle = RandomCycle(SHARED_SLOTS, rng)
+            kernels["shared"]((1,), (32,), (cupy.asarray(cycle.next, dtype=cupy.uint32), np.uint32(0),
+                                            np.int32(SHARED_SLOTS), np.int32(STEPS), result))
             cycles, ns, last = result.get().tolist()
-            if last != _walk(nxt, 0, slots + STEPS):
-                wrong.append(f"shared chase ended on slot {last}, not {_walk(nxt, 0, slots + STEPS)}")
+            if last != cycle.walk(0, SHARED_SLOTS + STEPS):
+                wrong.append(f"shared chase ended on slot {last}, not {cycle.walk(0, SHARED_SLOTS + STEPS)}")
             c, t = cycles / STEPS, ns / STEPS
         elif key == "HBM":
             c, t = chase("l2", nbytes, warm=0, flush=True)
@@ -187,10 +193,3 @@ def memory_latency(ctx) -> dict:
         "sweep": sweep,
     }
 
-
-def _walk(nxt: np.ndarray, start: int, steps: int) -> int:
-    """Where ``steps`` hops from ``start`` land; cycles are short enough to walk modulo their length."""
-    i = start
-    for _ in range(steps % len(nxt)):
-        i = nxt[i]
-    return int(i)

@@ -5,11 +5,12 @@
 #define UNROLL 4
 #endif
 
-// Each thread's sum goes to sums[thread], so the loads stay live and the host can check them.
-extern "C" __global__ void l2_read(const float4* __restrict__ src, long long n, int passes, float* __restrict__ sums) {
+// Every 16-byte element of src this thread owns, `passes` times over: loaded
+// UNROLL at a time, then handed to use(index, value).
+template <class Use>
+__device__ __forceinline__ void stream(const float4* __restrict__ src, long long n, int passes, Use use) {
     const long long stride = (long long)gridDim.x * blockDim.x;
     const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    float acc = 0.0f;
     for (int p = 0; p < passes; ++p) {
         long long i = first;
         for (; i + (UNROLL - 1) * stride < n; i += UNROLL * stride) {
@@ -17,28 +18,19 @@ extern "C" __global__ void l2_read(const float4* __restrict__ src, long long n, 
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) v[u] = __ldcg(src + i + u * stride);
 #pragma unroll
-            for (int u = 0; u < UNROLL; ++u) acc += (v[u].x + v[u].y) + (v[u].z + v[u].w);
+            for (int u = 0; u < UNROLL; ++u) use(i + u * stride, v[u]);
         }
-        for (; i < n; i += stride) {
-            const float4 v = __ldcg(src + i);
-            acc += (v.x + v.y) + (v.z + v.w);
-        }
+        for (; i < n; i += stride) use(i, __ldcg(src + i));
     }
-    sums[first] = acc;
+}
+
+// Each thread's sum goes to sums[thread], so the loads stay live and the host can check them.
+extern "C" __global__ void l2_read(const float4* __restrict__ src, long long n, int passes, float* __restrict__ sums) {
+    float acc = 0.0f;
+    stream(src, n, passes, [&](long long, float4 v) { acc += (v.x + v.y) + (v.z + v.w); });
+    sums[(long long)blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }
 
 extern "C" __global__ void l2_copy(const float4* __restrict__ src, float4* __restrict__ dst, long long n, int passes) {
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    for (int p = 0; p < passes; ++p) {
-        long long i = first;
-        for (; i + (UNROLL - 1) * stride < n; i += UNROLL * stride) {
-            float4 v[UNROLL];
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) v[u] = __ldcg(src + i + u * stride);
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) __stcg(dst + i + u * stride, v[u]);
-        }
-        for (; i < n; i += stride) __stcg(dst + i, __ldcg(src + i));
-    }
+    stream(src, n, passes, [&](long long i, float4 v) { __stcg(dst + i, v); });
 }

@@ -60,12 +60,13 @@ def test_pointer_chase_loop_holds_only_loads(tmp_path, monkeypatch):
         assert body[load] == 8 and sum(body.values()) - body[load] <= 3, (name, body)   # 8 loads + loop control
 
 
-def test_random_cycle_visits_every_slot():
+def test_random_cycle_visits_every_slot_and_walks_in_one_step():
     import numpy as np
-    from bench.latency import random_cycle
-    nxt = random_cycle(1000, np.random.default_rng(0))
+    from bench.latency import RandomCycle
+    cycle = RandomCycle(1000, np.random.default_rng(0))
     seen, i = set(), 0
-    for _ in range(1000):
+    for steps in range(1, 2501):
         seen.add(i)
-        i = nxt[i]
-    assert len(seen) == 1000 and i == 0
+        i = int(cycle.next[i])
+        assert cycle.walk(0, steps) == i
+    assert len(seen) == 1000
