@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 import sys
 import time
@@ -145,7 +146,8 @@ def gemm_context(ctx: Context) -> dict:
         steps.append({"index": i, "key": step.key, "title": step.title, "slide_title": title,
                       "technique": step.technique, "layout": step.layout, "layout_name": LAYOUTS[step.layout],
                       "precision": step.precision, "baseline": baseline,
-                      "source": step.source if step.source and (ROOT / step.source).exists() else None,
+                      "source": next((ctx.benchmarks[v["id"]].code for v in variants
+                                      if v["id"] in ctx.benchmarks and ctx.benchmarks[v["id"]].code), None),
                       "diagram": None, "variants": variants, "best": best,
                       "measured": any(v["measured"] for v in variants)})
         if usable:
@@ -338,6 +340,9 @@ def render(context: dict) -> str:
 def build(results: Path, out_dir: Path = ROOT) -> dict:
     doc = schema.load(results)
     context, _ = build_context(doc, registry.discover())
+    for step in context["gemm"]["steps"]:      # Slidev resolves snippet paths from the deck's folder
+        if step["source"]:
+            step["source"] = os.path.relpath(ROOT / step["source"], Path(out_dir).resolve())
     deck = render(context)                       # renders fully before anything is written
     svgs = figures.draw_all(context)
     from bench.results import write_atomic

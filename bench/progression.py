@@ -15,7 +15,6 @@ class Step:
     variants: tuple[tuple[str, str], ...]   # (benchmark id, label); the last is the step's best
     layout: str                             # the B layout its kernel reads
     precision: str
-    source: str | None = None               # the kernel file, once it exists
 
 
 STEPS = (

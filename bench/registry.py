@@ -29,6 +29,7 @@ class Benchmark:
     title: str = ""
     timeout_s: float = 600.0
     min_cc: tuple[int, int] | None = None   # skipped on GPUs below this compute capability
+    code: str | None = None                 # the kernel file whose `#region kernel` the deck shows
 
     @property
     def family(self) -> str:

@@ -22,17 +22,17 @@ def test_timer_measures_kernel_time_not_launch_gaps():
 @pytest.mark.parametrize("layout", ["b_row", "b_kmajor"])
 def test_cublas_check_passes_and_catches_errors(precision, layout):
     import cupy
-    from bench.gemm import Shape, _cublas_gemm, make_operands, sampled_error
+    from bench.gemm import Shape, _cublas_gemm, make_operands, reference_error
     shape = Shape(m=256, n=384, k=512)
     a, b = make_operands(shape, layout, precision)
     c = cupy.full((shape.m, shape.n), cupy.nan, dtype=cupy.float32)
-    assert not sampled_error(a, b, c, layout, precision)["passed"]          # nothing written yet
+    assert not reference_error(a, b, c, layout, precision)["passed"]          # nothing written yet
     _cublas_gemm(a, b, c, layout, precision)
-    good = sampled_error(a, b, c, layout, precision)
+    good = reference_error(a, b, c, layout, precision)
     assert good["passed"], good
     c[3, 5] += 100.0 * abs(float(c[3, 5])) + 1.0
     c *= 1.01                                                               # a 1% error everywhere
-    assert not sampled_error(a, b, c, layout, precision)["passed"]
+    assert not reference_error(a, b, c, layout, precision)["passed"]
 
 
 @pytest.mark.parametrize("unroll", [1, 4])
