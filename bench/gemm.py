@@ -181,11 +181,11 @@ def _numba():
 
 
 def _numba_resources(kernel, block, grid) -> dict:
-    sig = next(iter(kernel.overloads))
+    compiled = next(iter(kernel.overloads.values()))      # the one specialization launched
     return {"threads_per_block": block[0] * block[1], "grid": list(grid),
-            "regs_per_thread": int(kernel.get_regs_per_thread(sig)),
-            "smem_static_bytes": int(kernel.get_shared_mem_per_block(sig)), "smem_dynamic_bytes": 0,
-            "local_bytes": int(kernel.get_local_mem_per_thread(sig))}
+            "regs_per_thread": int(compiled.regs_per_thread),
+            "smem_static_bytes": int(compiled.shared_mem_per_block), "smem_dynamic_bytes": 0,
+            "local_bytes": int(compiled.local_mem_per_thread)}
 
 
 @register("gemm.naive_fp32", sources=["kernels/gemm_01_naive.py"], code="kernels/gemm_01_naive.py",
