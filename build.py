@@ -115,7 +115,38 @@ def peaks_context(device: dict, gemm: dict) -> list[dict]:
     return rows
 
 
-def gemm_context(ctx: Context) -> dict:
+MAX_BLOCKS_PER_SM = 32      # every architecture since Volta except Turing's 16
+
+
+def occupancy(resources: dict, device: dict) -> dict:
+    """Resident blocks and warps per SM from the kernel's resources and the device
+    limits, and which limit binds (registers are allocated per warp in 256s; each
+    block reserves 1 KiB of shared memory)."""
+    threads = resources["threads_per_block"]
+    warps = math.ceil(threads / device["warp_size"])
+    regs_per_warp = math.ceil(resources["regs_per_thread"] * device["warp_size"] / 256) * 256
+    smem = resources["smem_static_bytes"] + resources["smem_dynamic_bytes"]
+    limits = {"threads": device["max_threads_per_sm"] // threads,
+              "registers": (device["regs_per_sm"] // regs_per_warp) // warps if regs_per_warp else MAX_BLOCKS_PER_SM,
+              "shared memory": device["smem_per_sm_bytes"] // (smem + 1024) if smem else MAX_BLOCKS_PER_SM,
+              "blocks": MAX_BLOCKS_PER_SM}
+    limiter = min(limits, key=limits.get)
+    blocks = limits[limiter]
+    max_warps = device["max_threads_per_sm"] // device["warp_size"]
+    return {"blocks_per_sm": blocks, "warps_per_sm": blocks * warps, "occupancy_pct": 100 * blocks * warps / max_warps,
+            "limited_by": limiter, "limits": limits}
+
+
+def block_shape(resources: dict, shape: dict) -> tuple[int, int] | None:
+    """The launch's block (x over columns of C, y over rows), from the recorded grid."""
+    grid = resources.get("grid")
+    if not grid or len(grid) != 2:
+        return None
+    bx, by = math.ceil(shape["n"] / grid[0]), math.ceil(shape["m"] / grid[1])
+    return (bx, by) if bx * by == resources["threads_per_block"] else None
+
+
+def gemm_context(ctx: Context, device: dict) -> dict:
     cublas = {}
     for precision in ("fp32", "tf32", "bf16"):
         for layout in LAYOUTS:
@@ -135,11 +166,18 @@ def gemm_context(ctx: Context) -> dict:
             r["label"] = label
             if r["tflops"] and baseline["tflops"]:
                 r["pct_cublas"] = 100 * r["tflops"] / baseline["tflops"]
+            res = r["record"].get("resources")
+            r["resources"] = res
+            r["occupancy"] = occupancy(res, device) if res else None
+            r["odd_shape"] = r["record"].get("odd_shape")
             variants.append(r)
         for slide in ("Code", "Diagram", "Performance"):
             ctx.need(f"{title} — {slide}", *(v["id"] for v in variants))
         best = variants[-1]
         usable = best["tflops"] and not best["failed"]
+        # the diagram is drawn from the launch configuration the measured run recorded
+        block = block_shape(best["resources"], {"m": SHAPE.m, "n": SHAPE.n}) if best["resources"] else None
+        diagram = f"gemm_{step.key}.svg" if block and step.key in figures.DIAGRAMS else None
         if usable and prev:
             best["speedup"] = best["tflops"] / prev["best"]["tflops"]
             best["speedup_over"] = prev["title"]
@@ -148,7 +186,7 @@ def gemm_context(ctx: Context) -> dict:
                       "precision": step.precision, "baseline": baseline,
                       "source": next((ctx.benchmarks[v["id"]].code for v in variants
                                       if v["id"] in ctx.benchmarks and ctx.benchmarks[v["id"]].code), None),
-                      "diagram": None, "variants": variants, "best": best,
+                      "variants": variants, "best": best, "block": block, "diagram": diagram,
                       "measured": any(v["measured"] for v in variants)})
         if usable:
             prev = steps[-1]
@@ -270,7 +308,7 @@ def transpose_context(ctx: Context) -> dict:
 def build_context(doc: dict, benchmarks: dict) -> tuple[dict, Context]:
     ctx = Context(doc, benchmarks)
     device = device_context(doc)
-    gemm = gemm_context(ctx)
+    gemm = gemm_context(ctx, device)
     hbm = hbm_context(ctx, device)
     peaks = peaks_context(device, gemm)
     tf32_peak = next((p for p in peaks if p["precision"] == "tf32"), None)

@@ -264,6 +264,45 @@ def transpose_bars(tr: dict) -> str:
     return bar_chart(bars, "GB/s (read + written)", [Line("x", tr["copy"]["gbps"], "copy of the same bytes", REF)])
 
 
+def naive_diagram(step: dict, shape: dict) -> str:
+    """One thread block of the naive kernel: its tile of C, and the rows of A and
+    columns of B that each of its threads reads whole. K is drawn short."""
+    bx, by = step["block"]
+    w, h = 900, 420
+    dwg = _drawing(w, h)
+    c_w = 300
+    c_h = c_w * shape["m"] / shape["n"]                 # C to scale
+    k_len = 110                                           # K, drawn short
+    ax, ay = 60, 40 + k_len + 30                          # A left of C, B above it
+    cx, cy = ax + k_len * 1.6 + 40, ay
+    bx0, by0 = cx, 40
+    a_w = k_len * 1.6
+    for (x, y, rw, rh, label) in ((ax, ay, a_w, c_h, f"A  {shape['m']} × {shape['k']}"),
+                                  (bx0, by0, c_w, k_len, f"B  {shape['k']} × {shape['n']}"),
+                                  (cx, cy, c_w, c_h, f"C  {shape['m']} × {shape['n']}")):
+        dwg.add(dwg.rect((x, y), (rw, rh), fill="#f3f4f6", stroke=MUTED))
+        _text(dwg, (x + 4, y + 14), label, size=12, color=MUTED)
+    # the block's tile of C, magnified so that it stays visible, and what it reads
+    tw, th = max(bx * c_w / shape["n"], 16), max(by * c_h / shape["m"], 16)
+    tx, ty = cx + c_w * 0.45, cy + c_h * 0.45
+    dwg.add(dwg.rect((ax, ty), (a_w, th), fill=ACCENT, opacity=0.3))
+    dwg.add(dwg.rect((tx, by0), (tw, k_len), fill=ACCENT, opacity=0.3))
+    dwg.add(dwg.rect((tx, ty), (tw, th), fill=ACCENT))
+    _text(dwg, (cx + c_w + 12, ty + th / 2 + 4), f"one block: {bx} × {by} threads,", size=13, color=ACCENT)
+    _text(dwg, (cx + c_w + 12, ty + th / 2 + 22), "one element of C each", size=13, color=ACCENT)
+    _text(dwg, (ax, ty - 6), f"its {by} rows of A", size=12, color=ACCENT)
+    _text(dwg, (tx + tw + 6, by0 + k_len - 8), f"its {bx} columns of B", size=12, color=ACCENT)
+    notes = [f"grid: {math.ceil(shape['n'] / bx)} × {math.ceil(shape['m'] / by)} blocks of {bx * by} threads",
+             f"each thread: {shape['k']:,} loads of A, {shape['k']:,} loads of B, {shape['k']:,} FMAs",
+             "no reuse: every block reads whole rows of A and columns of B from memory"]
+    for i, line in enumerate(notes):
+        _text(dwg, (60, cy + c_h + 40 + 20 * i), line, size=14)
+    return dwg.tostring()
+
+
+DIAGRAMS = {"naive": naive_diagram}
+
+
 def draw_all(context: dict) -> dict[str, str]:
     """Every figure the deck shows, by file name; a figure whose data is missing is not drawn."""
     svgs = {"sm_hierarchy.svg": sm_hierarchy(context["device"], context["hbm"]),
@@ -278,4 +317,7 @@ def draw_all(context: dict) -> dict[str, str]:
         svgs["l2_scaling.svg"] = l2_scaling(context["l2"], context["hbm"])
     if context["transpose"]["rows"]:
         svgs["transpose.svg"] = transpose_bars(context["transpose"])
+    for step in context["gemm"]["steps"]:
+        if step["diagram"]:
+            svgs[step["diagram"]] = DIAGRAMS[step["key"]](step, context["gemm"]["shape"])
     return svgs

@@ -197,3 +197,29 @@ def test_build_is_fast(fixture_doc, write_results, tmp_path):
     t0 = time.perf_counter()
     build.main(["--results", str(path), "--out-dir", str(tmp_path)])
     assert time.perf_counter() - t0 < 3.0
+
+
+def test_occupancy_names_the_binding_limit():
+    device = {"warp_size": 32, "max_threads_per_sm": 2048, "regs_per_sm": 65536, "smem_per_sm_bytes": 233472}
+    naive = build.occupancy({"threads_per_block": 256, "regs_per_thread": 32, "smem_static_bytes": 0,
+                             "smem_dynamic_bytes": 0}, device)
+    assert naive == {"blocks_per_sm": 8, "warps_per_sm": 64, "occupancy_pct": 100.0, "limited_by": "threads",
+                     "limits": {"threads": 8, "registers": 8, "shared memory": 32, "blocks": 32}}
+    heavy = build.occupancy({"threads_per_block": 128, "regs_per_thread": 168, "smem_static_bytes": 0,
+                             "smem_dynamic_bytes": 100 * 1024}, device)
+    assert heavy["limited_by"] == "shared memory" and heavy["blocks_per_sm"] == 2
+
+
+def test_naive_diagram_follows_the_recorded_launch(fixture_doc, write_results, tmp_path):
+    """The diagram is drawn from the block the measured run launched: change it and the figure changes."""
+    naive = fixture_doc["benchmarks"]["gemm.naive_fp32"]
+    build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path)])
+    assert "one block: 16 × 16 threads" in (tmp_path / "svgs" / "gemm_naive.svg").read_text()
+    naive["resources"]["grid"] = [256, 512]                # a 32 x 8 block over the same C
+    build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path)])
+    svg = (tmp_path / "svgs" / "gemm_naive.svg").read_text()
+    assert "one block: 32 × 8 threads" in svg and "grid: 256 × 512 blocks" in svg
+    s = slides_of((tmp_path / "slides.md").read_text())
+    assert "gemm_naive.svg" in s["Kernel 1: Naive FP32 — Diagram"]
+    assert "limited by threads" in s["Kernel 1: Naive FP32 — Performance"]
+    assert "#kernel python" in s["Kernel 1: Naive FP32 — Code"]
