@@ -35,6 +35,11 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         tflops: number                   # from the median time
         gbps: number                     # bytes read + written over the median time
         rows: [{...}, ...]               # tables
+        # family-specific fields, each described where the benchmark is defined:
+        # GEMMs: resources {threads_per_block, grid, regs_per_thread, smem_*_bytes, local_bytes},
+        #        odd_shape {shape, outcome: correct | wrong | refused, check | reason} (bench/gemm.py);
+        # hbm: memcpy; latency.instruction: rows[].cycles/sass by ILP; latency.memory: levels, sweep;
+        # transpose: copy (bench/hbm.py, bench/latency.py, bench/transpose.py)
 
 Every number anywhere in the file is finite and not negative. ``load`` raises
 ``ResultsError`` naming the file, the field and what was expected.
