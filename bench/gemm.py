@@ -202,3 +202,45 @@ def naive_fp32(ctx) -> dict:
         run()                                   # compiles, so that the resources can be read
         return Launch(run, _numba_resources(k.gemm_naive, k.BLOCK, grid))
     return run_gemm(ctx, precision="fp32", layout="b_row", prepare=prepare, warmup=1, reps=5)
+
+
+def _cute_prepare(source: str, name: str, tile: dict, threads: int, device: dict, tensor_op: str):
+    """prepare() for a CuTe GEMM kernel taking (A, B, C, M, N, K) with a CTA tile of
+    tile["BM"] x tile["BN"] x tile["BK"], compiled with those constants; refuses
+    shapes that are not whole tiles. The SASS must hold ``tensor_op`` instructions."""
+    import numpy as np
+    from .cuda import KERNELS, load_module
+    from .sass import disassemble, histogram
+
+    module, cubin = load_module(KERNELS / source, device, tile)
+    counts = histogram(disassemble(cubin)[name])
+    if not counts[tensor_op]:
+        raise RuntimeError(f"{name}: no {tensor_op} in its SASS: the tensor cores are not used")
+
+    def prepare(a, b, c):
+        (m, k), n = a.shape, c.shape[1]
+        if m % tile["BM"] or n % tile["BN"] or k % tile["BK"]:
+            raise Refused(f"{name} takes whole {tile['BM']}×{tile['BN']}×{tile['BK']} tiles only; "
+                          f"{m}×{n}×{k} is not")
+        kernel = module.get_function(name)
+        grid = (m // tile["BM"], n // tile["BN"])
+        run = lambda: kernel(grid, (threads,), (a, b, c, np.int32(m), np.int32(n), np.int32(k)))
+        attrs = kernel.attributes
+        return Launch(run, {"threads_per_block": threads, "grid": list(grid), "grid_axes": "x over M, y over N",
+                            "regs_per_thread": int(attrs["num_regs"]),
+                            "smem_static_bytes": int(attrs["shared_size_bytes"]), "smem_dynamic_bytes": 0,
+                            "local_bytes": int(attrs["local_size_bytes"]), "tile": dict(tile),
+                            "sass": {tensor_op: counts[tensor_op], "instructions": sum(counts.values())}})
+    return prepare
+
+
+CUTE_MMA_TILE = {"BM": 128, "BN": 128, "BK": 8}     # step 2's CTA tile: compiled in, recorded with the result
+CUTE_MMA_THREADS = 128                               # 4 warps, 2 x 2 (the kernel's WarpLayout)
+
+
+@register("gemm.cute_mma_tf32", sources=["kernels/gemm_02_cute_mma.cu", "bench/cuda.py", "bench/sass.py"],
+          code="kernels/gemm_02_cute_mma.cu", title="CuTe simple MMA (TF32)", timeout_s=600)
+def cute_mma_tf32(ctx) -> dict:
+    prepare = _cute_prepare("gemm_02_cute_mma.cu", "gemm_cute_mma", CUTE_MMA_TILE, CUTE_MMA_THREADS,
+                            ctx.device, tensor_op="HMMA")
+    return run_gemm(ctx, precision="tf32", layout="b_kmajor", prepare=prepare, warmup=3, reps=20)
