@@ -234,13 +234,19 @@ def _cute_prepare(source: str, name: str, tile: dict, threads: int, device: dict
     return prepare
 
 
-CUTE_MMA_TILE = {"BM": 128, "BN": 128, "BK": 8}     # step 2's CTA tile: compiled in, recorded with the result
-CUTE_MMA_THREADS = 128                               # 4 warps, 2 x 2 (the kernel's WarpLayout)
+def _register_cute(bid: str, title: str, source: str, name: str, tile: dict, threads: int, reps: int = 20):
+    """One CuTe step variant: its kernel file, its tile constants (compiled in and recorded)."""
+    @register(bid, sources=[f"kernels/{source}", "bench/cuda.py", "bench/sass.py"], code=f"kernels/{source}",
+              title=title, timeout_s=600)
+    def run(ctx) -> dict:
+        prepare = _cute_prepare(source, name, tile, threads, ctx.device, tensor_op="HMMA")
+        return run_gemm(ctx, precision="tf32", layout="b_kmajor", prepare=prepare, warmup=3, reps=reps)
 
 
-@register("gemm.cute_mma_tf32", sources=["kernels/gemm_02_cute_mma.cu", "bench/cuda.py", "bench/sass.py"],
-          code="kernels/gemm_02_cute_mma.cu", title="CuTe simple MMA (TF32)", timeout_s=600)
-def cute_mma_tf32(ctx) -> dict:
-    prepare = _cute_prepare("gemm_02_cute_mma.cu", "gemm_cute_mma", CUTE_MMA_TILE, CUTE_MMA_THREADS,
-                            ctx.device, tensor_op="HMMA")
-    return run_gemm(ctx, precision="tf32", layout="b_kmajor", prepare=prepare, warmup=3, reps=20)
+# Each step's CTA tile and threads: the constants its kernel is compiled with, recorded with its result.
+CUTE_THREADS = 128          # 4 warps, 2 x 2 (the kernels' WarpLayout)
+_register_cute("gemm.cute_mma_tf32", "CuTe simple MMA (TF32)", "gemm_02_cute_mma.cu", "gemm_cute_mma",
+               {"BM": 128, "BN": 128, "BK": 8}, CUTE_THREADS)
+for _bk in (8, 32):
+    _register_cute(f"gemm.cute_smem_k{_bk}", f"CuTe SMEM, K-tile {_bk} (TF32)", "gemm_03_cute_smem.cu",
+                   "gemm_cute_smem", {"BM": 128, "BN": 128, "BK": _bk}, CUTE_THREADS)
