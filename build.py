@@ -176,8 +176,10 @@ def gemm_context(ctx: Context, device: dict) -> dict:
         best = variants[-1]
         usable = best["tflops"] and not best["failed"]
         # the diagram is drawn from the launch configuration the measured run recorded
-        block = block_shape(best["resources"], {"m": SHAPE.m, "n": SHAPE.n}) if best["resources"] else None
-        diagram = f"gemm_{step.key}.svg" if block and step.key in figures.DIAGRAMS else None
+        res = best["resources"] or {}
+        block = block_shape(res, {"m": SHAPE.m, "n": SHAPE.n}) if "tile" not in res and res else None
+        drawable = block or "tile" in res
+        diagram = f"gemm_{step.key}.svg" if drawable and step.key in figures.DIAGRAMS else None
         if usable and prev:
             best["speedup"] = best["tflops"] / prev["best"]["tflops"]
             best["speedup_over"] = prev["title"]

@@ -229,13 +229,15 @@ def _cute_prepare(source: str, name: str, tile: dict, threads: int, device: dict
         return Launch(run, {"threads_per_block": threads, "grid": list(grid), "grid_axes": "x over M, y over N",
                             "regs_per_thread": int(attrs["num_regs"]),
                             "smem_static_bytes": int(attrs["shared_size_bytes"]), "smem_dynamic_bytes": 0,
-                            "local_bytes": int(attrs["local_size_bytes"]), "tile": dict(tile),
+                            "local_bytes": int(attrs["local_size_bytes"]),
+                            "tile": {**tile, "atom_mnk": list(ATOM_SHAPES[tile["MMA_ATOM"]])},
                             "sass": {tensor_op: counts[tensor_op], "instructions": sum(counts.values())}})
     return prepare
 
 
-def _register_cute(bid: str, title: str, source: str, name: str, tile: dict, threads: int, reps: int = 20):
+def _register_cute(bid: str, title: str, source: str, name: str, tile: dict, reps: int = 20):
     """One CuTe step variant: its kernel file, its tile constants (compiled in and recorded)."""
+    threads = 32 * tile["WARPS_M"] * tile["WARPS_N"]
     @register(bid, sources=[f"kernels/{source}", "bench/cuda.py", "bench/sass.py"], code=f"kernels/{source}",
               title=title, timeout_s=600)
     def run(ctx) -> dict:
@@ -243,10 +245,12 @@ def _register_cute(bid: str, title: str, source: str, name: str, tile: dict, thr
         return run_gemm(ctx, precision="tf32", layout="b_kmajor", prepare=prepare, warmup=3, reps=reps)
 
 
-# Each step's CTA tile and threads: the constants its kernel is compiled with, recorded with its result.
-CUTE_THREADS = 128          # 4 warps, 2 x 2 (the kernels' WarpLayout)
+# Each step's CTA tile, warp layout and MMA atom: the constants its kernel is compiled
+# with (-D), recorded with its result, and drawn in its diagram.
+SM80_TF32_ATOM = {"MMA_ATOM": "SM80_16x8x8_F32TF32TF32F32_TN", "WARPS_M": 2, "WARPS_N": 2}
+ATOM_SHAPES = {"SM80_16x8x8_F32TF32TF32F32_TN": (16, 8, 8)}
 _register_cute("gemm.cute_mma_tf32", "CuTe simple MMA (TF32)", "gemm_02_cute_mma.cu", "gemm_cute_mma",
-               {"BM": 128, "BN": 128, "BK": 8}, CUTE_THREADS)
+               {"BM": 128, "BN": 128, "BK": 8, **SM80_TF32_ATOM})
 for _bk in (8, 32):
     _register_cute(f"gemm.cute_smem_k{_bk}", f"CuTe SMEM, K-tile {_bk} (TF32)", "gemm_03_cute_smem.cu",
-                   "gemm_cute_smem", {"BM": 128, "BN": 128, "BK": _bk}, CUTE_THREADS)
+                   "gemm_cute_smem", {"BM": 128, "BN": 128, "BK": _bk, **SM80_TF32_ATOM})

@@ -18,14 +18,25 @@ using namespace cute;
 #define BK 8
 #endif
 
-using MmaAtom = SM80_16x8x8_F32TF32TF32F32_TN;       // one warp: 16x8x8, TF32 in, FP32 accumulate
-using WarpLayout = Layout<Shape<_2, _2, _1>>;         // 4 warps, 2 x 2 over (M, N)
+#ifndef MMA_ATOM
+#define MMA_ATOM SM80_16x8x8_F32TF32TF32F32_TN        // one warp: 16x8x8, TF32 in, FP32 accumulate
+#endif
+#ifndef WARPS_M
+#define WARPS_M 2
+#endif
+#ifndef WARPS_N
+#define WARPS_N 2
+#endif
+using MmaAtom = MMA_ATOM;
+using WarpLayout = Layout<Shape<Int<WARPS_M>, Int<WARPS_N>, _1>>;   // warps tiled over (M, N)
 constexpr int THREADS = 32 * size(WarpLayout{});
 
 // #region kernel
 extern "C" __global__ void __launch_bounds__(THREADS) gemm_cute_mma(const float* A, const float* B, float* C,
                                                                   int M, int N, int K) {
-    static_assert(BM % (16 * 2) == 0 && BN % (8 * 2) == 0 && BK % 8 == 0, "the CTA tile is whole MMA tiles");
+    static_assert(BM % (size<0>(typename MMA_Traits<MmaAtom>::Shape_MNK{}) * WARPS_M) == 0 &&
+                  BN % (size<1>(typename MMA_Traits<MmaAtom>::Shape_MNK{}) * WARPS_N) == 0 &&
+                  BK % size<2>(typename MMA_Traits<MmaAtom>::Shape_MNK{}) == 0, "the CTA tile is whole MMA tiles");
     Tensor mA = make_tensor(make_gmem_ptr(A), make_shape(M, K), make_stride(K, _1{}));   // (M,K)
     Tensor mB = make_tensor(make_gmem_ptr(B), make_shape(N, K), make_stride(K, _1{}));   // (N,K)
     Tensor mC = make_tensor(make_gmem_ptr(C), make_shape(M, N), make_stride(N, _1{}));   // (M,N)

@@ -16,8 +16,17 @@ using namespace cute;
 #define BK 32
 #endif
 
-using MmaAtom = SM80_16x8x8_F32TF32TF32F32_TN;
-using WarpLayout = Layout<Shape<_2, _2, _1>>;
+#ifndef MMA_ATOM
+#define MMA_ATOM SM80_16x8x8_F32TF32TF32F32_TN
+#endif
+#ifndef WARPS_M
+#define WARPS_M 2
+#endif
+#ifndef WARPS_N
+#define WARPS_N 2
+#endif
+using MmaAtom = MMA_ATOM;
+using WarpLayout = Layout<Shape<Int<WARPS_M>, Int<WARPS_N>, _1>>;
 constexpr int THREADS = 32 * size(WarpLayout{});
 constexpr int VEC = 4;                 // floats per cp.async (16 bytes)
 constexpr int PAD = 4;                 // floats of padding per shared row: rows stay 16-byte aligned, banks shift
@@ -29,7 +38,9 @@ using CopyThreads = Layout<Shape<Int<THREADS * VEC / BK>, Int<BK / VEC>>, Stride
 // #region kernel
 extern "C" __global__ void __launch_bounds__(THREADS) gemm_cute_smem(const float* A, const float* B, float* C,
                                                                    int M, int N, int K) {
-    static_assert(BM % 32 == 0 && BN % 16 == 0 && BK % 8 == 0, "the CTA tile is whole MMA tiles");
+    static_assert(BM % (size<0>(typename MMA_Traits<MmaAtom>::Shape_MNK{}) * WARPS_M) == 0 &&
+                  BN % (size<1>(typename MMA_Traits<MmaAtom>::Shape_MNK{}) * WARPS_N) == 0 &&
+                  BK % size<2>(typename MMA_Traits<MmaAtom>::Shape_MNK{}) == 0, "the CTA tile is whole MMA tiles");
     static_assert(BK % VEC == 0 && BM % size<0>(CopyThreads{}) == 0 && BN % size<0>(CopyThreads{}) == 0,
                   "the copy threads tile the CTA tile exactly");
     __shared__ __align__(16) float smemA[cosize_v<SmemLayoutA>];

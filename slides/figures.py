@@ -300,7 +300,47 @@ def naive_diagram(step: dict, shape: dict) -> str:
     return dwg.tostring()
 
 
-DIAGRAMS = {"naive": naive_diagram}
+def cute_diagram(step: dict, shape: dict) -> str:
+    """One CTA of a CuTe step, from the constants its kernel was compiled with: the
+    BM x BN tile of C split over the warps, one warp's MMA atoms, the BM x BK and
+    BN x BK panels of A and B per K-step, and (with shared memory) where they are staged."""
+    res = step["best"]["resources"]
+    t = res["tile"]
+    bm, bn, bk, wm, wn = t["BM"], t["BN"], t["BK"], t["WARPS_M"], t["WARPS_N"]
+    am, an, ak = t["atom_mnk"]
+    smem = res["smem_static_bytes"] + res["smem_dynamic_bytes"]
+    w, h = 900, 440
+    dwg = _drawing(w, h)
+    px = 1.6                                              # pixels per element of the tile
+    kx = max(px * bk, 10)                                 # K panels, at least visible
+    cx, cy = 80 + kx + 30, 70 + kx + 30
+    dwg.add(dwg.rect((cx - kx - 30, cy), (kx, bm * px), fill="#dbeafe", stroke=ACCENT))          # A panel
+    dwg.add(dwg.rect((cx, cy - kx - 30), (bn * px, kx), fill="#dbeafe", stroke=ACCENT))          # B panel
+    _text(dwg, (cx - kx - 30, cy - 8), f"A: {bm}×{bk}", size=12, color=ACCENT)
+    _text(dwg, (cx + bn * px + 8, cy - kx / 2 - 26), f"B: {bk}×{bn} per K-step", size=12, color=ACCENT)
+    # TiledMMA repeats the wm x wn group of atoms over the tile: atom (i, j) belongs to
+    # warp (i mod wm) + wm (j mod wn), so each warp's atoms are spread over the whole tile
+    for i in range(bm // am):
+        for j in range(bn // an):
+            warp = (i % wm) + wm * (j % wn)
+            dwg.add(dwg.rect((cx + j * an * px, cy + i * am * px), (an * px, am * px),
+                             fill=PALETTE[warp % len(PALETTE)], opacity=0.35, stroke="white", stroke_width=0.5))
+    for warp in range(wm * wn):
+        lx = cx + bn * px + 30
+        dwg.add(dwg.rect((lx, cy + 20 * warp), (14, 14), fill=PALETTE[warp % len(PALETTE)], opacity=0.35))
+        _text(dwg, (lx + 20, cy + 12 + 20 * warp), f"warp {warp}", size=12)
+    _text(dwg, (cx, cy + bm * px + 18), f"C tile {bm}×{bn}: {bm // am}×{bn // an} MMA atoms of {am}×{an}×{ak}, "
+          f"{wm}×{wn} warps, each warp's atoms spread over the tile", size=12, color=MUTED)
+    notes = [f"grid: {shape['m'] // bm} × {shape['n'] // bn} CTAs of {res['threads_per_block']} threads; "
+             f"K loop: {shape['k'] // bk} steps of {bk}; {t['MMA_ATOM']}",
+             (f"A and B tiles staged in {smem / 1024:.1f} KiB of shared memory by cp.async, then read by every warp"
+              if smem else "each warp loads its own A and B fragments straight from global memory")]
+    for i, line in enumerate(notes):
+        _text(dwg, (80, cy + bm * px + 48 + 22 * i), line, size=13)
+    return dwg.tostring()
+
+
+DIAGRAMS = {"naive": naive_diagram, "cute_mma": cute_diagram, "cute_smem": cute_diagram}
 
 
 def draw_all(context: dict) -> dict[str, str]:

@@ -223,3 +223,16 @@ def test_naive_diagram_follows_the_recorded_launch(fixture_doc, write_results, t
     assert "gemm_naive.svg" in s["Kernel 1: Naive FP32 — Diagram"]
     assert "limited by threads" in s["Kernel 1: Naive FP32 — Performance"]
     assert "#kernel python" in s["Kernel 1: Naive FP32 — Code"]
+
+
+def test_cute_diagram_follows_the_compiled_tile():
+    """Drawn from the tile constants a CuTe kernel was compiled with: other constants, other figure."""
+    def draw(bm, bk, smem):
+        step = {"best": {"resources": {"threads_per_block": 128, "smem_static_bytes": smem, "smem_dynamic_bytes": 0,
+                "tile": {"BM": bm, "BN": 128, "BK": bk, "MMA_ATOM": "SM80_16x8x8_F32TF32TF32F32_TN",
+                         "WARPS_M": 2, "WARPS_N": 2, "atom_mnk": [16, 8, 8]}}}}
+        return figures.cute_diagram(step, {"m": 4096, "n": 8192, "k": 16384})
+    small, big = draw(64, 8, 0), draw(128, 32, 36832)
+    assert "C tile 64×128: 4×16 MMA atoms" in small and "512 steps" not in small and "2048 steps of 8" in small
+    assert "C tile 128×128: 8×16 MMA atoms" in big and "512 steps of 32" in big and "36.0 KiB of shared memory" in big
+    assert small.count("<rect") < big.count("<rect")
