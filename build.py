@@ -170,6 +170,8 @@ def gemm_context(ctx: Context, device: dict) -> dict:
             r["resources"] = res
             r["occupancy"] = occupancy(res, device) if res else None
             r["odd_shape"] = r["record"].get("odd_shape")
+            prof = r["record"].get("profile")
+            r["profile"] = [{"name": prof["names"][m], "value": v} for m, v in prof["metrics"].items()] if prof else None
             variants.append(r)
         for slide in ("Code", "Diagram", "Performance"):
             ctx.need(f"{title} — {slide}", *(v["id"] for v in variants))

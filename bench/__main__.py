@@ -16,6 +16,9 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="+", metavar="ID_OR_FAMILY",
                     help="run only these benchmark ids or families (globs allowed, e.g. 'gemm.cublas_*')")
     ap.add_argument("--out", type=Path, help="results file (default: results/<gpu-slug>.yaml)")
+    ap.add_argument("--profile", action="store_true",
+                    help="instead of measuring, add Nsight Compute counters (ncu --clock-control none) to the "
+                         "results of the selected hand-written GEMM kernels")
     args = ap.parse_args(argv)
 
     benchmarks = registry.discover()
@@ -40,6 +43,8 @@ def main(argv=None) -> int:
           f"SM clock {device['sm_clock_mhz']}/{device['sm_clock_max_mhz']} MHz) -> {out}", flush=True)
     from . import results
     from .runner import run_all
+    if args.profile:
+        return profile_all(chosen, out, device)
     try:
         results.existing(out, device)  # refuse a bad target before spending GPU time
         doc = run_all(chosen, out, device, collect_software())
@@ -50,6 +55,36 @@ def main(argv=None) -> int:
     print(f"wrote {out}: {len(chosen) - len(bad)} of {len(chosen)} benchmarks did not fail"
           + (f"; failed: {', '.join(bad)}" if bad else ""))
     return 1 if bad else 0
+
+
+def profile_all(chosen, out: Path, device: dict) -> int:
+    """Profile each chosen hand-written GEMM whose result is already in ``out``."""
+    from . import results
+    from .device import collect_software
+    from .gemm import HAND_WRITTEN
+    from .profile import profile
+    try:
+        recorded = results.existing(out, device)
+    except schema.ResultsError as e:
+        print(f"python -m bench: {e}", file=sys.stderr)
+        return 1
+    ids = [b.id for b in chosen if b.id in HAND_WRITTEN]
+    failures = 0
+    for i, bid in enumerate(ids, 1):
+        if bid not in recorded:
+            print(f"[{i}/{len(ids)}] {bid}: not measured yet; run python -m bench --only {bid} first", flush=True)
+            failures += 1
+            continue
+        print(f"[{i}/{len(ids)}] {bid}: ncu ...", flush=True)
+        try:
+            prof = profile(bid)
+        except Exception as e:
+            print(f"[{i}/{len(ids)}] {bid}: profile failed: {e}", file=sys.stderr)
+            failures += 1
+            continue
+        results.merge(out, device, collect_software(), {bid: {**recorded[bid], "profile": prof}})
+        print("    " + ", ".join(f"{prof['names'][m]} {v:.3g}" for m, v in prof["metrics"].items()), flush=True)
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

@@ -188,9 +188,7 @@ def _numba_resources(kernel, block, grid) -> dict:
             "local_bytes": int(compiled.local_mem_per_thread)}
 
 
-@register("gemm.naive_fp32", sources=["kernels/gemm_01_naive.py"], code="kernels/gemm_01_naive.py",
-          title="Naive FP32", timeout_s=600)
-def naive_fp32(ctx) -> dict:
+def _naive_prepare(device: dict):
     _numba()
     from kernels import gemm_01_naive as k
 
@@ -201,7 +199,7 @@ def naive_fp32(ctx) -> dict:
         run = lambda: k.gemm_naive[grid, k.BLOCK](*flat, m, n, kk)
         run()                                   # compiles, so that the resources can be read
         return Launch(run, _numba_resources(k.gemm_naive, k.BLOCK, grid))
-    return run_gemm(ctx, precision="fp32", layout="b_row", prepare=prepare, warmup=1, reps=5)
+    return prepare
 
 
 def _cute_prepare(source: str, name: str, tile: dict, threads: int, device: dict, tensor_op: str):
@@ -235,22 +233,46 @@ def _cute_prepare(source: str, name: str, tile: dict, threads: int, device: dict
     return prepare
 
 
-def _register_cute(bid: str, title: str, source: str, name: str, tile: dict, reps: int = 20):
-    """One CuTe step variant: its kernel file, its tile constants (compiled in and recorded)."""
-    threads = 32 * tile["WARPS_M"] * tile["WARPS_N"]
-    @register(bid, sources=[f"kernels/{source}", "bench/cuda.py", "bench/sass.py"], code=f"kernels/{source}",
-              title=title, timeout_s=600)
+@dataclass(frozen=True)
+class HandWritten:
+    """A hand-written GEMM kernel as the harness and the profiler need it."""
+    precision: str
+    layout: str
+    kernel_name: str                                  # for Nsight Compute's --kernel-name (a regex)
+    make_prepare: Callable[[dict], Callable]          # device -> prepare(a, b, c) -> Launch
+    reps: int = 20
+
+
+HAND_WRITTEN: dict[str, HandWritten] = {}
+
+
+def _register_kernel(bid: str, title: str, source: str, kernel: HandWritten, extra_sources=()):
+    """The one registration of a hand-written GEMM kernel."""
+    HAND_WRITTEN[bid] = kernel
+
+    @register(bid, sources=[source, *extra_sources], code=source, title=title, timeout_s=600)
     def run(ctx) -> dict:
-        prepare = _cute_prepare(source, name, tile, threads, ctx.device, tensor_op="HMMA")
-        return run_gemm(ctx, precision="tf32", layout="b_kmajor", prepare=prepare, warmup=3, reps=reps)
+        return run_gemm(ctx, precision=kernel.precision, layout=kernel.layout,
+                        prepare=kernel.make_prepare(ctx.device), warmup=min(3, kernel.reps), reps=kernel.reps)
 
 
+def _cute(source: str, name: str, tile: dict) -> HandWritten:
+    threads = 32 * tile["WARPS_M"] * tile["WARPS_N"]
+    return HandWritten("tf32", "b_kmajor", f"regex:^{name}$",
+                       lambda device: _cute_prepare(source, name, tile, threads, device, tensor_op="HMMA"))
+
+
+_register_kernel("gemm.naive_fp32", "Naive FP32", "kernels/gemm_01_naive.py",
+                 HandWritten("fp32", "b_row", "regex:gemm_naive", _naive_prepare, reps=5))
 # Each step's CTA tile, warp layout and MMA atom: the constants its kernel is compiled
 # with (-D), recorded with its result, and drawn in its diagram.
 SM80_TF32_ATOM = {"MMA_ATOM": "SM80_16x8x8_F32TF32TF32F32_TN", "WARPS_M": 2, "WARPS_N": 2}
 ATOM_SHAPES = {"SM80_16x8x8_F32TF32TF32F32_TN": (16, 8, 8)}
-_register_cute("gemm.cute_mma_tf32", "CuTe simple MMA (TF32)", "gemm_02_cute_mma.cu", "gemm_cute_mma",
-               {"BM": 128, "BN": 128, "BK": 8, **SM80_TF32_ATOM})
+_CUTE_SOURCES = ("bench/cuda.py", "bench/sass.py")
+_register_kernel("gemm.cute_mma_tf32", "CuTe simple MMA (TF32)", "kernels/gemm_02_cute_mma.cu",
+                 _cute("gemm_02_cute_mma.cu", "gemm_cute_mma", {"BM": 128, "BN": 128, "BK": 8, **SM80_TF32_ATOM}),
+                 _CUTE_SOURCES)
 for _bk in (8, 32):
-    _register_cute(f"gemm.cute_smem_k{_bk}", f"CuTe SMEM, K-tile {_bk} (TF32)", "gemm_03_cute_smem.cu",
-                   "gemm_cute_smem", {"BM": 128, "BN": 128, "BK": _bk, **SM80_TF32_ATOM})
+    _register_kernel(f"gemm.cute_smem_k{_bk}", f"CuTe SMEM, K-tile {_bk} (TF32)", "kernels/gemm_03_cute_smem.cu",
+                     _cute("gemm_03_cute_smem.cu", "gemm_cute_smem", {"BM": 128, "BN": 128, "BK": _bk, **SM80_TF32_ATOM}),
+                     _CUTE_SOURCES)

@@ -31,7 +31,6 @@ using MmaAtom = MMA_ATOM;
 using WarpLayout = Layout<Shape<Int<WARPS_M>, Int<WARPS_N>, _1>>;   // warps tiled over (M, N)
 constexpr int THREADS = 32 * size(WarpLayout{});
 
-// #region kernel
 extern "C" __global__ void __launch_bounds__(THREADS) gemm_cute_mma(const float* A, const float* B, float* C,
                                                                   int M, int N, int K) {
     static_assert(BM % (size<0>(typename MMA_Traits<MmaAtom>::Shape_MNK{}) * WARPS_M) == 0 &&
@@ -47,6 +46,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) gemm_cute_mma(const float*
     Tensor gB = local_tile(mB, tiler, cta, Step<X, _1, _1>{});   // (BN,BK,k)
     Tensor gC = local_tile(mC, tiler, cta, Step<_1, _1, X>{});   // (BM,BN)
 
+    // #region kernel
     TiledMMA mma = make_tiled_mma(MmaAtom{}, WarpLayout{});
     ThrMMA thr = mma.get_slice(threadIdx.x);
     Tensor tCgA = thr.partition_A(gA);                            // (MMA,MMA_M,MMA_K,k)
@@ -63,5 +63,5 @@ extern "C" __global__ void __launch_bounds__(THREADS) gemm_cute_mma(const float*
         gemm(mma, tCrA, tCrB, tCrC);                              // mma.sync on the tensor cores
     }
     copy(tCrC, tCgC);                                             // registers -> global
+    // #endregion kernel
 }
-// #endregion kernel

@@ -35,7 +35,6 @@ using SmemLayoutB = Layout<Shape<Int<BN>, Int<BK>>, Stride<Int<BK + PAD>, _1>>; 
 // Copy threads: BK / VEC of them along K (one 16-byte vector each), the rest down the rows.
 using CopyThreads = Layout<Shape<Int<THREADS * VEC / BK>, Int<BK / VEC>>, Stride<Int<BK / VEC>, _1>>;
 
-// #region kernel
 extern "C" __global__ void __launch_bounds__(THREADS) gemm_cute_smem(const float* A, const float* B, float* C,
                                                                    int M, int N, int K) {
     static_assert(BM % (size<0>(typename MMA_Traits<MmaAtom>::Shape_MNK{}) * WARPS_M) == 0 &&
@@ -57,6 +56,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) gemm_cute_smem(const float
     Tensor sA = make_tensor(make_smem_ptr(smemA), SmemLayoutA{});  // (BM,BK)
     Tensor sB = make_tensor(make_smem_ptr(smemB), SmemLayoutB{});  // (BN,BK)
 
+    // #region kernel
     // global -> shared: cp.async, 16 bytes per thread per copy
     auto copyAB = make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEALWAYS<uint128_t>, float>{},
                                   CopyThreads{}, Layout<Shape<_1, Int<VEC>>>{});
@@ -89,5 +89,5 @@ extern "C" __global__ void __launch_bounds__(THREADS) gemm_cute_smem(const float
         __syncthreads();                                          // the tile is read before it is overwritten
     }
     copy(tCrC, tCgC);
+    // #endregion kernel
 }
-// #endregion kernel

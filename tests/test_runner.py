@@ -120,3 +120,13 @@ def test_telemetry_summary_keeps_to_the_timed_loops():
     timed = sampler.summary([(1.5, 3.5)])
     assert timed["window"] == "timed loops" and timed["samples"] == 2 and timed["sm_clock_mhz"]["median"] == 1550
     assert sampler.summary()["window"] == "whole benchmark"
+
+
+def test_ncu_csv_is_read_by_metric_name():
+    from bench.profile import METRICS, ncu_command, parse_csv
+    header = '"ID","Kernel Name","Section Name","Metric Name","Metric Unit","Metric Value"'
+    rows = [f'"0","gemm_cute_mma","Command line profiler metrics","{m}","","{1000 + i:,}"' for i, m in enumerate(METRICS)]
+    values = parse_csv("==PROF== Connected to process\n" + "\n".join([header, *rows]) + "\n")
+    assert values == {m: 1000.0 + i for i, m in enumerate(METRICS)}
+    cmd = ncu_command("regex:^gemm_cute_mma$", "gemm.cute_mma_tf32", ROOT / "x.csv")
+    assert cmd[:3] == ["ncu", "--clock-control", "none"] and "regex:^gemm_cute_mma$" in cmd
