@@ -146,6 +146,18 @@ def block_shape(resources: dict, shape: dict) -> tuple[int, int] | None:
     return (bx, by) if bx * by == resources["threads_per_block"] else None
 
 
+# The profile counters that say how busy a unit is, and the unit's name on the slide.
+UTILIZATION = {"dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM",
+               "l1tex__throughput.avg.pct_of_peak_sustained_active": "L1 / shared memory",
+               "sm__instruction_throughput.avg.pct_of_peak_sustained_active": "SM instruction issue"}
+
+
+def busiest_unit(profile: dict) -> dict:
+    """The unit closest to its peak: where a kernel's time goes."""
+    name = max(UTILIZATION, key=lambda m: profile["metrics"].get(m, -1))
+    return {"unit": UTILIZATION[name], "pct": profile["metrics"][name]}
+
+
 def gemm_context(ctx: Context, device: dict) -> dict:
     cublas = {}
     for precision in ("fp32", "tf32", "bf16"):
@@ -166,12 +178,14 @@ def gemm_context(ctx: Context, device: dict) -> dict:
             r["label"] = label
             if r["tflops"] and baseline["tflops"]:
                 r["pct_cublas"] = 100 * r["tflops"] / baseline["tflops"]
+            r["pct_cublas_best"] = 100 * r["tflops"] / best_tf32["tflops"] if r["tflops"] and best_tf32 else None
             res = r["record"].get("resources")
             r["resources"] = res
             r["occupancy"] = occupancy(res, device) if res else None
             r["odd_shape"] = r["record"].get("odd_shape")
             prof = r["record"].get("profile")
             r["profile"] = [{"name": prof["names"][m], "value": v} for m, v in prof["metrics"].items()] if prof else None
+            r["busiest"] = busiest_unit(prof) if prof else None
             variants.append(r)
         for slide in ("Code", "Diagram", "Performance"):
             ctx.need(f"{title} — {slide}", *(v["id"] for v in variants))

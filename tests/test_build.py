@@ -103,11 +103,11 @@ def test_missing_results_get_markers_and_are_listed(fixture_doc, write_results, 
     s = slides_of(md)
     marker = "Not measured on this GPU"
     for title in ("Instruction Latency — Results", "Memory Latency", "L2 Bandwidth Scaling", "Matrix Transpose",
-                  "Kernel 2: CuTe Simple MMA — Performance"):
+                  "Kernel 4: CuTe WGMMA — Performance"):
         assert marker in s[title], title
     assert marker not in s["HBM Bandwidth Scaling"]
     assert "Memory Latency — Working-Set Sweep" not in headings(md)
-    assert "Kernel 2: CuTe Simple MMA — Performance: gemm.cute_mma_tf32" in out
+    assert "Kernel 4: CuTe WGMMA — Performance: gemm.wgmma" in out
     assert "L2 Bandwidth Scaling: l2.bandwidth_scaling" in out and "Matrix Transpose: transpose.all" in out
 
 
@@ -236,3 +236,15 @@ def test_cute_diagram_follows_the_compiled_tile():
     assert "C tile 64×128: 4×16 MMA atoms" in small and "512 steps" not in small and "2048 steps of 8" in small
     assert "C tile 128×128: 8×16 MMA atoms" in big and "512 steps of 32" in big and "36.0 KiB of shared memory" in big
     assert small.count("<rect") < big.count("<rect")
+
+
+def test_gemm_performance_slides_quote_resources_and_profile(deck):
+    s = slides_of(deck["md"])
+    smem = s["Kernel 3: CuTe SMEM — Performance"]
+    prof = deck["doc"]["benchmarks"]["gemm.cute_smem_k32"]["profile"]["metrics"]
+    busiest = max(("dram__throughput.avg.pct_of_peak_sustained_elapsed", "l1tex__throughput.avg.pct_of_peak_sustained_active",
+                   "sm__instruction_throughput.avg.pct_of_peak_sustained_active"), key=prof.get)
+    assert f"at {prof[busiest]:,.0f}% of its peak" in smem and "Nsight Compute (K-tile 32)" in smem
+    assert "limited by registers" in smem and "refused" in smem
+    assert "FAILED: check failed" in smem                       # the fixture's K-tile 8
+    assert "gemm_cute_smem.svg" in s["Kernel 3: CuTe SMEM — Diagram"]
