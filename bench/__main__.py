@@ -69,6 +69,7 @@ def profile_all(chosen, out: Path, device: dict) -> int:
         print(f"python -m bench: {e}", file=sys.stderr)
         return 1
     ids = [b.id for b in chosen if b.id in HAND_WRITTEN]
+    software = collect_software()
     failures = 0
     for i, bid in enumerate(ids, 1):
         if bid not in recorded:
@@ -82,7 +83,7 @@ def profile_all(chosen, out: Path, device: dict) -> int:
             print(f"[{i}/{len(ids)}] {bid}: profile failed: {e}", file=sys.stderr)
             failures += 1
             continue
-        results.merge(out, device, collect_software(), {bid: {**recorded[bid], "profile": prof}})
+        results.merge(out, device, software, {bid: {**recorded[bid], "profile": prof}})
         print("    " + ", ".join(f"{prof['names'][m]} {v:.3g}" for m, v in prof["metrics"].items()), flush=True)
     return 1 if failures else 0
 

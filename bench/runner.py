@@ -48,9 +48,10 @@ def run_isolated(bench: Benchmark, device: dict, workdir: Path) -> dict:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             return _failed(bench, f"timeout: still running after {bench.timeout_s:g} s, killed", started)
-    stderr_tail = " | ".join(err_log.read_text().strip().splitlines()[-3:])
+    stderr = err_log.read_text()
+    stderr_tail = " | ".join(stderr.strip().splitlines()[-3:])
     if stderr_tail:
-        sys.stderr.write(err_log.read_text())
+        sys.stderr.write(stderr)
     if code != 0 or not out_json.exists():
         how = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
         return _failed(bench, f"process {how}" + (f": {stderr_tail}" if stderr_tail else ""), started)
