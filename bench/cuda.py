@@ -40,11 +40,12 @@ def nvcc_command(src: Path, out: Path, arch: str, defines: dict | None = None) -
 
 
 def compile_cu(src: Path, arch: str, defines: dict | None = None) -> Path:
-    """Compile ``src`` to a cubin (cached by content, arch and defines)."""
+    """Compile ``src`` to a cubin (cached by its content and its folder's headers, arch and defines)."""
     if shutil.which("nvcc") is None:
         raise RuntimeError("nvcc not found on PATH: the CUDA toolkit is needed to build kernels/")
     src = Path(src)
-    key = hashlib.sha256(src.read_bytes() + repr((arch, sorted((defines or {}).items()))).encode()).hexdigest()[:16]
+    headers = b"".join(h.read_bytes() for h in sorted(src.parent.glob("*.cuh")))   # local includes
+    key = hashlib.sha256(src.read_bytes() + headers + repr((arch, sorted((defines or {}).items()))).encode()).hexdigest()[:16]
     out = CACHE / f"{src.stem}-{arch}-{key}.cubin"
     if not out.exists():
         CACHE.mkdir(parents=True, exist_ok=True)

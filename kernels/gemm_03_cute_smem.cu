@@ -1,58 +1,25 @@
 // Step 3 — CuTe with shared memory: each CTA tile of A and B is copied once into shared memory with cp.async (16-byte copies), then read from there by every warp's MMAs.
 //
-// Same MMA and layouts as step 2 (SM80 16x8x8 TF32 atom, 4 warps 2x2; A and B K-major).
-#include <cute/tensor.hpp>
-
-using namespace cute;
-
-// Tile constants come from Python (bench/gemm.py): K-tile 8 and K-tile 32 are two compiles of this file.
-#ifndef BM
-#define BM 128
-#endif
-#ifndef BN
-#define BN 128
-#endif
+// Same MMA and layouts as step 2 (gemm_sm80_tiles.cuh). K-tile 8 and K-tile 32 are two compiles of this file.
 #ifndef BK
 #define BK 32
 #endif
+#include "gemm_sm80_tiles.cuh"
 
-#ifndef MMA_ATOM
-#define MMA_ATOM SM80_16x8x8_F32TF32TF32F32_TN
-#endif
-#ifndef WARPS_M
-#define WARPS_M 2
-#endif
-#ifndef WARPS_N
-#define WARPS_N 2
-#endif
-using MmaAtom = MMA_ATOM;
-using WarpLayout = Layout<Shape<Int<WARPS_M>, Int<WARPS_N>, _1>>;
-constexpr int THREADS = 32 * size(WarpLayout{});
 constexpr int VEC = 4;                 // floats per cp.async (16 bytes)
 constexpr int PAD = 4;                 // floats of padding per shared row: rows stay 16-byte aligned, banks shift
 using SmemLayoutA = Layout<Shape<Int<BM>, Int<BK>>, Stride<Int<BK + PAD>, _1>>;   // (BM,BK) K-major
 using SmemLayoutB = Layout<Shape<Int<BN>, Int<BK>>, Stride<Int<BK + PAD>, _1>>;   // (BN,BK) K-major
 // Copy threads: BK / VEC of them along K (one 16-byte vector each), the rest down the rows.
 using CopyThreads = Layout<Shape<Int<THREADS * VEC / BK>, Int<BK / VEC>>, Stride<Int<BK / VEC>, _1>>;
+static_assert(BK % VEC == 0 && BM % size<0>(CopyThreads{}) == 0 && BN % size<0>(CopyThreads{}) == 0,
+              "the copy threads tile the CTA tile exactly");
 
 extern "C" __global__ void __launch_bounds__(THREADS) gemm_cute_smem(const float* A, const float* B, float* C,
                                                                    int M, int N, int K) {
-    static_assert(BM % (size<0>(typename MMA_Traits<MmaAtom>::Shape_MNK{}) * WARPS_M) == 0 &&
-                  BN % (size<1>(typename MMA_Traits<MmaAtom>::Shape_MNK{}) * WARPS_N) == 0 &&
-                  BK % size<2>(typename MMA_Traits<MmaAtom>::Shape_MNK{}) == 0, "the CTA tile is whole MMA tiles");
-    static_assert(BK % VEC == 0 && BM % size<0>(CopyThreads{}) == 0 && BN % size<0>(CopyThreads{}) == 0,
-                  "the copy threads tile the CTA tile exactly");
     __shared__ __align__(16) float smemA[cosize_v<SmemLayoutA>];
     __shared__ __align__(16) float smemB[cosize_v<SmemLayoutB>];
-
-    Tensor mA = make_tensor(make_gmem_ptr(A), make_shape(M, K), make_stride(K, _1{}));   // (M,K)
-    Tensor mB = make_tensor(make_gmem_ptr(B), make_shape(N, K), make_stride(K, _1{}));   // (N,K)
-    Tensor mC = make_tensor(make_gmem_ptr(C), make_shape(M, N), make_stride(N, _1{}));   // (M,N)
-    auto tiler = make_shape(Int<BM>{}, Int<BN>{}, Int<BK>{});
-    auto cta = make_coord(blockIdx.x, blockIdx.y, _);
-    Tensor gA = local_tile(mA, tiler, cta, Step<_1, X, _1>{});   // (BM,BK,k)
-    Tensor gB = local_tile(mB, tiler, cta, Step<X, _1, _1>{});   // (BN,BK,k)
-    Tensor gC = local_tile(mC, tiler, cta, Step<_1, _1, X>{});   // (BM,BN)
+    auto [gA, gB, gC] = cta_tiles(A, B, C, M, N, K);             // (BM,BK,k), (BN,BK,k), (BM,BN)
     Tensor sA = make_tensor(make_smem_ptr(smemA), SmemLayoutA{});  // (BM,BK)
     Tensor sB = make_tensor(make_smem_ptr(smemB), SmemLayoutB{});  // (BN,BK)
 

@@ -1,0 +1,45 @@
+// What the CuTe GEMM steps share: the tile constants (fed from Python, bench/gemm.py),
+// the SM80 TF32 MMA atom and warp layout, and the CTA's view of A, B and C.
+// A (M,K) and B stored as (N,K) are both K-major, the TN layout the TF32 mma.sync wants.
+#pragma once
+#include <cute/tensor.hpp>
+
+using namespace cute;
+
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef BK
+#define BK 8
+#endif
+#ifndef MMA_ATOM
+#define MMA_ATOM SM80_16x8x8_F32TF32TF32F32_TN   // one warp: 16x8x8, TF32 in, FP32 accumulate
+#endif
+#ifndef WARPS_M
+#define WARPS_M 2
+#endif
+#ifndef WARPS_N
+#define WARPS_N 2
+#endif
+
+using MmaAtom = MMA_ATOM;
+using WarpLayout = Layout<Shape<Int<WARPS_M>, Int<WARPS_N>, _1>>;   // warps tiled over (M, N)
+constexpr int THREADS = 32 * size(WarpLayout{});
+using AtomMNK = typename MMA_Traits<MmaAtom>::Shape_MNK;
+static_assert(BM % (size<0>(AtomMNK{}) * WARPS_M) == 0 && BN % (size<1>(AtomMNK{}) * WARPS_N) == 0 &&
+              BK % size<2>(AtomMNK{}) == 0, "the CTA tile is whole MMA tiles");
+
+// This CTA's tiles: A (BM,BK,k), B (BN,BK,k) over the K steps, and C (BM,BN).
+__device__ inline auto cta_tiles(const float* A, const float* B, float* C, int M, int N, int K) {
+    Tensor mA = make_tensor(make_gmem_ptr(A), make_shape(M, K), make_stride(K, _1{}));   // (M,K)
+    Tensor mB = make_tensor(make_gmem_ptr(B), make_shape(N, K), make_stride(K, _1{}));   // (N,K)
+    Tensor mC = make_tensor(make_gmem_ptr(C), make_shape(M, N), make_stride(N, _1{}));   // (M,N)
+    auto tiler = make_shape(Int<BM>{}, Int<BN>{}, Int<BK>{});
+    auto cta = make_coord(blockIdx.x, blockIdx.y, _);
+    return cute::make_tuple(local_tile(mA, tiler, cta, Step<_1, X, _1>{}),              // (BM,BK,k)
+                            local_tile(mB, tiler, cta, Step<X, _1, _1>{}),              // (BN,BK,k)
+                            local_tile(mC, tiler, cta, Step<_1, _1, X>{}));             // (BM,BN)
+}
