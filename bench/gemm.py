@@ -1,10 +1,10 @@
-"""The GEMM family: cuBLAS baselines now, the hand-written progression later.
+"""The GEMM family: cuBLAS baselines and the hand-written progression, through one harness.
 
 Shape and layouts are the reference deck's: A(M x K) row-major times B(K x N)
 gives C(M x N) row-major, with B stored either row-major ("b_row", N contiguous)
 or K-major ("b_kmajor", i.e. B transposed in memory, as TF32 wgmma wants both
-operands). Every result is checked against float64 on sampled entries, and C is
-poisoned with NaN first so that an unwritten element fails the check."""
+operands). C is poisoned with NaN, then every element is checked against a
+float64 GEMM of the same operands (run_gemm)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,7 +31,7 @@ LAYOUTS = {"b_row": "B row-major (N contiguous)", "b_kmajor": "B K-major (stored
 SEED = 2026
 WARMUP, REPS = 5, 100
 
-# Relative Frobenius error allowed on the sample, by arithmetic: FP32 accumulates
+# Relative Frobenius error allowed, by arithmetic: FP32 accumulates
 # in FP32; TF32 rounds each operand to 10 mantissa bits (unit roundoff 2^-11);
 # BF16 operands are exact in the reference, so only the FP32 accumulation errs.
 TOLERANCE = {"fp32": 1e-5, "tf32": 2e-3, "bf16": 1e-4}
@@ -60,7 +60,7 @@ def _bf16_to_f64(bits):
 
 
 def make_operands(shape: Shape, layout: str, precision: str, seed: int = SEED):
-    """Fresh random A and B (B transposed in memory for b_kmajor) and their float64 views."""
+    """Fresh random A and B (B transposed in memory for b_kmajor; bf16 as uint16 bit patterns)."""
     import cupy
     rng = cupy.random.default_rng(seed)
     a = rng.standard_normal((shape.m, shape.k), dtype=cupy.float32)
@@ -268,7 +268,7 @@ _register_kernel("gemm.naive_fp32", "Naive FP32", "kernels/gemm_01_naive.py",
 # with (-D), recorded with its result, and drawn in its diagram.
 SM80_TF32_ATOM = {"MMA_ATOM": "SM80_16x8x8_F32TF32TF32F32_TN", "WARPS_M": 2, "WARPS_N": 2}
 ATOM_SHAPES = {"SM80_16x8x8_F32TF32TF32F32_TN": (16, 8, 8)}
-_CUTE_SOURCES = ("bench/cuda.py", "bench/sass.py")
+_CUTE_SOURCES = ("kernels/gemm_sm80_tiles.cuh", "bench/cuda.py", "bench/sass.py")
 _register_kernel("gemm.cute_mma_tf32", "CuTe simple MMA (TF32)", "kernels/gemm_02_cute_mma.cu",
                  _cute("gemm_02_cute_mma.cu", "gemm_cute_mma", {"BM": 128, "BN": 128, "BK": 8, **SM80_TF32_ATOM}),
                  _CUTE_SOURCES)
