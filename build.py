@@ -374,7 +374,8 @@ def environment() -> jinja2.Environment:
         comment_start_string="[#", comment_end_string="#]",
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
         keep_trailing_newline=True, autoescape=False)
-    env.filters.update(num=fmt_num, sig=fmt_sig, bytes=figures.fmt_bytes)
+    env.filters.update(num=fmt_num, sig=fmt_sig, bytes=figures.fmt_bytes,
+                       count=lambda n, noun: f"{n:,} {noun}{'' if n == 1 else 's'}")
     return env
 
 

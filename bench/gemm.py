@@ -202,34 +202,91 @@ def _naive_prepare(device: dict):
     return prepare
 
 
-def _cute_prepare(source: str, name: str, tile: dict, threads: int, device: dict, tensor_op: str):
-    """prepare() for a CuTe GEMM kernel taking (A, B, C, M, N, K) with a CTA tile of
-    tile["BM"] x tile["BN"] x tile["BK"], compiled with those constants; refuses
-    shapes that are not whole tiles. The SASS must hold ``tensor_op`` instructions."""
+def tensor_map_args(box_rows: int, box_cols: int) -> dict:
+    """cuTensorMapEncodeTiled's arguments for a row-major float32 matrix read in boxes of
+    box_rows x box_cols, swizzled 128-byte rows in shared memory (the wgmma layout), before the
+    matrix's address and extent are known: the one place the TMA box is defined."""
+    if box_cols * 4 != 128:
+        raise ValueError(f"a 128-byte-swizzled box row is 128 bytes: {box_cols} floats is not")
+    return {"data_type": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32", "box": [box_cols, box_rows],   # innermost first
+            "element_strides": [1, 1], "interleave": "CU_TENSOR_MAP_INTERLEAVE_NONE",
+            "swizzle": "CU_TENSOR_MAP_SWIZZLE_128B", "l2_promotion": "CU_TENSOR_MAP_L2_PROMOTION_L2_256B",
+            "oob_fill": "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE"}
+
+
+_TENSOR_MAP = __import__("numpy").dtype([(f"w{i}", "<u8") for i in range(16)])   # CUtensorMap: 128 opaque bytes
+
+
+def tensor_map(x, box_rows: int, box_cols: int):
+    """A TMA descriptor for the row-major float32 matrix ``x`` (cuda-bindings' cuTensorMapEncodeTiled),
+    as a structured NumPy scalar that CuPy passes by value to a ``__grid_constant__ CUtensorMap``."""
+    import ctypes
+    import numpy as np
+    from cuda.bindings import driver as cu
+
+    args = tensor_map_args(box_rows, box_cols)
+    rows, cols = x.shape
+    err, tmap = cu.cuTensorMapEncodeTiled(
+        getattr(cu.CUtensorMapDataType, args["data_type"]), 2, x.data.ptr,
+        [cu.cuuint64_t(cols), cu.cuuint64_t(rows)], [cu.cuuint64_t(cols * x.itemsize)],
+        [cu.cuuint32_t(v) for v in args["box"]], [cu.cuuint32_t(v) for v in args["element_strides"]],
+        getattr(cu.CUtensorMapInterleave, args["interleave"]), getattr(cu.CUtensorMapSwizzle, args["swizzle"]),
+        getattr(cu.CUtensorMapL2promotion, args["l2_promotion"]), getattr(cu.CUtensorMapFloatOOBfill, args["oob_fill"]))
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed ({err.name}) for a {rows}x{cols} matrix, box {args['box']}")
+    return np.frombuffer(ctypes.string_at(tmap.getPtr(), _TENSOR_MAP.itemsize), dtype=_TENSOR_MAP)[0]
+
+
+def _cute_prepare(source: str, name: str, tile: dict, device: dict, sass_required: tuple[str, ...]):
+    """prepare() for a CuTe GEMM kernel with a CTA tile of tile["BM"] x tile["BN"] x tile["BK"],
+    compiled with the constants in ``tile``; refuses shapes that are not whole tiles. Its SASS
+    must hold each of ``sass_required`` (HMMA, HGMMA, UTMALDG), or it is on a slower path.
+
+    SM80 kernels (WARPS_M x WARPS_N warps) take (A, B, C, M, N, K) on an (M/BM, N/BN) grid;
+    SM90 kernels (WARPGROUPS_M warpgroups) take a 1-D grid, the order of its tiles being the
+    kernel's, dynamic shared memory of the size the kernel exports as SMEM_BYTES, and with
+    TMA_STAGES tensor maps of A and B in place of the pointers."""
+    import cupy
     import numpy as np
     from .cuda import KERNELS, load_module
     from .sass import disassemble, histogram
 
     module, cubin = load_module(KERNELS / source, device, tile)
     counts = histogram(disassemble(cubin)[name])
-    if not counts[tensor_op]:
-        raise RuntimeError(f"{name}: no {tensor_op} in its SASS: the tensor cores are not used")
+    missing = [op for op in sass_required if not counts[op]]
+    if missing:
+        raise RuntimeError(f"{name}: no {', '.join(missing)} in its SASS: a slower path was compiled")
+    kernel = module.get_function(name)
+    hopper = "WARPGROUPS_M" in tile
+    threads = 128 * tile["WARPGROUPS_M"] if hopper else 32 * tile["WARPS_M"] * tile["WARPS_N"]
+    smem_dynamic = 0
+    if hopper:
+        smem_dynamic = int(cupy.ndarray((1,), cupy.int32, memptr=module.get_global("SMEM_BYTES")).get()[0])
+        kernel.max_dynamic_shared_size_bytes = smem_dynamic
+    uses_tma = "UTMALDG" in sass_required
 
     def prepare(a, b, c):
         (m, k), n = a.shape, c.shape[1]
         if m % tile["BM"] or n % tile["BN"] or k % tile["BK"]:
             raise Refused(f"{name} takes whole {tile['BM']}×{tile['BN']}×{tile['BK']} tiles only; "
                           f"{m}×{n}×{k} is not")
-        kernel = module.get_function(name)
-        grid = (m // tile["BM"], n // tile["BN"])
-        run = lambda: kernel(grid, (threads,), (a, b, c, np.int32(m), np.int32(n), np.int32(k)))
+        tiles = (m // tile["BM"], n // tile["BN"])
+        grid = (tiles[0] * tiles[1],) if hopper else tiles
+        operands = ((tensor_map(a, tile["BM"], tile["BK"]), tensor_map(b, tile["BN"], tile["BK"]))
+                    if uses_tma else (a, b))
+        args = (*operands, c, np.int32(m), np.int32(n), np.int32(k))
+        run = lambda: kernel(grid, (threads,), args, shared_mem=smem_dynamic)
         attrs = kernel.attributes
-        return Launch(run, {"threads_per_block": threads, "grid": list(grid), "grid_axes": "x over M, y over N",
-                            "regs_per_thread": int(attrs["num_regs"]),
-                            "smem_static_bytes": int(attrs["shared_size_bytes"]), "smem_dynamic_bytes": 0,
-                            "local_bytes": int(attrs["local_size_bytes"]),
-                            "tile": {**tile, "atom_mnk": list(ATOM_SHAPES[tile["MMA_ATOM"]])},
-                            "sass": {tensor_op: counts[tensor_op], "instructions": sum(counts.values())}})
+        resources = {"threads_per_block": threads, "grid": list(grid),
+                     "grid_axes": "tiles, in the kernel's order" if hopper else "x over M, y over N",
+                     "regs_per_thread": int(attrs["num_regs"]),
+                     "smem_static_bytes": int(attrs["shared_size_bytes"]), "smem_dynamic_bytes": smem_dynamic,
+                     "local_bytes": int(attrs["local_size_bytes"]),
+                     "tile": {**tile, "atom_mnk": list(ATOM_SHAPES[tile["MMA_ATOM"]])},
+                     "sass": {**{op: counts[op] for op in sass_required}, "instructions": sum(counts.values())}}
+        if uses_tma:
+            resources["tma"] = {"a": tensor_map_args(tile["BM"], tile["BK"]), "b": tensor_map_args(tile["BN"], tile["BK"])}
+        return Launch(run, resources)
     return prepare
 
 
@@ -240,26 +297,30 @@ class HandWritten:
     layout: str
     kernel_name: str                                  # for Nsight Compute's --kernel-name (a regex)
     make_prepare: Callable[[dict], Callable]          # device -> prepare(a, b, c) -> Launch
-    reps: int = 20
+    reps: int = REPS
+    tile: dict | None = None                          # CuTe kernels: the constants they are compiled with,
+    source: str | None = None                         # their file in kernels/, function name, and the
+    function: str | None = None                       # SASS instructions they must contain
+    sass_required: tuple[str, ...] = ()
 
 
 HAND_WRITTEN: dict[str, HandWritten] = {}
 
 
-def _register_kernel(bid: str, title: str, source: str, kernel: HandWritten, extra_sources=()):
+def _register_kernel(bid: str, title: str, source: str, kernel: HandWritten, extra_sources=(), min_cc=None):
     """The one registration of a hand-written GEMM kernel."""
     HAND_WRITTEN[bid] = kernel
 
-    @register(bid, sources=[source, *extra_sources], code=source, title=title, timeout_s=600)
+    @register(bid, sources=[source, *extra_sources], code=source, title=title, timeout_s=600, min_cc=min_cc)
     def run(ctx) -> dict:
         return run_gemm(ctx, precision=kernel.precision, layout=kernel.layout,
                         prepare=kernel.make_prepare(ctx.device), warmup=min(3, kernel.reps), reps=kernel.reps)
 
 
-def _cute(source: str, name: str, tile: dict) -> HandWritten:
-    threads = 32 * tile["WARPS_M"] * tile["WARPS_N"]
+def _cute(source: str, name: str, tile: dict, sass_required: tuple[str, ...]) -> HandWritten:
     return HandWritten("tf32", "b_kmajor", f"regex:^{name}$",
-                       lambda device: _cute_prepare(source, name, tile, threads, device, tensor_op="HMMA"))
+                       lambda device: _cute_prepare(source, name, tile, device, sass_required),
+                       tile=tile, source=source, function=name, sass_required=sass_required)
 
 
 _register_kernel("gemm.naive_fp32", "Naive FP32", "kernels/gemm_01_naive.py",
@@ -267,12 +328,36 @@ _register_kernel("gemm.naive_fp32", "Naive FP32", "kernels/gemm_01_naive.py",
 # Each step's CTA tile, warp layout and MMA atom: the constants its kernel is compiled
 # with (-D), recorded with its result, and drawn in its diagram.
 SM80_TF32_ATOM = {"MMA_ATOM": "SM80_16x8x8_F32TF32TF32F32_TN", "WARPS_M": 2, "WARPS_N": 2}
-ATOM_SHAPES = {"SM80_16x8x8_F32TF32TF32F32_TN": (16, 8, 8)}
+ATOM_SHAPES = {"SM80_16x8x8_F32TF32TF32F32_TN": (16, 8, 8),
+               "SM90_64x128x8_F32TF32TF32_SS_TN": (64, 128, 8), "SM90_64x256x8_F32TF32TF32_SS_TN": (64, 256, 8)}
 _CUTE_SOURCES = ("kernels/gemm_sm80_tiles.cuh", "bench/cuda.py", "bench/sass.py")
+_SM90_SOURCES = ("kernels/gemm_sm90_tiles.cuh", "bench/cuda.py", "bench/sass.py")
 _register_kernel("gemm.cute_mma_tf32", "CuTe simple MMA (TF32)", "kernels/gemm_02_cute_mma.cu",
-                 _cute("gemm_02_cute_mma.cu", "gemm_cute_mma", {"BM": 128, "BN": 128, "BK": 8, **SM80_TF32_ATOM}),
+                 _cute("gemm_02_cute_mma.cu", "gemm_cute_mma", {"BM": 128, "BN": 128, "BK": 8, **SM80_TF32_ATOM}, ("HMMA",)),
                  _CUTE_SOURCES)
 for _bk in (8, 32):
     _register_kernel(f"gemm.cute_smem_k{_bk}", f"CuTe SMEM, K-tile {_bk} (TF32)", "kernels/gemm_03_cute_smem.cu",
-                     _cute("gemm_03_cute_smem.cu", "gemm_cute_smem", {"BM": 128, "BN": 128, "BK": _bk, **SM80_TF32_ATOM}),
+                     _cute("gemm_03_cute_smem.cu", "gemm_cute_smem", {"BM": 128, "BN": 128, "BK": _bk, **SM80_TF32_ATOM}, ("HMMA",)),
                      _CUTE_SOURCES)
+
+
+HOPPER = (9, 0)      # wgmma and TMA: compute capability 9.0 (sm_90a)
+# Hopper steps: two warpgroups, each a 64 x BN slice of the CTA tile; BK = 32 floats is one
+# 128-byte swizzle row. STAGES: shared buffers in the ring; GROUP_M: the CTA swizzle's band of
+# tile rows (0: none).
+def _sm90(bn: int, stages: int, group_m: int = 0) -> dict:
+    return {"BM": 128, "BN": bn, "BK": 32, "STAGES": stages, "GROUP_M": group_m, "WARPGROUPS_M": 2,
+            "MMA_ATOM": f"SM90_64x{bn}x8_F32TF32TF32_SS_TN"}
+
+
+_register_kernel("gemm.wgmma", "CuTe WGMMA (TF32)", "kernels/gemm_04_wgmma.cu",
+                 _cute("gemm_04_wgmma.cu", "gemm_wgmma", _sm90(128, 1), ("HGMMA",)), _SM90_SOURCES, HOPPER)
+for _bid, _title, _tile in (("gemm.wgmma_pipe", "WGMMA pipelined, 2 stages (TF32)", _sm90(128, 2)),
+                            ("gemm.wgmma_pipe_128x256", "WGMMA pipelined, 3 stages, 128×256 (TF32)", _sm90(256, 3)),
+                            ("gemm.wgmma_pipe_swizzle", "WGMMA pipelined + CTA swizzle (TF32)", _sm90(256, 3, 8))):
+    _register_kernel(_bid, _title, "kernels/gemm_05_wgmma_pipe.cu",
+                     _cute("gemm_05_wgmma_pipe.cu", "gemm_wgmma_pipe", _tile, ("HGMMA",)), _SM90_SOURCES, HOPPER)
+for _bn in (128, 256):
+    _register_kernel(f"gemm.wgmma_tma_128x{_bn}", f"WGMMA + TMA, 128×{_bn} tile (TF32)", "kernels/gemm_06_wgmma_tma.cu",
+                     _cute("gemm_06_wgmma_tma.cu", "gemm_wgmma_tma", _sm90(_bn, 3, 8), ("HGMMA", "UTMALDG")),
+                     _SM90_SOURCES, HOPPER)

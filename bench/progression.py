@@ -26,9 +26,10 @@ STEPS = (
          (("gemm.cute_smem_k8", "K-tile 8"), ("gemm.cute_smem_k32", "K-tile 32")), "b_kmajor", "tf32"),
     Step("wgmma", "CuTe WGMMA", "SM90 wgmma reading swizzled shared memory",
          (("gemm.wgmma", "WGMMA"),), "b_kmajor", "tf32"),
-    Step("wgmma_pipe", "WGMMA Pipelined", "+ double-buffered shared memory",
-         (("gemm.wgmma_pipe", "pipelined"), ("gemm.wgmma_pipe_swizzle", "+ CTA swizzle")), "b_kmajor", "tf32"),
-    Step("wgmma_tma", "WGMMA + TMA", "+ TMA loads, mbarrier pipeline, larger tile",
+    Step("wgmma_pipe", "WGMMA Pipelined", "+ a ring of shared buffers: cp.async of K-tile k+1 overlaps the wgmma of k",
+         (("gemm.wgmma_pipe", "2 stages, 128x128"), ("gemm.wgmma_pipe_128x256", "3 stages, 128x256"),
+          ("gemm.wgmma_pipe_swizzle", "+ CTA swizzle")), "b_kmajor", "tf32"),
+    Step("wgmma_tma", "WGMMA + TMA", "+ TMA loads issued by one thread, full/empty mbarriers, 3 stages",
          (("gemm.wgmma_tma_128x128", "128x128 tile"), ("gemm.wgmma_tma_128x256", "128x256 tile")),
          "b_kmajor", "tf32"),
 )

@@ -340,7 +340,108 @@ def cute_diagram(step: dict, shape: dict) -> str:
     return dwg.tostring()
 
 
-DIAGRAMS = {"naive": naive_diagram, "cute_mma": cute_diagram, "cute_smem": cute_diagram}
+def _arrow(dwg, a, b, color=INK, width=1.5):
+    dwg.add(dwg.line(a, b, stroke=color, stroke_width=width))
+    ang = math.atan2(b[1] - a[1], b[0] - a[0])
+    tip = [(b[0] - 7 * math.cos(ang + d), b[1] - 7 * math.sin(ang + d)) for d in (-0.4, 0.4)]
+    dwg.add(dwg.polygon([b, *tip], fill=color))
+
+
+def wgmma_diagram(step: dict, shape: dict) -> str:
+    """One CTA of a Hopper step, from the constants its kernel was compiled with: the
+    BM x BN tile of C split over warpgroups with their wgmma atoms, the 128-byte swizzle of
+    the shared tiles, the ring of STAGES shared buffers and who fills it (every thread with
+    cp.async, or one thread with TMA and the full/empty mbarriers), and the load/wgmma timeline."""
+    res = step["best"]["resources"]
+    t = res["tile"]
+    bm, bn, bk, stages, wgs, group = t["BM"], t["BN"], t["BK"], t["STAGES"], t["WARPGROUPS_M"], t["GROUP_M"]
+    am, an, ak = t["atom_mnk"]
+    tma = "tma" in res
+    w, h = 900, 470
+    dwg = _drawing(w, h)
+
+    # left: the C tile over warpgroups, A and B panels of one K-step
+    px = min(220 / bn, 150 / bm)
+    kx = bk * px
+    cx, cy = 40 + kx + 12, 40 + kx + 12
+    dwg.add(dwg.rect((cx - kx - 12, cy), (kx, bm * px), fill="#dbeafe", stroke=ACCENT))
+    dwg.add(dwg.rect((cx, cy - kx - 12), (bn * px, kx), fill="#dbeafe", stroke=ACCENT))
+    _text(dwg, (cx, cy - kx - 18), f"B {bn}×{bk}", size=11, color=ACCENT)
+    _text(dwg, (cx - kx - 12, cy + bm * px + 14), f"A {bm}×{bk}", size=11, color=ACCENT)
+    for g in range(wgs):
+        for j in range(bn // an):
+            dwg.add(dwg.rect((cx + j * an * px, cy + g * am * px), (an * px, am * px),
+                             fill=PALETTE[g % len(PALETTE)], opacity=0.35, stroke="white", stroke_width=1))
+        _text(dwg, (cx + 6, cy + (g + 0.5) * am * px + 4), f"warpgroup {g}: {am}×{bn}", size=11)
+    _text(dwg, (cx, cy + bm * px + 30), f"C {bm}×{bn}: {wgs} warpgroups × {bn // an} wgmma "
+          f"{am}×{an}×{ak} per 8 of K", size=11, color=MUTED)
+
+    # middle: the 128-byte swizzle of one 8-row atom (16-byte chunks; chunk c of row r at c xor r)
+    sx, sy, cell = 350, 40, 13
+    _text(dwg, (sx, sy - 8), "shared tile: 128-byte swizzle", size=12, weight="bold")
+    for r in range(8):
+        for c in range(8):
+            dwg.add(dwg.rect((sx + (c ^ r) * cell, sy + r * cell), (cell, cell), fill=PALETTE[c], opacity=0.55,
+                             stroke="white", stroke_width=0.5))
+    notes = [f"row = {bk} floats of K = 128 B", "chunk c of row r at c ⊕ r:", "a column of 16-byte chunks",
+             "spans all 32 banks"]
+    for i, line in enumerate(notes):
+        _text(dwg, (sx, sy + 8 * cell + 16 + 15 * i), line, size=11, color=MUTED)
+
+    # right: the ring of shared stages and who fills it
+    rx, ry = 520, 40
+    stage_kib = (bm + bn) * bk * 4 / 1024
+    _text(dwg, (rx, ry - 8), f"{stages} shared stage{'s' if stages > 1 else ''} × {stage_kib:g} KiB", size=12, weight="bold")
+    box_w = min(80, (340 - 10 * (stages - 1)) / stages)
+    for s_ in range(stages):
+        x = rx + s_ * (box_w + 10)
+        dwg.add(dwg.rect((x, ry + 40), (box_w, 50), fill="#dbeafe", stroke=ACCENT))
+        _text(dwg, (x + box_w / 2, ry + 70), f"stage {s_}", size=11, anchor="middle")
+        if tma:
+            _text(dwg, (x + box_w / 2, ry + 104), f"full[{s_}]", size=10, color=PALETTE[2], anchor="middle")
+            _text(dwg, (x + box_w / 2, ry + 117), f"empty[{s_}]", size=10, color=PALETTE[1], anchor="middle")
+    ring_w = stages * (box_w + 10) - 10
+    if tma:
+        _text(dwg, (rx, ry + 14), "thread 0 → TMA: one tensor-map copy per tile", size=11)
+        _arrow(dwg, (rx + ring_w / 2, ry + 20), (rx + ring_w / 2, ry + 38), color=ACCENT)
+        flow = ["TMA lands the bytes → full[s] completes", "warpgroups wait full[s], issue wgmma",
+                "each warp done reading → arrives on empty[s]", "thread 0 waits empty[s], refills stage s"]
+    else:
+        _text(dwg, (rx, ry + 14), f"all {res['threads_per_block']} threads: cp.async, 16 B each", size=11)
+        _arrow(dwg, (rx + ring_w / 2, ry + 20), (rx + ring_w / 2, ry + 38), color=ACCENT)
+        flow = ["cp.async → wait → barrier", "warpgroups issue wgmma on the stage",
+                "wait for the wgmmas → barrier → refill" if stages > 1 else "wait for the wgmmas → barrier → next load"]
+    for i, line in enumerate(flow):
+        _text(dwg, (rx, ry + 140 + 15 * i), f"{i + 1}. {line}", size=11, color=MUTED)
+
+    # bottom: timeline of K-tiles, loads running STAGES-1 ahead of the wgmmas
+    ty, unit, n = 300, 62, 7
+    lead = stages - 1
+    _text(dwg, (40, ty - 10), "K-loop timeline", size=12, weight="bold")
+    for row, label in enumerate(("load", "wgmma")):
+        _text(dwg, (40, ty + 17 + row * 26), label, size=11)
+    slot = unit if lead else unit / 2                      # one stage: load and multiply take turns
+    for k in range(n):
+        load_at, mma_at = (k, k + lead) if lead else (2 * k, 2 * k + 1)
+        for at, y, color in ((load_at, ty + 4, ACCENT), (mma_at, ty + 30, PALETTE[2])):
+            x = 100 + at * slot
+            if x + slot < w - 20:
+                dwg.add(dwg.rect((x, y), (slot - 4, 20), fill=color, opacity=0.3))
+                _text(dwg, (x + slot / 2 - 2, y + 14), f"k{k}", size=10, anchor="middle")
+    tiles = (shape["m"] // bm) * (shape["n"] // bn)
+    order = (f"bands of {group} tile rows, walked along N (CTA swizzle)" if group
+             else "down M first, then along N")
+    notes = [f"grid: {tiles:,} CTAs of {res['threads_per_block']} threads, tile order: {order}; "
+             f"K loop: {shape['k'] // bk:,} steps of {bk}",
+             f"{(res['smem_static_bytes'] + res['smem_dynamic_bytes']) / 1024:.1f} KiB of shared memory; "
+             f"{t['MMA_ATOM']}"]
+    for i, line in enumerate(notes):
+        _text(dwg, (40, ty + 90 + 20 * i), line, size=12)
+    return dwg.tostring()
+
+
+DIAGRAMS = {"naive": naive_diagram, "cute_mma": cute_diagram, "cute_smem": cute_diagram,
+            "wgmma": wgmma_diagram, "wgmma_pipe": wgmma_diagram, "wgmma_tma": wgmma_diagram}
 
 
 def draw_all(context: dict) -> dict[str, str]:

@@ -1,4 +1,5 @@
 """build.py on fixture results: outline, traceable numbers, markers, flags, figures."""
+import copy
 import re
 import time
 
@@ -95,7 +96,7 @@ def test_templates_hold_no_measured_values():
 
 
 def test_missing_results_get_markers_and_are_listed(fixture_doc, write_results, tmp_path, capsys):
-    for bid in MICRO:
+    for bid in (*MICRO, "gemm.wgmma"):
         del fixture_doc["benchmarks"][bid]
     build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path)])
     out = capsys.readouterr().out
@@ -178,7 +179,8 @@ def test_figures_drawn_from_the_data(deck):
     assert "HBM copy" in (svgs / "l2_scaling.svg").read_text()
     assert "copy of the same bytes" in (svgs / "transpose.svg").read_text()
     progression = (svgs / "gemm_progression.svg").read_text()
-    assert "Naive FP32" in progression and "not measured" in progression and "311.9" in progression
+    best = deck["doc"]["benchmarks"]["gemm.wgmma_tma_128x256"]["tflops"]
+    assert "Naive FP32" in progression and f"{best:.1f}" in progression
     scaling = (svgs / "hbm_scaling.svg").read_text()
     rows = [r for r in deck["doc"]["benchmarks"]["hbm.copy_scaling"]["rows"]
             if (r["blocks"] == r["sms_used"] and r["threads"] > 32) or r["blocks"] > r["sms_used"]]
@@ -248,3 +250,19 @@ def test_gemm_performance_slides_quote_resources_and_profile(deck):
     assert "limited by registers" in smem and "refused" in smem
     assert "FAILED: check failed" in smem                       # the fixture's K-tile 8
     assert "gemm_cute_smem.svg" in s["Kernel 3: CuTe SMEM — Diagram"]
+
+
+def test_wgmma_diagram_follows_the_compiled_tile(fixture_doc):
+    """Warpgroups, stages, the fill path and the tile order come from the recorded constants."""
+    from slides import figures
+    shape = {"m": 4096, "n": 8192, "k": 16384}
+    tma = fixture_doc["benchmarks"]["gemm.wgmma_tma_128x256"]["resources"]
+    pipe = copy.deepcopy(fixture_doc["benchmarks"]["gemm.wgmma_pipe"]["resources"])
+    draw = lambda res: figures.wgmma_diagram({"best": {"resources": res}}, shape)
+    t = draw(tma)
+    assert "3 shared stages × 48 KiB" in t and "full[2]" in t and "empty[2]" in t and "thread 0 → TMA" in t
+    assert "warpgroup 1: 64×256" in t and "1,024 CTAs" in t and "bands of 8 tile rows" in t
+    p = draw(pipe)
+    assert "2 shared stages × 32 KiB" in p and "full[" not in p and "cp.async" in p and "down M first" in p
+    pipe["tile"].update(STAGES=1)
+    assert "1 shared stage × 32 KiB" in draw(pipe)

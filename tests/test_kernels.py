@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import cuda
+from bench import cuda, gemm
 from bench.progression import STEPS
 
 
@@ -70,3 +70,24 @@ def test_random_cycle_visits_every_slot_and_walks_in_one_step():
         i = int(cycle.next[i])
         assert cycle.walk(0, steps) == i
     assert len(seen) == 1000
+
+
+@pytest.mark.parametrize("bid", [b for b, k in gemm.HAND_WRITTEN.items() if k.tile], ids=str)
+def test_cute_gemm_compiles_with_its_tile_and_holds_its_instructions(bid, tmp_path, monkeypatch):
+    """Each registered CuTe GEMM, compiled with the constants it is measured with, holds the
+    tensor-core (HMMA / HGMMA) and TMA (UTMALDG) instructions its benchmark requires."""
+    from bench import sass
+    monkeypatch.setattr(cuda, "CACHE", tmp_path)
+    kernel = gemm.HAND_WRITTEN[bid]
+    cubin = cuda.compile_cu(cuda.KERNELS / kernel.source, "90a", kernel.tile)
+    counts = sass.histogram(sass.disassemble(cubin)[kernel.function])
+    assert kernel.sass_required and all(counts[op] for op in kernel.sass_required), (bid, dict(counts))
+    if "HGMMA" in kernel.sass_required:    # a K-tile is BK / 8 wgmmas per warpgroup, issued as one batch
+        assert counts["HGMMA"] % (kernel.tile["BK"] // gemm.ATOM_SHAPES[kernel.tile["MMA_ATOM"]][2]) == 0
+
+
+def test_tensor_map_box_is_the_tile():
+    args = gemm.tensor_map_args(256, 32)
+    assert args["box"] == [32, 256] and args["swizzle"] == "CU_TENSOR_MAP_SWIZZLE_128B"
+    with pytest.raises(ValueError, match="128 bytes"):
+        gemm.tensor_map_args(128, 64)

@@ -1,0 +1,62 @@
+// Step 5 — WGMMA pipelined: STAGES shared buffers; cp.async fills K-tile k+STAGES-1 while the
+// tensor cores multiply K-tile k, and the wgmmas of K-tile k are issued before those of k-1 are waited for. The CTA-swizzle variant is this file compiled with GROUP_M > 0.
+//
+// Same wgmma, swizzled layout and copy as step 4 (gemm_sm90_tiles.cuh).
+#ifndef STAGES
+#define STAGES 2
+#endif
+#include "gemm_sm90_tiles.cuh"
+
+constexpr int VEC = 4;                 // floats per cp.async (16 bytes, one swizzle chunk)
+using CopyThreads = Layout<Shape<Int<THREADS * VEC / BK>, Int<BK / VEC>>, Stride<Int<BK / VEC>, _1>>;
+static_assert(BM % size<0>(CopyThreads{}) == 0 && BN % size<0>(CopyThreads{}) == 0,
+              "the copy threads tile the CTA tile exactly");
+static_assert(STAGES >= 2, "overlap needs a second buffer");
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_wgmma_pipe(const float* A, const float* B, float* C,
+                                                                       int M, int N, int K) {
+    SharedStorage& smem = shared_storage();
+    auto [gA, gB, gC] = cta_tiles(A, B, C, M, N, K);                         // (BM,BK,k), (BN,BK,k), (BM,BN)
+    Tensor sA = make_tensor(make_smem_ptr(smem.A), SmemLayoutA{});           // (BM,BK,PIPE) floats, swizzled
+    Tensor sB = make_tensor(make_smem_ptr(smem.B), SmemLayoutB{});           // (BN,BK,PIPE)
+
+    auto copyAB = make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL<uint128_t>, float>{},
+                                  CopyThreads{}, Layout<Shape<_1, Int<VEC>>>{});
+    auto thrCopy = copyAB.get_slice(threadIdx.x);
+    Tensor tAgA = thrCopy.partition_S(gA);                                   // (CPY,CPY_M,CPY_K,k)
+    Tensor tAsA = thrCopy.partition_D(sA);                                   // (CPY,CPY_M,CPY_K,PIPE)
+    Tensor tBgB = thrCopy.partition_S(gB);                                   // (CPY,CPY_N,CPY_K,k)
+    Tensor tBsB = thrCopy.partition_D(sB);                                   // (CPY,CPY_N,CPY_K,PIPE)
+
+    TiledMMA mma = make_tiled_mma(MmaAtom{}, WarpgroupLayout{});
+    ThrMMA thr = mma.get_slice(threadIdx.x);
+    Tensor tCrA = thr.make_fragment_A(thr.partition_A(recast<tfloat32_t>(sA)));   // (MMA,MMA_M,MMA_K,PIPE)
+    Tensor tCrB = thr.make_fragment_B(thr.partition_B(recast<tfloat32_t>(sB)));   // (MMA,MMA_N,MMA_K,PIPE)
+    Tensor tCgC = thr.partition_C(gC);                                       // (MMA,MMA_M,MMA_N)
+    Tensor tCrC = thr.make_fragment_C(tCgC);                                 // (MMA,MMA_M,MMA_N)
+    clear(tCrC);
+
+    // #region kernel
+    const int k_tiles = size<3>(tAgA);
+    auto load = [&](int k) {            // one cp.async group per K-tile, empty past the end so waits stay uniform
+        if (k < k_tiles) {
+            copy(copyAB, tAgA(_, _, _, k), tAsA(_, _, _, k % STAGES));
+            copy(copyAB, tBgB(_, _, _, k), tBsB(_, _, _, k % STAGES));
+        }
+        cp_async_fence();
+    };
+    for (int k = 0; k < STAGES - 1; ++k) load(k);                           // prologue: fill all but one stage
+
+    for (int k = 0; k < k_tiles; ++k) {
+        cp_async_wait<STAGES - 2>();         // this thread's copies of K-tile k have landed
+        cutlass::arch::fence_view_async_shared();
+        __syncthreads();                     // ... and every thread's
+        mma_async(mma, tCrA(_, _, _, k % STAGES), tCrB(_, _, _, k % STAGES), tCrC);
+        warpgroup_wait<1>();                 // K-tile k-1's wgmmas are done in this warpgroup (k's still run) ...
+        __syncthreads();                     // ... and in every warpgroup, so its stage can be refilled
+        load(k + STAGES - 1);                // into stage (k - 1) % STAGES
+    }
+    warpgroup_wait<0>();
+    copy(tCrC, tCgC);
+    // #endregion kernel
+}

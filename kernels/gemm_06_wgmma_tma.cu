@@ -1,0 +1,71 @@
+// Step 6 — WGMMA + TMA: one thread issues tensor-map bulk copies (TMA) of whole A and B tiles into a
+// STAGES-deep ring of shared buffers. Two mbarriers per stage: "full" counts the bytes landing and
+// the warpgroups wait on it; "empty" collects one arrival per warp done reading, and the producer
+// waits on it before refilling. No thread computes an address or moves a byte of A or B any more.
+//
+// The tensor maps come from Python (bench/gemm.py, cuTensorMapEncodeTiled) with the same BM, BN, BK
+// and 128-byte swizzle as the shared layout here (gemm_sm90_tiles.cuh).
+#ifndef STAGES
+#define STAGES 3
+#endif
+#include <cuda.h>                        // CUtensorMap
+#include "gemm_sm90_tiles.cuh"
+
+static_assert(BM <= 256 && BN <= 256, "a TMA box is at most 256 rows");
+static_assert(cosize_v<SmemLayoutA> == BM * BK * STAGES && cosize_v<SmemLayoutB> == BN * BK * STAGES,
+              "stages are dense, so stage s starts s tiles into the buffer");
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_wgmma_tma(
+        const __grid_constant__ CUtensorMap tmaA,     // A (M,K): box BK x BM, 128-byte swizzle
+        const __grid_constant__ CUtensorMap tmaB,     // B (N,K): box BK x BN, 128-byte swizzle
+        float* C, int M, int N, int K) {
+    SharedStorage& smem = shared_storage();
+    auto tile = cta_tile(M, N);
+    const int tm = get<0>(tile), tn = get<1>(tile);
+    Tensor gC = cta_tile_of_C(C, M, N, tm, tn);                                           // (BM,BN)
+    Tensor sA = make_tensor(make_smem_ptr(reinterpret_cast<tfloat32_t*>(smem.A)), SmemLayoutA{});   // (BM,BK,PIPE)
+    Tensor sB = make_tensor(make_smem_ptr(reinterpret_cast<tfloat32_t*>(smem.B)), SmemLayoutB{});   // (BN,BK,PIPE)
+
+    TiledMMA mma = make_tiled_mma(MmaAtom{}, WarpgroupLayout{});
+    ThrMMA thr = mma.get_slice(threadIdx.x);
+    Tensor tCrA = thr.make_fragment_A(thr.partition_A(sA));                  // (MMA,MMA_M,MMA_K,PIPE) descriptors
+    Tensor tCrB = thr.make_fragment_B(thr.partition_B(sB));                  // (MMA,MMA_N,MMA_K,PIPE) descriptors
+    Tensor tCgC = thr.partition_C(gC);                                       // (MMA,MMA_M,MMA_N)
+    Tensor tCrC = thr.make_fragment_C(tCgC);                                 // (MMA,MMA_M,MMA_N)
+    clear(tCrC);
+
+    // #region kernel
+    constexpr int CONSUMER_WARPS = THREADS / 32;
+    const bool producer = threadIdx.x == 0;
+    const int k_tiles = K / BK;
+    if (producer) {
+        for (int s = 0; s < STAGES; ++s) {
+            initialize_barrier(smem.full[s], 1);                 // one arrival: the producer's expect_tx
+            initialize_barrier(smem.empty[s], CONSUMER_WARPS);   // one arrival per warp that read it
+        }
+        cutlass::arch::fence_barrier_init();
+    }
+    __syncthreads();
+    auto load = [&](int k) {             // producer only: both tiles of K-tile k, completing on full[k % STAGES]
+        if (k >= k_tiles) return;
+        int s = k % STAGES;
+        if (k >= STAGES) wait_barrier(smem.empty[s], (k / STAGES + 1) & 1);   // its previous tile has been read
+        set_barrier_transaction_bytes(smem.full[s], STAGE_BYTES);
+        constexpr auto hint = static_cast<uint64_t>(TMA::CacheHintSm90::EVICT_NORMAL);
+        SM90_TMA_LOAD_2D::copy(&tmaA, &smem.full[s], hint, smem.A + s * BM * BK, k * BK, tm * BM);
+        SM90_TMA_LOAD_2D::copy(&tmaB, &smem.full[s], hint, smem.B + s * BN * BK, k * BK, tn * BN);
+    };
+    if (producer)
+        for (int k = 0; k < STAGES - 1; ++k) load(k);
+
+    for (int k = 0; k < k_tiles; ++k) {
+        wait_barrier(smem.full[k % STAGES], (k / STAGES) & 1);   // the stage's (k / STAGES)-th fill has landed
+        mma_async(mma, tCrA(_, _, _, k % STAGES), tCrB(_, _, _, k % STAGES), tCrC);
+        warpgroup_wait<1>();             // K-tile k-1's wgmmas are done in this warpgroup (k's still run)
+        if (k > 0 && threadIdx.x % 32 == 0) arrive_barrier(smem.empty[(k - 1) % STAGES]);
+        if (producer) load(k + STAGES - 1);                      // into stage (k - 1) % STAGES, once all have read it
+    }
+    warpgroup_wait<0>();
+    copy(tCrC, tCgC);
+    // #endregion kernel
+}

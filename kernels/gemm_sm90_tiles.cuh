@@ -1,0 +1,102 @@
+// What the Hopper (wgmma) GEMM steps share: the tile constants (fed from Python, bench/gemm.py),
+// the SM90 TF32 wgmma atom tiled over warpgroups, the 128-byte-swizzled shared-memory layout that
+// wgmma and TMA both read and write, the CTA tile order, and the shared-memory carve-up.
+// A (M,K) and B stored as (N,K) are both K-major: TF32 wgmma takes no other layout.
+#pragma once
+#include <cute/tensor.hpp>
+#include <cutlass/arch/barrier.h>   // fence_view_async_shared, fence_barrier_init
+
+using namespace cute;
+
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef BK
+#define BK 32
+#endif
+#ifndef STAGES
+#define STAGES 1
+#endif
+#ifndef GROUP_M
+#define GROUP_M 0          // CTA swizzle: 0 walks M first; G > 0 walks bands of G tile rows, N first
+#endif
+#ifndef MMA_ATOM
+#define MMA_ATOM SM90_64x128x8_F32TF32TF32_SS_TN   // one warpgroup: 64xNx8, A and B from shared memory
+#endif
+#ifndef WARPGROUPS_M
+#define WARPGROUPS_M 2
+#endif
+
+using MmaAtom = MMA_ATOM<>;
+using AtomMNK = typename MMA_Traits<MmaAtom>::Shape_MNK;
+using WarpgroupLayout = Layout<Shape<Int<WARPGROUPS_M>, _1, _1>>;    // warpgroups stacked over M
+constexpr int THREADS = 128 * WARPGROUPS_M;
+static_assert(BM == size<0>(AtomMNK{}) * WARPGROUPS_M, "each warpgroup owns 64 rows of the CTA tile");
+static_assert(BN % size<1>(AtomMNK{}) == 0 && BK % size<2>(AtomMNK{}) == 0, "the CTA tile is whole atoms");
+static_assert(BK * sizeof(float) == 128, "one K-tile row is one 128-byte swizzle row");
+
+// Shared tiles: rows of BK floats (128 bytes), 16-byte chunks XOR-swizzled within each 8-row,
+// 1 KiB atom, the layout TMA writes with CU_TENSOR_MAP_SWIZZLE_128B and wgmma reads.
+using SmemLayoutA = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<tfloat32_t>{},
+                                           Shape<Int<BM>, Int<BK>, Int<STAGES>>{}));   // (BM,BK,PIPE)
+using SmemLayoutB = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<tfloat32_t>{},
+                                           Shape<Int<BN>, Int<BK>, Int<STAGES>>{}));   // (BN,BK,PIPE)
+constexpr int STAGE_BYTES = (BM + BN) * BK * sizeof(float);
+
+struct alignas(1024) SharedStorage {          // 1 KiB: the swizzle atom's alignment
+    float A[cosize_v<SmemLayoutA>];
+    float B[cosize_v<SmemLayoutB>];
+    uint64_t full[STAGES];                      // TMA steps: "stage s has landed" (the copy engine counts bytes)
+    uint64_t empty[STAGES];                     // TMA steps: "stage s has been read" (every consumer warp arrives)
+};
+constexpr int SMEM_BYTES_NEEDED = sizeof(SharedStorage) + 1024;   // + slack to align the dynamic base
+
+__device__ inline SharedStorage& shared_storage() {
+    extern __shared__ uint8_t smem_raw[];
+    uint32_t misalign = cast_smem_ptr_to_uint(smem_raw) & 1023;
+    return *reinterpret_cast<SharedStorage*>(smem_raw + ((1024 - misalign) & 1023));
+}
+
+// The output tile this CTA computes. Launched as a 1-D grid of (M/BM)*(N/BN) CTAs; consecutive
+// CTAs run together, so the order decides which A and B tiles they share in L2.
+__device__ inline cute::tuple<int, int> cta_tile(int M, int N) {
+    int tiles_m = M / BM, tiles_n = N / BN, id = blockIdx.x;
+    if (GROUP_M == 0) return {id % tiles_m, id / tiles_m};
+    int band = id / (GROUP_M * tiles_n), first_m = band * GROUP_M;
+    int rows = min(tiles_m - first_m, GROUP_M);             // the last band may be narrower
+    int in_band = id % (GROUP_M * tiles_n);
+    return {first_m + in_band % rows, in_band / rows};
+}
+
+// This CTA's output tile in global memory: C (BM,BN).
+__device__ inline auto cta_tile_of_C(float* C, int M, int N, int tm, int tn) {
+    Tensor mC = make_tensor(make_gmem_ptr(C), make_shape(M, N), make_stride(N, _1{}));   // (M,N)
+    return local_tile(mC, Shape<Int<BM>, Int<BN>>{}, make_coord(tm, tn));                // (BM,BN)
+}
+
+// This CTA's tiles in global memory: A (BM,BK,k), B (BN,BK,k) over the K steps, and C (BM,BN).
+__device__ inline auto cta_tiles(const float* A, const float* B, float* C, int M, int N, int K) {
+    Tensor mA = make_tensor(make_gmem_ptr(A), make_shape(M, K), make_stride(K, _1{}));   // (M,K)
+    Tensor mB = make_tensor(make_gmem_ptr(B), make_shape(N, K), make_stride(K, _1{}));   // (N,K)
+    auto [tm, tn] = cta_tile(M, N);
+    return cute::make_tuple(local_tile(mA, Shape<Int<BM>, Int<BK>>{}, make_coord(tm, _)),   // (BM,BK,k)
+                            local_tile(mB, Shape<Int<BN>, Int<BK>>{}, make_coord(tn, _)),   // (BN,BK,k)
+                            cta_tile_of_C(C, M, N, tm, tn));                                // (BM,BN)
+}
+
+// wgmma over one K-tile (BK/8 instructions per warpgroup), issued asynchronously; the caller
+// waits with warpgroup_wait<N>() before reading the accumulators or reusing the stage.
+template <class TiledMma, class FragA, class FragB, class FragC>
+__device__ inline void mma_async(TiledMma& mma, FragA const& a, FragB const& b, FragC& c) {
+    warpgroup_fence_operand(c);
+    warpgroup_arrive();
+    gemm(mma, a, b, c);
+    warpgroup_commit_batch();
+    warpgroup_fence_operand(c);
+}
+
+// The dynamic shared memory a launch must ask for, read by the launcher (bench/gemm.py).
+extern "C" __constant__ int SMEM_BYTES = SMEM_BYTES_NEEDED;
