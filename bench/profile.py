@@ -24,6 +24,7 @@ METRICS = {
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": "shared-store bank conflicts",
     "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved occupancy, %",
     "sm__instruction_throughput.avg.pct_of_peak_sustained_active": "SM busy, %",
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": "tensor pipe active, %",
 }
 
 
