@@ -213,8 +213,13 @@ def gemm_context(ctx: Context, device: dict) -> dict:
     measured_steps = [s for s in steps if s["best"]["tflops"] and not s["best"]["failed"]]
     headline = None
     if len(measured_steps) >= 2:
-        first, last = measured_steps[0]["best"], max((s["best"] for s in measured_steps), key=lambda v: v["tflops"])
-        headline = {"from": first, "to": last, "speedup": last["tflops"] / first["tflops"]}
+        first, top = measured_steps[0], max(measured_steps, key=lambda s: s["best"]["tflops"])
+        last, base = top["best"], top["baseline"]
+        headline = {"from": first["best"], "to": last, "speedup": last["tflops"] / first["best"]["tflops"],
+                    "baseline": base, "pct_per_clock": None}
+        if last["clock_mhz"] and base["tflops"] and base["clock_mhz"]:
+            # both run power-capped: per cycle of the clock each held, how close is the kernel?
+            headline["pct_per_clock"] = 100 * (last["tflops"] / last["clock_mhz"]) / (base["tflops"] / base["clock_mhz"])
     return {"shape": {"m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "flops": SHAPE.flops,
                       "intensity_fp32": SHAPE.flops / (4 * (SHAPE.m * SHAPE.k + SHAPE.k * SHAPE.n + SHAPE.m * SHAPE.n))},
             "cublas": cublas, "cublas_rows": list(cublas.values()), "best_tf32": best_tf32,

@@ -266,3 +266,14 @@ def test_wgmma_diagram_follows_the_compiled_tile(fixture_doc):
     assert "2 shared stages × 32 KiB" in p and "full[" not in p and "cp.async" in p and "down M first" in p
     pipe["tile"].update(STAGES=1)
     assert "1 shared stage × 32 KiB" in draw(pipe)
+
+
+def test_missing_slide_compares_work_per_clock(fixture_doc, write_results, tmp_path):
+    """When the best kernel held a lower clock than cuBLAS, the slide says how close it is per cycle."""
+    bench = fixture_doc["benchmarks"]
+    bench["gemm.wgmma_tma_128x256"]["telemetry"]["during"]["sm_clock_mhz"]["median"] = 1600.0
+    bench["gemm.cublas_tf32_b_kmajor"]["telemetry"]["during"]["sm_clock_mhz"]["median"] = 1800.0
+    build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path)])
+    s = slides_of((tmp_path / "slides.md").read_text())["What's Missing?"]
+    ratio = bench["gemm.wgmma_tma_128x256"]["tflops"] / bench["gemm.cublas_tf32_b_kmajor"]["tflops"] * 1800 / 1600
+    assert "1,600 MHz for the best kernel, 1,800 MHz for cuBLAS" in s and f"{100 * ratio:.1f}%" in s
