@@ -214,9 +214,6 @@ def tensor_map_args(box_rows: int, box_cols: int) -> dict:
             "oob_fill": "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE"}
 
 
-_TENSOR_MAP = __import__("numpy").dtype([(f"w{i}", "<u8") for i in range(16)])   # CUtensorMap: 128 opaque bytes
-
-
 def tensor_map(x, box_rows: int, box_cols: int):
     """A TMA descriptor for the row-major float32 matrix ``x`` (cuda-bindings' cuTensorMapEncodeTiled),
     as a structured NumPy scalar that CuPy passes by value to a ``__grid_constant__ CUtensorMap``."""
@@ -224,6 +221,7 @@ def tensor_map(x, box_rows: int, box_cols: int):
     import numpy as np
     from cuda.bindings import driver as cu
 
+    opaque = np.dtype([(f"w{i}", "<u8") for i in range(16)])      # CUtensorMap: 128 opaque bytes
     args = tensor_map_args(box_rows, box_cols)
     rows, cols = x.shape
     err, tmap = cu.cuTensorMapEncodeTiled(
@@ -234,7 +232,7 @@ def tensor_map(x, box_rows: int, box_cols: int):
         getattr(cu.CUtensorMapL2promotion, args["l2_promotion"]), getattr(cu.CUtensorMapFloatOOBfill, args["oob_fill"]))
     if err != cu.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"cuTensorMapEncodeTiled failed ({err.name}) for a {rows}x{cols} matrix, box {args['box']}")
-    return np.frombuffer(ctypes.string_at(tmap.getPtr(), _TENSOR_MAP.itemsize), dtype=_TENSOR_MAP)[0]
+    return np.frombuffer(ctypes.string_at(tmap.getPtr(), opaque.itemsize), dtype=opaque)[0]
 
 
 def _cute_prepare(source: str, name: str, tile: dict, device: dict, sass_required: tuple[str, ...]):
@@ -244,8 +242,8 @@ def _cute_prepare(source: str, name: str, tile: dict, device: dict, sass_require
 
     SM80 kernels (WARPS_M x WARPS_N warps) take (A, B, C, M, N, K) on an (M/BM, N/BN) grid;
     SM90 kernels (WARPGROUPS_M warpgroups) take a 1-D grid, the order of its tiles being the
-    kernel's, dynamic shared memory of the size the kernel exports as SMEM_BYTES, and with
-    TMA_STAGES tensor maps of A and B in place of the pointers."""
+    kernel's, and dynamic shared memory of the size the kernel exports as SMEM_BYTES; kernels
+    that must hold UTMALDG take tensor maps of A and B in place of the pointers."""
     import cupy
     import numpy as np
     from .cuda import KERNELS, load_module

@@ -4,12 +4,6 @@
 // One shared stage: load the K-tile, wait, multiply, wait, repeat (gemm_sm90_tiles.cuh).
 #include "gemm_sm90_tiles.cuh"
 
-constexpr int VEC = 4;                 // floats per cp.async (16 bytes, one swizzle chunk)
-// Copy threads: BK / VEC of them along K (one 16-byte chunk each), the rest down the rows.
-using CopyThreads = Layout<Shape<Int<THREADS * VEC / BK>, Int<BK / VEC>>, Stride<Int<BK / VEC>, _1>>;
-static_assert(BM % size<0>(CopyThreads{}) == 0 && BN % size<0>(CopyThreads{}) == 0,
-              "the copy threads tile the CTA tile exactly");
-
 extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_wgmma(const float* A, const float* B, float* C,
                                                                   int M, int N, int K) {
     SharedStorage& smem = shared_storage();
@@ -18,15 +12,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_wgmma(const float*
     Tensor sB = make_tensor(make_smem_ptr(smem.B), SmemLayoutB{})(_, _, 0);  // (BN,BK)
 
     // #region kernel
-    // global -> shared: cp.async, 16 bytes per thread per copy, into the swizzled layout (.cg: no L1 copy,
-    // each tile is read once per CTA)
-    auto copyAB = make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL<uint128_t>, float>{},
-                                  CopyThreads{}, Layout<Shape<_1, Int<VEC>>>{});
-    auto thrCopy = copyAB.get_slice(threadIdx.x);
-    Tensor tAgA = thrCopy.partition_S(gA);                                   // (CPY,CPY_M,CPY_K,k)
-    Tensor tAsA = thrCopy.partition_D(sA);                                   // (CPY,CPY_M,CPY_K)
-    Tensor tBgB = thrCopy.partition_S(gB);                                   // (CPY,CPY_N,CPY_K,k)
-    Tensor tBsB = thrCopy.partition_D(sB);                                   // (CPY,CPY_N,CPY_K)
+    // global -> shared: cp.async, 16 bytes per thread per copy, into the swizzled layout
+    auto cp = cp_async_partitions(gA, gB, sA, sB);
+    auto copyAB = get<0>(cp);
+    Tensor tAgA = get<1>(cp);                                                // (CPY,CPY_M,CPY_K,k)
+    Tensor tAsA = get<2>(cp);                                                // (CPY,CPY_M,CPY_K)
+    Tensor tBgB = get<3>(cp);                                                // (CPY,CPY_N,CPY_K,k)
+    Tensor tBsB = get<4>(cp);                                                // (CPY,CPY_N,CPY_K)
 
     // shared -> tensor cores: each warpgroup's operands are shared-memory descriptors, not registers
     TiledMMA mma = make_tiled_mma(MmaAtom{}, WarpgroupLayout{});

@@ -7,10 +7,6 @@
 #endif
 #include "gemm_sm90_tiles.cuh"
 
-constexpr int VEC = 4;                 // floats per cp.async (16 bytes, one swizzle chunk)
-using CopyThreads = Layout<Shape<Int<THREADS * VEC / BK>, Int<BK / VEC>>, Stride<Int<BK / VEC>, _1>>;
-static_assert(BM % size<0>(CopyThreads{}) == 0 && BN % size<0>(CopyThreads{}) == 0,
-              "the copy threads tile the CTA tile exactly");
 static_assert(STAGES >= 2, "overlap needs a second buffer");
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_wgmma_pipe(const float* A, const float* B, float* C,
@@ -20,13 +16,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_wgmma_pipe(const f
     Tensor sA = make_tensor(make_smem_ptr(smem.A), SmemLayoutA{});           // (BM,BK,PIPE) floats, swizzled
     Tensor sB = make_tensor(make_smem_ptr(smem.B), SmemLayoutB{});           // (BN,BK,PIPE)
 
-    auto copyAB = make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL<uint128_t>, float>{},
-                                  CopyThreads{}, Layout<Shape<_1, Int<VEC>>>{});
-    auto thrCopy = copyAB.get_slice(threadIdx.x);
-    Tensor tAgA = thrCopy.partition_S(gA);                                   // (CPY,CPY_M,CPY_K,k)
-    Tensor tAsA = thrCopy.partition_D(sA);                                   // (CPY,CPY_M,CPY_K,PIPE)
-    Tensor tBgB = thrCopy.partition_S(gB);                                   // (CPY,CPY_N,CPY_K,k)
-    Tensor tBsB = thrCopy.partition_D(sB);                                   // (CPY,CPY_N,CPY_K,PIPE)
+    auto cp = cp_async_partitions(gA, gB, sA, sB);
+    auto copyAB = get<0>(cp);
+    Tensor tAgA = get<1>(cp);                                                // (CPY,CPY_M,CPY_K,k)
+    Tensor tAsA = get<2>(cp);                                                // (CPY,CPY_M,CPY_K,PIPE)
+    Tensor tBgB = get<3>(cp);                                                // (CPY,CPY_N,CPY_K,k)
+    Tensor tBsB = get<4>(cp);                                                // (CPY,CPY_N,CPY_K,PIPE)
 
     TiledMMA mma = make_tiled_mma(MmaAtom{}, WarpgroupLayout{});
     ThrMMA thr = mma.get_slice(threadIdx.x);

@@ -87,6 +87,21 @@ __device__ inline auto cta_tiles(const float* A, const float* B, float* C, int M
                             cta_tile_of_C(C, M, N, tm, tn));                                // (BM,BN)
 }
 
+// The cp.async steps' copy: BK / 4 threads along K (one 16-byte swizzle chunk each), the rest down
+// the rows; .cg, no L1 copy: each tile is read once per CTA. The copy and this thread's share of
+// A and B in global (source) and shared (destination) memory.
+template <class GA, class GB, class SA, class SB>
+__device__ inline auto cp_async_partitions(GA gA, GB gB, SA sA, SB sB) {
+    constexpr int VEC = 4;                                                   // floats per cp.async
+    using CopyThreads = Layout<Shape<Int<THREADS * VEC / BK>, Int<BK / VEC>>, Stride<Int<BK / VEC>, _1>>;
+    static_assert(BM % size<0>(CopyThreads{}) == 0 && BN % size<0>(CopyThreads{}) == 0,
+                  "the copy threads tile the CTA tile exactly");
+    auto copyAB = make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL<uint128_t>, float>{},
+                                  CopyThreads{}, Layout<Shape<_1, Int<VEC>>>{});
+    auto thr = copyAB.get_slice(threadIdx.x);
+    return cute::make_tuple(copyAB, thr.partition_S(gA), thr.partition_D(sA), thr.partition_S(gB), thr.partition_D(sB));
+}
+
 // wgmma over one K-tile (BK/8 instructions per warpgroup), issued asynchronously; the caller
 // waits with warpgroup_wait<N>() before reading the accumulators or reusing the stage.
 template <class TiledMma, class FragA, class FragB, class FragC>
