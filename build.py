@@ -160,6 +160,15 @@ def busiest_unit(profile: dict) -> dict:
     return {"unit": UTILIZATION[name], "pct": profile["metrics"][name]}
 
 
+def code_lines(source: str | None) -> int:
+    """Lines between a kernel file's #region kernel markers: what its code slide shows."""
+    if not source:
+        return 0
+    lines = (ROOT / source).read_text().splitlines()
+    marks = [i for i, line in enumerate(lines) if "#region kernel" in line or "#endregion kernel" in line]
+    return marks[1] - marks[0] - 1 if len(marks) == 2 else len(lines)
+
+
 def gemm_context(ctx: Context, device: dict) -> dict:
     cublas = {}
     for precision in ("fp32", "tf32", "bf16"):
@@ -201,11 +210,12 @@ def gemm_context(ctx: Context, device: dict) -> dict:
         if usable and prev:
             best["speedup"] = best["tflops"] / prev["best"]["tflops"]
             best["speedup_over"] = prev["title"]
+        source = next((ctx.benchmarks[v["id"]].code for v in variants
+                       if v["id"] in ctx.benchmarks and ctx.benchmarks[v["id"]].code), None)
         steps.append({"index": i, "key": step.key, "title": step.title, "slide_title": title,
                       "technique": step.technique, "layout": step.layout, "layout_name": LAYOUTS[step.layout],
                       "precision": step.precision, "baseline": baseline,
-                      "source": next((ctx.benchmarks[v["id"]].code for v in variants
-                                      if v["id"] in ctx.benchmarks and ctx.benchmarks[v["id"]].code), None),
+                      "source": source, "code_lines": code_lines(source),
                       "variants": variants, "best": best, "block": block, "diagram": diagram,
                       "measured": any(v["measured"] for v in variants)})
         if usable:

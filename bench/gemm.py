@@ -235,15 +235,32 @@ def tensor_map(x, box_rows: int, box_cols: int):
     return np.frombuffer(ctypes.string_at(tmap.getPtr(), opaque.itemsize), dtype=opaque)[0]
 
 
+def resident_ctas(kernel, threads: int, smem_bytes: int, cluster: int) -> int:
+    """How many CTAs of ``kernel`` the GPU holds at once, in whole clusters of ``cluster``
+    (the driver's cuOccupancyMaxActiveClusters): a persistent kernel's grid."""
+    from cuda.bindings import driver as cu
+    config = cu.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = cluster, 1, 1
+    config.blockDimX, config.blockDimY, config.blockDimZ = threads, 1, 1
+    config.sharedMemBytes = smem_bytes
+    err, clusters = cu.cuOccupancyMaxActiveClusters(cu.CUfunction(kernel.kernel.ptr), config)
+    if err != cu.CUresult.CUDA_SUCCESS or clusters < 1:
+        raise RuntimeError(f"cuOccupancyMaxActiveClusters failed ({err.name}, {clusters} clusters) "
+                           f"for {threads} threads, {smem_bytes} bytes of shared memory, clusters of {cluster}")
+    return clusters * cluster
+
+
 def _cute_prepare(source: str, name: str, tile: dict, device: dict, sass_required: tuple[str, ...]):
     """prepare() for a CuTe GEMM kernel with a CTA tile of tile["BM"] x tile["BN"] x tile["BK"],
     compiled with the constants in ``tile``; refuses shapes that are not whole tiles. Its SASS
     must hold each of ``sass_required`` (HMMA, HGMMA, UTMALDG), or it is on a slower path.
 
     SM80 kernels (WARPS_M x WARPS_N warps) take (A, B, C, M, N, K) on an (M/BM, N/BN) grid;
-    SM90 kernels (WARPGROUPS_M warpgroups) take a 1-D grid, the order of its tiles being the
-    kernel's, and dynamic shared memory of the size the kernel exports as SMEM_BYTES; kernels
-    that must hold UTMALDG take tensor maps of A and B in place of the pointers."""
+    SM90 kernels (WARPGROUPS_M consumer warpgroups, after PRODUCER_WARPGROUPS) take a 1-D grid,
+    the order of its tiles being the kernel's (one CTA a tile, or as many as fit at once when
+    PERSISTENT), and dynamic shared memory of the size the kernel exports as SMEM_BYTES; kernels
+    that must hold UTMALDG take tensor maps of A and B in place of the pointers (B's box is
+    1/CLUSTER_M of its tile: each CTA of a cluster loads that slice for all of them)."""
     import cupy
     import numpy as np
     from .cuda import KERNELS, load_module
@@ -256,21 +273,25 @@ def _cute_prepare(source: str, name: str, tile: dict, device: dict, sass_require
         raise RuntimeError(f"{name}: no {', '.join(missing)} in its SASS: a slower path was compiled")
     kernel = module.get_function(name)
     hopper = "WARPGROUPS_M" in tile
-    threads = 128 * tile["WARPGROUPS_M"] if hopper else 32 * tile["WARPS_M"] * tile["WARPS_N"]
+    threads = (128 * (tile["WARPGROUPS_M"] + tile.get("PRODUCER_WARPGROUPS", 0)) if hopper
+               else 32 * tile["WARPS_M"] * tile["WARPS_N"])
+    cluster = tile.get("CLUSTER_M", 1)
     smem_dynamic = 0
     if hopper:
         smem_dynamic = int(cupy.ndarray((1,), cupy.int32, memptr=module.get_global("SMEM_BYTES")).get()[0])
         kernel.max_dynamic_shared_size_bytes = smem_dynamic
     uses_tma = "UTMALDG" in sass_required
+    resident = resident_ctas(kernel, threads, smem_dynamic, cluster) if tile.get("PERSISTENT") else None
 
     def prepare(a, b, c):
         (m, k), n = a.shape, c.shape[1]
-        if m % tile["BM"] or n % tile["BN"] or k % tile["BK"]:
-            raise Refused(f"{name} takes whole {tile['BM']}×{tile['BN']}×{tile['BK']} tiles only; "
+        if m % (tile["BM"] * cluster) or n % tile["BN"] or k % tile["BK"]:
+            raise Refused(f"{name} takes whole {tile['BM'] * cluster}×{tile['BN']}×{tile['BK']} tiles only"
+                          f"{' (a cluster of ' + str(cluster) + ' tiles over M)' if cluster > 1 else ''}; "
                           f"{m}×{n}×{k} is not")
         tiles = (m // tile["BM"], n // tile["BN"])
-        grid = (tiles[0] * tiles[1],) if hopper else tiles
-        operands = ((tensor_map(a, tile["BM"], tile["BK"]), tensor_map(b, tile["BN"], tile["BK"]))
+        grid = ((min(resident, tiles[0] * tiles[1]) if resident else tiles[0] * tiles[1]),) if hopper else tiles
+        operands = ((tensor_map(a, tile["BM"], tile["BK"]), tensor_map(b, tile["BN"] // cluster, tile["BK"]))
                     if uses_tma else (a, b))
         args = (*operands, c, np.int32(m), np.int32(n), np.int32(k))
         run = lambda: kernel(grid, (threads,), args, shared_mem=smem_dynamic)
@@ -283,7 +304,10 @@ def _cute_prepare(source: str, name: str, tile: dict, device: dict, sass_require
                      "tile": {**tile, "atom_mnk": list(ATOM_SHAPES[tile["MMA_ATOM"]])},
                      "sass": {**{op: counts[op] for op in sass_required}, "instructions": sum(counts.values())}}
         if uses_tma:
-            resources["tma"] = {"a": tensor_map_args(tile["BM"], tile["BK"]), "b": tensor_map_args(tile["BN"], tile["BK"])}
+            resources["tma"] = {"a": tensor_map_args(tile["BM"], tile["BK"]),
+                                "b": tensor_map_args(tile["BN"] // cluster, tile["BK"])}
+        if resident:
+            resources["resident_ctas"] = resident
         return Launch(run, resources)
     return prepare
 
@@ -343,9 +367,19 @@ HOPPER = (9, 0)      # wgmma and TMA: compute capability 9.0 (sm_90a)
 # Hopper steps: two warpgroups, each a 64 x BN slice of the CTA tile; BK = 32 floats is one
 # 128-byte swizzle row. STAGES: shared buffers in the ring; GROUP_M: the CTA swizzle's band of
 # tile rows (0: none).
-def _sm90(bn: int, stages: int, group_m: int = 0) -> dict:
+def _sm90(bn: int, stages: int, group_m: int = 0, **beyond) -> dict:
     return {"BM": 128, "BN": bn, "BK": 32, "STAGES": stages, "GROUP_M": group_m, "WARPGROUPS_M": 2,
-            "MMA_ATOM": f"SM90_64x{bn}x8_F32TF32TF32_SS_TN"}
+            "MMA_ATOM": f"SM90_64x{bn}x8_F32TF32TF32_SS_TN", **beyond}
+
+
+HOPPER_SMEM_PER_CTA = 227 * 1024     # the most shared memory a Hopper CTA may opt in to
+
+
+def stages_that_fit(bm: int, bn: int, bk: int = 32) -> int:
+    """The deepest ring of A and B tiles that fits HOPPER_SMEM_PER_CTA beside two mbarriers a
+    stage and the 1 KiB alignment slack (gemm_sm90_tiles.cuh's SharedStorage, which rounds up to 1 KiB)."""
+    stage_bytes, barrier_bytes, slack = (bm + bn) * bk * 4, 16, 1024
+    return (HOPPER_SMEM_PER_CTA - 2 * slack) // (stage_bytes + barrier_bytes)
 
 
 _register_kernel("gemm.wgmma", "CuTe WGMMA (TF32)", "kernels/gemm_04_wgmma.cu",
@@ -358,4 +392,22 @@ for _bid, _title, _tile in (("gemm.wgmma_pipe", "WGMMA pipelined, 2 stages (TF32
 for _bn in (128, 256):
     _register_kernel(f"gemm.wgmma_tma_128x{_bn}", f"WGMMA + TMA, 128×{_bn} tile (TF32)", "kernels/gemm_06_wgmma_tma.cu",
                      _cute("gemm_06_wgmma_tma.cu", "gemm_wgmma_tma", _sm90(_bn, 3, 8), ("HGMMA", "UTMALDG")),
+                     _SM90_SOURCES, HOPPER)
+
+# Beyond the reference deck: a producer warpgroup (PRODUCER_WARPGROUPS), as many stages as the
+# shared memory holds, clusters of CLUSTER_M CTAs sharing B by TMA multicast, persistent CTAs.
+_WS = {"PRODUCER_WARPGROUPS": 1}
+_DEEP = stages_that_fit(128, 256)
+for _bid, _title, _source, _name, _tile in (
+        ("gemm.warp_specialized", "Warp-specialized, 3 stages (TF32)", "gemm_07_warp_specialized.cu",
+         "gemm_warp_specialized", _sm90(256, 3, 8, **_WS)),
+        ("gemm.warp_specialized_deep", f"Warp-specialized, {_DEEP} stages (TF32)", "gemm_07_warp_specialized.cu",
+         "gemm_warp_specialized", _sm90(256, _DEEP, 8, **_WS)),
+        ("gemm.cluster_multicast", "2-CTA clusters + TMA multicast (TF32)", "gemm_08_cluster_multicast.cu",
+         "gemm_cluster_multicast", _sm90(256, _DEEP, 8, **_WS, CLUSTER_M=2)),
+        ("gemm.persistent_no_cluster", "Persistent, no cluster (TF32)", "gemm_09_persistent.cu",
+         "gemm_persistent", _sm90(256, _DEEP, 8, **_WS, CLUSTER_M=1, PERSISTENT=1)),
+        ("gemm.persistent", "Persistent, 2-CTA clusters (TF32)", "gemm_09_persistent.cu",
+         "gemm_persistent", _sm90(256, _DEEP, 8, **_WS, CLUSTER_M=2, PERSISTENT=1))):
+    _register_kernel(_bid, _title, f"kernels/{_source}", _cute(_source, _name, _tile, ("HGMMA", "UTMALDG")),
                      _SM90_SOURCES, HOPPER)

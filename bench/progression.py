@@ -32,4 +32,16 @@ STEPS = (
     Step("wgmma_tma", "WGMMA + TMA", "+ TMA loads issued by one thread, full/empty mbarriers, 3 stages",
          (("gemm.wgmma_tma_128x128", "128x128 tile"), ("gemm.wgmma_tma_128x256", "128x256 tile")),
          "b_kmajor", "tf32"),
+    Step("warp_specialized", "Warp Specialization",
+         "+ a producer warpgroup issuing the TMA loads, two consumer warpgroups issuing wgmma, setmaxnreg "
+         "moving registers to them; then as many stages as shared memory holds",
+         (("gemm.warp_specialized", "3 stages"), ("gemm.warp_specialized_deep", "all the stages that fit")),
+         "b_kmajor", "tf32"),
+    Step("cluster", "Clusters + TMA Multicast",
+         "+ clusters of 2 CTAs on vertically adjacent tiles: each loads half of their common B tile and "
+         "multicasts it into both", (("gemm.cluster_multicast", "cluster of 2"),), "b_kmajor", "tf32"),
+    Step("persistent", "Persistent Kernel",
+         "+ one CTA per SM for the whole run, walking output tiles in the swizzled order; the next tile's "
+         "loads overlap this tile's epilogue",
+         (("gemm.persistent_no_cluster", "no cluster"), ("gemm.persistent", "2-CTA clusters")), "b_kmajor", "tf32"),
 )

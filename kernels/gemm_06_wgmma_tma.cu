@@ -12,8 +12,6 @@
 #include "gemm_sm90_tiles.cuh"
 
 static_assert(BM <= 256 && BN <= 256, "a TMA box is at most 256 rows");
-static_assert(cosize_v<SmemLayoutA> == BM * BK * STAGES && cosize_v<SmemLayoutB> == BN * BK * STAGES,
-              "stages are dense, so stage s starts s tiles into the buffer");
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_wgmma_tma(
         const __grid_constant__ CUtensorMap tmaA,     // A (M,K): box BK x BM, 128-byte swizzle

@@ -29,11 +29,18 @@ using namespace cute;
 #ifndef WARPGROUPS_M
 #define WARPGROUPS_M 2
 #endif
+#ifndef PRODUCER_WARPGROUPS
+#define PRODUCER_WARPGROUPS 0   // warp-specialized steps: 1, a warpgroup that only issues TMA loads
+#endif
+#ifndef CLUSTER_M
+#define CLUSTER_M 1             // CTAs per cluster, on vertically adjacent tiles that share B's tile
+#endif
 
 using MmaAtom = MMA_ATOM<>;
 using AtomMNK = typename MMA_Traits<MmaAtom>::Shape_MNK;
 using WarpgroupLayout = Layout<Shape<Int<WARPGROUPS_M>, _1, _1>>;    // warpgroups stacked over M
-constexpr int THREADS = 128 * WARPGROUPS_M;
+constexpr int CONSUMER_THREADS = 128 * WARPGROUPS_M;                  // the threads that issue wgmma
+constexpr int THREADS = 128 * PRODUCER_WARPGROUPS + CONSUMER_THREADS;
 static_assert(BM == size<0>(AtomMNK{}) * WARPGROUPS_M, "each warpgroup owns 64 rows of the CTA tile");
 static_assert(BN % size<1>(AtomMNK{}) == 0 && BK % size<2>(AtomMNK{}) == 0, "the CTA tile is whole atoms");
 static_assert(BK * sizeof(float) == 128, "one K-tile row is one 128-byte swizzle row");
@@ -45,6 +52,8 @@ using SmemLayoutA = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<tfloat32_t>
 using SmemLayoutB = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<tfloat32_t>{},
                                            Shape<Int<BN>, Int<BK>, Int<STAGES>>{}));   // (BN,BK,PIPE)
 constexpr int STAGE_BYTES = (BM + BN) * BK * sizeof(float);
+static_assert(cosize_v<SmemLayoutA> == BM * BK * STAGES && cosize_v<SmemLayoutB> == BN * BK * STAGES,
+              "stages are dense, so stage s starts s tiles into the buffer");
 
 struct alignas(1024) SharedStorage {          // 1 KiB: the swizzle atom's alignment
     float A[cosize_v<SmemLayoutA>];
@@ -53,6 +62,7 @@ struct alignas(1024) SharedStorage {          // 1 KiB: the swizzle atom's align
     uint64_t empty[STAGES];                     // TMA steps: "stage s has been read" (every consumer warp arrives)
 };
 constexpr int SMEM_BYTES_NEEDED = sizeof(SharedStorage) + 1024;   // + slack to align the dynamic base
+static_assert(SMEM_BYTES_NEEDED <= 227 * 1024, "Hopper gives a CTA at most 227 KiB of shared memory");
 
 __device__ inline SharedStorage& shared_storage() {
     extern __shared__ uint8_t smem_raw[];
@@ -60,10 +70,13 @@ __device__ inline SharedStorage& shared_storage() {
     return *reinterpret_cast<SharedStorage*>(smem_raw + ((1024 - misalign) & 1023));
 }
 
-// The output tile this CTA computes. Launched as a 1-D grid of (M/BM)*(N/BN) CTAs; consecutive
-// CTAs run together, so the order decides which A and B tiles they share in L2.
-__device__ inline cute::tuple<int, int> cta_tile(int M, int N) {
-    int tiles_m = M / BM, tiles_n = N / BN, id = blockIdx.x;
+// Output tile number `id` as (tile row, tile column). Tiles are numbered in the order they are
+// launched (one CTA each) or visited (persistent CTAs); neighbours in that order run together, so
+// it decides which A and B tiles they share in L2. M is walked first, so tiles 2i and 2i+1 share a
+// column (B's tile) whenever the tile rows of a band are even.
+static_assert(GROUP_M % CLUSTER_M == 0, "a cluster's tiles lie in one band");
+__device__ inline cute::tuple<int, int> cta_tile(int M, int N, int id = blockIdx.x) {
+    int tiles_m = M / BM, tiles_n = N / BN;
     if (GROUP_M == 0) return {id % tiles_m, id / tiles_m};
     int band = id / (GROUP_M * tiles_n), first_m = band * GROUP_M;
     int rows = min(tiles_m - first_m, GROUP_M);             // the last band may be narrower

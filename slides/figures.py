@@ -351,12 +351,14 @@ def wgmma_diagram(step: dict, shape: dict) -> str:
     """One CTA of a Hopper step, from the constants its kernel was compiled with: the
     BM x BN tile of C split over warpgroups with their wgmma atoms, the 128-byte swizzle of
     the shared tiles, the ring of STAGES shared buffers and who fills it (every thread with
-    cp.async, or one thread with TMA and the full/empty mbarriers), and the load/wgmma timeline."""
+    cp.async, or one thread with TMA and the full/empty mbarriers; a producer warpgroup when
+    warp-specialized, B multicast over a cluster), the load/wgmma timeline and the grid."""
     res = step["best"]["resources"]
     t = res["tile"]
     bm, bn, bk, stages, wgs, group = t["BM"], t["BN"], t["BK"], t["STAGES"], t["WARPGROUPS_M"], t["GROUP_M"]
     am, an, ak = t["atom_mnk"]
     tma = "tma" in res
+    producers, cluster = t.get("PRODUCER_WARPGROUPS", 0), t.get("CLUSTER_M", 1)
     w, h = 900, 470
     dwg = _drawing(w, h)
 
@@ -372,7 +374,7 @@ def wgmma_diagram(step: dict, shape: dict) -> str:
         for j in range(bn // an):
             dwg.add(dwg.rect((cx + j * an * px, cy + g * am * px), (an * px, am * px),
                              fill=PALETTE[g % len(PALETTE)], opacity=0.35, stroke="white", stroke_width=1))
-        _text(dwg, (cx + 6, cy + (g + 0.5) * am * px + 4), f"warpgroup {g}: {am}×{bn}", size=11)
+        _text(dwg, (cx + 6, cy + (g + 0.5) * am * px + 4), f"warpgroup {g + producers}: {am}×{bn}", size=11)
     _text(dwg, (cx, cy + bm * px + 30), f"C {bm}×{bn}: {wgs} warpgroups × {bn // an} wgmma "
           f"{am}×{an}×{ak} per 8 of K", size=11, color=MUTED)
 
@@ -402,10 +404,16 @@ def wgmma_diagram(step: dict, shape: dict) -> str:
             _text(dwg, (x + box_w / 2, ry + 117), f"empty[{s_}]", size=10, color=PALETTE[1], anchor="middle")
     ring_w = stages * (box_w + 10) - 10
     if tma:
-        _text(dwg, (rx, ry + 14), "thread 0 → TMA: one tensor-map copy per tile", size=11)
+        who = "producer warpgroup 0, thread 0" if producers else "thread 0"
+        _text(dwg, (rx, ry + 14), f"{who} → TMA: one tensor-map copy per tile", size=11)
         _arrow(dwg, (rx + ring_w / 2, ry + 20), (rx + ring_w / 2, ry + 38), color=ACCENT)
         flow = ["TMA lands the bytes → full[s] completes", "warpgroups wait full[s], issue wgmma",
-                "each warp done reading → arrives on empty[s]", "thread 0 waits empty[s], refills stage s"]
+                "each warp done reading → arrives on empty[s]", f"{who} waits empty[s], refills stage s"]
+        if cluster > 1:
+            flow[0] = f"A from this CTA, B in {cluster} slices multicast by the cluster's {cluster} CTAs"
+            flow[2] = f"each consumer warp of all {cluster} CTAs → arrives on empty[s]"
+        if producers:
+            flow.append("setmaxnreg: the producer gives up registers, the consumers take them")
     else:
         _text(dwg, (rx, ry + 14), f"all {res['threads_per_block']} threads: cp.async, 16 B each", size=11)
         _arrow(dwg, (rx + ring_w / 2, ry + 20), (rx + ring_w / 2, ry + 38), color=ACCENT)
@@ -431,8 +439,12 @@ def wgmma_diagram(step: dict, shape: dict) -> str:
     tiles = (shape["m"] // bm) * (shape["n"] // bn)
     order = (f"bands of {group} tile rows, walked along N (CTA swizzle)" if group
              else "down M first, then along N")
-    notes = [f"grid: {tiles:,} CTAs of {res['threads_per_block']} threads, tile order: {order}; "
-             f"K loop: {shape['k'] // bk:,} steps of {bk}",
+    ctas = res["grid"][0]
+    grid = (f"{ctas} persistent CTAs (all that fit at once) walk {tiles:,} tiles, {tiles / ctas:.2f} each"
+            if t.get("PERSISTENT") else f"{tiles:,} CTAs")
+    clusters = f" in clusters of {cluster} on adjacent tile rows" if cluster > 1 else ""
+    notes = [f"grid: {grid} of {res['threads_per_block']} threads{clusters}",
+             f"tile order: {order}; K loop: {shape['k'] // bk:,} steps of {bk}",
              f"{(res['smem_static_bytes'] + res['smem_dynamic_bytes']) / 1024:.1f} KiB of shared memory; "
              f"{t['MMA_ATOM']}"]
     for i, line in enumerate(notes):
@@ -441,7 +453,8 @@ def wgmma_diagram(step: dict, shape: dict) -> str:
 
 
 DIAGRAMS = {"naive": naive_diagram, "cute_mma": cute_diagram, "cute_smem": cute_diagram,
-            "wgmma": wgmma_diagram, "wgmma_pipe": wgmma_diagram, "wgmma_tma": wgmma_diagram}
+            "wgmma": wgmma_diagram, "wgmma_pipe": wgmma_diagram, "wgmma_tma": wgmma_diagram,
+            "warp_specialized": wgmma_diagram, "cluster": wgmma_diagram, "persistent": wgmma_diagram}
 
 
 def draw_all(context: dict) -> dict[str, str]:
