@@ -152,6 +152,20 @@ UTILIZATION = {"dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM",
                "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": "tensor cores (HMMA/HGMMA pipe)",
                "sm__instruction_throughput.avg.pct_of_peak_sustained_active": "SM instruction issue"}
 # (a tensor-core kernel's SM busy is its tensor pipe's: on a tie the tensor cores are named)
+TENSOR_PIPE = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
+
+
+def waves(resources: dict, occupancy_: dict | None, device: dict) -> dict | None:
+    """How the output tiles fall on the CTAs that run at once: a persistent kernel's grid, or
+    every SM's resident blocks. The last wave's idle CTAs are time no tile order wins back."""
+    tile = resources.get("tile") if resources else None
+    if not tile or not occupancy_:
+        return None
+    tiles = (SHAPE.m // tile["BM"]) * (SHAPE.n // tile["BN"])
+    at_once = resources.get("resident_ctas") or device["sm_count"] * occupancy_["blocks_per_sm"]
+    n = tiles / at_once
+    return {"tiles": tiles, "at_once": at_once, "waves": n, "full_waves": math.ceil(n),
+            "last_wave_ctas": tiles - (math.ceil(n) - 1) * at_once, "idle_pct": 100 * (1 - n / math.ceil(n))}
 
 
 def busiest_unit(profile: dict) -> dict:
@@ -197,6 +211,7 @@ def gemm_context(ctx: Context, device: dict) -> dict:
             prof = r["record"].get("profile")
             r["profile"] = [{"name": prof["names"][m], "value": v} for m, v in prof["metrics"].items()] if prof else None
             r["busiest"] = busiest_unit(prof) if prof else None
+            r["tensor_pct"] = prof["metrics"].get(TENSOR_PIPE) if prof else None
             variants.append(r)
         for slide in ("Code", "Diagram", "Performance"):
             ctx.need(f"{title} — {slide}", *(v["id"] for v in variants))
@@ -215,7 +230,7 @@ def gemm_context(ctx: Context, device: dict) -> dict:
         steps.append({"index": i, "key": step.key, "title": step.title, "slide_title": title,
                       "technique": step.technique, "layout": step.layout, "layout_name": LAYOUTS[step.layout],
                       "precision": step.precision, "baseline": baseline,
-                      "source": source, "code_lines": code_lines(source),
+                      "source": source, "code_lines": code_lines(source), "beyond": step.beyond,
                       "variants": variants, "best": best, "block": block, "diagram": diagram,
                       "measured": any(v["measured"] for v in variants)})
         if usable:
@@ -225,15 +240,20 @@ def gemm_context(ctx: Context, device: dict) -> dict:
     if len(measured_steps) >= 2:
         first, top = measured_steps[0], max(measured_steps, key=lambda s: s["best"]["tflops"])
         last, base = top["best"], top["baseline"]
-        headline = {"from": first["best"], "to": last, "speedup": last["tflops"] / first["best"]["tflops"],
+        headline = {"from": first["best"], "to": last, "to_title": top["title"], "speedup": last["tflops"] / first["best"]["tflops"],
                     "baseline": base, "pct_per_clock": None}
         if last["clock_mhz"] and base["tflops"] and base["clock_mhz"]:
             # both run power-capped: per cycle of the clock each held, how close is the kernel?
             headline["pct_per_clock"] = 100 * (last["tflops"] / last["clock_mhz"]) / (base["tflops"] / base["clock_mhz"])
+    # What the reference deck left on the table, as built here: its last step, then each step past it.
+    reference_last = [s for s in measured_steps if not s["beyond"]][-1:]
+    story = reference_last + [s for s in measured_steps if s["beyond"]]
+    story = story if len(story) >= 2 else []
+    top_waves = waves(headline["to"]["resources"], headline["to"]["occupancy"], device) if headline else None
     return {"shape": {"m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "flops": SHAPE.flops,
                       "intensity_fp32": SHAPE.flops / (4 * (SHAPE.m * SHAPE.k + SHAPE.k * SHAPE.n + SHAPE.m * SHAPE.n))},
             "cublas": cublas, "cublas_rows": list(cublas.values()), "best_tf32": best_tf32,
-            "steps": steps, "headline": headline, "balance": None}
+            "steps": steps, "headline": headline, "balance": None, "story": story, "waves": top_waves}
 
 
 def hbm_context(ctx: Context, device: dict) -> dict:
