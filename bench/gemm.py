@@ -297,6 +297,7 @@ def _cute_prepare(source: str, name: str, tile: dict, device: dict, sass_require
         smem_dynamic = int(cupy.ndarray((1,), cupy.int32, memptr=module.get_global("SMEM_BYTES")).get()[0])
         kernel.max_dynamic_shared_size_bytes = smem_dynamic
     uses_tma = "UTMALDG" in sass_required
+    boxes = {"a": (tile["BM"], tile["BK"]), "b": (tile["BN"] // cluster, tile["BK"])}   # (rows, cols)
     resident = resident_ctas(kernel, threads, smem_dynamic, cluster) if tile.get("PERSISTENT") else None
 
     def prepare(a, b, c):
@@ -307,8 +308,7 @@ def _cute_prepare(source: str, name: str, tile: dict, device: dict, sass_require
                           f"{m}×{n}×{k} is not")
         tiles = (m // tile["BM"], n // tile["BN"])
         grid = ((min(resident, tiles[0] * tiles[1]) if resident else tiles[0] * tiles[1]),) if hopper else tiles
-        operands = ((tensor_map(a, tile["BM"], tile["BK"]), tensor_map(b, tile["BN"] // cluster, tile["BK"]))
-                    if uses_tma else (a, b))
+        operands = (tensor_map(a, *boxes["a"]), tensor_map(b, *boxes["b"])) if uses_tma else (a, b)
         args = (*operands, c, np.int32(m), np.int32(n), np.int32(k))
         run = lambda: kernel(grid, (threads,), args, shared_mem=smem_dynamic)
         attrs = kernel.attributes
@@ -320,8 +320,7 @@ def _cute_prepare(source: str, name: str, tile: dict, device: dict, sass_require
                      "tile": {**tile, "atom_mnk": list(ATOM_SHAPES[tile["MMA_ATOM"]])},
                      "sass": {**{op: counts[op] for op in sass_required}, "instructions": sum(counts.values())}}
         if uses_tma:
-            resources["tma"] = {"a": tensor_map_args(tile["BM"], tile["BK"]),
-                                "b": tensor_map_args(tile["BN"] // cluster, tile["BK"])}
+            resources["tma"] = {operand: tensor_map_args(*box) for operand, box in boxes.items()}
         if resident:
             resources["resident_ctas"] = resident
         return Launch(run, resources)

@@ -23,10 +23,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_wgmma_pipe(const f
     Tensor tBgB = get<3>(cp);                                                // (CPY,CPY_N,CPY_K,k)
     Tensor tBsB = get<4>(cp);                                                // (CPY,CPY_N,CPY_K,PIPE)
 
-    TiledMMA mma = make_tiled_mma(MmaAtom{}, WarpgroupLayout{});
-    ThrMMA thr = mma.get_slice(threadIdx.x);
-    Tensor tCrA = thr.make_fragment_A(thr.partition_A(recast<tfloat32_t>(sA)));   // (MMA,MMA_M,MMA_K,PIPE)
-    Tensor tCrB = thr.make_fragment_B(thr.partition_B(recast<tfloat32_t>(sB)));   // (MMA,MMA_N,MMA_K,PIPE)
+    auto [mma, thr, tCrA, tCrB] = consumer_fragments(smem);                  // (MMA,MMA_M|N,MMA_K,PIPE) descriptors
     Tensor tCgC = thr.partition_C(gC);                                       // (MMA,MMA_M,MMA_N)
     Tensor tCrC = thr.make_fragment_C(tCgC);                                 // (MMA,MMA_M,MMA_N)
     clear(tCrC);

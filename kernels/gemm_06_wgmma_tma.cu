@@ -11,8 +11,6 @@
 #include <cuda.h>                        // CUtensorMap
 #include "gemm_sm90_tiles.cuh"
 
-static_assert(BM <= 256 && BN <= 256, "a TMA box is at most 256 rows");
-
 extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_wgmma_tma(
         const __grid_constant__ CUtensorMap tmaA,     // A (M,K): box BK x BM, 128-byte swizzle
         const __grid_constant__ CUtensorMap tmaB,     // B (N,K): box BK x BN, 128-byte swizzle
@@ -20,30 +18,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_wgmma_tma(
     SharedStorage& smem = shared_storage();
     auto tile = cta_tile(M, N);
     const int tm = get<0>(tile), tn = get<1>(tile);
-    Tensor gC = cta_tile_of_C(C, M, N, tm, tn);                                           // (BM,BN)
-    Tensor sA = make_tensor(make_smem_ptr(reinterpret_cast<tfloat32_t*>(smem.A)), SmemLayoutA{});   // (BM,BK,PIPE)
-    Tensor sB = make_tensor(make_smem_ptr(reinterpret_cast<tfloat32_t*>(smem.B)), SmemLayoutB{});   // (BN,BK,PIPE)
-
-    TiledMMA mma = make_tiled_mma(MmaAtom{}, WarpgroupLayout{});
-    ThrMMA thr = mma.get_slice(threadIdx.x);
-    Tensor tCrA = thr.make_fragment_A(thr.partition_A(sA));                  // (MMA,MMA_M,MMA_K,PIPE) descriptors
-    Tensor tCrB = thr.make_fragment_B(thr.partition_B(sB));                  // (MMA,MMA_N,MMA_K,PIPE) descriptors
-    Tensor tCgC = thr.partition_C(gC);                                       // (MMA,MMA_M,MMA_N)
+    auto [mma, thr, tCrA, tCrB] = consumer_fragments(smem);                  // (MMA,MMA_M|N,MMA_K,PIPE) descriptors
+    Tensor tCgC = thr.partition_C(cta_tile_of_C(C, M, N, tm, tn));           // (MMA,MMA_M,MMA_N)
     Tensor tCrC = thr.make_fragment_C(tCgC);                                 // (MMA,MMA_M,MMA_N)
     clear(tCrC);
+    init_ring_barriers(smem);
 
     // #region kernel
-    constexpr int CONSUMER_WARPS = THREADS / 32;
     const bool producer = threadIdx.x == 0;
     const int k_tiles = K / BK;
-    if (producer) {
-        for (int s = 0; s < STAGES; ++s) {
-            initialize_barrier(smem.full[s], 1);                 // one arrival: the producer's expect_tx
-            initialize_barrier(smem.empty[s], CONSUMER_WARPS);   // one arrival per warp that read it
-        }
-        cutlass::arch::fence_barrier_init();
-    }
-    __syncthreads();
     auto load = [&](int k) {             // producer only: both tiles of K-tile k, completing on full[k % STAGES]
         if (k >= k_tiles) return;
         int s = k % STAGES;
@@ -60,7 +43,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_wgmma_tma(
         wait_barrier(smem.full[k % STAGES], (k / STAGES) & 1);   // the stage's (k / STAGES)-th fill has landed
         mma_async(mma, tCrA(_, _, _, k % STAGES), tCrB(_, _, _, k % STAGES), tCrC);
         warpgroup_wait<1>();             // K-tile k-1's wgmmas are done in this warpgroup (k's still run)
-        if (k > 0 && threadIdx.x % 32 == 0) arrive_barrier(smem.empty[(k - 1) % STAGES]);
+        if (k > 0) release_stage(smem, (k - 1) % STAGES);
         if (producer) load(k + STAGES - 1);                      // into stage (k - 1) % STAGES, once all have read it
     }
     warpgroup_wait<0>();

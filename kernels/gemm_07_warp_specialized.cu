@@ -11,16 +11,7 @@
 #define PRODUCER_WARPGROUPS 1
 #endif
 #include <cuda.h>                           // CUtensorMap
-#include <cutlass/arch/reg_reconfig.h>      // warpgroup_reg_alloc / dealloc: setmaxnreg
-#include "gemm_sm90_tiles.cuh"
-
-static_assert(PRODUCER_WARPGROUPS == 1, "warpgroup 0 produces, the others consume");
-static_assert(BM <= 256 && BN <= 256, "a TMA box is at most 256 rows");
-// One CTA per SM holds all 64K registers. The producer needs few; the consumers, each holding a
-// 64 x BN accumulator (BN / 2 registers a thread), get the rest (a multiple of 8, at most 256).
-constexpr int PRODUCER_REGS = 40;
-constexpr int CONSUMER_REGS = cute::min(256, (65536 / 128 - PRODUCER_REGS) / WARPGROUPS_M / 8 * 8);
-static_assert(CONSUMER_REGS >= BN / 2 + 40, "room for the accumulator and the loop");
+#include "gemm_sm90_tiles.cuh"              // with PRODUCER_WARPGROUPS: PRODUCER_REGS, CONSUMER_REGS
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_warp_specialized(
         const __grid_constant__ CUtensorMap tmaA,     // A (M,K): box BK x BM, 128-byte swizzle
@@ -30,15 +21,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_warp_specialized(
     auto tile = cta_tile(M, N);
     const int tm = get<0>(tile), tn = get<1>(tile);
     const int k_tiles = K / BK;
-    constexpr int CONSUMER_WARPS = CONSUMER_THREADS / 32;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            initialize_barrier(smem.full[s], 1);                 // one arrival: the producer's expect_tx
-            initialize_barrier(smem.empty[s], CONSUMER_WARPS);   // one arrival per consumer warp
-        }
-        cutlass::arch::fence_barrier_init();
-    }
-    __syncthreads();
+    init_ring_barriers(smem);
 
     // #region kernel
     if (threadIdx.x < 128) {                                     // producer warpgroup
@@ -55,12 +38,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_warp_specialized(
         return;
     }
     cutlass::arch::warpgroup_reg_alloc<CONSUMER_REGS>();
-    Tensor sA = make_tensor(make_smem_ptr(reinterpret_cast<tfloat32_t*>(smem.A)), SmemLayoutA{});   // (BM,BK,PIPE)
-    Tensor sB = make_tensor(make_smem_ptr(reinterpret_cast<tfloat32_t*>(smem.B)), SmemLayoutB{});   // (BN,BK,PIPE)
-    TiledMMA mma = make_tiled_mma(MmaAtom{}, WarpgroupLayout{});
-    ThrMMA thr = mma.get_slice(threadIdx.x - 128);
-    Tensor tCrA = thr.make_fragment_A(thr.partition_A(sA));                  // (MMA,MMA_M,MMA_K,PIPE) descriptors
-    Tensor tCrB = thr.make_fragment_B(thr.partition_B(sB));                  // (MMA,MMA_N,MMA_K,PIPE) descriptors
+    auto [mma, thr, tCrA, tCrB] = consumer_fragments(smem);                  // (MMA,MMA_M|N,MMA_K,PIPE) descriptors
     Tensor tCgC = thr.partition_C(cta_tile_of_C(C, M, N, tm, tn));           // (MMA,MMA_M,MMA_N)
     Tensor tCrC = thr.make_fragment_C(tCgC);                                 // (MMA,MMA_M,MMA_N)
     clear(tCrC);
@@ -68,7 +46,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_warp_specialized(
         wait_barrier(smem.full[k % STAGES], (k / STAGES) & 1);
         mma_async(mma, tCrA(_, _, _, k % STAGES), tCrB(_, _, _, k % STAGES), tCrC);
         warpgroup_wait<1>();                                     // K-tile k-1 is done: release its stage
-        if (k > 0 && threadIdx.x % 32 == 0) arrive_barrier(smem.empty[(k - 1) % STAGES]);
+        if (k > 0) release_stage(smem, (k - 1) % STAGES);
     }
     warpgroup_wait<0>();
     copy(tCrC, tCgC);

@@ -70,6 +70,60 @@ __device__ inline SharedStorage& shared_storage() {
     return *reinterpret_cast<SharedStorage*>(smem_raw + ((1024 - misalign) & 1023));
 }
 
+// A consumer thread's wgmma: the tiled MMA over the warpgroups, this thread's slice of it, and
+// its wgmma descriptors of A and B in every stage of the ring. Consumer threads are numbered from
+// 0, after the producer warpgroup if there is one.
+__device__ inline auto consumer_fragments(SharedStorage& smem) {
+    Tensor sA = make_tensor(make_smem_ptr(reinterpret_cast<tfloat32_t*>(smem.A)), SmemLayoutA{});   // (BM,BK,PIPE)
+    Tensor sB = make_tensor(make_smem_ptr(reinterpret_cast<tfloat32_t*>(smem.B)), SmemLayoutB{});   // (BN,BK,PIPE)
+    TiledMMA mma = make_tiled_mma(MmaAtom{}, WarpgroupLayout{});
+    ThrMMA thr = mma.get_slice(threadIdx.x - 128 * PRODUCER_WARPGROUPS);
+    return cute::make_tuple(mma, thr,
+                            thr.make_fragment_A(thr.partition_A(sA)),     // (MMA,MMA_M,MMA_K,PIPE) descriptors
+                            thr.make_fragment_B(thr.partition_B(sB)));    // (MMA,MMA_N,MMA_K,PIPE) descriptors
+}
+
+// --- the TMA steps (6 on): a ring of STAGES buffers, each with a "full" and an "empty" mbarrier --
+
+constexpr int B_SLICE = BN / CLUSTER_M;     // rows of B's tile each CTA of a cluster loads for all of them
+static_assert(BN % (8 * CLUSTER_M) == 0, "B's tile splits into whole 8-row swizzle atoms");
+static_assert(BM <= 256 && B_SLICE <= 256, "a TMA box is at most 256 rows");
+
+// full[s]: one arrival (the producer's expect_tx) and the bytes of the stage; empty[s]: one arrival
+// per consumer warp of the cluster. Every CTA of the cluster has its barriers before any is used.
+__device__ inline void init_ring_barriers(SharedStorage& smem) {
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            initialize_barrier(smem.full[s], 1);
+            initialize_barrier(smem.empty[s], CONSUMER_THREADS / 32 * CLUSTER_M);
+        }
+        cutlass::arch::fence_barrier_init();
+    }
+    if constexpr (CLUSTER_M > 1) cluster_sync(); else __syncthreads();
+}
+
+// This warp has finished reading stage s: arrive on its empty barrier in every CTA of the cluster
+// (every CTA's producer refills its own slice of B into all of them).
+__device__ inline void release_stage(SharedStorage& smem, int s) {
+    if constexpr (CLUSTER_M == 1) {
+        if (threadIdx.x % 32 == 0) arrive_barrier(smem.empty[s]);
+    } else {
+        for (int cta = 0; cta < CLUSTER_M; ++cta)
+            cutlass::arch::ClusterBarrier::arrive(&smem.empty[s], cta, threadIdx.x % 32 == 0);
+    }
+}
+
+// --- the warp-specialized steps (7 on): warpgroup 0 produces, the others consume -----------------
+#if PRODUCER_WARPGROUPS
+#include <cutlass/arch/reg_reconfig.h>      // warpgroup_reg_alloc / dealloc: setmaxnreg
+static_assert(PRODUCER_WARPGROUPS == 1, "one producer warpgroup");
+// One CTA per SM holds all 64K registers. The producer needs few; the consumers, each holding a
+// 64 x BN accumulator (BN / 2 registers a thread), get the rest (a multiple of 8, at most 256).
+constexpr int PRODUCER_REGS = 40;
+constexpr int CONSUMER_REGS = cute::min(256, (65536 / 128 - PRODUCER_REGS) / WARPGROUPS_M / 8 * 8);
+static_assert(CONSUMER_REGS >= BN / 2 + 40, "room for the accumulator and the loop");
+#endif
+
 // Output tile number `id` as (tile row, tile column). Tiles are numbered in the order they are
 // launched (one CTA each) or visited (persistent CTAs); neighbours in that order run together, so
 // it decides which A and B tiles they share in L2. M is walked first, so tiles 2i and 2i+1 share a
