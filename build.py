@@ -164,8 +164,17 @@ def waves(resources: dict, occupancy_: dict | None, device: dict) -> dict | None
     tiles = (SHAPE.m // tile["BM"]) * (SHAPE.n // tile["BN"])
     at_once = resources.get("resident_ctas") or device["sm_count"] * occupancy_["blocks_per_sm"]
     n = tiles / at_once
-    return {"tiles": tiles, "at_once": at_once, "waves": n, "full_waves": math.ceil(n),
-            "last_wave_ctas": tiles - (math.ceil(n) - 1) * at_once, "idle_pct": 100 * (1 - n / math.ceil(n))}
+    out = {"tiles": tiles, "at_once": at_once, "waves": n, "full_waves": math.ceil(n),
+           "last_wave_ctas": tiles - (math.ceil(n) - 1) * at_once, "idle_pct": 100 * (1 - n / math.ceil(n)),
+           "split": None}
+    split = resources.get("split_wave")
+    if split and split["left"]:
+        # the last wave lasts as long as an owner's part or a helper's run of tails, whichever is longer
+        k = split["k_tiles"]
+        last = max(split["split"], split["rounds"] * (k - split["split"])) / k
+        out["split"] = {**split, "last_wave": last, "split_pct": 100 * split["split"] / k,
+                        "idle_pct": 100 * (1 - n / (split["full_waves"] + last))}
+    return out
 
 
 def busiest_unit(profile: dict) -> dict:
@@ -201,9 +210,16 @@ def gemm_context(ctx: Context, device: dict) -> dict:
         for bid, label in step.variants:
             r = ctx.record(bid)
             r["label"] = label
-            if r["tflops"] and baseline["tflops"]:
-                r["pct_cublas"] = 100 * r["tflops"] / baseline["tflops"]
-            r["pct_cublas_best"] = 100 * r["tflops"] / best_tf32["tflops"] if r["tflops"] and best_tf32 else None
+            # the ratio to cuBLAS timed in turns with the kernel (same clock) where the run did so;
+            # the fastest layout's is scaled from it by the two layouts' own runs
+            alternating = r["record"].get("cublas_alternating")
+            r["cublas_tflops"] = alternating["tflops"] if alternating else baseline["tflops"]
+            r["cublas_in_turns"] = bool(alternating)
+            r["pct_cublas_best"] = None
+            if r["tflops"] and r["cublas_tflops"]:
+                r["pct_cublas"] = 100 * r["tflops"] / r["cublas_tflops"]
+                if best_tf32 and baseline["tflops"]:
+                    r["pct_cublas_best"] = r["pct_cublas"] * baseline["tflops"] / best_tf32["tflops"]
             res = r["record"].get("resources")
             r["resources"] = res
             r["occupancy"] = occupancy(res, device) if res else None

@@ -31,12 +31,15 @@ def arch_of(compute_capability: str) -> str:
 
 def nvcc_command(src: Path, out: Path, arch: str, defines: dict | None = None) -> list[str]:
     cmd = ["nvcc", "-std=c++17", "-O3", "-cubin", f"-gencode=arch=compute_{arch},code=sm_{arch}",
-           "--expt-relaxed-constexpr", "-lineinfo"]
+           "--expt-relaxed-constexpr", "-lineinfo", "-Xptxas=-v"]   # -v: ptxas reports serialized wgmma
     inc = cutlass_include()
     if inc:
         cmd += ["-I", str(inc)]
     cmd += [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
     return cmd + ["-o", str(out), str(src)]
+
+
+SERIALIZED_WGMMA = "(C7515)"     # ptxas: "wgmma.mma_async instructions are serialized due to ..."
 
 
 def compile_cu(src: Path, arch: str, defines: dict | None = None) -> Path:
@@ -45,7 +48,8 @@ def compile_cu(src: Path, arch: str, defines: dict | None = None) -> Path:
         raise RuntimeError("nvcc not found on PATH: the CUDA toolkit is needed to build kernels/")
     src = Path(src)
     headers = b"".join(h.read_bytes() for h in sorted(src.parent.glob("*.cuh")))   # local includes
-    key = hashlib.sha256(src.read_bytes() + headers + repr((arch, sorted((defines or {}).items()))).encode()).hexdigest()[:16]
+    command = nvcc_command(src, Path("out"), arch, defines)
+    key = hashlib.sha256(src.read_bytes() + headers + repr(command).encode()).hexdigest()[:16]
     out = CACHE / f"{src.stem}-{arch}-{key}.cubin"
     if not out.exists():
         CACHE.mkdir(parents=True, exist_ok=True)
@@ -53,6 +57,10 @@ def compile_cu(src: Path, arch: str, defines: dict | None = None) -> Path:
         proc = subprocess.run(nvcc_command(src, tmp, arch, defines), capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"nvcc failed on {src.name} for sm_{arch}:\n{proc.stderr.strip()}")
+        if SERIALIZED_WGMMA in proc.stderr:
+            # ptxas would make every wgmma wait for the one before: a slower path, not a tuning choice
+            detail = next(line for line in proc.stderr.splitlines() if SERIALIZED_WGMMA in line)
+            raise RuntimeError(f"{src.name} with {defines}: {detail.strip()}")
         tmp.replace(out)
     return out
 

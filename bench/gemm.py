@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .registry import register
-from .timing import time_gpu
+from .timing import time_gpu_alternating
 
 
 @dataclass(frozen=True)
@@ -116,9 +116,12 @@ def warm(run, seconds: float) -> None:
         cupy.cuda.get_current_stream().synchronize()
 
 
-def run_gemm(ctx, *, precision: str, layout: str, prepare, warmup: int = WARMUP, reps: int = REPS) -> dict:
+def run_gemm(ctx, *, precision: str, layout: str, prepare, warmup: int = WARMUP, reps: int = REPS,
+             against_cublas: bool = False) -> dict:
     """The one GEMM harness: fresh operands, poisoned C, float64 check, then timing
-    at the reference shape; then correctness (or a clear refusal) at ODD_SHAPE."""
+    at the reference shape; then correctness (or a clear refusal) at ODD_SHAPE.
+    ``against_cublas``: time cuBLAS on the same operands and layout in turns with the kernel,
+    so that the ratio of the two compares them under the same clock."""
     import cupy
 
     def checked(shape):
@@ -127,24 +130,34 @@ def run_gemm(ctx, *, precision: str, layout: str, prepare, warmup: int = WARMUP,
         launch = prepare(a, b, c)
         launch.run()
         cupy.cuda.get_current_stream().synchronize()
-        return launch, reference_error(a, b, c, layout, precision)
+        return launch, reference_error(a, b, c, layout, precision), (a, b, c)
 
-    launch, check = checked(SHAPE)
-    warm(launch.run, WARM_S)
-    t = time_gpu(launch.run, warmup=warmup, reps=reps)
+    launch, check, operands = checked(SHAPE)
+    runs = [launch.run]
+    if against_cublas:           # C is checked already: cuBLAS may overwrite it
+        runs.append(lambda: _cublas_gemm(*operands, layout, precision))
+    warm(lambda: [run() for run in runs], WARM_S)
+    times = time_gpu_alternating(runs, warmup=warmup, reps=reps)
+    t = times[0]
     tflops = SHAPE.flops / (t["median"] * 1e-3) / 1e12
     try:
-        _, odd_check = checked(ODD_SHAPE)
+        _, odd_check, _ = checked(ODD_SHAPE)
         odd = {"outcome": "correct" if odd_check["passed"] else "wrong", "check": odd_check}
     except Refused as e:
         odd = {"outcome": "refused", "reason": str(e)}
     odd["shape"] = [ODD_SHAPE.m, ODD_SHAPE.n, ODD_SHAPE.k]
     if odd["outcome"] == "wrong":
         check = {**check, "passed": False, "detail": f"wrong at the odd shape {odd['shape']}: {odd_check['detail']}"}
-    ctx.progress(f"{tflops:.1f} TFLOPS, rel. error {check['rel_error']:.1e}, odd shape {odd['outcome']}")
     record = {"params": {"m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "layout": layout, "precision": precision,
                          "output": "fp32", "warm_s": WARM_S, "warmup": warmup, "reps": reps, "seed": SEED},
               "check": check, "time_ms": t, "tflops": tflops, "odd_shape": odd}
+    versus = ""
+    if against_cublas:
+        record["cublas_alternating"] = {"id": cublas_id(precision, layout), "time_ms": times[1],
+                                        "tflops": SHAPE.flops / (times[1]["median"] * 1e-3) / 1e12,
+                                        "ratio": times[1]["median"] / t["median"]}
+        versus = f" ({100 * record['cublas_alternating']['ratio']:.1f}% of cuBLAS timed in turns)"
+    ctx.progress(f"{tflops:.1f} TFLOPS{versus}, rel. error {check['rel_error']:.1e}, odd shape {odd['outcome']}")
     if launch.resources:
         record["resources"] = launch.resources
     return record
@@ -266,6 +279,19 @@ def resident_ctas(kernel, threads: int, smem_bytes: int, cluster: int) -> int:
     return clusters * cluster
 
 
+def split_wave(units: int, clusters: int, k_tiles: int) -> dict:
+    """The last wave of a split-wave kernel (gemm_10_split_wave.cu's Schedule, which this
+    mirrors): ``units`` cluster tiles on ``clusters`` persistent clusters; the ``left`` units past
+    the full waves each have an owner that computes K-tiles [0, split) and a helper (a cluster with
+    no unit left) that computes the rest, up to ``rounds`` tails one after another."""
+    left = units % clusters
+    helpers = clusters - left
+    rounds = -(-left // helpers)
+    split = -(-rounds * k_tiles // (rounds + 1))
+    return {"units": units, "clusters": clusters, "k_tiles": k_tiles, "full_waves": units // clusters,
+            "left": left, "helpers": helpers, "rounds": rounds, "split": split if left else k_tiles}
+
+
 def _cute_prepare(source: str, name: str, tile: dict, device: dict, sass_required: tuple[str, ...]):
     """prepare() for a CuTe GEMM kernel with a CTA tile of tile["BM"] x tile["BN"] x tile["BK"],
     compiled with the constants in ``tile``; refuses shapes that are not whole tiles. Its SASS
@@ -276,7 +302,8 @@ def _cute_prepare(source: str, name: str, tile: dict, device: dict, sass_require
     the order of its tiles being the kernel's (one CTA a tile, or as many as fit at once when
     PERSISTENT), and dynamic shared memory of the size the kernel exports as SMEM_BYTES; kernels
     that must hold UTMALDG take tensor maps of A and B in place of the pointers (B's box is
-    1/CLUSTER_M of its tile: each CTA of a cluster loads that slice for all of them)."""
+    1/CLUSTER_M of its tile: each CTA of a cluster loads that slice for all of them); SPLIT_WAVE
+    kernels also take scratch for the partial sums of split tiles and their ready flags."""
     import cupy
     import numpy as np
     from .cuda import KERNELS, load_module
@@ -310,6 +337,10 @@ def _cute_prepare(source: str, name: str, tile: dict, device: dict, sass_require
         grid = ((min(resident, tiles[0] * tiles[1]) if resident else tiles[0] * tiles[1]),) if hopper else tiles
         operands = (tensor_map(a, *boxes["a"]), tensor_map(b, *boxes["b"])) if uses_tma else (a, b)
         args = (*operands, c, np.int32(m), np.int32(n), np.int32(k))
+        if tile.get("SPLIT_WAVE"):       # per CTA: one tile's partial sums, and a ready flag per consumer thread
+            consumers = 128 * tile["WARPGROUPS_M"]
+            args += (cupy.empty(grid[0] * tile["BM"] * tile["BN"], cupy.float32),
+                     cupy.zeros(grid[0] * consumers, cupy.int32))
         run = lambda: kernel(grid, (threads,), args, shared_mem=smem_dynamic)
         attrs = kernel.attributes
         resources = {"threads_per_block": threads, "grid": list(grid),
@@ -323,6 +354,8 @@ def _cute_prepare(source: str, name: str, tile: dict, device: dict, sass_require
             resources["tma"] = {operand: tensor_map_args(*box) for operand, box in boxes.items()}
         if resident:
             resources["resident_ctas"] = resident
+        if tile.get("SPLIT_WAVE"):
+            resources["split_wave"] = split_wave(tiles[0] * tiles[1] // cluster, grid[0] // cluster, k // tile["BK"])
         return Launch(run, resources)
     return prepare
 
@@ -350,8 +383,8 @@ def _register_kernel(bid: str, title: str, source: str, kernel: HandWritten, ext
 
     @register(bid, sources=[source, *extra_sources], code=source, title=title, timeout_s=600, min_cc=min_cc)
     def run(ctx) -> dict:
-        return run_gemm(ctx, precision=kernel.precision, layout=kernel.layout,
-                        prepare=kernel.make_prepare(ctx.device), warmup=min(3, kernel.reps), reps=kernel.reps)
+        return run_gemm(ctx, precision=kernel.precision, layout=kernel.layout, prepare=kernel.make_prepare(ctx.device),
+                        warmup=min(3, kernel.reps), reps=kernel.reps, against_cublas=True)
 
 
 def _cute(source: str, name: str, tile: dict, sass_required: tuple[str, ...]) -> HandWritten:
@@ -423,6 +456,8 @@ for _bid, _title, _source, _name, _tile in (
         ("gemm.persistent_no_cluster", "Persistent, no cluster (TF32)", "gemm_09_persistent.cu",
          "gemm_persistent", _sm90(256, _DEEP, 8, **_WS, CLUSTER_M=1, PERSISTENT=1)),
         ("gemm.persistent", "Persistent, 2-CTA clusters (TF32)", "gemm_09_persistent.cu",
-         "gemm_persistent", _sm90(256, _DEEP, 8, **_WS, CLUSTER_M=2, PERSISTENT=1))):
+         "gemm_persistent", _sm90(256, _DEEP, 8, **_WS, CLUSTER_M=2, PERSISTENT=1)),
+        ("gemm.split_wave", "Persistent + split last wave (TF32)", "gemm_10_split_wave.cu",
+         "gemm_split_wave", _sm90(256, _DEEP, 8, **_WS, CLUSTER_M=2, PERSISTENT=1, SPLIT_WAVE=1))):
     _register_kernel(_bid, _title, f"kernels/{_source}", _cute(_source, _name, _tile, ("HGMMA", "UTMALDG")),
                      _SM90_SOURCES, HOPPER)

@@ -46,4 +46,8 @@ STEPS = (
          "loads overlap this tile's epilogue",
          (("gemm.persistent_no_cluster", "no cluster"), ("gemm.persistent", "2-CTA clusters")), "b_kmajor", "tf32",
          beyond=True),
+    Step("split_wave", "Split Last Wave",
+         "+ the tiles past the last full wave split in two along K: their owners compute the first part, "
+         "the clusters that would idle compute the rest and leave partial sums for the owners to add",
+         (("gemm.split_wave", "split last wave"),), "b_kmajor", "tf32", beyond=True),
 )

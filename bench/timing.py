@@ -40,21 +40,31 @@ def _stream_holder():
 
 def time_gpu(fn, *, warmup: int = 3, reps: int = 20) -> dict:
     """Time ``fn`` (which enqueues GPU work on the current stream) with CUDA events."""
+    return time_gpu_alternating([fn], warmup=warmup, reps=reps)[0]
+
+
+def time_gpu_alternating(fns, *, warmup: int = 3, reps: int = 20) -> list[dict]:
+    """Time each of ``fns`` ``reps`` times, taking turns within every repetition, so that
+    all of them meet the same clocks and temperatures (a GPU held at its power cap moves its
+    clock from one millisecond to the next): their ratio is then fair even where each
+    alone would drift."""
     import cupy
 
     hold = _stream_holder()
     for _ in range(warmup):
-        fn()
+        for fn in fns:
+            fn()
     cupy.cuda.get_current_stream().synchronize()
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
-    times = []
+    times = [[] for _ in fns]
     began = time.monotonic()
     for _ in range(reps):
-        hold()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, end))
+        for fn, own in zip(fns, times):
+            hold()
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            own.append(cupy.cuda.get_elapsed_time(start, end))
     TIMED_SPANS.append((began, time.monotonic()))
-    return summarize(times)
+    return [summarize(t) for t in times]

@@ -442,6 +442,10 @@ def wgmma_diagram(step: dict, shape: dict) -> str:
     ctas = res["grid"][0]
     grid = (f"{ctas} persistent CTAs (all that fit at once) walk {tiles:,} tiles, {tiles / ctas:.2f} each"
             if t.get("PERSISTENT") else f"{tiles:,} CTAs")
+    split = res.get("split_wave")
+    if split and split["left"]:
+        grid = (f"{ctas} persistent CTAs: {split['full_waves']} full waves, then {split['left']} last-wave "
+                f"tile pairs split at K-tile {split['split']} of {split['k_tiles']}, the rest on {split['helpers']} helper clusters")
     clusters = f" in clusters of {cluster} on adjacent tile rows" if cluster > 1 else ""
     notes = [f"grid: {grid} of {res['threads_per_block']} threads{clusters}",
              f"tile order: {order}; K loop: {shape['k'] // bk:,} steps of {bk}",
@@ -454,7 +458,8 @@ def wgmma_diagram(step: dict, shape: dict) -> str:
 
 DIAGRAMS = {"naive": naive_diagram, "cute_mma": cute_diagram, "cute_smem": cute_diagram,
             "wgmma": wgmma_diagram, "wgmma_pipe": wgmma_diagram, "wgmma_tma": wgmma_diagram,
-            "warp_specialized": wgmma_diagram, "cluster": wgmma_diagram, "persistent": wgmma_diagram}
+            "warp_specialized": wgmma_diagram, "cluster": wgmma_diagram, "persistent": wgmma_diagram,
+            "split_wave": wgmma_diagram}
 
 
 def draw_all(context: dict) -> dict[str, str]:

@@ -1,0 +1,126 @@
+// Step 10 — split last wave: the tiles left over after the last full wave are split in two along K.
+// Each has an owner cluster that computes its first K-tiles; the clusters with no tile left compute the
+// rest, one tile after another, and leave partial sums in global memory for the owner to add.
+//
+// Same persistent clusters, multicast and ring as step 9. The split point balances the two: an
+// owner's K-tiles cover a helper's run of tails, so the last wave ends sooner; all helpers work at the
+// same K at the same time, like the owners, so the tiles they load are still shared in L2.
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef PRODUCER_WARPGROUPS
+#define PRODUCER_WARPGROUPS 1
+#endif
+#ifndef CLUSTER_M
+#define CLUSTER_M 2
+#endif
+#include <cuda.h>                           // CUtensorMap
+#include "gemm_sm90_tiles.cuh"
+
+constexpr int FRAGMENT = BM * BN / CONSUMER_THREADS;   // accumulators a consumer thread holds
+
+// A cluster's work, in order: whole tiles over the full waves, then its part of the last wave:
+// pieces (cluster tile, K-tiles [k0, k1)).
+struct Piece { int unit, k0, k1; };
+struct Schedule {
+    int k_tiles, clusters, cluster, full_units, left, helpers, split;
+    __device__ Schedule(int M, int N, int K) {
+        int units = (M / BM) * (N / BN) / CLUSTER_M;        // a unit: one tile per CTA of the cluster
+        k_tiles = K / BK;
+        clusters = gridDim.x / CLUSTER_M;
+        cluster = blockIdx.x / CLUSTER_M;
+        left = units % clusters;                            // the last wave's units, one per owner cluster
+        full_units = units - left;
+        helpers = clusters - left;                          // the clusters with nothing in the last wave
+        int rounds = (left + helpers - 1) / helpers;        // tails a helper computes, at most
+        split = (rounds * k_tiles + rounds) / (rounds + 1); // owners' K-tiles: ceil(rounds k / (rounds + 1))
+    }
+    __device__ bool piece(int i, Piece& p) const {          // this cluster's i-th piece; false past the last
+        int whole = full_units / clusters;
+        if (i < whole) { p = {cluster + i * clusters, 0, k_tiles}; return true; }
+        i -= whole;
+        if (cluster < left) { p = {full_units + cluster, 0, split}; return i == 0; }
+        int tail = cluster - left + i * helpers;            // helpers take the tails in turn
+        p = {full_units + tail, split, k_tiles};
+        return tail < left && split < k_tiles;
+    }
+};
+
+extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(THREADS, 1) gemm_split_wave(
+        const __grid_constant__ CUtensorMap tmaA,     // A (M,K): box BK x BM, 128-byte swizzle
+        const __grid_constant__ CUtensorMap tmaB,     // B (N,K): box BK x BN/CLUSTER_M, 128-byte swizzle
+        float* C, int M, int N, int K,
+        float* partials,                              // (FRAGMENT,CONSUMER_THREADS) per CTA of the last wave: its tail
+        int* ready) {                                 // (CONSUMER_THREADS) per CTA of the last wave: 1 while its tail waits
+    SharedStorage& smem = shared_storage();
+    const int rank = block_rank_in_cluster();
+    const Schedule schedule(M, N, K);
+    init_ring_barriers(smem);
+
+    // #region kernel
+    if (threadIdx.x < 128) {                                     // producer warpgroup
+        cutlass::arch::warpgroup_reg_dealloc<PRODUCER_REGS>();
+        if (threadIdx.x == 0) {
+            int fill = 0;
+            Piece p;
+            for (int i = 0; schedule.piece(i, p); ++i) {
+                auto [tm, tn] = cta_tile(M, N, p.unit * CLUSTER_M + rank);
+                for (int k = p.k0; k < p.k1; ++k, ++fill) {
+                    int s = fill % STAGES;
+                    if (fill >= STAGES) wait_barrier(smem.empty[s], (fill / STAGES + 1) & 1);
+                    set_barrier_transaction_bytes(smem.full[s], STAGE_BYTES);
+                    constexpr auto hint = static_cast<uint64_t>(TMA::CacheHintSm90::EVICT_NORMAL);
+                    constexpr uint16_t everyone = (1 << CLUSTER_M) - 1;
+                    SM90_TMA_LOAD_2D::copy(&tmaA, &smem.full[s], hint, smem.A + s * BM * BK, k * BK, tm * BM);
+                    SM90_TMA_LOAD_MULTICAST_2D::copy(&tmaB, &smem.full[s], everyone, hint,
+                                                     smem.B + s * BN * BK + rank * B_SLICE * BK, k * BK, tn * BN + rank * B_SLICE);
+                }
+            }
+        }
+    } else {
+        cutlass::arch::warpgroup_reg_alloc<CONSUMER_REGS>();
+        auto [mma, thr, tCrA, tCrB] = consumer_fragments(smem);              // (MMA,MMA_M|N,MMA_K,PIPE) descriptors
+        Tensor tCrC = thr.partition_fragment_C(cta_tile_of_C(C, M, N, 0, 0)); // (MMA,MMA_M,MMA_N)
+        static_assert(decltype(size(tCrC))::value == FRAGMENT);
+        // Last-wave unit u's tail sums for this CTA's tile and this thread, coalesced over the threads.
+        const int ct = threadIdx.x - 128;
+        float* tail_sums = partials + rank * FRAGMENT * CONSUMER_THREADS + ct;     // + u * CLUSTER_M * FRAGMENT * CONSUMER_THREADS
+        int* tail_ready = ready + rank * CONSUMER_THREADS + ct;                    // + u * CLUSTER_M * CONSUMER_THREADS
+        int fill = 0;
+        Piece p;
+        for (int i = 0; schedule.piece(i, p); ++i) {
+            clear(tCrC);
+            warpgroup_fence_operand(tCrC);       // else ptxas serializes the wgmmas: the sums are added outside them
+            for (int k = p.k0; k < p.k1; ++k, ++fill) {
+                wait_barrier(smem.full[fill % STAGES], (fill / STAGES) & 1);
+                mma_async(mma, tCrA(_, _, _, fill % STAGES), tCrB(_, _, _, fill % STAGES), tCrC);
+                warpgroup_wait<1>();
+                if (k > p.k0) release_stage(smem, (fill - 1) % STAGES);
+            }
+            warpgroup_wait<0>();
+            warpgroup_fence_operand(tCrC);
+            release_stage(smem, (fill - 1) % STAGES);
+            const int u = p.unit - schedule.full_units;
+            float* sums = tail_sums + u * CLUSTER_M * FRAGMENT * CONSUMER_THREADS;
+            int* flag = tail_ready + u * CLUSTER_M * CONSUMER_THREADS;
+            if (p.k0 > 0) {                                      // a helper: leave the tail's sums
+                CUTE_UNROLL
+                for (int j = 0; j < FRAGMENT; ++j) __stcg(sums + j * CONSUMER_THREADS, tCrC(j));
+                __threadfence();                                 // the sums are visible before the flag
+                atomicExch(flag, 1);
+                continue;
+            }
+            if (p.k1 < schedule.k_tiles) {                       // an owner: add the tail's sums
+                while (atomicAdd(flag, 0) == 0) __nanosleep(256);
+                __threadfence();
+                CUTE_UNROLL
+                for (int j = 0; j < FRAGMENT; ++j) tCrC(j) += __ldcg(sums + j * CONSUMER_THREADS);
+                *flag = 0;                                       // for the next launch
+            }
+            auto [tm, tn] = cta_tile(M, N, p.unit * CLUSTER_M + rank);
+            copy(tCrC, thr.partition_C(cta_tile_of_C(C, M, N, tm, tn)));
+        }
+    }
+    cluster_sync();                          // no CTA leaves while a peer may still signal its barriers
+    // #endregion kernel
+}
