@@ -210,16 +210,12 @@ def gemm_context(ctx: Context, device: dict) -> dict:
         for bid, label in step.variants:
             r = ctx.record(bid)
             r["label"] = label
-            # the ratio to cuBLAS timed in turns with the kernel (same clock) where the run did so;
-            # the fastest layout's is scaled from it by the two layouts' own runs
-            alternating = r["record"].get("cublas_alternating")
-            r["cublas_tflops"] = alternating["tflops"] if alternating else baseline["tflops"]
-            r["cublas_in_turns"] = bool(alternating)
-            r["pct_cublas_best"] = None
-            if r["tflops"] and r["cublas_tflops"]:
-                r["pct_cublas"] = 100 * r["tflops"] / r["cublas_tflops"]
-                if best_tf32 and baseline["tflops"]:
-                    r["pct_cublas_best"] = r["pct_cublas"] * baseline["tflops"] / best_tf32["tflops"]
+            if r["tflops"] and baseline["tflops"]:
+                r["pct_cublas"] = 100 * r["tflops"] / baseline["tflops"]
+            r["pct_cublas_best"] = 100 * r["tflops"] / best_tf32["tflops"] if r["tflops"] and best_tf32 else None
+            # timed in turns with cuBLAS, both at the same clock: the ratio without the power cap's say
+            in_turns = r["record"].get("cublas_in_turns")
+            r["pct_cublas_in_turns"] = 100 * in_turns["ratio"] if in_turns else None
             res = r["record"].get("resources")
             r["resources"] = res
             r["occupancy"] = occupancy(res, device) if res else None
