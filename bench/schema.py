@@ -37,7 +37,8 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         rows: [{...}, ...]               # tables
         # family-specific fields, each described where the benchmark is defined:
         # GEMMs: resources {threads_per_block, grid, regs_per_thread, smem_*_bytes, local_bytes},
-        #        odd_shape {shape, outcome: correct | wrong | refused, check | reason} (bench/gemm.py);
+        #        odd_shape {shape, outcome: correct | wrong | refused, check | reason},
+        #        cublas_in_turns {id, time_ms, kernel_time_ms, ratio}: timed alternately (bench/gemm.py);
         # hbm: memcpy; latency.instruction: rows[].cycles/sass by ILP; latency.memory: levels, sweep;
         # transpose: copy (bench/hbm.py, bench/latency.py, bench/transpose.py)
 

@@ -10,7 +10,7 @@ from slides import figures
 
 # The reference deck's outline, in order (kernel slides: code, diagram, performance).
 KERNELS = ["Naive FP32", "CuTe Simple MMA", "CuTe SMEM", "CuTe WGMMA", "WGMMA Pipelined", "WGMMA + TMA",
-           "Warp Specialization", "Clusters + TMA Multicast", "Persistent Kernel"]
+           "Warp Specialization", "Clusters + TMA Multicast", "Persistent Kernel", "Split Last Wave"]
 OUTLINE = (["CUDA Performance Study", "Hopper SM Architecture", "Theoretical Peak Performance",
             "Why Matrix Multiply?", "GEMM Problem Setup"]
            + [f"Kernel {i}: {k} — {part}" for i, k in enumerate(KERNELS, 1)
@@ -313,9 +313,41 @@ def test_missing_slide_tells_what_each_step_past_the_reference_added(deck):
                       ("gemm.warp_specialized_deep", "gemm.cluster_multicast")):
         gain = 100 * (b[bid]["tflops"] / b[prev]["tflops"] - 1)
         assert f"**{b[bid]['tflops']:,.1f}** | {gain:+.1f}% | {100 * b[bid]['tflops'] / cublas:.1f}%" in missing
-    top = max(("gemm.persistent", "gemm.cluster_multicast", "gemm.warp_specialized_deep"), key=lambda k: b[k]["tflops"])
+    top = max(("gemm.split_wave", "gemm.persistent", "gemm.cluster_multicast", "gemm.warp_specialized_deep"),
+              key=lambda k: b[k]["tflops"])
     res = b[top]["resources"]
     at_once = res.get("resident_ctas") or deck["doc"]["device"]["sm_count"]
     tiles = (4096 // 128) * (8192 // 256)
     assert f"{tiles:,} tiles on {at_once} CTAs at a time make {tiles / at_once:.2f} waves" in missing
     assert f"**{b[top]['tflops']:,.1f} TFLOPS**: **{100 * b[top]['tflops'] / cublas:.1f}%** of cuBLAS TF32" in closing
+    split = b[top]["resources"].get("split_wave")
+    if split:     # split along K: the last wave lasts an owner's part (or a helper's run of tails) of a tile
+        last = max(split["split"], split["rounds"] * (split["k_tiles"] - split["split"])) / split["k_tiles"]
+        idle = 100 * (1 - (tiles / at_once) / (split["full_waves"] + last))
+        assert f"the last wave lasts {last:.2f} of a tile's time and {idle:.1f}% is idle" in missing
+        assert f"{split['helpers']} helper clusters the rest" in missing
+    in_turns = b[top].get("cublas_in_turns")
+    if in_turns:
+        assert f"Timed in turns with cuBLAS, so that both run at the same clock, it does {100 * in_turns['ratio']:.1f}%" in closing
+
+
+def test_split_wave_diagram_shows_the_split_last_wave(fixture_doc):
+    from slides import figures
+    res = fixture_doc["benchmarks"]["gemm.split_wave"]["resources"]
+    svg = figures.wgmma_diagram({"best": {"resources": res}}, {"m": 4096, "n": 8192, "k": 16384})
+    sw = res["split_wave"]
+    assert (f"{sw['full_waves']} full waves, then {sw['left']} last-wave tile pairs split at K-tile "
+            f"{sw['split']} of {sw['k_tiles']}, the rest on {sw['helpers']} helper clusters") in svg
+
+
+def test_split_wave_schedule_gives_every_cluster_one_piece_of_the_last_wave():
+    """bench.gemm.split_wave mirrors the kernel's Schedule: owners' parts and helpers' runs of tails
+    cover each last-wave tile's K exactly once, and neither outlasts a whole tile."""
+    from bench.gemm import split_wave
+    for units, clusters, k in ((512, 66, 512), (1024, 66, 256), (64, 66, 64), (128, 66, 128), (66, 66, 32)):
+        s = split_wave(units, clusters, k)
+        assert s["full_waves"] * clusters + s["left"] == units
+        if s["left"]:
+            tails = [len(range(h, s["left"], s["helpers"])) for h in range(s["helpers"])]
+            assert sum(tails) == s["left"] and max(tails) == s["rounds"]
+            assert max(tails) * (k - s["split"]) <= s["split"] < k
