@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .registry import register
-from .timing import time_gpu_alternating
+from .timing import time_gpu, time_gpu_alternating
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ def run_gemm(ctx, *, precision: str, layout: str, prepare, warmup: int = WARMUP,
 
     launch, check, operands = checked(SHAPE)
     warm(launch.run, WARM_S)
-    (t,) = time_gpu_alternating([launch.run], warmup=warmup, reps=reps)
+    t = time_gpu(launch.run, warmup=warmup, reps=reps)
     if against_cublas:           # C is checked already: cuBLAS may overwrite it
         in_turns = time_gpu_alternating([launch.run, lambda: _cublas_gemm(*operands, layout, precision)],
                                         warmup=warmup, reps=reps)

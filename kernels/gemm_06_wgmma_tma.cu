@@ -29,21 +29,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_wgmma_tma(
     const int k_tiles = K / BK;
     auto load = [&](int k) {             // producer only: both tiles of K-tile k, completing on full[k % STAGES]
         if (k >= k_tiles) return;
-        int s = k % STAGES;
-        if (k >= STAGES) wait_barrier(smem.empty[s], (k / STAGES + 1) & 1);   // its previous tile has been read
-        set_barrier_transaction_bytes(smem.full[s], STAGE_BYTES);
-        constexpr auto hint = static_cast<uint64_t>(TMA::CacheHintSm90::EVICT_NORMAL);
-        SM90_TMA_LOAD_2D::copy(&tmaA, &smem.full[s], hint, smem.A + s * BM * BK, k * BK, tm * BM);
-        SM90_TMA_LOAD_2D::copy(&tmaB, &smem.full[s], hint, smem.B + s * BN * BK, k * BK, tn * BN);
+        int s = acquire_stage(smem, k);                           // its previous tile has been read
+        SM90_TMA_LOAD_2D::copy(&tmaA, &smem.full[s], TMA_HINT, smem.A + s * BM * BK, k * BK, tm * BM);
+        SM90_TMA_LOAD_2D::copy(&tmaB, &smem.full[s], TMA_HINT, smem.B + s * BN * BK, k * BK, tn * BN);
     };
     if (producer)
         for (int k = 0; k < STAGES - 1; ++k) load(k);
 
     for (int k = 0; k < k_tiles; ++k) {
-        wait_barrier(smem.full[k % STAGES], (k / STAGES) & 1);   // the stage's (k / STAGES)-th fill has landed
-        mma_async(mma, tCrA(_, _, _, k % STAGES), tCrB(_, _, _, k % STAGES), tCrC);
-        warpgroup_wait<1>();             // K-tile k-1's wgmmas are done in this warpgroup (k's still run)
-        if (k > 0) release_stage(smem, (k - 1) % STAGES);
+        mma_stage(smem, mma, tCrA, tCrB, tCrC, k, k > 0);       // K-tile k-1 is done in this warpgroup: released
         if (producer) load(k + STAGES - 1);                      // into stage (k - 1) % STAGES, once all have read it
     }
     warpgroup_wait<0>();

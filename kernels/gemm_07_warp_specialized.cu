@@ -28,12 +28,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_warp_specialized(
         cutlass::arch::warpgroup_reg_dealloc<PRODUCER_REGS>();
         if (threadIdx.x == 0)
             for (int k = 0; k < k_tiles; ++k) {
-                int s = k % STAGES;
-                if (k >= STAGES) wait_barrier(smem.empty[s], (k / STAGES + 1) & 1);   // fill k/STAGES - 1 was read
-                set_barrier_transaction_bytes(smem.full[s], STAGE_BYTES);
-                constexpr auto hint = static_cast<uint64_t>(TMA::CacheHintSm90::EVICT_NORMAL);
-                SM90_TMA_LOAD_2D::copy(&tmaA, &smem.full[s], hint, smem.A + s * BM * BK, k * BK, tm * BM);
-                SM90_TMA_LOAD_2D::copy(&tmaB, &smem.full[s], hint, smem.B + s * BN * BK, k * BK, tn * BN);
+                int s = acquire_stage(smem, k);
+                SM90_TMA_LOAD_2D::copy(&tmaA, &smem.full[s], TMA_HINT, smem.A + s * BM * BK, k * BK, tm * BM);
+                SM90_TMA_LOAD_2D::copy(&tmaB, &smem.full[s], TMA_HINT, smem.B + s * BN * BK, k * BK, tn * BN);
             }
         return;
     }
@@ -42,12 +39,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_warp_specialized(
     Tensor tCgC = thr.partition_C(cta_tile_of_C(C, M, N, tm, tn));           // (MMA,MMA_M,MMA_N)
     Tensor tCrC = thr.make_fragment_C(tCgC);                                 // (MMA,MMA_M,MMA_N)
     clear(tCrC);
-    for (int k = 0; k < k_tiles; ++k) {
-        wait_barrier(smem.full[k % STAGES], (k / STAGES) & 1);
-        mma_async(mma, tCrA(_, _, _, k % STAGES), tCrB(_, _, _, k % STAGES), tCrC);
-        warpgroup_wait<1>();                                     // K-tile k-1 is done: release its stage
-        if (k > 0) release_stage(smem, (k - 1) % STAGES);
-    }
+    for (int k = 0; k < k_tiles; ++k)
+        mma_stage(smem, mma, tCrA, tCrB, tCrC, k, k > 0);        // K-tile k-1 is done: release its stage
     warpgroup_wait<0>();
     copy(tCrC, tCgC);
     // #endregion kernel

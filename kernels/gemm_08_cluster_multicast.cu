@@ -34,13 +34,9 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
         cutlass::arch::warpgroup_reg_dealloc<PRODUCER_REGS>();
         if (threadIdx.x == 0)
             for (int k = 0; k < k_tiles; ++k) {
-                int s = k % STAGES;
-                if (k >= STAGES) wait_barrier(smem.empty[s], (k / STAGES + 1) & 1);   // read in every CTA
-                set_barrier_transaction_bytes(smem.full[s], STAGE_BYTES);             // A, and all of B's slices
-                constexpr auto hint = static_cast<uint64_t>(TMA::CacheHintSm90::EVICT_NORMAL);
-                constexpr uint16_t everyone = (1 << CLUSTER_M) - 1;
-                SM90_TMA_LOAD_2D::copy(&tmaA, &smem.full[s], hint, smem.A + s * BM * BK, k * BK, tm * BM);
-                SM90_TMA_LOAD_MULTICAST_2D::copy(&tmaB, &smem.full[s], everyone, hint,
+                int s = acquire_stage(smem, k);      // read in every CTA; full[s] counts A and all of B's slices
+                SM90_TMA_LOAD_2D::copy(&tmaA, &smem.full[s], TMA_HINT, smem.A + s * BM * BK, k * BK, tm * BM);
+                SM90_TMA_LOAD_MULTICAST_2D::copy(&tmaB, &smem.full[s], WHOLE_CLUSTER, TMA_HINT,
                                                  smem.B + s * BN * BK + rank * B_SLICE * BK, k * BK, tn * BN + rank * B_SLICE);
             }
     } else {
@@ -49,12 +45,8 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
         Tensor tCgC = thr.partition_C(cta_tile_of_C(C, M, N, tm, tn));       // (MMA,MMA_M,MMA_N)
         Tensor tCrC = thr.make_fragment_C(tCgC);                             // (MMA,MMA_M,MMA_N)
         clear(tCrC);
-        for (int k = 0; k < k_tiles; ++k) {
-            wait_barrier(smem.full[k % STAGES], (k / STAGES) & 1);
-            mma_async(mma, tCrA(_, _, _, k % STAGES), tCrB(_, _, _, k % STAGES), tCrC);
-            warpgroup_wait<1>();                                 // K-tile k-1 is done: release it cluster-wide
-            if (k > 0) release_stage(smem, (k - 1) % STAGES);
-        }
+        for (int k = 0; k < k_tiles; ++k)
+            mma_stage(smem, mma, tCrA, tCrB, tCrC, k, k > 0);    // K-tile k-1 is done: release it cluster-wide
         warpgroup_wait<0>();
         copy(tCrC, tCgC);
     }

@@ -35,13 +35,9 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
             for (int t = first + rank; t < tiles; t += stride) {
                 auto [tm, tn] = cta_tile(M, N, t);
                 for (int k = 0; k < k_tiles; ++k, ++fill) {
-                    int s = fill % STAGES;
-                    if (fill >= STAGES) wait_barrier(smem.empty[s], (fill / STAGES + 1) & 1);
-                    set_barrier_transaction_bytes(smem.full[s], STAGE_BYTES);
-                    constexpr auto hint = static_cast<uint64_t>(TMA::CacheHintSm90::EVICT_NORMAL);
-                    constexpr uint16_t everyone = (1 << CLUSTER_M) - 1;
-                    SM90_TMA_LOAD_2D::copy(&tmaA, &smem.full[s], hint, smem.A + s * BM * BK, k * BK, tm * BM);
-                    SM90_TMA_LOAD_MULTICAST_2D::copy(&tmaB, &smem.full[s], everyone, hint,
+                    int s = acquire_stage(smem, fill);
+                    SM90_TMA_LOAD_2D::copy(&tmaA, &smem.full[s], TMA_HINT, smem.A + s * BM * BK, k * BK, tm * BM);
+                    SM90_TMA_LOAD_MULTICAST_2D::copy(&tmaB, &smem.full[s], WHOLE_CLUSTER, TMA_HINT,
                                                      smem.B + s * BN * BK + rank * B_SLICE * BK, k * BK, tn * BN + rank * B_SLICE);
                 }
             }
@@ -54,12 +50,8 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
         for (int t = first + rank; t < tiles; t += stride) {
             auto [tm, tn] = cta_tile(M, N, t);
             clear(tCrC);
-            for (int k = 0; k < k_tiles; ++k, ++fill) {
-                wait_barrier(smem.full[fill % STAGES], (fill / STAGES) & 1);
-                mma_async(mma, tCrA(_, _, _, fill % STAGES), tCrB(_, _, _, fill % STAGES), tCrC);
-                warpgroup_wait<1>();
-                if (k > 0) release_stage(smem, (fill - 1) % STAGES);
-            }
+            for (int k = 0; k < k_tiles; ++k, ++fill)
+                mma_stage(smem, mma, tCrA, tCrB, tCrC, fill, k > 0);
             warpgroup_wait<0>();
             release_stage(smem, (fill - 1) % STAGES);           // the tile's last K-tile
             copy(tCrC, thr.partition_C(cta_tile_of_C(C, M, N, tm, tn)));

@@ -113,6 +113,18 @@ __device__ inline void release_stage(SharedStorage& smem, int s) {
     }
 }
 
+constexpr auto TMA_HINT = static_cast<uint64_t>(TMA::CacheHintSm90::EVICT_NORMAL);
+constexpr uint16_t WHOLE_CLUSTER = (1 << CLUSTER_M) - 1;   // multicast mask: every CTA of the cluster
+
+// Producer thread: the stage that the fill-th K-tile through the ring goes to, once the fill before
+// it in that stage has been read (in every CTA of the cluster), with full[s] armed for its bytes.
+__device__ inline int acquire_stage(SharedStorage& smem, int fill) {
+    int s = fill % STAGES;
+    if (fill >= STAGES) wait_barrier(smem.empty[s], (fill / STAGES + 1) & 1);
+    set_barrier_transaction_bytes(smem.full[s], STAGE_BYTES);
+    return s;
+}
+
 // --- the warp-specialized steps (7 on): warpgroup 0 produces, the others consume -----------------
 #if PRODUCER_WARPGROUPS
 #include <cutlass/arch/reg_reconfig.h>      // warpgroup_reg_alloc / dealloc: setmaxnreg
@@ -178,6 +190,18 @@ __device__ inline void mma_async(TiledMma& mma, FragA const& a, FragB const& b, 
     gemm(mma, a, b, c);
     warpgroup_commit_batch();
     warpgroup_fence_operand(c);
+}
+
+// Consumer: wgmma over the fill-th K-tile once it has landed; then wait for the K-tile before it
+// (this one's wgmmas still run) and, if it belongs to the same tile, release its stage.
+template <class TiledMma, class FragA, class FragB, class FragC>
+__device__ inline void mma_stage(SharedStorage& smem, TiledMma& mma, FragA const& tCrA, FragB const& tCrB,
+                                 FragC& tCrC, int fill, bool release_previous) {
+    int s = fill % STAGES;
+    wait_barrier(smem.full[s], (fill / STAGES) & 1);        // the stage's (fill / STAGES)-th fill has landed
+    mma_async(mma, tCrA(_, _, _, s), tCrB(_, _, _, s), tCrC);
+    warpgroup_wait<1>();
+    if (release_previous) release_stage(smem, (fill - 1) % STAGES);
 }
 
 // The dynamic shared memory a launch must ask for, read by the launcher (bench/gemm.py).
