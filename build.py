@@ -34,7 +34,8 @@ PER_SM_FLOP_PER_CLK = {
     "8.9": {"fp32": 256, "tf32": 512, "bf16": 1024},
     "9.0": {"fp32": 256, "tf32": 2048, "bf16": 4096},
 }
-ARCH_NAMES = {"7": "Volta/Turing", "8": "Ampere/Ada", "9": "Hopper", "10": "Blackwell", "12": "Blackwell"}
+ARCH_NAMES = {"7.0": "Volta", "7.5": "Turing", "8.0": "Ampere", "8.6": "Ampere", "8.7": "Ampere", "8.9": "Ada Lovelace",
+              "9.0": "Hopper", "10.0": "Blackwell", "10.3": "Blackwell", "12.0": "Blackwell"}
 SUBPARTITIONS_PER_SM = 4     # one warp scheduler each, every architecture since Volta
 WARP_SIZE = 32
 PRECISION_NAMES = {"fp32": "FP32 (CUDA cores)", "tf32": "TF32 (tensor cores)", "bf16": "BF16 (tensor cores)"}
@@ -84,8 +85,7 @@ def clock_during(rec: dict) -> float | None:
 def device_context(doc: dict) -> dict:
     d = dict(doc["device"])
     cc = d["compute_capability"]
-    major = cc.split(".")[0]
-    d["arch"] = ARCH_NAMES.get(major, f"compute capability {cc}")
+    d["arch"] = ARCH_NAMES.get(cc, f"compute capability {cc}")
     d["sm_name"] = "sm_" + cc.replace(".", "")
     d["subpartitions"] = SUBPARTITIONS_PER_SM
     d["warp_size"] = WARP_SIZE
@@ -244,7 +244,8 @@ def gemm_context(ctx: Context, device: dict) -> dict:
                       "precision": step.precision, "baseline": baseline,
                       "source": source, "code_lines": code_lines(source), "beyond": step.beyond,
                       "variants": variants, "best": best, "block": block, "diagram": diagram,
-                      "measured": any(v["measured"] for v in variants)})
+                      "measured": any(v["measured"] for v in variants),
+                      "skip_reason": "; ".join(dict.fromkeys(v["reason"] for v in variants if v["status"] == "skipped"))})
         if usable:
             prev = steps[-1]
     measured_steps = [s for s in steps if s["best"]["tflops"] and not s["best"]["failed"]]

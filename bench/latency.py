@@ -12,6 +12,8 @@ from HBM (a working set far larger than L2, flushed first); then a sweep of
 working-set sizes."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .cuda import KERNELS, load_kernel, load_module
@@ -40,7 +42,10 @@ OPERATIONS = {
 def sass_evidence(functions: dict, op: str, ilp: int) -> dict:
     body = timed_loop(functions[f"chain_{op}_{ilp}"])
     counts = histogram(body)
-    primary = sum(counts[m] for m in OPERATIONS[op][1])
+    # the loop counter's increment is an IADD3 too (below sm_90; Hopper's is a uniform UIADD3)
+    compared = {r for i in body if i.mnemonic == "ISETP" for r in re.findall(r"\bU?R\d+\b", i.operands)}
+    counter = {m.group(1) for i in body if (m := re.match(r"(U?R\d+), \1, 0x1, U?RZ$", i.operands))} & compared
+    primary = sum(1 for i in body if i.mnemonic in OPERATIONS[op][1] and i.operands.split(",")[0] not in counter)
     return {"loop_instructions": len(body), "per_op": round(len(body) / OPS_PER_ITER, 2),
             "primary_per_op": primary / OPS_PER_ITER,
             "mix_per_op": {m: round(n / OPS_PER_ITER, 3) for m, n in counts.most_common(6)}}

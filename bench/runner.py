@@ -27,12 +27,23 @@ def _failed(bench: Benchmark, reason: str, started: float) -> dict:
                           "error": "the benchmark process ended before reporting"}}
 
 
-def run_isolated(bench: Benchmark, device: dict, workdir: Path) -> dict:
-    """Run one benchmark in a child process; a fault or a hang becomes a failed record."""
+def skip_reason(bench: Benchmark, device: dict) -> str | None:
+    """Why ``bench`` cannot run on ``device`` (None: it can)."""
     if bench.min_cc and _cc(device) < bench.min_cc:
         need = ".".join(map(str, bench.min_cc))
-        return {**bench.record_header(), "status": "skipped",
-                "reason": f"needs compute capability {need}+, this GPU is {device['compute_capability']}"}
+        return f"needs compute capability {need}+, this GPU is {device['compute_capability']}"
+    return None
+
+
+def skipped(bench: Benchmark, reason: str) -> dict:
+    return {**bench.record_header(), "status": "skipped", "reason": reason}
+
+
+def run_isolated(bench: Benchmark, device: dict, workdir: Path) -> dict:
+    """Run one benchmark in a child process; a fault or a hang becomes a failed record."""
+    reason = skip_reason(bench, device)
+    if reason:
+        return skipped(bench, reason)
     device_json, out_json, err_log = (workdir / f"{bench.id}.{x}" for x in ("device.json", "out.json", "stderr"))
     device_json.write_text(json.dumps(device))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),

@@ -23,7 +23,8 @@ struct EXPF  { static __device__ __forceinline__ float op(float x, float, float)
 // IADD adds x to itself: with a constant operand ptxas merges two steps into one
 // three-input IADD3, which is how a chain of adds can seem to take half a cycle.
 struct IADD  { static __device__ __forceinline__ float op(float x, float, float) { int r; asm volatile("add.s32 %0, %1, %1;" : "=r"(r) : "r"(__float_as_int(x))); return __int_as_float(r); } };
-struct IMUL  { static __device__ __forceinline__ float op(float x, float a, float) { int r; asm volatile("mul.lo.s32 %0, %1, %2;" : "=r"(r) : "r"(__float_as_int(x)), "r"(__float_as_int(a))); return __int_as_float(r); } };
+// IMUL squares x: below sm_90 ptxas turns x*a*a into x*(a*a), with a*a on the uniform datapath.
+struct IMUL  { static __device__ __forceinline__ float op(float x, float, float) { int r; asm volatile("mul.lo.s32 %0, %1, %1;" : "=r"(r) : "r"(__float_as_int(x))); return __int_as_float(r); } };
 
 // One warp (or many, for the issue rate): each thread runs ILP chains.
 // clocks[2 warp], clocks[2 warp + 1]: the SM's clock before and after the timed

@@ -38,11 +38,13 @@ def test_progression_ids_unique():
     assert len(ids) == len(set(ids)) and all(bid.startswith("gemm.") for bid in ids)
 
 
-def test_sass_evidence_of_the_instruction_kernels(tmp_path, monkeypatch):
-    """The timed loop of each variant holds the intended instruction once per operation."""
+@pytest.mark.parametrize("arch", ["90a", "80", "89"])
+def test_sass_evidence_of_the_instruction_kernels(arch, tmp_path, monkeypatch):
+    """The timed loop of each variant holds the intended instruction once per operation, on
+    Hopper and on the GPUs before it."""
     from bench import latency, sass
     monkeypatch.setattr(cuda, "CACHE", tmp_path)
-    functions = sass.disassemble(cuda.compile_cu(latency.INSTRUCTION_SOURCE, "90a", {"OPS_PER_ITER": latency.OPS_PER_ITER}))
+    functions = sass.disassemble(cuda.compile_cu(latency.INSTRUCTION_SOURCE, arch, {"OPS_PER_ITER": latency.OPS_PER_ITER}))
     for op in latency.OPERATIONS:
         for ilp in latency.ILPS:
             evidence = latency.sass_evidence(functions, op, ilp)
@@ -51,10 +53,11 @@ def test_sass_evidence_of_the_instruction_kernels(tmp_path, monkeypatch):
     assert latency.sass_evidence(functions, "SINF", 1)["mix_per_op"]["MUFU.SIN"] == 1.0
 
 
-def test_pointer_chase_loop_holds_only_loads(tmp_path, monkeypatch):
+@pytest.mark.parametrize("arch", ["90a", "80", "89"])
+def test_pointer_chase_loop_holds_only_loads(arch, tmp_path, monkeypatch):
     from bench import latency, sass
     monkeypatch.setattr(cuda, "CACHE", tmp_path)
-    functions = sass.disassemble(cuda.compile_cu(latency.MEMORY_SOURCE, "90a"))
+    functions = sass.disassemble(cuda.compile_cu(latency.MEMORY_SOURCE, arch))
     for name, load in (("chase_l1", "LDG"), ("chase_l2", "LDG"), ("chase_shared", "LDS")):
         body = sass.histogram(sass.timed_loop(functions[name]))
         assert body[load] == 8 and sum(body.values()) - body[load] <= 3, (name, body)   # 8 loads + loop control

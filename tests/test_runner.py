@@ -97,14 +97,18 @@ def test_cli_list():
     assert proc.returncode == 0 and "hbm.copy_scaling" in proc.stdout and "gemm.cublas_tf32_b_kmajor" in proc.stdout
 
 
-def test_cli_without_gpu_says_so_and_touches_nothing(tmp_path):
+@pytest.mark.parametrize("target", ["--out", "results/"])
+def test_cli_without_gpu_says_so_and_touches_nothing(target, tmp_path):
     out = tmp_path / "never.yaml"
-    proc = subprocess.run([sys.executable, "-m", "bench", "--out", str(out)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": ""})
+    snapshot = lambda: {p.name: p.read_bytes() for p in (ROOT / "results").iterdir()}
+    before = snapshot()
+    proc = subprocess.run([sys.executable, "-m", "bench", *(["--out", str(out)] if target == "--out" else [])],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": ""})
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("python -m bench: no GPU") and "results/ is unchanged" in lines[0]
-    assert not out.exists()
+    assert not out.exists() and snapshot() == before
 
 
 def test_cli_unknown_benchmark():

@@ -1,0 +1,88 @@
+"""A GPU that is not Hopper: the Hopper-only benchmarks are skipped with their reason,
+everything else builds for it, and the deck says so on the skipped kernels' slides."""
+import copy
+import re
+
+import pytest
+
+import build
+from bench import cuda, gemm, registry, runner
+
+# Fixture devices as CUDA and NVML would describe them (figures from NVIDIA's data sheets).
+OTHER_GPUS = {
+    "8.0": {"name": "NVIDIA A100-SXM4-80GB", "slug": "nvidia-a100-sxm4-80gb", "compute_capability": "8.0",
+            "sm_count": 108, "sm_clock_max_mhz": 1410, "sm_clock_mhz": 1410, "mem_clock_max_mhz": 1593,
+            "mem_bus_width_bits": 5120, "l2_bytes": 41943040, "smem_per_block_optin_bytes": 166912,
+            "memory_bytes": 85097971712, "max_threads_per_sm": 2048, "regs_per_sm": 65536,
+            "smem_per_sm_bytes": 167936, "power_limit_w": 400.0},
+    "8.9": {"name": "NVIDIA L40S", "slug": "nvidia-l40s", "compute_capability": "8.9",
+            "sm_count": 142, "sm_clock_max_mhz": 2520, "sm_clock_mhz": 2520, "mem_clock_max_mhz": 9001,
+            "mem_bus_width_bits": 384, "l2_bytes": 100663296, "smem_per_block_optin_bytes": 101376,
+            "memory_bytes": 48305799168, "max_threads_per_sm": 1536, "regs_per_sm": 65536,
+            "smem_per_sm_bytes": 102400, "power_limit_w": 350.0},
+}
+HOPPER_ONLY = re.compile(r"gemm\.(wgmma|warp_specialized|cluster|persistent|split_wave)")
+
+
+def on_gpu(doc: dict, cc: str) -> dict:
+    """The fixture results as a run on the fixture device of compute capability ``cc``
+    would leave them: the runner's own skip records for what cannot run there."""
+    doc = copy.deepcopy(doc)
+    device = {**doc["device"], **OTHER_GPUS[cc]}
+    doc["device"] = device
+    for bid, bench in registry.discover().items():
+        reason = runner.skip_reason(bench, device)
+        if reason:
+            doc["benchmarks"][bid] = runner.skipped(bench, reason)
+    return doc
+
+
+@pytest.mark.parametrize("cc", OTHER_GPUS)
+def test_only_the_hopper_kernels_are_skipped(cc):
+    device = OTHER_GPUS[cc]
+    skipped = {bid: runner.skip_reason(b, device) for bid, b in registry.discover().items()}
+    assert {bid for bid, why in skipped.items() if why} == {bid for bid in skipped if HOPPER_ONLY.match(bid)}
+    assert all(why == f"needs compute capability 9.0+, this GPU is {cc}" for why in skipped.values() if why)
+
+
+def _non_hopper_builds():
+    """(source, defines) of every kernel a GPU below Hopper runs: each tile a CuTe GEMM is measured
+    with, and every other kernel with its own defaults."""
+    benches = registry.discover()
+    tiled = [(cuda.KERNELS / k.source, k.tile) for bid, k in gemm.HAND_WRITTEN.items()
+             if k.tile and not benches[bid].min_cc]
+    tiled_sources = {src for src, _ in tiled}
+    plain = sorted({cuda.ROOT / s for b in benches.values() if not b.min_cc
+                    for s in b.sources if s.endswith(".cu")} - tiled_sources)
+    return tiled + [(src, None) for src in plain]
+
+
+@pytest.mark.parametrize("arch", ["80", "89"])
+@pytest.mark.parametrize("src,defines", _non_hopper_builds(), ids=lambda x: x.name if hasattr(x, "name") else "")
+def test_everything_else_compiles_for_ampere_and_ada(arch, src, defines, tmp_path, monkeypatch):
+    monkeypatch.setattr(cuda, "CACHE", tmp_path)
+    assert cuda.compile_cu(src, arch, defines).stat().st_size > 0
+
+
+@pytest.mark.parametrize("cc", OTHER_GPUS)
+def test_deck_of_a_non_hopper_gpu_says_why_kernels_are_missing(cc, fixture_doc, write_results, tmp_path):
+    doc = on_gpu(fixture_doc, cc)
+    ctx = build.build(write_results(doc), tmp_path)
+    deck = (tmp_path / "slides.md").read_text()
+    name = OTHER_GPUS[cc]["name"]
+    assert f"# CUDA Performance Study\n\n## {name} ({'Ampere' if cc == '8.0' else 'Ada Lovelace'}, sm_{cc.replace('.', '')})" in deck
+    assert f"{OTHER_GPUS[cc]['sm_count']} SMs" in deck
+    why = f"needs compute capability 9.0+, this GPU is {cc}"
+    for step in ctx["gemm"]["steps"]:
+        skipped = all(HOPPER_ONLY.match(v["id"]) for v in step["variants"])
+        for slide in ("Diagram", "Performance"):
+            text = deck.split(f"# {step['slide_title']} — {slide}")[1].split("\n---")[0]
+            assert (why in text) == skipped, (step["title"], slide)
+        measured_table = "| Variant | Time | TFLOPS" in deck.split(f"# {step['slide_title']} — Performance")[1].split("\n---")[0]
+        assert measured_table != skipped, step["title"]
+    # the headline and the peaks are this GPU's
+    head = ctx["gemm"]["headline"]
+    assert head["to"]["id"] == "gemm.cute_smem_k32"
+    tf32 = next(p for p in ctx["peaks"] if p["precision"] == "tf32")
+    assert tf32["tflops_max_clock"] == pytest.approx(
+        OTHER_GPUS[cc]["sm_count"] * build.PER_SM_FLOP_PER_CLK[cc]["tf32"] * OTHER_GPUS[cc]["sm_clock_max_mhz"] / 1e6)
