@@ -399,6 +399,81 @@ def build_context(doc: dict, benchmarks: dict) -> tuple[dict, Context]:
     return context, ctx
 
 
+def _peak(c: dict, precision: str, key: str):
+    row = next((p for p in c["peaks"] if p["precision"] == precision), None)
+    value = row and row[key]
+    return value["tflops"] if isinstance(value, dict) else value
+
+
+def _latency_ns(c: dict, level: str):
+    return c["mem"]["by"][level]["ns"] if c["mem"]["levels"] and level in c["mem"]["by"] else None
+
+
+# What the comparison sets side by side: (group, label, unit, digits, value from one GPU's context).
+COMPARED = (
+    ("chip", "SMs", "", 0, lambda c: c["device"]["sm_count"]),
+    ("chip", "SM clock, max", "MHz", 0, lambda c: c["device"]["sm_clock_max_mhz"]),
+    ("chip", "L2 cache", "MiB", 0, lambda c: c["device"]["l2_bytes"] / 2**20),
+    ("chip", "HBM", "GiB", 0, lambda c: c["device"]["memory_bytes"] / 2**30),
+    ("chip", "power limit", "W", 0, lambda c: c["device"]["power_limit_w"]),
+    ("peak", "TF32 tensor peak, max clock", "TFLOPS", 1, lambda c: _peak(c, "tf32", "tflops_max_clock")),
+    ("peak", "HBM bandwidth, theoretical", "GB/s", 0, lambda c: c["device"]["hbm_peak_gbps"]),
+    ("measured", "cuBLAS TF32, fastest layout", "TFLOPS", 1, lambda c: _peak(c, "tf32", "measured")),
+    ("measured", "cuBLAS BF16, fastest layout", "TFLOPS", 1, lambda c: _peak(c, "bf16", "measured")),
+    ("measured", "SM clock while cuBLAS TF32 ran", "MHz", 0, lambda c: c["tf32_clock_mhz"]),
+    ("measured", "HBM copy, best kernel", "GB/s", 0, lambda c: c["hbm"]["best"]["gbps"] if c["hbm"]["rows"] else None),
+    ("measured", "cudaMemcpy", "GB/s", 0, lambda c: c["hbm"]["memcpy"]["gbps"] if c["hbm"]["rows"] else None),
+    ("measured", "L2 read, best", "GB/s", 0, lambda c: c["l2"]["best_read"]["read"]["gbps"] if c["l2"]["rows"] else None),
+    ("measured", "transpose, best kernel", "GB/s", 0, lambda c: c["transpose"]["best"]["gbps"] if c["transpose"]["rows"] else None),
+    ("measured", "L2 hit latency", "ns", 0, lambda c: _latency_ns(c, "L2")),
+    ("measured", "HBM latency", "ns", 0, lambda c: _latency_ns(c, "HBM")),
+)
+
+
+def _ratio(a, b):
+    return a / b if a and b else None
+
+
+def compare_context(gpus: list[dict]) -> dict | None:
+    """The GPUs side by side: this deck's first, each other one as a ratio to it."""
+    if len(gpus) < 2:
+        return None
+    base = gpus[0]
+    rows = []
+    for group, label, unit, digits, value in COMPARED:
+        values = [value(c) for c in gpus]
+        rows.append({"group": group, "label": label, "unit": unit, "digits": digits, "per_gpu": values,
+                     "ratios": [_ratio(v, values[0]) for v in values[1:]]})
+    steps = []
+    for i, step in enumerate(base["gemm"]["steps"]):
+        bests = [c["gemm"]["steps"][i]["best"] for c in gpus]
+        ok = [b if b["tflops"] and not b["failed"] else None for b in bests]
+        steps.append({"title": step["title"], "label": step["best"]["label"], "beyond": step["beyond"], "gpus": ok,
+                      "ratios": [_ratio(b and b["tflops"], ok[0] and ok[0]["tflops"]) for b in ok[1:]]})
+    by = {r["label"]: r for r in rows}
+    others = []
+    for j, c in enumerate(gpus[1:]):
+        step_ratios = [s["ratios"][j] for s in steps if s["ratios"][j]]
+        hand = [(s["ratios"][j], s["title"]) for s in steps if s["ratios"][j]]
+        others.append({
+            "name": c["device"]["name"],
+            "same_sms": c["device"]["sm_count"] == base["device"]["sm_count"],
+            "same_clock": c["device"]["sm_clock_max_mhz"] == base["device"]["sm_clock_max_mhz"],
+            "compute_ratio": _ratio(c["device"]["sm_count"] * c["device"]["sm_clock_max_mhz"],
+                                    base["device"]["sm_count"] * base["device"]["sm_clock_max_mhz"]),
+            **{key: by[label]["ratios"][j] for key, label in (
+                ("hbm_peak_ratio", "HBM bandwidth, theoretical"), ("copy_ratio", "HBM copy, best kernel"),
+                ("memcpy_ratio", "cudaMemcpy"), ("l2_ratio", "L2 read, best"), ("cublas_ratio", "cuBLAS TF32, fastest layout"),
+                ("clock_ratio", "SM clock while cuBLAS TF32 ran"), ("hbm_latency_ratio", "HBM latency"),
+                ("l2_size_ratio", "L2 cache"), ("memory_ratio", "HBM"))},
+            "copy_pct_peak": [100 * _ratio(by["HBM copy, best kernel"]["per_gpu"][k], by["HBM bandwidth, theoretical"]["per_gpu"][k])
+                              if by["HBM copy, best kernel"]["per_gpu"][k] else None for k in (j + 1, 0)],
+            "steps_lo": min(hand) if hand else None, "steps_hi": max(hand) if hand else None,
+            "steps_measured": len(step_ratios),
+        })
+    return {"names": [c["device"]["name"] for c in gpus], "rows": rows, "by": by, "steps": steps, "others": others}
+
+
 # --- formatting: the templates' only arithmetic -------------------------------
 
 def fmt_num(x, digits: int = 1) -> str:
@@ -440,13 +515,23 @@ def render(context: dict) -> str:
     env = environment()
     sections = sorted(p.name for p in SLIDES_DIR.glob("[0-9]*.md.j2"))
     parts = [env.get_template(name).render(**context).strip() for name in sections]
+    parts = [p for p in parts if p]            # a section with nothing to show (no comparison) is left out
     return parts[0] + "".join("\n\n---\n" + ("" if FRONTMATTER_START.match(p) else "\n") + p
                               for p in parts[1:]) + "\n"
 
 
-def build(results: Path, out_dir: Path = ROOT) -> dict:
+def comparable_files(results: Path) -> list[Path]:
+    """The other results files beside ``results``: what the comparison section sets beside it."""
+    return sorted(p for p in Path(results).parent.glob("*.yaml") if p.resolve() != Path(results).resolve())
+
+
+def build(results: Path, out_dir: Path = ROOT, compare=()) -> dict:
+    """Render the deck of ``results``, with a comparison section when ``compare`` names other results files."""
     doc = schema.load(results)
-    context, _ = build_context(doc, registry.discover())
+    benchmarks = registry.discover()
+    context, _ = build_context(doc, benchmarks)
+    others = [build_context(schema.load(p), benchmarks)[0] for p in compare]
+    context["compare"] = compare_context([context, *others])
     for step in context["gemm"]["steps"]:      # Slidev resolves snippet paths from the deck's folder
         if step["source"]:
             step["source"] = os.path.relpath(ROOT / step["source"], Path(out_dir).resolve())
@@ -463,15 +548,30 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--results", type=Path, default=DEFAULT_RESULTS, help=f"results file (default {DEFAULT_RESULTS.relative_to(ROOT)})")
     ap.add_argument("--out-dir", type=Path, default=ROOT, help="where slides.md and svgs/ go (default: the repository root)")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--compare", type=Path, nargs="+", metavar="RESULTS",
+                       help="results files of other GPUs for the comparison section (default: every other "
+                            "results file beside --results; one that does not validate is left out with a warning)")
+    which.add_argument("--no-compare", action="store_true", help="leave the comparison section out")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
+    compare = [] if args.no_compare else args.compare
+    if compare is None:
+        compare = []
+        for path in comparable_files(args.results):
+            try:
+                schema.load(path)
+                compare.append(path)
+            except schema.ResultsError as e:
+                print(f"build.py: left out of the comparison: {e}", file=sys.stderr)
     try:
-        context = build(args.results, args.out_dir)
+        context = build(args.results, args.out_dir, compare)
     except schema.ResultsError as e:
         print(f"build.py: {e}\nNothing was written.", file=sys.stderr)
         return 1
     n_missing = sum(len(v) for v in context["missing"].values())
-    print(f"wrote slides.md and svgs/ for {context['device']['name']} in {time.perf_counter() - t0:.2f} s")
+    print(f"wrote slides.md and svgs/ for {context['device']['name']} in {time.perf_counter() - t0:.2f} s"
+          + (f", compared with {', '.join(context['compare']['names'][1:])}" if context["compare"] else ""))
     if context["missing"]:
         print(f"not measured on this GPU ({n_missing} results on {len(context['missing'])} slides):")
         for slide, ids in context["missing"].items():

@@ -167,6 +167,63 @@ def bar_chart(bars: list[Bar], title: str, lines: list[Line] = ()) -> str:
     return dwg.tostring()
 
 
+def grouped_bars(groups: list[str], series: list[tuple[str, list[float | None]]], title: str,
+                 digits: int = 1, origin: float = 0.0) -> str:
+    """Horizontal bars in groups, one bar per series in each group, a legend on top. Bars
+    start at ``origin`` (a ratio chart's 1: longer to the right is more, to the left less);
+    a missing value leaves its bar out with a 'not measured' note."""
+    n = len(series)
+    w, bar_h, gap, left, right, top = 900, 11, 9, 270, 60, 40 + 18 * n
+    h = top + len(groups) * (n * bar_h + gap) + 40
+    dwg = _drawing(w, h)
+    values = [v for _, vs in series for v in vs if v]
+    if origin:      # the axis spans the data and the origin, in tenths
+        lo = math.floor(10 * min(values + [origin]) - 0.5) / 10
+        ticks = [lo + i / 10 for i in range(round(10 * (math.ceil(10 * max(values + [origin]) + 0.5) / 10 - lo)) + 1)]
+        ticks = ticks[:: math.ceil(len(ticks) / 10)]
+    else:
+        lo, ticks = 0.0, nice_ticks(max(values) if values else 1.0)
+    x_of = lambda v: left + (w - left - right) * (v - lo) / (ticks[-1] - lo)
+    _text(dwg, (left, 18), title, size=13, color=MUTED)
+    for k, (label, _) in enumerate(series):
+        dwg.add(dwg.rect((left, 27 + 18 * k), (14, 10), fill=PALETTE[k % len(PALETTE)]))
+        _text(dwg, (left + 20, 36 + 18 * k), label, size=12)
+    for t in ticks:
+        dwg.add(dwg.line((x_of(t), top - 4), (x_of(t), h - 34), stroke=INK if t == origin and origin else GRID))
+        _text(dwg, (x_of(t), h - 18), _fmt(round(t, 2)), size=11, color=MUTED, anchor="middle")
+    for i, group in enumerate(groups):
+        y = top + i * (n * bar_h + gap)
+        _text(dwg, (left - 10, y + n * bar_h / 2 + 4), group, size=12, anchor="end")
+        for k, (_, vs) in enumerate(series):
+            v, by = vs[i], y + k * bar_h
+            if v:
+                a, b = sorted((x_of(origin), x_of(v)))
+                dwg.add(dwg.rect((a, by + 1), (max(b - a, 1), bar_h - 2), rx=2, fill=PALETTE[k % len(PALETTE)]))
+                _text(dwg, (b + 5, by + bar_h - 2), f"{v:,.{digits}f}", size=10)
+            else:
+                _text(dwg, (x_of(origin) + 5, by + bar_h - 2), "not measured", size=10, color=MISSING)
+    return dwg.tostring()
+
+
+def compare_gemm(compare: dict) -> str:
+    """Each step's best kernel and cuBLAS on every GPU compared."""
+    groups = [s["title"] for s in compare["steps"]] + ["cuBLAS TF32, fastest layout"]
+    cublas = next(r for r in compare["rows"] if r["label"] == "cuBLAS TF32, fastest layout")["per_gpu"]
+    series = [(name, [s["gpus"][k] and s["gpus"][k]["tflops"] for s in compare["steps"]] + [cublas[k]])
+              for k, name in enumerate(compare["names"])]
+    return grouped_bars(groups, series, "TFLOPS at the reference shape")
+
+
+def compare_ratios(compare: dict) -> str:
+    """Each other GPU's measurements divided by this deck's GPU's: where they differ, and by how much."""
+    rows = [r for r in compare["rows"] if r["group"] == "measured" and any(r["ratios"])]
+    steps = [s for s in compare["steps"] if any(s["ratios"])]
+    groups = [r["label"] for r in rows] + [f"GEMM: {s['title']}" for s in steps]
+    series = [(f"{name} ÷ {compare['names'][0]}", [r["ratios"][j] for r in rows] + [s["ratios"][j] for s in steps])
+              for j, name in enumerate(compare["names"][1:])]
+    return grouped_bars(groups, series, "ratio: right of 1 is more, left is less", digits=2, origin=1.0)
+
+
 def sm_hierarchy(device: dict, hbm: dict) -> str:
     """The GPU as the results describe it: SMs with their sub-partitions, L2, HBM."""
     w, h = 900, 430
@@ -476,6 +533,9 @@ def draw_all(context: dict) -> dict[str, str]:
         svgs["l2_scaling.svg"] = l2_scaling(context["l2"], context["hbm"])
     if context["transpose"]["rows"]:
         svgs["transpose.svg"] = transpose_bars(context["transpose"])
+    if context.get("compare"):
+        svgs["compare_gemm.svg"] = compare_gemm(context["compare"])
+        svgs["compare_ratios.svg"] = compare_ratios(context["compare"])
     for step in context["gemm"]["steps"]:
         if step["diagram"]:
             svgs[step["diagram"]] = DIAGRAMS[step["key"]](step, context["gemm"]["shape"])

@@ -1,0 +1,64 @@
+"""The comparison section: other GPUs' results set beside the deck's, as tables, ratios and plots."""
+import copy
+
+import build
+from tests.test_build import headings, slides_of
+
+MEMORY_GAIN = 1.4
+
+
+def other_gpu(doc: dict) -> dict:
+    """The fixture as a run on a GPU with the same SMs and a faster, larger memory would leave it."""
+    doc = copy.deepcopy(doc)
+    doc["device"].update(name="NVIDIA H200", slug="nvidia-h200", memory_bytes=150_000_000_000,
+                         mem_clock_max_mhz=round(doc["device"]["mem_clock_max_mhz"] * MEMORY_GAIN))
+    hbm = doc["benchmarks"]["hbm.copy_scaling"]
+    for row in hbm["rows"] + [hbm["memcpy"]]:
+        row["gbps"] *= MEMORY_GAIN
+    doc["benchmarks"]["gemm.wgmma"]["tflops"] *= 0.9
+    return doc
+
+
+def test_comparison_sets_the_gpus_side_by_side(fixture_doc, write_results, tmp_path, capsys):
+    mine = write_results(fixture_doc, "h100.yaml")
+    write_results(other_gpu(fixture_doc), "h200.yaml")
+    out = tmp_path / "deck"
+    assert build.main(["--results", str(mine), "--out-dir", str(out)]) == 0    # the other file is found beside it
+    assert "compared with NVIDIA H200" in capsys.readouterr().out
+    md = (out / "slides.md").read_text()
+    name = fixture_doc["device"]["name"]
+    titles = headings(md)
+    assert titles[-5:] == [f"Appendix: {name} beside NVIDIA H200", "The GPUs Side by Side", "GEMM Steps on Each GPU",
+                           "GEMM Steps on Each GPU — Plot", "What Differs, and Why"]
+    side = slides_of(md)["The GPUs Side by Side"]
+    assert f"| cudaMemcpy (GB/s) | {fixture_doc['benchmarks']['hbm.copy_scaling']['memcpy']['gbps']:,.0f} |" in side
+    assert "| SMs | 132 | 132 | 1.00× |" in side and f"{MEMORY_GAIN:.2f}×" in side
+    gemm = slides_of(md)["GEMM Steps on Each GPU"]
+    assert "| CuTe WGMMA (WGMMA) |" in gemm and "| 0.90× |" in gemm
+    why = slides_of(md)["What Differs, and Why"]
+    assert f"The best copy moves {MEMORY_GAIN:.2f}× the bytes per second" in why
+    assert "memory-bound work gains what the memory gives" in why
+    assert "The same 132 SMs at the same maximum clock" in why and "0.90× (CuTe WGMMA)" in why
+    for svg in ("compare_gemm.svg", "compare_ratios.svg"):
+        assert "NVIDIA H200" in (out / "svgs" / svg).read_text()
+
+
+def test_no_comparison_without_other_results(fixture_doc, write_results, tmp_path):
+    mine = write_results(fixture_doc, "h100.yaml")
+    write_results(other_gpu(fixture_doc), "h200.yaml")
+    out = tmp_path / "deck"
+    assert build.main(["--results", str(mine), "--out-dir", str(out), "--no-compare"]) == 0
+    assert "Appendix" not in (out / "slides.md").read_text() and not (out / "svgs" / "compare_gemm.svg").exists()
+
+
+def test_a_broken_results_file_is_left_out_of_the_comparison_by_name(fixture_doc, write_results, tmp_path, capsys):
+    mine = write_results(fixture_doc, "h100.yaml")
+    broken = write_results("device: [unterminated\n", "broken.yaml")
+    out = tmp_path / "deck"
+    assert build.main(["--results", str(mine), "--out-dir", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "left out of the comparison" in err and str(broken) in err
+    assert "Appendix" not in (out / "slides.md").read_text()
+    # named on the command line, a broken file stops the build and nothing is written
+    assert build.main(["--results", str(mine), "--out-dir", str(tmp_path / "again"), "--compare", str(broken)]) == 1
+    assert not (tmp_path / "again" / "slides.md").exists()
