@@ -116,6 +116,18 @@ def warm(run, seconds: float) -> None:
         cupy.cuda.get_current_stream().synchronize()
 
 
+def checked_launch(shape: Shape, layout: str, precision: str, prepare):
+    """Fresh operands, C poisoned with NaN, one run, and its check against float64:
+    (the launch, the check, the operands (A, B, C)). ``prepare`` may raise Refused."""
+    import cupy
+    a, b = make_operands(shape, layout, precision)
+    c = cupy.full((shape.m, shape.n), cupy.nan, dtype=cupy.float32)
+    launch = prepare(a, b, c)
+    launch.run()
+    cupy.cuda.get_current_stream().synchronize()
+    return launch, reference_error(a, b, c, layout, precision), (a, b, c)
+
+
 def run_gemm(ctx, *, precision: str, layout: str, prepare, warmup: int = WARMUP, reps: int = REPS,
              against_cublas: bool = False) -> dict:
     """The one GEMM harness: fresh operands, poisoned C, float64 check, then timing
@@ -123,16 +135,7 @@ def run_gemm(ctx, *, precision: str, layout: str, prepare, warmup: int = WARMUP,
     ``against_cublas``: then time the kernel and cuBLAS (same operands and layout) in turns,
     so that both meet the same clock: their ratio per unit of clock, beside the kernel's own
     time, which is measured alone (a kernel that draws less power runs at a higher clock)."""
-    import cupy
-
-    def checked(shape):
-        a, b = make_operands(shape, layout, precision)
-        c = cupy.full((shape.m, shape.n), cupy.nan, dtype=cupy.float32)
-        launch = prepare(a, b, c)
-        launch.run()
-        cupy.cuda.get_current_stream().synchronize()
-        return launch, reference_error(a, b, c, layout, precision), (a, b, c)
-
+    checked = lambda shape: checked_launch(shape, layout, precision, prepare)
     launch, check, operands = checked(SHAPE)
     warm(launch.run, WARM_S)
     t = time_gpu(launch.run, warmup=warmup, reps=reps)
