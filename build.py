@@ -36,6 +36,7 @@ PER_SM_FLOP_PER_CLK = {
 }
 ARCH_NAMES = {"7.0": "Volta", "7.5": "Turing", "8.0": "Ampere", "8.6": "Ampere", "8.7": "Ampere", "8.9": "Ada Lovelace",
               "9.0": "Hopper", "10.0": "Blackwell", "10.3": "Blackwell", "12.0": "Blackwell"}
+SWEEP_WITHIN_FROM = 2048      # the size from which the best kernel is held to cuBLAS (issue 6: within 10%)
 SUBPARTITIONS_PER_SM = 4     # one warp scheduler each, every architecture since Volta
 WARP_SIZE = 32
 PRECISION_NAMES = {"fp32": "FP32 (CUDA cores)", "tf32": "TF32 (tensor cores)", "bf16": "BF16 (tensor cores)"}
@@ -269,6 +270,48 @@ def gemm_context(ctx: Context, device: dict) -> dict:
             "steps": steps, "headline": headline, "balance": None, "story": story, "waves": top_waves}
 
 
+def _size_label(shape: list[int]) -> str:
+    return str(shape[0]) if len(set(shape)) == 1 else "×".join(map(str, shape))
+
+
+def gemm_step(gemm: dict, key: str) -> dict:
+    return next(s for s in gemm["steps"] if s["key"] == key)
+
+
+def sweep_context(ctx: Context, gemm: dict, device: dict) -> dict:
+    """Each step's best kernel across sizes (bench/sweep.py), cuBLAS TF32 timed in turns beside it,
+    and how close the best kernel stays to cuBLAS from WITHIN_FROM up."""
+    recs = ctx.need("GEMM Across Sizes", *(f"sweep.{s['key']}" for s in gemm["steps"]))
+    steps = [{"title": s["title"], "label": s["best"]["label"], "key": s["key"], "summary": r, "record": r["record"]}
+             for s, r in zip(gemm["steps"], recs) if r["measured"] and "rows" in r["record"]]
+    if not steps:
+        return {"steps": [], "sizes": [], "best": None, "top": None, "correct_everywhere": []}
+    sizes = [_size_label(row["shape"]) for row in steps[0]["record"]["rows"]]
+    for s in steps:
+        s["cells"] = {_size_label(row["shape"]): row for row in s["record"]["rows"]}
+    top = gemm["headline"] and next((s for s in steps if s["title"] == gemm["headline"]["to_title"]), None)
+    best = None
+    if top:
+        rows = [r for r in top["record"]["rows"] if r["outcome"] == "correct"]
+        large = [r for r in rows if min(r["shape"]) >= SWEEP_WITHIN_FROM]
+        worst = min(large, key=lambda r: r["ratio_same_layout"]) if large else None
+        best = {"title": top["title"], "rows": rows, "within_from": SWEEP_WITHIN_FROM,
+                "worst": worst and {"size": _size_label(worst["shape"]), "pct": 100 * worst["ratio_same_layout"]},
+                "above": [_size_label(r["shape"]) for r in rows if r["ratio_same_layout"] >= 1],
+                "refused": [_size_label(r["shape"]) for r in top["record"]["rows"] if r["outcome"] == "refused"],
+                "wrong": [_size_label(r["shape"]) for r in top["record"]["rows"] if r["outcome"] == "wrong"],
+                "small": None}
+        tile = ((gemm_step(gemm, top["key"])["best"]["resources"] or {}).get("tile"))
+        if tile and rows:
+            n = rows[0]["shape"]
+            tiles = (n[0] // tile["BM"]) * (n[1] // tile["BN"])
+            if tiles < device["sm_count"]:
+                best["small"] = {"size": _size_label(n), "tiles": tiles, "sms": device["sm_count"],
+                                 "tile": f"{tile['BM']}×{tile['BN']}"}
+    correct_everywhere = [s["title"] for s in steps if all(r["outcome"] == "correct" for r in s["record"]["rows"])]
+    return {"steps": steps, "sizes": sizes, "best": best, "top": top, "correct_everywhere": correct_everywhere}
+
+
 def hbm_context(ctx: Context, device: dict) -> dict:
     (r,) = ctx.need("HBM Bandwidth Scaling", "hbm.copy_scaling")
     if "rows" not in r["record"]:
@@ -377,6 +420,7 @@ def build_context(doc: dict, benchmarks: dict) -> tuple[dict, Context]:
     ctx = Context(doc, benchmarks)
     device = device_context(doc)
     gemm = gemm_context(ctx, device)
+    gemm["sweep"] = sweep_context(ctx, gemm, device)
     hbm = hbm_context(ctx, device)
     peaks = peaks_context(device, gemm)
     tf32_peak = next((p for p in peaks if p["precision"] == "tf32"), None)

@@ -278,6 +278,22 @@ def gemm_progression(gemm: dict) -> str:
     return bar_chart(bars, "TFLOPS at the reference shape")
 
 
+def gemm_sweep(sweep: dict) -> str:
+    """TFLOPS against the size of square GEMMs: each step's best kernel, and cuBLAS TF32 on both
+    layouts timed in turns with the headline kernel; refused sizes leave gaps."""
+    def square(rows, key):
+        return [(r["shape"][0], r["tflops"][key]) for r in rows
+                if r["outcome"] == "correct" and len(set(r["shape"])) == 1]
+    series = [Series(s["title"], square(s["record"]["rows"], "kernel"), PALETTE[i % len(PALETTE)])
+              for i, s in enumerate(sweep["steps"])]
+    series = [s for s in series if s.points]
+    if sweep["top"]:
+        rows = sweep["top"]["record"]["rows"]
+        series += [Series("cuBLAS TF32, B K-major", square(rows, "cublas_b_kmajor"), INK, marks=False),
+                   Series("cuBLAS TF32, B row-major", square(rows, "cublas_b_row"), MISSING, marks=False)]
+    return line_chart(Chart("M = N = K (log scale)", "TFLOPS", series, height=460))
+
+
 def hbm_scaling(hbm: dict, device: dict) -> str:
     """Copy bandwidth against the SMs used, one block per SM, beside cudaMemcpy and the peak."""
     curve = [r for r in hbm["rows"] if r["blocks"] == r["sms_used"] and r["threads"] > 32]
@@ -523,6 +539,8 @@ def draw_all(context: dict) -> dict[str, str]:
     """Every figure the deck shows, by file name; a figure whose data is missing is not drawn."""
     svgs = {"sm_hierarchy.svg": sm_hierarchy(context["device"], context["hbm"]),
             "gemm_progression.svg": gemm_progression(context["gemm"])}
+    if context["gemm"]["sweep"]["steps"]:
+        svgs["gemm_sweep.svg"] = gemm_sweep(context["gemm"]["sweep"])
     if context["hbm"]["rows"]:
         svgs["hbm_scaling.svg"] = hbm_scaling(context["hbm"], context["device"])
     if context["instr"]["rows"]:

@@ -15,7 +15,7 @@ OUTLINE = (["CUDA Performance Study", "Hopper SM Architecture", "Theoretical Pea
             "Why Matrix Multiply?", "GEMM Problem Setup"]
            + [f"Kernel {i}: {k} — {part}" for i, k in enumerate(KERNELS, 1)
               for part in ("Code", "Diagram", "Performance")]
-           + ["GEMM — Results Table", "What's Missing?", "Takeaways", "Backup Slides",
+           + ["GEMM — Results Table", "GEMM Across Sizes", "GEMM Across Sizes — Table", "What's Missing?", "Takeaways", "Backup Slides",
               "Instruction Latency — Methodology", "Instruction Latency — Results", "Instruction Latency — Plot",
               "Instruction Latency — Key Observations", "Memory Latency", "Memory Latency — Working-Set Sweep",
               "HBM Bandwidth Scaling", "HBM Bandwidth Scaling — Little's Law", "L2 Bandwidth Scaling",
@@ -351,3 +351,31 @@ def test_split_wave_schedule_gives_every_cluster_one_piece_of_the_last_wave():
             tails = [len(range(h, s["left"], s["helpers"])) for h in range(s["helpers"])]
             assert sum(tails) == s["left"] and max(tails) == s["rounds"]
             assert max(tails) * (k - s["split"]) <= s["split"] < k
+
+
+def test_sweep_slides_follow_the_data(fixture_doc, write_results, tmp_path):
+    ctx = build.build(write_results(fixture_doc), tmp_path)
+    step = ctx["gemm"]["sweep"]["top"]          # the headline kernel's step
+    top = fixture_doc["benchmarks"][f"sweep.{step['key']}"]
+    rows = [r for r in top["rows"] if r["outcome"] == "correct" and min(r["shape"]) >= build.SWEEP_WITHIN_FROM]
+    worst = min(rows, key=lambda r: r["ratio_same_layout"])
+    md = slides_of((tmp_path / "slides.md").read_text())
+    assert f"**{step['title']}**, from 2048 up" in md["GEMM Across Sizes"]
+    size = build._size_label(worst["shape"])
+    assert f"down to {100 * worst['ratio_same_layout']:.0f}% of cuBLAS at {size}" in md["GEMM Across Sizes"]
+    assert "multiples of no tile (3000, 6000) are refused" in md["GEMM Across Sizes"]
+    cell = next(r for r in top["rows"] if r["shape"] == [16384] * 3)
+    row = next(line for line in md["GEMM Across Sizes — Table"].splitlines() if line.startswith(f"| {step['title']}"))
+    assert f"{cell['tflops']['kernel']:,.0f} <span class=\"opacity-60\">({100 * cell['ratio_same_layout']:.0f}%)" in row
+    svg = (tmp_path / "svgs" / "gemm_sweep.svg").read_text()
+    assert all(title in svg for title in KERNELS) and "cuBLAS TF32, B K-major" in svg
+
+    # held within 10% everywhere from 2048 up, the slide says so; a wrong size is shown in red
+    for r in top["rows"]:
+        if r["outcome"] == "correct":
+            r["ratio_same_layout"] = max(r["ratio_same_layout"], 0.96)
+    top["rows"][1] = {**top["rows"][1], "outcome": "wrong"}
+    build.build(write_results(fixture_doc), tmp_path)
+    md = slides_of((tmp_path / "slides.md").read_text())
+    assert "from 2048 up: within 4% of cuBLAS at every size" in md["GEMM Across Sizes"]
+    assert "Wrong results at 2048" in md["GEMM Across Sizes"]
