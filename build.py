@@ -312,6 +312,25 @@ def sweep_context(ctx: Context, gemm: dict, device: dict) -> dict:
     return {"steps": steps, "sizes": sizes, "best": best, "top": top, "correct_everywhere": correct_everywhere}
 
 
+def tune_context(ctx: Context) -> dict:
+    """The tuner's space, its trials ranked by their ratio to cuBLAS (timed in turns), and the
+    winner against the hand-picked configuration, head to head (bench/tune.py)."""
+    (r,) = ctx.need("Tuning the Persistent Kernel", "tune.persistent")
+    if "trials" not in r["record"]:
+        return {**r, "trials": None}
+    rec = r["record"]
+    trials = [{**t, "index": i, "winner": i == rec["winner"], "hand_picked": i == rec["hand_picked"]}
+              for i, t in enumerate(rec["trials"])]
+    ranked = sorted((t for t in trials if "ratio" in t), key=lambda t: -t["ratio"])
+    final = rec["final"]
+    gain = (final["winner"]["ratio"] / final["hand_picked"]["ratio"] - 1) * 100 if "hand_picked" in final else None
+    return {**r, "trials": trials, "ranked": ranked, "space": rec["params"]["space"], "bm": rec["params"]["bm"],
+            "stages_max": rec["params"]["stages_max"], "final": final, "gain_pct": gain,
+            "same_as_hand_picked": rec["winner"] == rec["hand_picked"],
+            "errors": [t for t in trials if t["outcome"] == "error"],
+            "wrong": [t for t in trials if t["outcome"] == "wrong"]}
+
+
 def hbm_context(ctx: Context, device: dict) -> dict:
     (r,) = ctx.need("HBM Bandwidth Scaling", "hbm.copy_scaling")
     if "rows" not in r["record"]:
@@ -421,6 +440,7 @@ def build_context(doc: dict, benchmarks: dict) -> tuple[dict, Context]:
     device = device_context(doc)
     gemm = gemm_context(ctx, device)
     gemm["sweep"] = sweep_context(ctx, gemm, device)
+    gemm["tune"] = tune_context(ctx)
     hbm = hbm_context(ctx, device)
     peaks = peaks_context(device, gemm)
     tf32_peak = next((p for p in peaks if p["precision"] == "tf32"), None)

@@ -294,6 +294,20 @@ def gemm_sweep(sweep: dict) -> str:
     return line_chart(Chart("M = N = K (log scale)", "TFLOPS", series, height=460))
 
 
+def tune_label(config: dict, bm: int) -> str:
+    return (f"{bm}×{config['BN']}, {config['STAGES']} stages, cluster {config['CLUSTER_M']}, "
+            f"band {config['GROUP_M']}")
+
+
+def tuner_bars(tune: dict) -> str:
+    """Every configuration the tuner timed, best first, as % of cuBLAS timed in turns with it."""
+    bars = [Bar(tune_label(t["config"], tune["bm"]), 100 * t["ratio"],
+                REF if t["winner"] else (ACCENT if not t["hand_picked"] else "#059669"),
+                "winner" if t["winner"] else ("hand-picked" if t["hand_picked"] else ""))
+            for t in tune["ranked"]]
+    return bar_chart(bars, "% of cuBLAS TF32, timed in turns with it", [Line("x", 100, "cuBLAS", INK)])
+
+
 def hbm_scaling(hbm: dict, device: dict) -> str:
     """Copy bandwidth against the SMs used, one block per SM, beside cudaMemcpy and the peak."""
     curve = [r for r in hbm["rows"] if r["blocks"] == r["sms_used"] and r["threads"] > 32]
@@ -541,6 +555,8 @@ def draw_all(context: dict) -> dict[str, str]:
             "gemm_progression.svg": gemm_progression(context["gemm"])}
     if context["gemm"]["sweep"]["steps"]:
         svgs["gemm_sweep.svg"] = gemm_sweep(context["gemm"]["sweep"])
+    if context["gemm"]["tune"]["trials"]:
+        svgs["tuner.svg"] = tuner_bars(context["gemm"]["tune"])
     if context["hbm"]["rows"]:
         svgs["hbm_scaling.svg"] = hbm_scaling(context["hbm"], context["device"])
     if context["instr"]["rows"]:

@@ -15,7 +15,8 @@ OUTLINE = (["CUDA Performance Study", "Hopper SM Architecture", "Theoretical Pea
             "Why Matrix Multiply?", "GEMM Problem Setup"]
            + [f"Kernel {i}: {k} — {part}" for i, k in enumerate(KERNELS, 1)
               for part in ("Code", "Diagram", "Performance")]
-           + ["GEMM — Results Table", "GEMM Across Sizes", "GEMM Across Sizes — Table", "What's Missing?", "Takeaways", "Backup Slides",
+           + ["GEMM — Results Table", "GEMM Across Sizes", "GEMM Across Sizes — Table", "Tuning the Persistent Kernel",
+              "What's Missing?", "Takeaways", "Backup Slides",
               "Instruction Latency — Methodology", "Instruction Latency — Results", "Instruction Latency — Plot",
               "Instruction Latency — Key Observations", "Memory Latency", "Memory Latency — Working-Set Sweep",
               "HBM Bandwidth Scaling", "HBM Bandwidth Scaling — Little's Law", "L2 Bandwidth Scaling",
