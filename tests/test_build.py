@@ -380,3 +380,20 @@ def test_sweep_slides_follow_the_data(fixture_doc, write_results, tmp_path):
     md = slides_of((tmp_path / "slides.md").read_text())
     assert "from 2048 up: within 4% of cuBLAS at every size" in md["GEMM Across Sizes"]
     assert "Wrong results at 2048" in md["GEMM Across Sizes"]
+
+
+def test_tuner_slide_ranks_every_trial_and_names_the_winner(fixture_doc, write_results, tmp_path):
+    rec = fixture_doc["benchmarks"]["tune.persistent"]
+    build.build(write_results(fixture_doc), tmp_path)
+    slide = slides_of((tmp_path / "slides.md").read_text())["Tuning the Persistent Kernel"]
+    win = rec["final"]["winner"]
+    assert f"**Winner:** {win['config']['BN']}-wide tile, {win['config']['STAGES']} stages" in slide
+    assert f"{100 * win['ratio']:.1f}% of cuBLAS" in slide and f"{len(rec['trials'])} configurations" in slide
+    svg = (tmp_path / "svgs" / "tuner.svg").read_text()
+    timed = [t for t in rec["trials"] if "ratio" in t]
+    assert svg.count("stages, cluster") == len(timed) and "winner" in svg
+    # a configuration that did not build is named with its reason
+    rec["trials"][0] = {"config": rec["trials"][0]["config"], "outcome": "error", "reason": "RuntimeError: ptxas C7515"}
+    build.build(write_results(fixture_doc), tmp_path)
+    slide = slides_of((tmp_path / "slides.md").read_text())["Tuning the Persistent Kernel"]
+    assert "Did not run:" in slide and "ptxas C7515" in slide
