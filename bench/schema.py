@@ -40,7 +40,10 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         #        odd_shape {shape, outcome: correct | wrong | refused, check | reason},
         #        cublas_in_turns {id, time_ms, kernel_time_ms, ratio}: timed alternately (bench/gemm.py);
         # hbm: memcpy; latency.instruction: rows[].cycles/sass by ILP; latency.memory: levels, sweep;
-        # transpose: copy (bench/hbm.py, bench/latency.py, bench/transpose.py)
+        # transpose: copy (bench/hbm.py, bench/latency.py, bench/transpose.py);
+        # sweep.<step>: rows[] {shape, outcome: correct | wrong | refused, tflops/time_ms by kernel and
+        #     cuBLAS layout, ratio_same_layout, ratio_best_layout} (bench/sweep.py);
+        # tune.persistent: trials[] {config, outcome, ratio, ...}, winner, hand_picked, final (bench/tune.py)
 
 Every number anywhere in the file is finite and not negative. ``load`` raises
 ``ResultsError`` naming the file, the field and what was expected.
