@@ -274,15 +274,11 @@ def _size_label(shape: list[int]) -> str:
     return str(shape[0]) if len(set(shape)) == 1 else "×".join(map(str, shape))
 
 
-def gemm_step(gemm: dict, key: str) -> dict:
-    return next(s for s in gemm["steps"] if s["key"] == key)
-
-
 def sweep_context(ctx: Context, gemm: dict, device: dict) -> dict:
     """Each step's best kernel across sizes (bench/sweep.py), cuBLAS TF32 timed in turns beside it,
     and how close the best kernel stays to cuBLAS from WITHIN_FROM up."""
     recs = ctx.need("GEMM Across Sizes", *(f"sweep.{s['key']}" for s in gemm["steps"]))
-    steps = [{"title": s["title"], "label": s["best"]["label"], "key": s["key"], "summary": r, "record": r["record"]}
+    steps = [{"title": s["title"], "key": s["key"], "step": s, "summary": r, "record": r["record"]}
              for s, r in zip(gemm["steps"], recs) if r["measured"] and "rows" in r["record"]]
     if not steps:
         return {"steps": [], "sizes": [], "best": None, "top": None, "correct_everywhere": []}
@@ -295,13 +291,13 @@ def sweep_context(ctx: Context, gemm: dict, device: dict) -> dict:
         rows = [r for r in top["record"]["rows"] if r["outcome"] == "correct"]
         large = [r for r in rows if min(r["shape"]) >= SWEEP_WITHIN_FROM]
         worst = min(large, key=lambda r: r["ratio_same_layout"]) if large else None
-        best = {"title": top["title"], "rows": rows, "within_from": SWEEP_WITHIN_FROM,
+        best = {"title": top["title"], "within_from": SWEEP_WITHIN_FROM,
                 "worst": worst and {"size": _size_label(worst["shape"]), "pct": 100 * worst["ratio_same_layout"]},
                 "above": [_size_label(r["shape"]) for r in rows if r["ratio_same_layout"] >= 1],
                 "refused": [_size_label(r["shape"]) for r in top["record"]["rows"] if r["outcome"] == "refused"],
                 "wrong": [_size_label(r["shape"]) for r in top["record"]["rows"] if r["outcome"] == "wrong"],
                 "small": None}
-        tile = ((gemm_step(gemm, top["key"])["best"]["resources"] or {}).get("tile"))
+        tile = (top["step"]["best"]["resources"] or {}).get("tile")
         if tile and rows:
             n = rows[0]["shape"]
             tiles = (n[0] // tile["BM"]) * (n[1] // tile["BN"])
@@ -319,7 +315,7 @@ def tune_context(ctx: Context) -> dict:
     if "trials" not in r["record"]:
         return {**r, "trials": None}
     rec = r["record"]
-    trials = [{**t, "index": i, "winner": i == rec["winner"], "hand_picked": i == rec["hand_picked"]}
+    trials = [{**t, "winner": i == rec["winner"], "hand_picked": i == rec["hand_picked"]}
               for i, t in enumerate(rec["trials"])]
     ranked = sorted((t for t in trials if "ratio" in t), key=lambda t: -t["ratio"])
     final = rec["final"]
@@ -517,7 +513,6 @@ def compare_context(gpus: list[dict]) -> dict | None:
     by = {r["label"]: r for r in rows}
     others = []
     for j, c in enumerate(gpus[1:]):
-        step_ratios = [s["ratios"][j] for s in steps if s["ratios"][j]]
         hand = [(s["ratios"][j], s["title"]) for s in steps if s["ratios"][j]]
         others.append({
             "name": c["device"]["name"],
@@ -533,7 +528,6 @@ def compare_context(gpus: list[dict]) -> dict | None:
             "copy_pct_peak": [100 * _ratio(by["HBM copy, best kernel"]["per_gpu"][k], by["HBM bandwidth, theoretical"]["per_gpu"][k])
                               if by["HBM copy, best kernel"]["per_gpu"][k] else None for k in (j + 1, 0)],
             "steps_lo": min(hand) if hand else None, "steps_hi": max(hand) if hand else None,
-            "steps_measured": len(step_ratios),
         })
     return {"names": [c["device"]["name"] for c in gpus], "rows": rows, "by": by, "steps": steps, "others": others}
 

@@ -208,7 +208,7 @@ def grouped_bars(groups: list[str], series: list[tuple[str, list[float | None]]]
 def compare_gemm(compare: dict) -> str:
     """Each step's best kernel and cuBLAS on every GPU compared."""
     groups = [s["title"] for s in compare["steps"]] + ["cuBLAS TF32, fastest layout"]
-    cublas = next(r for r in compare["rows"] if r["label"] == "cuBLAS TF32, fastest layout")["per_gpu"]
+    cublas = compare["by"]["cuBLAS TF32, fastest layout"]["per_gpu"]
     series = [(name, [s["gpus"][k] and s["gpus"][k]["tflops"] for s in compare["steps"]] + [cublas[k]])
               for k, name in enumerate(compare["names"])]
     return grouped_bars(groups, series, "TFLOPS at the reference shape")
