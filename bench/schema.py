@@ -31,7 +31,8 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         params: {...}             # the method's parameters (sizes, blocks, threads, repetitions)
         check: {passed: bool, ...}  # where the output can be checked
         # measurements, by kind:
-        time_ms: {median, p10, p90, n}   # from the one timer
+        time_ms: {median, p10, p90, n,   # from the one timer
+                  batch?}                #   runs per sample (its time: their mean); absent: 1
         tflops: number                   # from the median time
         gbps: number                     # bytes read + written over the median time
         rows: [{...}, ...]               # tables
@@ -142,6 +143,8 @@ class _Validator:
             t = self.expect(rec["time_ms"], dict, f"{path}.time_ms")
             for f in TIME_FIELDS:
                 self.require(t, f, int if f == "n" else (int, float), f"{path}.time_ms")
+            if "batch" in t and not (isinstance(t["batch"], int) and t["batch"] >= 1):
+                self.fail(f"{path}.time_ms.batch", "a whole number of runs per sample, at least 1", t["batch"])
             if not t["p10"] <= t["median"] <= t["p90"]:
                 self.fail(f"{path}.time_ms", "p10 <= median <= p90",
                           f"p10={t['p10']}, median={t['median']}, p90={t['p90']}")

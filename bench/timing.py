@@ -1,5 +1,5 @@
 """The one timer: CUDA events around the timed region, warm-up, many repetitions,
-median with p10/p90."""
+median with p10/p90; optionally a batch of back-to-back runs per sample."""
 from __future__ import annotations
 
 import time
@@ -14,6 +14,8 @@ TIMED_SPANS: list[tuple[float, float]] = []
 # launch overhead (Python, argument packing) overlaps GPU work instead of being
 # timed as idle GPU time between the start event and the kernel.
 HOLD_US = 200
+# ... and this much longer per run of a batch: the host enqueues a launch in well under this.
+HOLD_PER_RUN_US = 25
 
 _SPIN_SRC = r"""
 extern "C" __global__ void spin(long long cycles) {
@@ -31,26 +33,33 @@ def summarize(times_ms) -> dict:
     return {"median": float(median), "p10": float(p10), "p90": float(p90), "n": int(t.size)}
 
 
-def _stream_holder():
+def _stream_holder(batch: int):
     import cupy
     spin = cupy.RawKernel(_SPIN_SRC, "spin")
-    cycles = cupy.int64(HOLD_US * 2000)   # at 2 GHz; a slower clock only holds longer
+    cycles = cupy.int64((HOLD_US + HOLD_PER_RUN_US * (batch - 1)) * 2000)   # at 2 GHz; a slower clock only holds longer
     return lambda: spin((1,), (1,), (cycles,))
 
 
-def time_gpu(fn, *, warmup: int = 3, reps: int = 20) -> dict:
+def time_gpu(fn, *, warmup: int = 3, reps: int = 20, batch: int = 1) -> dict:
     """Time ``fn`` (which enqueues GPU work on the current stream) with CUDA events."""
-    return time_gpu_alternating([fn], warmup=warmup, reps=reps)[0]
+    return time_gpu_alternating([fn], warmup=warmup, reps=reps, batch=batch)[0]
 
 
-def time_gpu_alternating(fns, *, warmup: int = 3, reps: int = 20) -> list[dict]:
+def batch_filling(fns, sample_ms: float) -> int:
+    """Runs of the slowest of ``fns`` that fill a sample of ``sample_ms`` (at least one)."""
+    probe = time_gpu_alternating(fns, warmup=1, reps=3)
+    return max(1, round(sample_ms / max(t["median"] for t in probe)))
+
+
+def time_gpu_alternating(fns, *, warmup: int = 3, reps: int = 20, batch: int = 1) -> list[dict]:
     """Time each of ``fns`` ``reps`` times, taking turns within every repetition, so that
     all of them meet the same clocks and temperatures (a GPU held at its power cap moves its
     clock from one millisecond to the next): their ratio is then fair even where each
-    alone would drift."""
+    alone would drift. A sample is ``batch`` runs back to back between one pair of events, and
+    its time their mean: samples of tens of milliseconds average over the clock's swings."""
     import cupy
 
-    hold = _stream_holder()
+    hold = _stream_holder(batch)
     for _ in range(warmup):
         for fn in fns:
             fn()
@@ -62,9 +71,10 @@ def time_gpu_alternating(fns, *, warmup: int = 3, reps: int = 20) -> list[dict]:
         for fn, own in zip(fns, times):
             hold()
             start.record()
-            fn()
+            for _ in range(batch):
+                fn()
             end.record()
             end.synchronize()
-            own.append(cupy.cuda.get_elapsed_time(start, end))
+            own.append(cupy.cuda.get_elapsed_time(start, end) / batch)
     TIMED_SPANS.append((began, time.monotonic()))
-    return [summarize(t) for t in times]
+    return [{**summarize(t), "batch": batch} for t in times]

@@ -8,15 +8,15 @@ import itertools
 from concurrent.futures import ThreadPoolExecutor
 
 from . import gemm, registry
-from .gemm import HAND_WRITTEN, SHAPE, _cublas_gemm, _cute_prepare, checked_launch, stages_that_fit, warm
+from .gemm import HAND_WRITTEN, SAMPLE_MS, SHAPE, _cublas_gemm, _cute_prepare, checked_launch, stages_that_fit, warm
 from .cuda import KERNELS, arch_of, compile_cu
 from .registry import register
-from .timing import time_gpu_alternating
+from .timing import batch_filling, time_gpu_alternating
 
 TUNED = "gemm.persistent"       # the kernel tuned; its tile is the hand-picked point of the space
 SPACE = {"BN": (128, 256), "STAGES": (3, "max"), "CLUSTER_M": (1, 2, 4), "GROUP_M": (8, 16)}
-TRIAL_WARM_S, TRIAL_REPS = 1.0, 30
-FINAL_WARM_S, FINAL_REPS = 2.0, 100
+TRIAL_WARM_S, TRIAL_REPS = 1.0, 10      # samples of SAMPLE_MS each (bench/gemm.py)
+FINAL_WARM_S, FINAL_REPS = 2.0, 30
 
 
 def configurations(base: dict) -> list[dict]:
@@ -38,7 +38,7 @@ def _time_against_cublas(run, operands, layout: str, warm_s: float, reps: int, e
     cublas = lambda: _cublas_gemm(*operands, layout, "tf32")
     fns = [run, *extra, cublas]
     warm(lambda: [fn() for fn in fns], warm_s)
-    return time_gpu_alternating(fns, warmup=2, reps=reps)
+    return time_gpu_alternating(fns, warmup=2, reps=reps, batch=batch_filling(fns, SAMPLE_MS))
 
 
 @register("tune.persistent", sources=[*registry.discover(("bench.gemm",))[TUNED].sources], timeout_s=900,
@@ -92,7 +92,8 @@ def tune(ctx) -> dict:
     return {"params": {"kernel": TUNED, "bm": kernel.tile["BM"], "space": {k: list(v) for k, v in SPACE.items()},
                        "stages_max": {str(bn): stages_that_fit(kernel.tile["BM"], bn, kernel.tile["BK"]) for bn in SPACE["BN"]},
                        "m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "trial_warm_s": TRIAL_WARM_S,
-                       "trial_reps": TRIAL_REPS, "final_warm_s": FINAL_WARM_S, "final_reps": FINAL_REPS},
+                       "trial_reps": TRIAL_REPS, "final_warm_s": FINAL_WARM_S, "final_reps": FINAL_REPS,
+                       "sample_ms": SAMPLE_MS},
             "check": {"passed": not failed, "method": "every configuration against a float64 GEMM",
                       **({"detail": "; ".join(failed)} if failed else {})},
             "trials": trials, "winner": winner, "hand_picked": hand_picked, "final": final}
