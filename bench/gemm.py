@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .registry import register
-from .timing import time_gpu, time_gpu_alternating
+from .timing import batch_filling, time_gpu, time_gpu_alternating
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,10 @@ SHAPE = Shape(m=4096, n=8192, k=16384)
 ODD_SHAPE = Shape(m=1031, n=1553, k=1291)    # multiples of no tile
 LAYOUTS = {"b_row": "B row-major (N contiguous)", "b_kmajor": "B K-major (stored transposed)"}
 SEED = 2026
-WARMUP, REPS = 5, 100
+WARMUP, REPS = 3, 30
+# A timed sample is as many GEMMs back to back as fill this: the power cap moves the clock by
+# several percent within milliseconds, and a sample this long averages over the swings.
+SAMPLE_MS = 100.0
 # Before timing, each GEMM runs back to back for this long: the tensor-core GEMMs run into the
 # power cap, and the clock it leaves them settles within about a second; timed from a cold
 # start, the first repetitions would run at the boost clock and widen the spread.
@@ -138,10 +141,13 @@ def run_gemm(ctx, *, precision: str, layout: str, prepare, warmup: int = WARMUP,
     checked = lambda shape: checked_launch(shape, layout, precision, prepare)
     launch, check, operands = checked(SHAPE)
     warm(launch.run, WARM_S)
-    t = time_gpu(launch.run, warmup=warmup, reps=reps)
+    runs = [launch.run]
     if against_cublas:           # C is checked already: cuBLAS may overwrite it
-        in_turns = time_gpu_alternating([launch.run, lambda: _cublas_gemm(*operands, layout, precision)],
-                                        warmup=warmup, reps=reps)
+        runs.append(lambda: _cublas_gemm(*operands, layout, precision))
+    batch = batch_filling(runs, SAMPLE_MS)
+    t = time_gpu(launch.run, warmup=warmup, reps=reps, batch=batch)
+    if against_cublas:
+        in_turns = time_gpu_alternating(runs, warmup=warmup, reps=reps, batch=batch)
     tflops = SHAPE.flops / (t["median"] * 1e-3) / 1e12
     try:
         _, odd_check, _ = checked(ODD_SHAPE)
@@ -152,7 +158,8 @@ def run_gemm(ctx, *, precision: str, layout: str, prepare, warmup: int = WARMUP,
     if odd["outcome"] == "wrong":
         check = {**check, "passed": False, "detail": f"wrong at the odd shape {odd['shape']}: {odd_check['detail']}"}
     record = {"params": {"m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "layout": layout, "precision": precision,
-                         "output": "fp32", "warm_s": WARM_S, "warmup": warmup, "reps": reps, "seed": SEED},
+                         "output": "fp32", "warm_s": WARM_S, "warmup": warmup, "reps": reps, "sample_ms": SAMPLE_MS,
+                         "batch": batch, "seed": SEED},
               "check": check, "time_ms": t, "tflops": tflops, "odd_shape": odd}
     versus = ""
     if against_cublas:
@@ -304,7 +311,8 @@ def _cute_prepare(source: str, name: str, tile: dict, device: dict, sass_require
     the order of its tiles being the kernel's (one CTA a tile, or as many as fit at once when
     PERSISTENT), and dynamic shared memory of the size the kernel exports as SMEM_BYTES; kernels
     that must hold UTMALDG take tensor maps of A and B in place of the pointers (B's box is
-    1/CLUSTER_M of its tile: each CTA of a cluster loads that slice for all of them); SPLIT_WAVE
+    1/CLUSTER_M of its tile: each CTA of a cluster loads that slice for all of them), and those
+    with EPILOGUE_N one of C, stored through shared memory a chunk at a time; SPLIT_WAVE
     kernels also take scratch for the partial sums of split tiles and their ready flags."""
     import cupy
     import numpy as np
@@ -327,6 +335,8 @@ def _cute_prepare(source: str, name: str, tile: dict, device: dict, sass_require
         kernel.max_dynamic_shared_size_bytes = smem_dynamic
     uses_tma = "UTMALDG" in sass_required
     boxes = {"a": (tile["BM"], tile["BK"]), "b": (tile["BN"] // cluster, tile["BK"])}   # (rows, cols)
+    if tile.get("EPILOGUE_N"):       # C leaves in chunks of EPILOGUE_N columns of a warpgroup's rows
+        boxes["c"] = (tile["BM"] // tile["WARPGROUPS_M"], tile["EPILOGUE_N"])
     resident = resident_ctas(kernel, threads, smem_dynamic, cluster) if tile.get("PERSISTENT") else None
 
     def prepare(a, b, c):
@@ -338,7 +348,7 @@ def _cute_prepare(source: str, name: str, tile: dict, device: dict, sass_require
         tiles = (m // tile["BM"], n // tile["BN"])
         grid = ((min(resident, tiles[0] * tiles[1]) if resident else tiles[0] * tiles[1]),) if hopper else tiles
         operands = (tensor_map(a, *boxes["a"]), tensor_map(b, *boxes["b"])) if uses_tma else (a, b)
-        args = (*operands, c, np.int32(m), np.int32(n), np.int32(k))
+        args = (*operands, tensor_map(c, *boxes["c"]) if "c" in boxes else c, np.int32(m), np.int32(n), np.int32(k))
         if tile.get("SPLIT_WAVE"):       # per CTA: one tile's partial sums, and a ready flag per consumer thread
             consumers = 128 * tile["WARPGROUPS_M"]
             args += (cupy.empty(grid[0] * tile["BM"] * tile["BN"], cupy.float32),
@@ -425,11 +435,18 @@ def _sm90(bn: int, stages: int, group_m: int = 0, **beyond) -> dict:
 HOPPER_SMEM_PER_CTA = 227 * 1024     # the most shared memory a Hopper CTA may opt in to
 
 
-def stages_that_fit(bm: int, bn: int, bk: int = 32) -> int:
+def staging_bytes(tile: dict) -> int:
+    """Shared memory a kernel with a TMA-store epilogue stages C in: EPILOGUE_BUFFERS chunks of
+    BM x EPILOGUE_N floats (gemm_11_tma_store.cu); none for the others."""
+    return tile.get("EPILOGUE_BUFFERS", 0) * tile["BM"] * tile.get("EPILOGUE_N", 0) * 4
+
+
+def stages_that_fit(bm: int, bn: int, bk: int = 32, reserved: int = 0) -> int:
     """The deepest ring of A and B tiles that fits HOPPER_SMEM_PER_CTA beside two mbarriers a
-    stage and the 1 KiB alignment slack (gemm_sm90_tiles.cuh's SharedStorage, which rounds up to 1 KiB)."""
+    stage, the 1 KiB alignment slack (gemm_sm90_tiles.cuh's SharedStorage, which rounds up to 1 KiB)
+    and ``reserved`` bytes for other uses."""
     stage_bytes, barrier_bytes, slack = (bm + bn) * bk * 4, 16, 1024
-    return (HOPPER_SMEM_PER_CTA - 2 * slack) // (stage_bytes + barrier_bytes)
+    return (HOPPER_SMEM_PER_CTA - 2 * slack - reserved) // (stage_bytes + barrier_bytes)
 
 
 _register_kernel("gemm.wgmma", "CuTe WGMMA (TF32)", "kernels/gemm_04_wgmma.cu",
@@ -448,6 +465,8 @@ for _bn in (128, 256):
 # shared memory holds, clusters of CLUSTER_M CTAs sharing B by TMA multicast, persistent CTAs.
 _WS = {"PRODUCER_WARPGROUPS": 1}
 _DEEP = stages_that_fit(128, 256)
+_EPILOGUE = {"EPILOGUE_N": 32, "EPILOGUE_BUFFERS": 2}     # C staged 32 columns (128 bytes) at a time, double-buffered
+_DEEP_BESIDE_STAGING = stages_that_fit(128, 256, reserved=staging_bytes({"BM": 128, **_EPILOGUE}))
 for _bid, _title, _source, _name, _tile in (
         ("gemm.warp_specialized", "Warp-specialized, 3 stages (TF32)", "gemm_07_warp_specialized.cu",
          "gemm_warp_specialized", _sm90(256, 3, 8, **_WS)),
@@ -460,6 +479,9 @@ for _bid, _title, _source, _name, _tile in (
         ("gemm.persistent", "Persistent, 2-CTA clusters (TF32)", "gemm_09_persistent.cu",
          "gemm_persistent", _sm90(256, _DEEP, 8, **_WS, CLUSTER_M=2, PERSISTENT=1)),
         ("gemm.split_wave", "Persistent + split last wave (TF32)", "gemm_10_split_wave.cu",
-         "gemm_split_wave", _sm90(256, _DEEP, 8, **_WS, CLUSTER_M=2, PERSISTENT=1, SPLIT_WAVE=1))):
-    _register_kernel(_bid, _title, f"kernels/{_source}", _cute(_source, _name, _tile, ("HGMMA", "UTMALDG")),
-                     _SM90_SOURCES, HOPPER)
+         "gemm_split_wave", _sm90(256, _DEEP, 8, **_WS, CLUSTER_M=2, PERSISTENT=1, SPLIT_WAVE=1)),
+        ("gemm.tma_store", "TMA-store epilogue (TF32)", "gemm_11_tma_store.cu",
+         "gemm_tma_store", _sm90(256, _DEEP_BESIDE_STAGING, 8, **_WS, CLUSTER_M=2, PERSISTENT=1, SPLIT_WAVE=1, **_EPILOGUE))):
+    sass = ("HGMMA", "UTMALDG", "UTMASTG") if "EPILOGUE_N" in _tile else ("HGMMA", "UTMALDG")
+    sources = (*_SM90_SOURCES, "kernels/gemm_sm90_split_wave.cuh") if "SPLIT_WAVE" in _tile else _SM90_SOURCES
+    _register_kernel(_bid, _title, f"kernels/{_source}", _cute(_source, _name, _tile, sass), sources, HOPPER)

@@ -30,11 +30,13 @@ STEPS = (
     Step("wgmma_pipe", "WGMMA Pipelined", "+ a ring of shared buffers: cp.async of K-tile k+1 overlaps the wgmma of k",
          (("gemm.wgmma_pipe", "2 stages, 128x128"), ("gemm.wgmma_pipe_128x256", "3 stages, 128x256"),
           ("gemm.wgmma_pipe_swizzle", "+ CTA swizzle")), "b_kmajor", "tf32"),
-    Step("wgmma_tma", "WGMMA + TMA", "+ TMA loads issued by one thread, full/empty mbarriers, 3 stages",
+    Step("wgmma_tma", "WGMMA + TMA", "+ TMA loads, each issued by one thread (the last warp to finish reading the stage), "
+         "full mbarriers counting the bytes, 3 stages",
          (("gemm.wgmma_tma_128x128", "128x128 tile"), ("gemm.wgmma_tma_128x256", "128x256 tile")),
          "b_kmajor", "tf32"),
     Step("warp_specialized", "Warp Specialization",
-         "+ a producer warpgroup issuing the TMA loads, two consumer warpgroups issuing wgmma, setmaxnreg "
+         "+ a producer warpgroup issuing the TMA loads, full/empty mbarrier pairs, two consumer warpgroups "
+         "issuing wgmma, setmaxnreg "
          "moving registers to them; then as many stages as shared memory holds",
          (("gemm.warp_specialized", "3 stages"), ("gemm.warp_specialized_deep", "all the stages that fit")),
          "b_kmajor", "tf32", beyond=True),
@@ -50,4 +52,8 @@ STEPS = (
          "+ the tiles past the last full wave split in two along K: their owners compute the first part, "
          "the clusters that would idle compute the rest and leave partial sums for the owners to add",
          (("gemm.split_wave", "split last wave"),), "b_kmajor", "tf32", beyond=True),
+    Step("tma_store", "TMA-Store Epilogue",
+         "+ C leaves through shared memory: each warpgroup stages 32-column chunks that TMA stores while it "
+         "writes the next, and goes back to wgmma as soon as its registers are in shared memory",
+         (("gemm.tma_store", "TMA-store epilogue"),), "b_kmajor", "tf32", beyond=True),
 )

@@ -488,10 +488,17 @@ def wgmma_diagram(step: dict, shape: dict) -> str:
         _text(dwg, (x + box_w / 2, ry + 70), f"stage {s_}", size=11, anchor="middle")
         if tma:
             _text(dwg, (x + box_w / 2, ry + 104), f"full[{s_}]", size=10, color=PALETTE[2], anchor="middle")
-            _text(dwg, (x + box_w / 2, ry + 117), f"empty[{s_}]", size=10, color=PALETTE[1], anchor="middle")
+            if producers:
+                _text(dwg, (x + box_w / 2, ry + 117), f"empty[{s_}]", size=10, color=PALETTE[1], anchor="middle")
     ring_w = stages * (box_w + 10) - 10
-    if tma:
-        who = "producer warpgroup 0, thread 0" if producers else "thread 0"
+    if tma and not producers:            # step 6: no empty barriers, the last reader refills
+        _text(dwg, (rx, ry + 14), "one thread → TMA: one tensor-map copy per tile", size=11)
+        _arrow(dwg, (rx + ring_w / 2, ry + 20), (rx + ring_w / 2, ry + 38), color=ACCENT)
+        warps = res["threads_per_block"] // 32
+        flow = ["TMA lands the bytes → full[s] completes", "warpgroups wait full[s], issue wgmma",
+                "each warp done reading → counts itself on stage s", f"the {warps}th to count refills stage s: no one waits"]
+    elif tma:
+        who = "producer warpgroup 0, thread 0"
         _text(dwg, (rx, ry + 14), f"{who} → TMA: one tensor-map copy per tile", size=11)
         _arrow(dwg, (rx + ring_w / 2, ry + 20), (rx + ring_w / 2, ry + 38), color=ACCENT)
         flow = ["TMA lands the bytes → full[s] completes", "warpgroups wait full[s], issue wgmma",
@@ -499,8 +506,10 @@ def wgmma_diagram(step: dict, shape: dict) -> str:
         if cluster > 1:
             flow[0] = f"A from this CTA, B in {cluster} slices multicast by the cluster's {cluster} CTAs"
             flow[2] = f"each consumer warp of all {cluster} CTAs → arrives on empty[s]"
-        if producers:
-            flow.append("setmaxnreg: the producer gives up registers, the consumers take them")
+        flow.append("setmaxnreg: the producer gives up registers, the consumers take them")
+        if t.get("EPILOGUE_N"):
+            flow.append(f"epilogue: each warpgroup writes C {am}×{t['EPILOGUE_N']} at a time into one of "
+                        f"{t['EPILOGUE_BUFFERS']} staging buffers; one thread TMA-stores it")
     else:
         _text(dwg, (rx, ry + 14), f"all {res['threads_per_block']} threads: cp.async, 16 B each", size=11)
         _arrow(dwg, (rx + ring_w / 2, ry + 20), (rx + ring_w / 2, ry + 38), color=ACCENT)
@@ -546,7 +555,7 @@ def wgmma_diagram(step: dict, shape: dict) -> str:
 DIAGRAMS = {"naive": naive_diagram, "cute_mma": cute_diagram, "cute_smem": cute_diagram,
             "wgmma": wgmma_diagram, "wgmma_pipe": wgmma_diagram, "wgmma_tma": wgmma_diagram,
             "warp_specialized": wgmma_diagram, "cluster": wgmma_diagram, "persistent": wgmma_diagram,
-            "split_wave": wgmma_diagram}
+            "split_wave": wgmma_diagram, "tma_store": wgmma_diagram}
 
 
 def draw_all(context: dict) -> dict[str, str]:

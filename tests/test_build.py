@@ -10,7 +10,8 @@ from slides import figures
 
 # The reference deck's outline, in order (kernel slides: code, diagram, performance).
 KERNELS = ["Naive FP32", "CuTe Simple MMA", "CuTe SMEM", "CuTe WGMMA", "WGMMA Pipelined", "WGMMA + TMA",
-           "Warp Specialization", "Clusters + TMA Multicast", "Persistent Kernel", "Split Last Wave"]
+           "Warp Specialization", "Clusters + TMA Multicast", "Persistent Kernel", "Split Last Wave",
+           "TMA-Store Epilogue"]
 OUTLINE = (["CUDA Performance Study", "Hopper SM Architecture", "Theoretical Peak Performance",
             "Why Matrix Multiply?", "GEMM Problem Setup"]
            + [f"Kernel {i}: {k} — {part}" for i, k in enumerate(KERNELS, 1)
@@ -266,7 +267,8 @@ def test_wgmma_diagram_follows_the_compiled_tile(fixture_doc):
     pipe = copy.deepcopy(fixture_doc["benchmarks"]["gemm.wgmma_pipe"]["resources"])
     draw = lambda res: figures.wgmma_diagram({"best": {"resources": res}}, shape)
     t = draw(tma)
-    assert "3 shared stages × 48 KiB" in t and "full[2]" in t and "empty[2]" in t and "thread 0 → TMA" in t
+    assert "3 shared stages × 48 KiB" in t and "full[2]" in t and "one thread → TMA" in t
+    assert "empty[" not in t and "the 8th to count refills stage s" in t     # no empty barriers: the last reader refills
     assert "warpgroup 1: 64×256" in t and "1,024 CTAs" in t and "bands of 8 tile rows" in t
     p = draw(pipe)
     assert "2 shared stages × 32 KiB" in p and "full[" not in p and "cp.async" in p and "down M first" in p
@@ -300,7 +302,11 @@ def test_beyond_diagrams_show_producer_cluster_and_persistent_grid(fixture_doc):
     cl = draw("gemm.cluster_multicast")
     assert "B in 2 slices multicast" in cl and "all 2 CTAs" in cl and "in clusters of 2" in cl
     pe = draw("gemm.persistent")
-    assert "132 persistent CTAs" in pe and f"{1024 / 132:.2f} each" in pe
+    assert "132 persistent CTAs" in pe and f"{1024 / 132:.2f} each" in pe and "epilogue" not in pe
+    staged = copy.deepcopy(b["gemm.persistent"]["resources"])
+    staged["tile"].update(EPILOGUE_N=16, EPILOGUE_BUFFERS=3)
+    st = figures.wgmma_diagram({"best": {"resources": staged}}, shape)
+    assert "writes C 64×16 at a time into one of 3 staging buffers" in st
 
 
 def test_missing_slide_tells_what_each_step_past_the_reference_added(deck):

@@ -1,0 +1,158 @@
+// Step 11 — TMA-store epilogue: C leaves through shared memory. Each consumer warpgroup writes its
+// accumulators a column chunk at a time into a small swizzled staging buffer and one thread hands the
+// chunk to TMA, which stores it while the warpgroup writes the next chunk and then goes back to the
+// next tile's wgmma: the registers are free as soon as they are in shared memory.
+//
+// Same schedule, split last wave, ring and multicast as step 10; the staging buffers fit beside the
+// ring because a chunk is EPILOGUE_N columns, not the whole tile.
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef PRODUCER_WARPGROUPS
+#define PRODUCER_WARPGROUPS 1
+#endif
+#ifndef CLUSTER_M
+#define CLUSTER_M 2
+#endif
+#ifndef EPILOGUE_N
+#define EPILOGUE_N 32               // columns of C per staged chunk: one 128-byte swizzle row
+#endif
+#ifndef EPILOGUE_BUFFERS
+#define EPILOGUE_BUFFERS 2          // a warpgroup fills one while TMA reads the other
+#endif
+#include <cuda.h>                           // CUtensorMap
+#include "gemm_sm90_split_wave.cuh"        // Schedule, Piece, FRAGMENT
+
+constexpr int WG_ROWS = BM / WARPGROUPS_M;          // rows of C a consumer warpgroup holds
+static_assert(EPILOGUE_N * sizeof(float) == 128, "a staged row is one 128-byte swizzle row");
+static_assert(BN % EPILOGUE_N == 0, "the tile is whole chunks");
+// (BM,EPILOGUE_N) floats, rows of 128 bytes whose 16-byte chunks (4 floats) are XOR-ed with the row
+// within its 8-row atom: CU_TENSOR_MAP_SWIZZLE_128B's layout. Warpgroup w's rows are the w-th box.
+using SmemLayoutC = decltype(composition(Swizzle<3, 2, 3>{}, make_layout(Shape<Int<BM>, Int<EPILOGUE_N>>{}, LayoutRight{})));
+constexpr int STAGING_BYTES = EPILOGUE_BUFFERS * BM * EPILOGUE_N * sizeof(float);
+static_assert(SMEM_BYTES_NEEDED + STAGING_BYTES <= 227 * 1024, "the ring and the staging buffers share 227 KiB");
+
+__shared__ alignas(1024) float staging[EPILOGUE_BUFFERS * BM * EPILOGUE_N];   // (BM,EPILOGUE_N) x EPILOGUE_BUFFERS
+
+// A consumer warpgroup's side of the epilogue. Chunks are numbered over all the tiles a CTA stores, so
+// that a buffer is reused only after TMA has finished reading the chunk before in it.
+struct Epilogue {
+    int warpgroup, chunk = 0;
+    bool leader;                     // the thread that issues the TMA stores of its warpgroup
+
+    __device__ Epilogue() {
+        warpgroup = (threadIdx.x - 128 * PRODUCER_WARPGROUPS) / 128;
+        leader = threadIdx.x % 128 == 0;
+    }
+    __device__ void sync() const {   // this warpgroup's 128 threads (named barriers 1 on; 0 is __syncthreads)
+        cutlass::arch::NamedBarrier::arrive_and_wait(128, 1 + warpgroup);
+    }
+    template <class FragC>
+    __device__ void store(FragC const& tCrC, CUtensorMap const& tmaC, int tm, int tn) {
+        // The 64 x EPILOGUE_N wgmma atom maps threads to C as the 64 x BN one does, over fewer columns:
+        // the (row, column) in a chunk of each of this thread's values, in the accumulators' order.
+        auto chunk_mma = make_tiled_mma(SM90_64x32x8_F32TF32TF32_SS_TN<>{}, WarpgroupLayout{});
+        Tensor coords = chunk_mma.get_slice(threadIdx.x - 128 * PRODUCER_WARPGROUPS)
+                                 .partition_C(make_identity_tensor(Shape<Int<BM>, Int<EPILOGUE_N>>{}));   // (MMA,1,1)
+        constexpr int PER_CHUNK = decltype(size(coords))::value;
+        static_assert(PER_CHUNK * (BN / EPILOGUE_N) == size(FragC{}), "the chunks are the accumulators, in order");
+        CUTE_UNROLL
+        for (int j = 0; j < BN / EPILOGUE_N; ++j, ++chunk) {
+            float* buffer = staging + chunk % EPILOGUE_BUFFERS * BM * EPILOGUE_N;
+            if (leader) tma_store_wait<EPILOGUE_BUFFERS - 1>();   // TMA has read this buffer's last chunk
+            sync();
+            const uint32_t base = cast_smem_ptr_to_uint(buffer);
+            CUTE_UNROLL
+            for (int i = 0; i < PER_CHUNK; i += 2) {              // a value pair: two adjacent columns
+                auto [row, col] = coords(i);
+                uint32_t at = base + SmemLayoutC{}(row, col) * sizeof(float);
+                asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(at), "f"(tCrC(j * PER_CHUNK + i)),
+                             "f"(tCrC(j * PER_CHUNK + i + 1)));
+            }
+            tma_store_fence();                                    // the writes are visible to TMA
+            sync();
+            if (leader) {
+                SM90_TMA_STORE_2D::copy(&tmaC, buffer + warpgroup * WG_ROWS * EPILOGUE_N,
+                                        tn * BN + j * EPILOGUE_N, tm * BM + warpgroup * WG_ROWS);
+                tma_store_arrive();
+            }
+        }
+    }
+    __device__ void drain() const {  // shared memory must outlive the stores that read it
+        if (leader) tma_store_wait<0>();
+    }
+};
+
+extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(THREADS, 1) gemm_tma_store(
+        const __grid_constant__ CUtensorMap tmaA,     // A (M,K): box BK x BM, 128-byte swizzle
+        const __grid_constant__ CUtensorMap tmaB,     // B (N,K): box BK x BN/CLUSTER_M, 128-byte swizzle
+        const __grid_constant__ CUtensorMap tmaC,     // C (M,N): box EPILOGUE_N x BM/WARPGROUPS_M, 128-byte swizzle
+        int M, int N, int K,
+        float* partials,                              // (FRAGMENT,CONSUMER_THREADS) per CTA of the last wave: its tail
+        int* ready) {                                 // (CONSUMER_THREADS) per CTA of the last wave: 1 while its tail waits
+    SharedStorage& smem = shared_storage();
+    const int rank = block_rank_in_cluster();
+    const Schedule schedule(M, N, K);
+    init_ring_barriers(smem);
+
+    // #region kernel
+    if (threadIdx.x < 128) {                                     // producer warpgroup
+        cutlass::arch::warpgroup_reg_dealloc<PRODUCER_REGS>();
+        if (threadIdx.x == 0) {
+            int fill = 0;
+            Piece p;
+            for (int i = 0; schedule.piece(i, p); ++i) {
+                auto [tm, tn] = cta_tile(M, N, p.unit * CLUSTER_M + rank);
+                for (int k = p.k0; k < p.k1; ++k, ++fill) {
+                    int s = acquire_stage(smem, fill);
+                    SM90_TMA_LOAD_2D::copy(&tmaA, &smem.full[s], TMA_HINT, smem.A + s * BM * BK, k * BK, tm * BM);
+                    SM90_TMA_LOAD_MULTICAST_2D::copy(&tmaB, &smem.full[s], WHOLE_CLUSTER, TMA_HINT,
+                                                     smem.B + s * BN * BK + rank * B_SLICE * BK, k * BK, tn * BN + rank * B_SLICE);
+                }
+            }
+        }
+    } else {
+        cutlass::arch::warpgroup_reg_alloc<CONSUMER_REGS>();
+        auto [mma, thr, tCrA, tCrB] = consumer_fragments(smem);              // (MMA,MMA_M|N,MMA_K,PIPE) descriptors
+        Tensor tCrC = thr.partition_fragment_C(cta_tile_of_C(nullptr, M, N, 0, 0)); // (MMA,MMA_M,MMA_N)
+        Epilogue epilogue;
+        static_assert(decltype(size(tCrC))::value == FRAGMENT);
+        // Last-wave unit u's tail sums for this CTA's tile and this thread, coalesced over the threads.
+        const int ct = threadIdx.x - 128;
+        float* tail_sums = partials + rank * FRAGMENT * CONSUMER_THREADS + ct;     // + u * CLUSTER_M * FRAGMENT * CONSUMER_THREADS
+        int* tail_ready = ready + rank * CONSUMER_THREADS + ct;                    // + u * CLUSTER_M * CONSUMER_THREADS
+        int fill = 0;
+        Piece p;
+        for (int i = 0; schedule.piece(i, p); ++i) {
+            clear(tCrC);
+            warpgroup_fence_operand(tCrC);       // else ptxas serializes the wgmmas: the sums are added outside them
+            for (int k = p.k0; k < p.k1; ++k, ++fill)
+                mma_stage(smem, mma, tCrA, tCrB, tCrC, fill, k > p.k0);
+            warpgroup_wait<0>();
+            warpgroup_fence_operand(tCrC);
+            release_stage(smem, (fill - 1) % STAGES);
+            const int u = p.unit - schedule.full_units;
+            float* sums = tail_sums + u * CLUSTER_M * FRAGMENT * CONSUMER_THREADS;
+            int* flag = tail_ready + u * CLUSTER_M * CONSUMER_THREADS;
+            if (p.k0 > 0) {                                      // a helper: leave the tail's sums
+                CUTE_UNROLL
+                for (int j = 0; j < FRAGMENT; ++j) __stcg(sums + j * CONSUMER_THREADS, tCrC(j));
+                __threadfence();                                 // the sums are visible before the flag
+                atomicExch(flag, 1);
+                continue;
+            }
+            if (p.k1 < schedule.k_tiles) {                       // an owner: add the tail's sums
+                while (atomicAdd(flag, 0) == 0) __nanosleep(256);
+                __threadfence();
+                CUTE_UNROLL
+                for (int j = 0; j < FRAGMENT; ++j) tCrC(j) += __ldcg(sums + j * CONSUMER_THREADS);
+                *flag = 0;                                       // for the next launch
+            }
+            auto [tm, tn] = cta_tile(M, N, p.unit * CLUSTER_M + rank);
+            epilogue.store(tCrC, tmaC, tm, tn);
+        }
+        epilogue.drain();
+    }
+    cluster_sync();                          // no CTA leaves while a peer may still signal its barriers
+    // #endregion kernel
+}
