@@ -264,10 +264,12 @@ def gemm_context(ctx: Context, device: dict) -> dict:
     story = reference_last + [s for s in measured_steps if s["beyond"]]
     story = story if len(story) >= 2 else []
     top_waves = waves(headline["to"]["resources"], headline["to"]["occupancy"], device) if headline else None
+    staged_epilogue = any("EPILOGUE_N" in ((s["best"]["resources"] or {}).get("tile") or {}) for s in story)
     return {"shape": {"m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "flops": SHAPE.flops,
                       "intensity_fp32": SHAPE.flops / (4 * (SHAPE.m * SHAPE.k + SHAPE.k * SHAPE.n + SHAPE.m * SHAPE.n))},
             "cublas": cublas, "cublas_rows": list(cublas.values()), "best_tf32": best_tf32,
-            "steps": steps, "headline": headline, "balance": None, "story": story, "waves": top_waves}
+            "steps": steps, "headline": headline, "balance": None, "story": story, "waves": top_waves,
+            "staged_epilogue": staged_epilogue}
 
 
 def _size_label(shape: list[int]) -> str:

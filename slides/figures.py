@@ -508,8 +508,7 @@ def wgmma_diagram(step: dict, shape: dict) -> str:
             flow[2] = f"each consumer warp of all {cluster} CTAs → arrives on empty[s]"
         flow.append("setmaxnreg: the producer gives up registers, the consumers take them")
         if t.get("EPILOGUE_N"):
-            flow.append(f"epilogue: each warpgroup writes C {am}×{t['EPILOGUE_N']} at a time into one of "
-                        f"{t['EPILOGUE_BUFFERS']} staging buffers; one thread TMA-stores it")
+            flow.append(f"C: {am}×{t['EPILOGUE_N']} chunks → {t['EPILOGUE_BUFFERS']} staging buffers → TMA store")
     else:
         _text(dwg, (rx, ry + 14), f"all {res['threads_per_block']} threads: cp.async, 16 B each", size=11)
         _arrow(dwg, (rx + ring_w / 2, ry + 20), (rx + ring_w / 2, ry + 38), color=ACCENT)
@@ -539,12 +538,12 @@ def wgmma_diagram(step: dict, shape: dict) -> str:
     grid = (f"{ctas} persistent CTAs (all that fit at once) walk {tiles:,} tiles, {tiles / ctas:.2f} each"
             if t.get("PERSISTENT") else f"{tiles:,} CTAs")
     split = res.get("split_wave")
-    if split and split["left"]:
-        grid = (f"{ctas} persistent CTAs: {split['full_waves']} full waves, then {split['left']} last-wave "
-                f"tile pairs split at K-tile {split['split']} of {split['k_tiles']}, the rest on {split['helpers']} helper clusters")
     clusters = f" in clusters of {cluster} on adjacent tile rows" if cluster > 1 else ""
-    notes = [f"grid: {grid} of {res['threads_per_block']} threads{clusters}",
-             f"tile order: {order}; K loop: {shape['k'] // bk:,} steps of {bk}",
+    notes = [f"grid: {grid} of {res['threads_per_block']} threads{clusters}"]
+    if split and split["left"]:
+        notes.append(f"last wave: after {split['full_waves']} full waves, {split['left']} tile pairs split at K-tile "
+                     f"{split['split']} of {split['k_tiles']}, the rest on {split['helpers']} helper clusters")
+    notes += [f"tile order: {order}; K loop: {shape['k'] // bk:,} steps of {bk}",
              f"{(res['smem_static_bytes'] + res['smem_dynamic_bytes']) / 1024:.1f} KiB of shared memory; "
              f"{t['MMA_ATOM']}"]
     for i, line in enumerate(notes):

@@ -306,7 +306,7 @@ def test_beyond_diagrams_show_producer_cluster_and_persistent_grid(fixture_doc):
     staged = copy.deepcopy(b["gemm.persistent"]["resources"])
     staged["tile"].update(EPILOGUE_N=16, EPILOGUE_BUFFERS=3)
     st = figures.wgmma_diagram({"best": {"resources": staged}}, shape)
-    assert "writes C 64×16 at a time into one of 3 staging buffers" in st
+    assert "C: 64×16 chunks → 3 staging buffers → TMA store" in st
 
 
 def test_missing_slide_tells_what_each_step_past_the_reference_added(deck):
@@ -343,7 +343,7 @@ def test_split_wave_diagram_shows_the_split_last_wave(fixture_doc):
     res = fixture_doc["benchmarks"]["gemm.split_wave"]["resources"]
     svg = figures.wgmma_diagram({"best": {"resources": res}}, {"m": 4096, "n": 8192, "k": 16384})
     sw = res["split_wave"]
-    assert (f"{sw['full_waves']} full waves, then {sw['left']} last-wave tile pairs split at K-tile "
+    assert (f"after {sw['full_waves']} full waves, {sw['left']} tile pairs split at K-tile "
             f"{sw['split']} of {sw['k_tiles']}, the rest on {sw['helpers']} helper clusters") in svg
 
 
