@@ -18,6 +18,19 @@ def test_timer_measures_kernel_time_not_launch_gaps():
     assert t["n"] == 20 and 0 < t["p10"] <= t["median"] <= t["p90"] < 5
 
 
+def test_batched_samples_time_one_run_each():
+    """A sample of a batch of back-to-back runs reports one run's time, as a single run does."""
+    import cupy
+    from bench.timing import batch_filling, time_gpu
+    x = cupy.ones(1 << 26, dtype=cupy.float32)
+    single = time_gpu(lambda: x.sum(), warmup=2, reps=20)
+    batch = batch_filling([lambda: x.sum()], 20 * single["median"])
+    assert 10 <= batch <= 40
+    batched = time_gpu(lambda: x.sum(), warmup=2, reps=10, batch=batch)
+    assert batched["batch"] == batch and batched["n"] == 10
+    assert 0.7 < batched["median"] / single["median"] < 1.3
+
+
 @pytest.mark.parametrize("precision", ["fp32", "tf32", "bf16"])
 @pytest.mark.parametrize("layout", ["b_row", "b_kmajor"])
 def test_cublas_check_passes_and_catches_errors(precision, layout):
