@@ -44,7 +44,9 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         # transpose: copy (bench/hbm.py, bench/latency.py, bench/transpose.py);
         # sweep.<step>: rows[] {shape, outcome: correct | wrong | refused, tflops/time_ms by kernel and
         #     cuBLAS layout, ratio_same_layout, ratio_best_layout} (bench/sweep.py);
-        # tune.persistent: trials[] {config, outcome, ratio, ...}, winner, hand_picked, final (bench/tune.py)
+        # tune.persistent: trials[] {config, outcome, ratio, ...}, winner, hand_picked, final (bench/tune.py);
+        # settle.headline: series {kernel, cublas}: {batch, rows[] {t_s, ms, sm_clock_mhz, power_w,
+        #     temperature_c}}, one row per sample, in order (bench/settle.py)
 
 Every number anywhere in the file is finite and not negative. ``load`` raises
 ``ResultsError`` naming the file, the field and what was expected.
