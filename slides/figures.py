@@ -294,6 +294,19 @@ def gemm_sweep(sweep: dict) -> str:
     return line_chart(Chart("M = N = K (log scale)", "TFLOPS", series, height=460))
 
 
+def settle_spread(settle: dict) -> str:
+    """The p10-p90 spread of each run's consecutive samples against when they start, from a rest,
+    with the spread the GEMM timings are held to."""
+    look = {"kernel": (settle["title"], ACCENT), "cublas": ("cuBLAS", INK)}
+    series = []
+    for run in settle["runs"]:
+        label, color = look.get(run["name"], (run["name"], MUTED))
+        series.append(Series(label, [(w["t_s"], 100 * w["spread"]) for w in run["windows"]], color, marks=False))
+    lines = [Line("y", settle["target_pct"], f"{settle['target_pct']:g}%", REF)]
+    return line_chart(Chart(f"start of {settle['window']} consecutive samples, s after the rest",
+                            f"p10–p90 spread of {settle['window']} samples, %", series, lines, x_log=False, height=400))
+
+
 def tune_label(config: dict, bm: int) -> str:
     return (f"{bm}×{config['BN']}, {config['STAGES']} stages, cluster {config['CLUSTER_M']}, "
             f"band {config['GROUP_M']}")
@@ -565,6 +578,8 @@ def draw_all(context: dict) -> dict[str, str]:
         svgs["gemm_sweep.svg"] = gemm_sweep(context["gemm"]["sweep"])
     if context["gemm"]["tune"]["trials"]:
         svgs["tuner.svg"] = tuner_bars(context["gemm"]["tune"])
+    if context["gemm"]["settle"]["runs"]:
+        svgs["settle.svg"] = settle_spread(context["gemm"]["settle"])
     if context["hbm"]["rows"]:
         svgs["hbm_scaling.svg"] = hbm_scaling(context["hbm"], context["device"])
     if context["instr"]["rows"]:

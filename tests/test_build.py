@@ -17,7 +17,7 @@ OUTLINE = (["CUDA Performance Study", "Hopper SM Architecture", "Theoretical Pea
            + [f"Kernel {i}: {k} — {part}" for i, k in enumerate(KERNELS, 1)
               for part in ("Code", "Diagram", "Performance")]
            + ["GEMM — Results Table", "GEMM Across Sizes", "GEMM Across Sizes — Table", "Tuning the Persistent Kernel",
-              "What's Missing?", "Takeaways", "Backup Slides",
+              "Timing Under the Power Cap", "What's Missing?", "Takeaways", "Backup Slides",
               "Instruction Latency — Methodology", "Instruction Latency — Results", "Instruction Latency — Plot",
               "Instruction Latency — Key Observations", "Memory Latency", "Memory Latency — Working-Set Sweep",
               "HBM Bandwidth Scaling", "HBM Bandwidth Scaling — Little's Law", "L2 Bandwidth Scaling",
@@ -403,3 +403,39 @@ def test_tuner_slide_ranks_every_trial_and_names_the_winner(fixture_doc, write_r
     build.build(write_results(fixture_doc), tmp_path)
     slide = slides_of((tmp_path / "slides.md").read_text())["Tuning the Persistent Kernel"]
     assert "Did not run:" in slide and "ptxas C7515" in slide
+
+
+def test_settle_slide_says_when_the_spread_stays_under_the_target(fixture_doc, write_results, tmp_path):
+    """When each GEMM's spread of consecutive samples stays under 3%, computed here from the raw
+    samples; the GEMM timing's own spread beside it; a run that never settles is said so."""
+    import numpy as np
+    rec = fixture_doc["benchmarks"]["settle.headline"]
+    n = build.SETTLE_WINDOW
+
+    def settled(rows):
+        ms = [r["ms"] for r in rows]
+        calm = []
+        for i in range(len(rows) - n + 1):
+            p10, m, p90 = np.percentile(ms[i:i + n], [10, 50, 90])
+            calm.append((p90 - p10) / m < 0.03)
+        return next(rows[i]["t_s"] for i in range(len(calm)) if all(calm[i:]))
+
+    build.build(write_results(fixture_doc), tmp_path)
+    s = slides_of((tmp_path / "slides.md").read_text())["Timing Under the Power Cap"]
+    for name in ("kernel", "cublas"):
+        assert f"stays under 3% from {settled(rec['series'][name]['rows']):.0f} s on" in s
+    t = fixture_doc["benchmarks"][rec["params"]["kernel"]]["time_ms"]
+    assert f"the headline's spread there is {100 * (t['p90'] - t['p10']) / t['median']:.1f}%" in s
+    assert "cuBLAS" in (tmp_path / "svgs" / "settle.svg").read_text()
+
+    rows = rec["series"]["cublas"]["rows"]
+    for i, row in enumerate(rows):                     # a clock that never settles
+        row["ms"] *= 1.1 if i % 2 else 1.0
+    build.build(write_results(fixture_doc), tmp_path)
+    s = slides_of((tmp_path / "slides.md").read_text())["Timing Under the Power Cap"]
+    assert "never stays under 3% in 20 s" in s
+
+    del fixture_doc["benchmarks"]["settle.headline"]
+    build.build(write_results(fixture_doc), tmp_path / "without")
+    s = slides_of((tmp_path / "without" / "slides.md").read_text())["Timing Under the Power Cap"]
+    assert "Not measured on this GPU: settle.headline" in s and not (tmp_path / "without" / "svgs" / "settle.svg").exists()

@@ -21,7 +21,7 @@ OTHER_GPUS = {
             "memory_bytes": 48305799168, "max_threads_per_sm": 1536, "regs_per_sm": 65536,
             "smem_per_sm_bytes": 102400, "power_limit_w": 350.0},
 }
-HOPPER_ONLY = re.compile(r"(gemm|sweep|tune)\.(wgmma|warp_specialized|cluster|persistent|split_wave|tma_store)")
+HOPPER_ONLY = re.compile(r"(gemm|sweep|tune)\.(wgmma|warp_specialized|cluster|persistent|split_wave|tma_store)|settle\.")
 
 
 def on_gpu(doc: dict, cc: str) -> dict:
