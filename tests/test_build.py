@@ -425,7 +425,7 @@ def test_settle_slide_says_when_the_spread_stays_under_the_target(fixture_doc, w
     for name in ("kernel", "cublas"):
         assert f"stays under 3% from {settled(rec['series'][name]['rows']):.0f} s on" in s
     t = fixture_doc["benchmarks"][rec["params"]["kernel"]]["time_ms"]
-    assert f"the headline's spread there is {100 * (t['p90'] - t['p10']) / t['median']:.1f}%" in s
+    assert f"its spread there is {100 * (t['p90'] - t['p10']) / t['median']:.1f}%" in s
     assert "cuBLAS" in (tmp_path / "svgs" / "settle.svg").read_text()
 
     rows = rec["series"]["cublas"]["rows"]
