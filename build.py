@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 import jinja2
-import numpy as np
 
 from bench import registry, schema
+from bench.timing import summarize
 from bench.gemm import LAYOUTS, SHAPE, cublas_id
 from bench.progression import STEPS
 from slides import figures
@@ -332,9 +332,9 @@ def tune_context(ctx: Context) -> dict:
             "wrong": [t for t in trials if t["outcome"] == "wrong"]}
 
 
-def _spread(ms: list[float]) -> float:
-    p10, median, p90 = np.percentile(ms, [10, 50, 90])
-    return (p90 - p10) / median
+def _spread(t: dict) -> float:
+    """The p10-p90 spread over the median of a timing summary (bench/timing.py's summarize)."""
+    return (t["p90"] - t["p10"]) / t["median"]
 
 
 def settle_context(ctx: Context, gemm: dict) -> dict:
@@ -349,12 +349,12 @@ def settle_context(ctx: Context, gemm: dict) -> dict:
     for name, series in rec["series"].items():
         rows = series["rows"]
         ms = [row["ms"] for row in rows]
-        windows = [{"t_s": rows[i]["t_s"], "spread": _spread(ms[i:i + SETTLE_WINDOW])}
+        windows = [{"t_s": rows[i]["t_s"], "spread": _spread(summarize(ms[i:i + SETTLE_WINDOW]))}
                    for i in range(len(rows) - SETTLE_WINDOW + 1)]
         calm = [w["spread"] < SETTLE_SPREAD for w in windows]
         settled = next((w["t_s"] for i, w in enumerate(windows) if all(calm[i:])), None) if windows else None
         first, last = rows[:SETTLE_WINDOW], rows[-SETTLE_WINDOW:]
-        mid = lambda part, key: float(np.median([row[key] for row in part]))
+        mid = lambda part, key: summarize([row[key] for row in part])["median"]
         runs.append({"name": name, "batch": series["batch"], "samples": len(rows), "windows": windows,
                      "settled_s": settled, "first_spread": windows[0]["spread"] if windows else None,
                      "last_spread": windows[-1]["spread"] if windows else None,
@@ -368,7 +368,7 @@ def settle_context(ctx: Context, gemm: dict) -> dict:
     title = next((s["title"] for s in gemm["steps"] if any(v["id"] == kernel_id for v in s["variants"])), kernel_id)
     return {**r, "runs": runs, "by": by, "params": rec["params"], "title": title, "window": SETTLE_WINDOW,
             "target_pct": 100 * SETTLE_SPREAD,
-            "gemm_spread": timed and (timed["p90"] - timed["p10"]) / timed["median"]}
+            "gemm_spread": timed and _spread(timed)}
 
 
 def hbm_context(ctx: Context, device: dict) -> dict:
@@ -629,11 +629,12 @@ def comparable_files(results: Path) -> list[Path]:
 
 
 def build(results: Path, out_dir: Path = ROOT, compare=()) -> dict:
-    """Render the deck of ``results``, with a comparison section when ``compare`` names other results files."""
+    """Render the deck of ``results``, with a comparison section when ``compare`` holds other GPUs'
+    results (loaded documents)."""
     doc = schema.load(results)
     benchmarks = registry.discover()
     context, _ = build_context(doc, benchmarks)
-    others = [build_context(schema.load(p), benchmarks)[0] for p in compare]
+    others = [build_context(other, benchmarks)[0] for other in compare]
     context["compare"] = compare_context([context, *others])
     for step in context["gemm"]["steps"]:      # Slidev resolves snippet paths from the deck's folder
         if step["source"]:
@@ -658,16 +659,16 @@ def main(argv=None) -> int:
     which.add_argument("--no-compare", action="store_true", help="leave the comparison section out")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    compare = [] if args.no_compare else args.compare
-    if compare is None:
-        compare = []
-        for path in comparable_files(args.results):
-            try:
-                schema.load(path)
-                compare.append(path)
-            except schema.ResultsError as e:
-                print(f"build.py: left out of the comparison: {e}", file=sys.stderr)
+    compare = []
     try:
+        if args.compare:                # named: each must validate
+            compare = [schema.load(path) for path in args.compare]
+        elif not args.no_compare:       # found beside --results: a broken one is left out
+            for path in comparable_files(args.results):
+                try:
+                    compare.append(schema.load(path))
+                except schema.ResultsError as e:
+                    print(f"build.py: left out of the comparison: {e}", file=sys.stderr)
         context = build(args.results, args.out_dir, compare)
     except schema.ResultsError as e:
         print(f"build.py: {e}\nNothing was written.", file=sys.stderr)
