@@ -504,24 +504,23 @@ def wgmma_diagram(step: dict, shape: dict) -> str:
             if producers:
                 _text(dwg, (x + box_w / 2, ry + 117), f"empty[{s_}]", size=10, color=PALETTE[1], anchor="middle")
     ring_w = stages * (box_w + 10) - 10
-    if tma and not producers:            # step 6: no empty barriers, the last reader refills
-        _text(dwg, (rx, ry + 14), "one thread → TMA: one tensor-map copy per tile", size=11)
-        _arrow(dwg, (rx + ring_w / 2, ry + 20), (rx + ring_w / 2, ry + 38), color=ACCENT)
-        warps = res["threads_per_block"] // 32
-        flow = ["TMA lands the bytes → full[s] completes", "warpgroups wait full[s], issue wgmma",
-                "each warp done reading → counts itself on stage s", f"the {warps}th to count refills stage s: no one waits"]
-    elif tma:
-        who = "producer warpgroup 0, thread 0"
+    if tma:
+        who = "producer warpgroup 0, thread 0" if producers else "one thread"
         _text(dwg, (rx, ry + 14), f"{who} → TMA: one tensor-map copy per tile", size=11)
         _arrow(dwg, (rx + ring_w / 2, ry + 20), (rx + ring_w / 2, ry + 38), color=ACCENT)
-        flow = ["TMA lands the bytes → full[s] completes", "warpgroups wait full[s], issue wgmma",
-                "each warp done reading → arrives on empty[s]", f"{who} waits empty[s], refills stage s"]
-        if cluster > 1:
-            flow[0] = f"A from this CTA, B in {cluster} slices multicast by the cluster's {cluster} CTAs"
-            flow[2] = f"each consumer warp of all {cluster} CTAs → arrives on empty[s]"
-        flow.append("setmaxnreg: the producer gives up registers, the consumers take them")
-        if t.get("EPILOGUE_N"):
-            flow.append(f"C: {am}×{t['EPILOGUE_N']} chunks → {t['EPILOGUE_BUFFERS']} staging buffers → TMA store")
+        flow = ["TMA lands the bytes → full[s] completes", "warpgroups wait full[s], issue wgmma"]
+        if not producers:                # step 6: no empty barriers, the last reader refills
+            warps = res["threads_per_block"] // 32
+            flow += ["each warp done reading → counts itself on stage s",
+                     f"the {warps}th to count refills stage s: no one waits"]
+        else:
+            flow += ["each warp done reading → arrives on empty[s]", f"{who} waits empty[s], refills stage s"]
+            if cluster > 1:
+                flow[0] = f"A from this CTA, B in {cluster} slices multicast by the cluster's {cluster} CTAs"
+                flow[2] = f"each consumer warp of all {cluster} CTAs → arrives on empty[s]"
+            flow.append("setmaxnreg: the producer gives up registers, the consumers take them")
+            if t.get("EPILOGUE_N"):
+                flow.append(f"C: {am}×{t['EPILOGUE_N']} chunks → {t['EPILOGUE_BUFFERS']} staging buffers → TMA store")
     else:
         _text(dwg, (rx, ry + 14), f"all {res['threads_per_block']} threads: cp.async, 16 B each", size=11)
         _arrow(dwg, (rx + ring_w / 2, ry + 20), (rx + ring_w / 2, ry + 38), color=ACCENT)
