@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .registry import register
-from .timing import batch_filling, time_gpu, time_gpu_alternating
+from .timing import TIMED_SPANS, batch_filling, summarize, time_gpu, time_gpu_alternating
 
 
 @dataclass(frozen=True)
@@ -29,14 +29,18 @@ SHAPE = Shape(m=4096, n=8192, k=16384)
 ODD_SHAPE = Shape(m=1031, n=1553, k=1291)    # multiples of no tile
 LAYOUTS = {"b_row": "B row-major (N contiguous)", "b_kmajor": "B K-major (stored transposed)"}
 SEED = 2026
-WARMUP, REPS = 3, 30
+WARMUP, REPS = 3, 20
 # A timed sample is as many GEMMs back to back as fill this: the power cap moves the clock by
 # several percent within milliseconds, and a sample this long averages over the swings.
-SAMPLE_MS = 100.0
-# Before timing, each GEMM runs back to back for this long: the tensor-core GEMMs run into the
-# power cap, and the clock it leaves them settles within about a second; timed from a cold
-# start, the first repetitions would run at the boost clock and widen the spread.
-WARM_S = 2.0
+SAMPLE_MS = 200.0
+# Before timing, each GEMM runs in such samples until it is steady: the last SETTLE_WINDOW of
+# them spread (p10 to p90) less than SETTLED_SPREAD of their median. From a rest, a tensor-core
+# GEMM at the power cap loses clock for ten seconds or more as the chip warms (settle.headline);
+# timed inside that drift, the spread would be the drift's. Never less than SETTLE_MIN_S, and
+# timed anyway, marked unsettled, after SETTLE_MAX_S.
+SETTLE_WINDOW, SETTLED_SPREAD = 10, 0.02
+SETTLE_MIN_S, SETTLE_MAX_S = 2.0, 40.0
+SETTLE_RULE = {"window": SETTLE_WINDOW, "spread": SETTLED_SPREAD, "min_s": SETTLE_MIN_S, "max_s": SETTLE_MAX_S}
 
 # Relative Frobenius error allowed, by arithmetic: FP32 accumulates
 # in FP32; TF32 rounds each operand to 10 mantissa bits (unit roundoff 2^-11);
@@ -119,6 +123,32 @@ def warm(run, seconds: float) -> None:
         cupy.cuda.get_current_stream().synchronize()
 
 
+def window_spread(samples_ms) -> float | None:
+    """The settling rule's measure: p10-p90 over the median of the last SETTLE_WINDOW samples
+    (None while there are fewer)."""
+    if len(samples_ms) < SETTLE_WINDOW:
+        return None
+    t = summarize(samples_ms[-SETTLE_WINDOW:])
+    return (t["p90"] - t["p10"]) / t["median"]
+
+
+def settle(runs, batch: int) -> dict:
+    """Run ``runs`` in turns, a sample of ``batch`` runs each, until the first of them is steady
+    (window_spread under SETTLED_SPREAD, after at least SETTLE_MIN_S) or SETTLE_MAX_S has passed.
+    Its samples are not timings: their spans are taken back out of TIMED_SPANS, so the telemetry
+    recorded "during" the run is that of the timed samples."""
+    import time
+    began, samples, spans = time.monotonic(), [], len(TIMED_SPANS)
+    while True:
+        samples.append(time_gpu_alternating(runs, warmup=0, reps=1, batch=batch)[0]["median"])
+        elapsed, spread = time.monotonic() - began, window_spread(samples)
+        steady = spread is not None and spread < SETTLED_SPREAD
+        if (steady and elapsed >= SETTLE_MIN_S) or elapsed >= SETTLE_MAX_S:
+            del TIMED_SPANS[spans:]
+            return {"seconds": round(elapsed, 2), "samples": len(samples), "settled": steady,
+                    "window_spread": spread, "first_ms": samples[0], "last_ms": samples[-1]}
+
+
 def checked_launch(shape: Shape, layout: str, precision: str, prepare):
     """Fresh operands, C poisoned with NaN, one run, and its check against float64:
     (the launch, the check, the operands (A, B, C)). ``prepare`` may raise Refused."""
@@ -135,18 +165,22 @@ def run_gemm(ctx, *, precision: str, layout: str, prepare, warmup: int = WARMUP,
              against_cublas: bool = False) -> dict:
     """The one GEMM harness: fresh operands, poisoned C, float64 check, then timing
     at the reference shape; then correctness (or a clear refusal) at ODD_SHAPE.
-    ``against_cublas``: then time the kernel and cuBLAS (same operands and layout) in turns,
-    so that both meet the same clock: their ratio per unit of clock, beside the kernel's own
-    time, which is measured alone (a kernel that draws less power runs at a higher clock)."""
+    ``against_cublas``: then cuBLAS (same operands and layout) twice: settled and timed alone
+    right after the kernel, so that both meet the chip at the same temperature (the clock the power
+    cap leaves a GEMM falls as the chip warms over a run of benchmarks, and a kernel that draws
+    less power keeps a higher one); and timed in turns with the kernel, so that both meet the
+    same clock: their ratio per unit of clock."""
     checked = lambda shape: checked_launch(shape, layout, precision, prepare)
     launch, check, operands = checked(SHAPE)
-    warm(launch.run, WARM_S)
     runs = [launch.run]
     if against_cublas:           # C is checked already: cuBLAS may overwrite it
         runs.append(lambda: _cublas_gemm(*operands, layout, precision))
     batch = batch_filling(runs, SAMPLE_MS)
+    settled = settle([launch.run], batch)
     t = time_gpu(launch.run, warmup=warmup, reps=reps, batch=batch)
     if against_cublas:
+        cublas_settled = settle(runs[1:], batch)
+        cublas_alone = time_gpu(runs[1], warmup=warmup, reps=reps, batch=batch)
         in_turns = time_gpu_alternating(runs, warmup=warmup, reps=reps, batch=batch)
     tflops = SHAPE.flops / (t["median"] * 1e-3) / 1e12
     try:
@@ -158,15 +192,19 @@ def run_gemm(ctx, *, precision: str, layout: str, prepare, warmup: int = WARMUP,
     if odd["outcome"] == "wrong":
         check = {**check, "passed": False, "detail": f"wrong at the odd shape {odd['shape']}: {odd_check['detail']}"}
     record = {"params": {"m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "layout": layout, "precision": precision,
-                         "output": "fp32", "warm_s": WARM_S, "warmup": warmup, "reps": reps, "sample_ms": SAMPLE_MS,
-                         "batch": batch, "seed": SEED},
-              "check": check, "time_ms": t, "tflops": tflops, "odd_shape": odd}
+                         "output": "fp32", "warmup": warmup, "reps": reps, "sample_ms": SAMPLE_MS,
+                         "batch": batch, "seed": SEED, "settle_rule": SETTLE_RULE},
+              "check": check, "settle": settled, "time_ms": t, "tflops": tflops, "odd_shape": odd}
     versus = ""
     if against_cublas:
+        record["cublas_alone"] = {"id": cublas_id(precision, layout), "settle": cublas_settled,
+                                  "time_ms": cublas_alone, "ratio": cublas_alone["median"] / t["median"]}
         record["cublas_in_turns"] = {"id": cublas_id(precision, layout), "time_ms": in_turns[1],
                                      "kernel_time_ms": in_turns[0], "ratio": in_turns[1]["median"] / in_turns[0]["median"]}
-        versus = f" ({100 * record['cublas_in_turns']['ratio']:.1f}% of cuBLAS timed in turns with it)"
-    ctx.progress(f"{tflops:.1f} TFLOPS{versus}, rel. error {check['rel_error']:.1e}, odd shape {odd['outcome']}")
+        versus = (f" ({100 * record['cublas_alone']['ratio']:.1f}% of cuBLAS timed alone after it, "
+                  f"{100 * record['cublas_in_turns']['ratio']:.1f}% in turns with it)")
+    steady = f"steady after {settled['seconds']:.0f} s" if settled["settled"] else f"NOT steady after {settled['seconds']:.0f} s"
+    ctx.progress(f"{tflops:.1f} TFLOPS{versus}, {steady}, rel. error {check['rel_error']:.1e}, odd shape {odd['outcome']}")
     if launch.resources:
         record["resources"] = launch.resources
     return record
@@ -432,6 +470,11 @@ def _sm90(bn: int, stages: int, group_m: int = 0, **beyond) -> dict:
             "MMA_ATOM": f"SM90_64x{bn}x8_F32TF32TF32_SS_TN", **beyond}
 
 
+# The swizzle band: a wave of 132 tiles of 128 x 256 spans 16 tile rows by 8.25 tile columns, so
+# it reads 16 panels of A and 8.25 of B, each of the full K: fewer bytes than the 8 x 16.5 of a band
+# of 8 (for the reference shape on the H100, 3.2 GB from DRAM against 4.2 GB, in Nsight Compute).
+BAND = 16
+
 HOPPER_SMEM_PER_CTA = 227 * 1024     # the most shared memory a Hopper CTA may opt in to
 
 
@@ -453,12 +496,12 @@ _register_kernel("gemm.wgmma", "CuTe WGMMA (TF32)", "kernels/gemm_04_wgmma.cu",
                  _cute("gemm_04_wgmma.cu", "gemm_wgmma", _sm90(128, 1), ("HGMMA",)), _SM90_SOURCES, HOPPER)
 for _bid, _title, _tile in (("gemm.wgmma_pipe", "WGMMA pipelined, 2 stages (TF32)", _sm90(128, 2)),
                             ("gemm.wgmma_pipe_128x256", "WGMMA pipelined, 3 stages, 128×256 (TF32)", _sm90(256, 3)),
-                            ("gemm.wgmma_pipe_swizzle", "WGMMA pipelined + CTA swizzle (TF32)", _sm90(256, 3, 8))):
+                            ("gemm.wgmma_pipe_swizzle", "WGMMA pipelined + CTA swizzle (TF32)", _sm90(256, 3, BAND))):
     _register_kernel(_bid, _title, "kernels/gemm_05_wgmma_pipe.cu",
                      _cute("gemm_05_wgmma_pipe.cu", "gemm_wgmma_pipe", _tile, ("HGMMA",)), _SM90_SOURCES, HOPPER)
 for _bn in (128, 256):
     _register_kernel(f"gemm.wgmma_tma_128x{_bn}", f"WGMMA + TMA, 128×{_bn} tile (TF32)", "kernels/gemm_06_wgmma_tma.cu",
-                     _cute("gemm_06_wgmma_tma.cu", "gemm_wgmma_tma", _sm90(_bn, 3, 8), ("HGMMA", "UTMALDG")),
+                     _cute("gemm_06_wgmma_tma.cu", "gemm_wgmma_tma", _sm90(_bn, 3, BAND), ("HGMMA", "UTMALDG")),
                      _SM90_SOURCES, HOPPER)
 
 # Beyond the reference deck: a producer warpgroup (PRODUCER_WARPGROUPS), as many stages as the
@@ -469,19 +512,19 @@ _EPILOGUE = {"EPILOGUE_N": 32, "EPILOGUE_BUFFERS": 2}     # C staged 32 columns 
 _DEEP_BESIDE_STAGING = stages_that_fit(128, 256, reserved=staging_bytes({"BM": 128, **_EPILOGUE}))
 for _bid, _title, _source, _name, _tile in (
         ("gemm.warp_specialized", "Warp-specialized, 3 stages (TF32)", "gemm_07_warp_specialized.cu",
-         "gemm_warp_specialized", _sm90(256, 3, 8, **_WS)),
+         "gemm_warp_specialized", _sm90(256, 3, BAND, **_WS)),
         ("gemm.warp_specialized_deep", f"Warp-specialized, {_DEEP} stages (TF32)", "gemm_07_warp_specialized.cu",
-         "gemm_warp_specialized", _sm90(256, _DEEP, 8, **_WS)),
+         "gemm_warp_specialized", _sm90(256, _DEEP, BAND, **_WS)),
         ("gemm.cluster_multicast", "2-CTA clusters + TMA multicast (TF32)", "gemm_08_cluster_multicast.cu",
-         "gemm_cluster_multicast", _sm90(256, _DEEP, 8, **_WS, CLUSTER_M=2)),
+         "gemm_cluster_multicast", _sm90(256, _DEEP, BAND, **_WS, CLUSTER_M=2)),
         ("gemm.persistent_no_cluster", "Persistent, no cluster (TF32)", "gemm_09_persistent.cu",
-         "gemm_persistent", _sm90(256, _DEEP, 8, **_WS, CLUSTER_M=1, PERSISTENT=1)),
+         "gemm_persistent", _sm90(256, _DEEP, BAND, **_WS, CLUSTER_M=1, PERSISTENT=1)),
         ("gemm.persistent", "Persistent, 2-CTA clusters (TF32)", "gemm_09_persistent.cu",
-         "gemm_persistent", _sm90(256, _DEEP, 8, **_WS, CLUSTER_M=2, PERSISTENT=1)),
+         "gemm_persistent", _sm90(256, _DEEP, BAND, **_WS, CLUSTER_M=2, PERSISTENT=1)),
         ("gemm.split_wave", "Persistent + split last wave (TF32)", "gemm_10_split_wave.cu",
-         "gemm_split_wave", _sm90(256, _DEEP, 8, **_WS, CLUSTER_M=2, PERSISTENT=1, SPLIT_WAVE=1)),
+         "gemm_split_wave", _sm90(256, _DEEP, BAND, **_WS, CLUSTER_M=2, PERSISTENT=1, SPLIT_WAVE=1)),
         ("gemm.tma_store", "TMA-store epilogue (TF32)", "gemm_11_tma_store.cu",
-         "gemm_tma_store", _sm90(256, _DEEP_BESIDE_STAGING, 8, **_WS, CLUSTER_M=2, PERSISTENT=1, SPLIT_WAVE=1, **_EPILOGUE))):
+         "gemm_tma_store", _sm90(256, _DEEP_BESIDE_STAGING, BAND, **_WS, CLUSTER_M=2, PERSISTENT=1, SPLIT_WAVE=1, **_EPILOGUE))):
     sass = ("HGMMA", "UTMALDG", "UTMASTG") if "EPILOGUE_N" in _tile else ("HGMMA", "UTMALDG")
     sources = (*_SM90_SOURCES, "kernels/gemm_sm90_split_wave.cuh") if "SPLIT_WAVE" in _tile else _SM90_SOURCES
     _register_kernel(_bid, _title, f"kernels/{_source}", _cute(_source, _name, _tile, sass), sources, HOPPER)

@@ -39,7 +39,10 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         # family-specific fields, each described where the benchmark is defined:
         # GEMMs: resources {threads_per_block, grid, regs_per_thread, smem_*_bytes, local_bytes},
         #        odd_shape {shape, outcome: correct | wrong | refused, check | reason},
-        #        cublas_in_turns {id, time_ms, kernel_time_ms, ratio}: timed alternately (bench/gemm.py);
+        #        cublas_alone {id, settle, time_ms, ratio}: settled and timed right after the kernel,
+        #        cublas_in_turns {id, time_ms, kernel_time_ms, ratio}: timed alternately (bench/gemm.py),
+        #        settle {seconds, samples, settled, window_spread, first_ms, last_ms}: run until steady
+        #        before timing (bench/gemm.py);
         # hbm: memcpy; latency.instruction: rows[].cycles/sass by ILP; latency.memory: levels, sweep;
         # transpose: copy (bench/hbm.py, bench/latency.py, bench/transpose.py);
         # sweep.<step>: rows[] {shape, outcome: correct | wrong | refused, tflops/time_ms by kernel and

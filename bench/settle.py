@@ -18,7 +18,7 @@ from .timing import batch_filling, time_gpu
 
 HEADLINE = STEPS[-1].variants[-1][0]     # the last step's best kernel
 REST_S = 5.0          # idle before each GEMM's run, as between two benchmarks
-DURATION_S = 20.0     # each GEMM's run of samples
+DURATION_S = 30.0     # each GEMM's run of samples
 _measured = registry.discover(("bench.gemm",))[HEADLINE]
 
 
@@ -49,5 +49,5 @@ def run(ctx) -> dict:
                      f"{rows[-1]['ms']:.3f} at the end; {rows[0]['sm_clock_mhz']} → {rows[-1]['sm_clock_mhz']} MHz")
     return {"params": {"kernel": HEADLINE, "cublas": f"{kernel.precision}, {kernel.layout}, same operands",
                        "m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "rest_s": REST_S, "duration_s": DURATION_S,
-                       "sample_ms": SAMPLE_MS, "gemm_warm_s": gemm.WARM_S, "gemm_reps": gemm.REPS},
+                       "sample_ms": SAMPLE_MS, "gemm_settle_rule": gemm.SETTLE_RULE, "gemm_reps": gemm.REPS},
             "check": check, "series": out}

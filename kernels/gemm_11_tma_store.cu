@@ -34,6 +34,7 @@ static_assert(SMEM_BYTES_NEEDED + STAGING_BYTES <= 227 * 1024, "the ring and the
 
 __shared__ alignas(1024) float staging[EPILOGUE_BUFFERS * BM * EPILOGUE_N];   // (BM,EPILOGUE_N) x EPILOGUE_BUFFERS
 
+// #region kernel
 // A consumer warpgroup's side of the epilogue. Chunks are numbered over all the tiles a CTA stores, so
 // that a buffer is reused only after TMA has finished reading the chunk before in it.
 struct Epilogue {
@@ -82,6 +83,7 @@ struct Epilogue {
         if (leader) tma_store_wait<0>();
     }
 };
+// #endregion kernel
 
 extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(THREADS, 1) gemm_tma_store(
         const __grid_constant__ CUtensorMap tmaA,     // A (M,K): box BK x BM, 128-byte swizzle
@@ -95,7 +97,6 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
     const Schedule schedule(M, N, K);
     init_ring_barriers(smem);
 
-    // #region kernel
     if (threadIdx.x < 128) {                                     // producer warpgroup
         cutlass::arch::warpgroup_reg_dealloc<PRODUCER_REGS>();
         if (threadIdx.x == 0) {
@@ -154,5 +155,4 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
         epilogue.drain();
     }
     cluster_sync();                          // no CTA leaves while a peer may still signal its barriers
-    // #endregion kernel
 }
