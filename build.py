@@ -38,8 +38,7 @@ PER_SM_FLOP_PER_CLK = {
 ARCH_NAMES = {"7.0": "Volta", "7.5": "Turing", "8.0": "Ampere", "8.6": "Ampere", "8.7": "Ampere", "8.9": "Ada Lovelace",
               "9.0": "Hopper", "10.0": "Blackwell", "10.3": "Blackwell", "12.0": "Blackwell"}
 SWEEP_WITHIN_FROM = 2048      # the size from which the best kernel is held to cuBLAS (issue 6: within 10%)
-SETTLE_WINDOW = 30            # consecutive samples whose spread is taken: as many as a GEMM timing has
-SETTLE_SPREAD = 0.03          # the p10-p90 spread held to (issue 6: under 3%)
+SETTLE_SPREAD = 0.03          # the p10-p90 spread a GEMM timing is held to (issue 6: under 3%)
 SUBPARTITIONS_PER_SM = 4     # one warp scheduler each, every architecture since Volta
 WARP_SIZE = 32
 PRECISION_NAMES = {"fp32": "FP32 (CUDA cores)", "tf32": "TF32 (tensor cores)", "bf16": "BF16 (tensor cores)"}
@@ -343,24 +342,28 @@ def _spread(t: dict) -> float:
 
 def settle_context(ctx: Context, gemm: dict) -> dict:
     """The headline kernel and cuBLAS from a rest to a steady state (bench/settle.py): the spread of
-    SETTLE_WINDOW consecutive samples by when they start, when it stays under SETTLE_SPREAD, how far
-    the clock fell, and the spread of the headline's own GEMM timing beside it."""
+    the GEMM harness's settling window of consecutive samples by when its last sample ends, when the
+    harness's rule would start timing, when the spread stays under SETTLE_SPREAD, how far the clock
+    fell, and the spread of the headline's own GEMM timing beside it."""
     (r,) = ctx.need("Timing Under the Power Cap", "settle.headline")
     if "series" not in r["record"]:
         return _absent(r, runs=None)
     rec = r["record"]
+    rule = rec["params"]["gemm_settle_rule"]
+    width = rule["window"]
     runs = []
     for name, series in rec["series"].items():
         rows = series["rows"]
         ms = [row["ms"] for row in rows]
-        windows = [{"t_s": rows[i]["t_s"], "spread": _spread(summarize(ms[i:i + SETTLE_WINDOW]))}
-                   for i in range(len(rows) - SETTLE_WINDOW + 1)]
+        windows = [{"t_s": rows[i + width - 1]["t_s"], "spread": _spread(summarize(ms[i:i + width]))}
+                   for i in range(len(rows) - width + 1)]
         calm = [w["spread"] < SETTLE_SPREAD for w in windows]
         settled = next((w["t_s"] for i, w in enumerate(windows) if all(calm[i:])), None) if windows else None
-        first, last = rows[:SETTLE_WINDOW], rows[-SETTLE_WINDOW:]
+        rule_s = next((w["t_s"] for w in windows if w["spread"] < rule["spread"] and w["t_s"] >= rule["min_s"]), None)
+        first, last = rows[:width], rows[-width:]
         mid = lambda part, key: summarize([row[key] for row in part])["median"]
         runs.append({"name": name, "batch": series["batch"], "samples": len(rows), "windows": windows,
-                     "settled_s": settled, "first_spread": windows[0]["spread"] if windows else None,
+                     "settled_s": settled, "rule_s": rule_s, "first_spread": windows[0]["spread"] if windows else None,
                      "last_spread": windows[-1]["spread"] if windows else None,
                      "clock_first": mid(first, "sm_clock_mhz"), "clock_last": mid(last, "sm_clock_mhz"),
                      "temp_first": rows[0]["temperature_c"], "temp_last": rows[-1]["temperature_c"],
@@ -368,11 +371,11 @@ def settle_context(ctx: Context, gemm: dict) -> dict:
     by = {run["name"]: run for run in runs}
     kernel_id = rec["params"]["kernel"]
     kernel = ctx.record(kernel_id)
-    timed = kernel["record"].get("time_ms") if kernel["measured"] else None
+    timed = kernel["record"] if kernel["measured"] else {}
     title = next((s["title"] for s in gemm["steps"] if any(v["id"] == kernel_id for v in s["variants"])), kernel_id)
-    return {**r, "runs": runs, "by": by, "params": rec["params"], "title": title, "window": SETTLE_WINDOW,
-            "target_pct": 100 * SETTLE_SPREAD,
-            "gemm_spread": timed and _spread(timed)}
+    return {**r, "runs": runs, "by": by, "params": rec["params"], "rule": rule, "title": title, "window": width,
+            "target_pct": 100 * SETTLE_SPREAD, "gemm_settle": timed.get("settle"),
+            "gemm_spread": timed.get("time_ms") and _spread(timed["time_ms"])}
 
 
 def hbm_context(ctx: Context, device: dict) -> dict:

@@ -303,7 +303,10 @@ def settle_spread(settle: dict) -> str:
         label, color = look.get(run["name"], (run["name"], MUTED))
         series.append(Series(label, [(w["t_s"], 100 * w["spread"]) for w in run["windows"]], color, marks=False))
     lines = [Line("y", settle["target_pct"], f"{settle['target_pct']:g}%", REF)]
-    return line_chart(Chart(f"start of {settle['window']} consecutive samples, s after the rest",
+    kernel = settle["by"].get("kernel")
+    if kernel and kernel["rule_s"] is not None:
+        lines.append(Line("x", kernel["rule_s"], "kernel steady: timing would start", MUTED))
+    return line_chart(Chart(f"s after the rest, at the last of {settle['window']} consecutive samples",
                             f"p10–p90 spread of {settle['window']} samples, %", series, lines, x_log=False, height=400))
 
 
