@@ -371,11 +371,11 @@ def settle_context(ctx: Context, gemm: dict) -> dict:
     by = {run["name"]: run for run in runs}
     kernel_id = rec["params"]["kernel"]
     kernel = ctx.record(kernel_id)
-    timed = kernel["record"] if kernel["measured"] else {}
+    measured = kernel["record"] if kernel["measured"] else {}
     title = next((s["title"] for s in gemm["steps"] if any(v["id"] == kernel_id for v in s["variants"])), kernel_id)
     return {**r, "runs": runs, "by": by, "params": rec["params"], "rule": rule, "title": title, "window": width,
-            "target_pct": 100 * SETTLE_SPREAD, "gemm_settle": timed.get("settle"),
-            "gemm_spread": timed.get("time_ms") and _spread(timed["time_ms"])}
+            "target_pct": 100 * SETTLE_SPREAD, "gemm_settle": measured.get("settle"),
+            "gemm_spread": measured.get("time_ms") and _spread(measured["time_ms"])}
 
 
 def hbm_context(ctx: Context, device: dict) -> dict:
