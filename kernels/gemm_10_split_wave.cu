@@ -21,7 +21,7 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
         const __grid_constant__ CUtensorMap tmaA,     // A (M,K): box BK x BM, 128-byte swizzle
         const __grid_constant__ CUtensorMap tmaB,     // B (N,K): box BK x BN/CLUSTER_M, 128-byte swizzle
         float* C, int M, int N, int K,
-        float* partials,                              // (FRAGMENT,CONSUMER_THREADS) per CTA of the last wave: its tail
+        float* partials,                              // per CTA of the last wave: its tail's sums (TailSums)
         int* ready) {                                 // (CONSUMER_THREADS) per CTA of the last wave: 1 while its tail waits
     SharedStorage& smem = shared_storage();
     const int rank = block_rank_in_cluster();
@@ -49,10 +49,6 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
         auto [mma, thr, tCrA, tCrB] = consumer_fragments(smem);              // (MMA,MMA_M|N,MMA_K,PIPE) descriptors
         Tensor tCrC = thr.partition_fragment_C(cta_tile_of_C(C, M, N, 0, 0)); // (MMA,MMA_M,MMA_N)
         static_assert(decltype(size(tCrC))::value == FRAGMENT);
-        // Last-wave unit u's tail sums for this CTA's tile and this thread, coalesced over the threads.
-        const int ct = threadIdx.x - 128;
-        float* tail_sums = partials + rank * FRAGMENT * CONSUMER_THREADS + ct;     // + u * CLUSTER_M * FRAGMENT * CONSUMER_THREADS
-        int* tail_ready = ready + rank * CONSUMER_THREADS + ct;                    // + u * CLUSTER_M * CONSUMER_THREADS
         int fill = 0;
         Piece p;
         for (int i = 0; schedule.piece(i, p); ++i) {
@@ -63,23 +59,12 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
             warpgroup_wait<0>();
             warpgroup_fence_operand(tCrC);
             release_stage(smem, (fill - 1) % STAGES);
-            const int u = p.unit - schedule.full_units;
-            float* sums = tail_sums + u * CLUSTER_M * FRAGMENT * CONSUMER_THREADS;
-            int* flag = tail_ready + u * CLUSTER_M * CONSUMER_THREADS;
+            const TailSums tail(partials, ready, p.unit - schedule.full_units);
             if (p.k0 > 0) {                                      // a helper: leave the tail's sums
-                CUTE_UNROLL
-                for (int j = 0; j < FRAGMENT; ++j) __stcg(sums + j * CONSUMER_THREADS, tCrC(j));
-                __threadfence();                                 // the sums are visible before the flag
-                atomicExch(flag, 1);
+                tail.leave(tCrC);
                 continue;
             }
-            if (p.k1 < schedule.k_tiles) {                       // an owner: add the tail's sums
-                while (atomicAdd(flag, 0) == 0) __nanosleep(256);
-                __threadfence();
-                CUTE_UNROLL
-                for (int j = 0; j < FRAGMENT; ++j) tCrC(j) += __ldcg(sums + j * CONSUMER_THREADS);
-                *flag = 0;                                       // for the next launch
-            }
+            if (p.k1 < schedule.k_tiles) tail.add_to(tCrC);     // an owner: add them
             auto [tm, tn] = cta_tile(M, N, p.unit * CLUSTER_M + rank);
             copy(tCrC, thr.partition_C(cta_tile_of_C(C, M, N, tm, tn)));
         }

@@ -31,3 +31,37 @@ struct Schedule {
         return tail < left && split < k_tiles;
     }
 };
+
+// The split tiles' partial sums, in scratch the launcher gives: a slot per last-wave unit and CTA of
+// the cluster, holding FRAGMENT floats per consumer thread as float4s (thread t's j-th at
+// j * CONSUMER_THREADS + t: each store and load of a warp is 512 contiguous bytes), and a flag per
+// consumer thread, 1 while its sums wait for the owner.
+struct TailSums {
+    float4* sums;
+    int* ready;
+    __device__ TailSums(float* partials, int* flags, int unit) {
+        const int slot = unit * CLUSTER_M + block_rank_in_cluster(), ct = threadIdx.x - 128 * PRODUCER_WARPGROUPS;
+        sums = reinterpret_cast<float4*>(partials) + slot * (FRAGMENT / 4) * CONSUMER_THREADS + ct;
+        ready = flags + slot * CONSUMER_THREADS + ct;
+    }
+    template <class FragC>
+    __device__ void leave(FragC const& acc) const {          // a helper, after its K-tiles
+        CUTE_UNROLL
+        for (int j = 0; j < FRAGMENT / 4; ++j)
+            __stcg(sums + j * CONSUMER_THREADS, make_float4(acc(4 * j), acc(4 * j + 1), acc(4 * j + 2), acc(4 * j + 3)));
+        __threadfence();                                     // the sums are visible before the flag
+        atomicExch(ready, 1);
+    }
+    template <class FragC>
+    __device__ void add_to(FragC& acc) const {               // the owner, after its K-tiles
+        while (*reinterpret_cast<volatile int*>(ready) == 0) __nanosleep(256);
+        __threadfence();
+        CUTE_UNROLL
+        for (int j = 0; j < FRAGMENT / 4; ++j) {
+            float4 v = __ldcg(sums + j * CONSUMER_THREADS);
+            acc(4 * j) += v.x, acc(4 * j + 1) += v.y, acc(4 * j + 2) += v.z, acc(4 * j + 3) += v.w;
+        }
+        *ready = 0;                                          // for the next launch
+    }
+};
+static_assert(FRAGMENT % 4 == 0, "a thread's sums are whole float4s");
