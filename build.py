@@ -246,7 +246,9 @@ def gemm_context(ctx: Context, device: dict) -> dict:
             best["speedup_over"] = prev["title"]
         source = next((ctx.benchmarks[v["id"]].code for v in variants
                        if v["id"] in ctx.benchmarks and ctx.benchmarks[v["id"]].code), None)
-        steps.append({"index": i, "key": step.key, "title": step.title, "slide_title": title,
+        # a step of one kernel is named by its title; of several, by its title and its best's label
+        name = f"{step.title} ({best['label']})" if len(variants) > 1 else step.title
+        steps.append({"index": i, "key": step.key, "title": step.title, "name": name, "slide_title": title,
                       "technique": step.technique, "layout": step.layout, "layout_name": LAYOUTS[step.layout],
                       "precision": step.precision, "baseline": baseline,
                       "source": source, "code_lines": code_lines(source), "beyond": step.beyond,
@@ -260,7 +262,7 @@ def gemm_context(ctx: Context, device: dict) -> dict:
     if len(measured_steps) >= 2:
         first, top = measured_steps[0], max(measured_steps, key=lambda s: s["best"]["tflops"])
         last, base = top["best"], top["baseline"]
-        headline = {"from": first["best"], "to": last, "to_title": top["title"], "speedup": last["tflops"] / first["best"]["tflops"],
+        headline = {"from": first["best"], "to": last, "to_title": top["title"], "to_name": top["name"], "speedup": last["tflops"] / first["best"]["tflops"],
                     "baseline": base, "pct_per_clock": None}
         if last["clock_mhz"] and base["tflops"] and base["clock_mhz"]:
             # both run power-capped: per cycle of the clock each held, how close is the kernel?
@@ -560,7 +562,7 @@ def compare_context(gpus: list[dict]) -> dict | None:
     for i, step in enumerate(base["gemm"]["steps"]):
         bests = [c["gemm"]["steps"][i]["best"] for c in gpus]
         ok = [b if b["tflops"] and not b["failed"] else None for b in bests]
-        steps.append({"title": step["title"], "label": step["best"]["label"], "beyond": step["beyond"], "gpus": ok,
+        steps.append({"title": step["title"], "name": step["name"], "beyond": step["beyond"], "gpus": ok,
                       "ratios": [_ratio(b and b["tflops"], ok[0] and ok[0]["tflops"]) for b in ok[1:]]})
     by = {r["label"]: r for r in rows}
     others = []

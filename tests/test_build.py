@@ -343,6 +343,17 @@ def test_missing_slide_tells_what_each_step_past_the_reference_added(deck):
         assert f"Timed in turns with cuBLAS, so that both run at the same clock, it does {100 * in_turns['ratio']:.1f}%" in closing
 
 
+def test_steps_are_named_by_their_label_only_when_they_have_several_kernels(deck):
+    """What's Missing? names a step of one kernel by its title alone ("Split Last Wave", not "Split
+    Last Wave (split last wave)"), and a step of several by its title and its best kernel's label."""
+    from bench.progression import STEPS
+    missing = slides_of(deck["md"])["What's Missing?"]
+    for step in (s for s in STEPS if s.beyond):
+        label = step.variants[-1][1]
+        assert (f"| {step.title} ({label}) |" in missing) == (len(step.variants) > 1)
+        assert f"| {step.title}{f' ({label})' if len(step.variants) > 1 else ''} |" in missing
+
+
 def test_split_wave_diagram_shows_the_split_last_wave(fixture_doc):
     from slides import figures
     res = fixture_doc["benchmarks"]["gemm.split_wave"]["resources"]
