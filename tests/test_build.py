@@ -17,7 +17,7 @@ OUTLINE = (["CUDA Performance Study", "Hopper SM Architecture", "Theoretical Pea
            + [f"Kernel {i}: {k} — {part}" for i, k in enumerate(KERNELS, 1)
               for part in ("Code", "Diagram", "Performance")]
            + ["GEMM — Results Table", "GEMM Across Sizes", "GEMM Across Sizes — Table", "Tuning the Persistent Kernel",
-              "Timing Under the Power Cap", "What's Missing?", "Takeaways", "Backup Slides",
+              "Timing Under the Power Cap", "What's Missing?", "Still on the Table", "Takeaways", "Backup Slides",
               "Instruction Latency — Methodology", "Instruction Latency — Results", "Instruction Latency — Plot",
               "Instruction Latency — Key Observations", "Memory Latency", "Memory Latency — Working-Set Sweep",
               "HBM Bandwidth Scaling", "HBM Bandwidth Scaling — Little's Law", "L2 Bandwidth Scaling",
@@ -289,7 +289,7 @@ def test_missing_slide_compares_work_per_clock(fixture_doc, write_results, tmp_p
     bench[top]["telemetry"]["during"]["sm_clock_mhz"]["median"] = 1600.0
     bench["gemm.cublas_tf32_b_kmajor"]["telemetry"]["during"]["sm_clock_mhz"]["median"] = 1800.0
     build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path)])
-    s = slides_of((tmp_path / "slides.md").read_text())["What's Missing?"]
+    s = slides_of((tmp_path / "slides.md").read_text())["Still on the Table"]
     ratio = bench[top]["tflops"] / bench["gemm.cublas_tf32_b_kmajor"]["tflops"] * 1800 / 1600
     assert "the best kernel held 1,600 MHz and cuBLAS 1,800 MHz" in s and f"{100 * ratio:.1f}%" in s
 
@@ -319,7 +319,7 @@ def test_missing_slide_tells_what_each_step_past_the_reference_added(deck):
     wave computed from the best kernel's tiles and grid; the closing slide gives the final ratio."""
     b = deck["doc"]["benchmarks"]
     s = slides_of(deck["md"])
-    missing, closing = s["What's Missing?"], s["Takeaways"]
+    missing, still, closing = s["What's Missing?"], s["Still on the Table"], s["Takeaways"]
     cublas = b["gemm.cublas_tf32_b_kmajor"]["tflops"]
     for prev, bid in (("gemm.wgmma_tma_128x256", "gemm.warp_specialized_deep"),
                       ("gemm.warp_specialized_deep", "gemm.cluster_multicast")):
@@ -330,14 +330,14 @@ def test_missing_slide_tells_what_each_step_past_the_reference_added(deck):
     res = b[top]["resources"]
     at_once = res.get("resident_ctas") or deck["doc"]["device"]["sm_count"]
     tiles = (4096 // 128) * (8192 // 256)
-    assert f"{tiles:,} tiles on {at_once} CTAs at a time make {tiles / at_once:.2f} waves" in missing
+    assert f"{tiles:,} tiles on {at_once} CTAs at a time make {tiles / at_once:.2f} waves" in still
     assert f"**{b[top]['tflops']:,.1f} TFLOPS**: **{100 * b[top]['tflops'] / cublas:.1f}%** of cuBLAS TF32" in closing
     split = b[top]["resources"].get("split_wave")
     if split:     # split along K: the last wave lasts an owner's part (or a helper's run of tails) of a tile
         last = max(split["split"], split["rounds"] * (split["k_tiles"] - split["split"])) / split["k_tiles"]
         idle = 100 * (1 - (tiles / at_once) / (split["full_waves"] + last))
-        assert f"the last wave lasts {last:.2f} of a tile's time and {idle:.1f}% is idle" in missing
-        assert f"{split['helpers']} helper clusters the rest" in missing
+        assert f"the last wave lasts {last:.2f} of a tile's time and {idle:.1f}% is idle" in still
+        assert f"{split['helpers']} helper clusters the rest" in still
     in_turns = b[top].get("cublas_in_turns")
     if in_turns:
         assert f"Timed in turns with cuBLAS, so that both run at the same clock, it does {100 * in_turns['ratio']:.1f}%" in closing
