@@ -57,7 +57,7 @@ def _register_sweep(step) -> None:
     measured = registry.discover(("bench.gemm",))[bid]
 
     @register(f"sweep.{step.key}", sources=[*measured.sources, "bench/progression.py"], timeout_s=600,
-              title=f"{step.title} ({label}) across sizes", min_cc=measured.min_cc)
+              title=f"{step.title}{f' ({label})' if len(step.variants) > 1 else ''} across sizes", min_cc=measured.min_cc)
     def run(ctx) -> dict:
         prepare = kernel.make_prepare(ctx.device)
         rows = []
