@@ -91,6 +91,10 @@ def test_measured_numbers_come_from_the_fixture(deck):
     assert f"**{b[top]['tflops']:,.1f} TFLOPS**, {top_pct:.1f}% of cuBLAS" in s["CUDA Performance Study"]
     staged = b["gemm.tma_store"]["cublas_alone"]["ratio"]
     assert f"| {100 * staged:.1f}% |" in s["Kernel 11: TMA-Store Epilogue — Performance"]
+    # a step's gain over the one before: in percent when under a tenth, else as a ratio
+    gain = b["gemm.tma_store"]["tflops"] / b["gemm.split_wave"]["tflops"]
+    assert 0.9 < gain < 1.1 and f"**{100 * (gain - 1):+.1f}%** against Split Last Wave" in s["Kernel 11: TMA-Store Epilogue — Performance"]
+    assert f"**{b['gemm.cute_mma_tf32']['tflops'] / b['gemm.naive_fp32']['tflops']:.1f}×** over Naive FP32" in s["Kernel 2: CuTe Simple MMA — Performance"]
 
 
 def test_numbers_follow_the_results(fixture_doc, write_results, tmp_path):
