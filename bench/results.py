@@ -9,10 +9,19 @@ from pathlib import Path
 from . import schema
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` in one step, readable as a plain write would leave it (0666
+    under the umask: mkstemp's own 0600 would hide the deck from a web server)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()
