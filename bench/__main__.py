@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import registry, schema
+from . import registry, schema, toolkit
 from .registry import ROOT
 
 
@@ -41,6 +41,7 @@ def main(argv=None) -> int:
     out = args.out or ROOT / "results" / f"{device['slug']}.yaml"
     print(f"{device['name']} (sm_{device['compute_capability'].replace('.', '')}, {device['sm_count']} SMs, "
           f"SM clock {device['sm_clock_mhz']}/{device['sm_clock_max_mhz']} MHz) -> {out}", flush=True)
+    print(f"kernels built with nvcc: {toolkit.describe()}", flush=True)
     from . import results
     from .runner import run_all
     if args.profile:
