@@ -1,20 +1,31 @@
 import copy
+import functools
+import os
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import yaml
 
-from bench import registry
+from bench import cuda, registry, toolkit
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "h100.yaml"
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)     # libyaml parses the fixture ~5x faster
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-@pytest.fixture
-def fixture_doc():
-    """The fixture results with the source hashes of registered benchmarks made
+def pytest_report_header(config):
+    return f"nvcc: {toolkit.describe()}"
+
+
+@functools.cache
+def _fixture_results() -> dict:
+    """The fixture results, parsed once, with the source hashes of registered benchmarks made
     current, so that only what a test breaks on purpose is stale."""
-    doc = yaml.safe_load(FIXTURE.read_text())
+    doc = yaml.load(FIXTURE.read_text(), Loader=_LOADER)
     benches = registry.discover()
     for bid, rec in doc["benchmarks"].items():
         if bid in benches:
@@ -23,10 +34,89 @@ def fixture_doc():
 
 
 @pytest.fixture
+def fixture_doc():
+    """A fresh copy of the fixture results, for a test to change as it likes."""
+    return copy.deepcopy(_fixture_results())
+
+
+def dump_results(doc) -> str:
+    return yaml.dump(doc, Dumper=_DUMPER, sort_keys=False)
+
+
+@pytest.fixture
 def write_results(tmp_path):
     """Write a results document (or raw text) to a file and return its path."""
     def write(doc, name="results.yaml"):
         path = tmp_path / name
-        path.write_text(doc if isinstance(doc, str) else yaml.safe_dump(copy.deepcopy(doc), sort_keys=False))
+        path.write_text(doc if isinstance(doc, str) else dump_results(doc))
         return path
     return write
+
+
+# Compiles: each (source, arch, defines) is built once per session, into a fresh cache, and all
+# that the selected tests need start in parallel as soon as the tests are collected.
+
+def builds(*configurations):
+    """Mark a test (or one of its parameters) as compiling ``configurations``: (source, arch, defines)."""
+    return pytest.mark.nvcc(*configurations)
+
+
+def _key(src, arch, defines):
+    return str(src), arch, tuple(sorted((defines or {}).items()))
+
+
+class _Compiler:
+    def __init__(self):
+        self.cache = Path(tempfile.mkdtemp(prefix="cubin-"))
+        self.pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
+        self.futures = {}
+        self.patch = pytest.MonkeyPatch()
+        self.patch.setattr(cuda, "CACHE", self.cache)
+
+    def submit(self, src, arch, defines=None):
+        key = _key(src, arch, defines)
+        if key not in self.futures:
+            self.futures[key] = self.pool.submit(cuda.compile_cu, Path(src), arch, defines)
+        return self.futures[key]
+
+    def close(self):
+        self.pool.shutdown(cancel_futures=True)
+        self.patch.undo()
+        shutil.rmtree(self.cache, ignore_errors=True)
+
+
+_compiler: _Compiler | None = None
+
+
+def _nvcc_or_fail():
+    if shutil.which("nvcc") is None:
+        pytest.fail(f"nvcc not found: {toolkit.INSTALL_HINT}", pytrace=False)
+
+
+def pytest_collection_modifyitems(items):
+    """Compile tests last: the other tests run while their builds are under way."""
+    items.sort(key=lambda item: item.get_closest_marker("nvcc") is not None)
+
+
+def pytest_collection_finish(session):
+    global _compiler
+    wanted = [c for item in session.items for m in item.iter_markers("nvcc") for c in m.args]
+    if wanted and shutil.which("nvcc"):
+        _compiler = _Compiler()
+        for configuration in wanted:
+            _compiler.submit(*configuration)
+
+
+def pytest_sessionfinish(session):
+    if _compiler is not None:
+        _compiler.close()
+
+
+@pytest.fixture(scope="session")
+def compile_cu():
+    """``cuda.compile_cu`` for tests: the session's cubin, compiled once (and usually already built)."""
+    global _compiler
+    _nvcc_or_fail()
+    if _compiler is None:
+        _compiler = _Compiler()
+    return lambda src, arch, defines=None: _compiler.submit(src, arch, defines).result()

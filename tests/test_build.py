@@ -1,5 +1,7 @@
 """build.py on fixture results: outline, traceable numbers, markers, flags, figures."""
+import contextlib
 import copy
+import io
 import re
 import time
 
@@ -7,6 +9,7 @@ import pytest
 
 import build
 from slides import figures
+from tests.conftest import _fixture_results, dump_results
 
 # The reference deck's outline, in order (kernel slides: code, diagram, performance).
 KERNELS = ["Naive FP32", "CuTe Simple MMA", "CuTe SMEM", "CuTe WGMMA", "WGMMA Pipelined", "WGMMA + TMA",
@@ -42,12 +45,17 @@ def slides_of(markdown: str) -> dict[str, str]:
     return {p.splitlines()[0].strip(): p for p in parts}
 
 
-@pytest.fixture
-def deck(fixture_doc, write_results, tmp_path, capsys):
-    path = write_results(fixture_doc)
-    assert build.main(["--results", str(path), "--out-dir", str(tmp_path)]) == 0
-    return {"md": (tmp_path / "slides.md").read_text(), "out": capsys.readouterr().out, "dir": tmp_path,
-            "doc": fixture_doc}
+@pytest.fixture(scope="session")
+def deck(tmp_path_factory):
+    """The deck built once from the fixture, for the tests that only read it."""
+    out = tmp_path_factory.mktemp("deck")
+    doc = copy.deepcopy(_fixture_results())
+    path = out / "results.yaml"
+    path.write_text(dump_results(doc))
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert build.main(["--results", str(path), "--out-dir", str(out)]) == 0
+    return {"md": (out / "slides.md").read_text(), "out": printed.getvalue(), "dir": out, "doc": doc}
 
 
 def test_every_slide_in_order(deck):

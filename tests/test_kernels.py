@@ -3,30 +3,39 @@ from pathlib import Path
 
 import pytest
 
-from bench import cuda, gemm
+from bench import cuda, gemm, hbm, latency
 from bench.progression import STEPS
+from tests.conftest import builds
 
 
-@pytest.mark.parametrize("src", sorted(cuda.KERNELS.glob("*.cu")), ids=lambda p: p.name)
-def test_compiles_for_sm90a(src: Path, tmp_path, monkeypatch):
-    monkeypatch.setattr(cuda, "CACHE", tmp_path)
-    cubin = cuda.compile_cu(src, "90a")
-    assert cubin.stat().st_size > 0
+def _measured_tile(src: Path) -> dict | None:
+    """A GEMM file is compiled with a tile it is measured with (and so shares that test's build)."""
+    return next((k.tile for k in gemm.HAND_WRITTEN.values() if k.source == src.name and k.tile), None)
 
 
-def test_hbm_copy_compiles_with_every_unroll_it_is_run_with(tmp_path, monkeypatch):
-    from bench import hbm
-    monkeypatch.setattr(cuda, "CACHE", tmp_path)
-    for unroll in {row["unroll"] for row in hbm.configurations({"sm_count": 132, "max_threads_per_sm": 2048})}:
-        assert cuda.compile_cu(hbm.SOURCE, "90a", {"UNROLL": unroll}).exists()
+SM90_BUILDS = [(src, "90a", _measured_tile(src)) for src in sorted(cuda.KERNELS.glob("*.cu"))]
+HBM_BUILDS = [(hbm.SOURCE, "90a", {"UNROLL": unroll})
+              for unroll in sorted({row["unroll"] for row in hbm.configurations({"sm_count": 132, "max_threads_per_sm": 2048})})]
+ARCHS = ["90a", "80", "89"]
 
 
-def test_compile_error_names_the_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(cuda, "CACHE", tmp_path)
+@pytest.mark.parametrize("src,arch,defines", [pytest.param(*b, marks=builds(b), id=b[0].name) for b in SM90_BUILDS])
+def test_compiles_for_sm90a(src: Path, arch, defines, compile_cu):
+    assert compile_cu(src, arch, defines).stat().st_size > 0
+
+
+@builds(*HBM_BUILDS)
+def test_hbm_copy_compiles_with_every_unroll_it_is_run_with(compile_cu):
+    for build in HBM_BUILDS:
+        assert compile_cu(*build).exists()
+
+
+@builds()
+def test_compile_error_names_the_file(tmp_path, compile_cu):
     bad = tmp_path / "broken.cu"
     bad.write_text("__global__ void k() { this is not C++; }\n")
     with pytest.raises(RuntimeError, match="nvcc failed on broken.cu for sm_90a"):
-        cuda.compile_cu(bad, "90a")
+        compile_cu(bad, "90a")
 
 
 def test_arch_names():
@@ -38,13 +47,16 @@ def test_progression_ids_unique():
     assert len(ids) == len(set(ids)) and all(bid.startswith("gemm.") for bid in ids)
 
 
-@pytest.mark.parametrize("arch", ["90a", "80", "89"])
-def test_sass_evidence_of_the_instruction_kernels(arch, tmp_path, monkeypatch):
+def _instruction_build(arch):
+    return latency.INSTRUCTION_SOURCE, arch, {"OPS_PER_ITER": latency.OPS_PER_ITER}
+
+
+@pytest.mark.parametrize("arch", [pytest.param(a, marks=builds(_instruction_build(a))) for a in ARCHS])
+def test_sass_evidence_of_the_instruction_kernels(arch, compile_cu):
     """The timed loop of each variant holds the intended instruction once per operation, on
     Hopper and on the GPUs before it."""
-    from bench import latency, sass
-    monkeypatch.setattr(cuda, "CACHE", tmp_path)
-    functions = sass.disassemble(cuda.compile_cu(latency.INSTRUCTION_SOURCE, arch, {"OPS_PER_ITER": latency.OPS_PER_ITER}))
+    from bench import sass
+    functions = sass.disassemble(compile_cu(*_instruction_build(arch)))
     for op in latency.OPERATIONS:
         for ilp in latency.ILPS:
             evidence = latency.sass_evidence(functions, op, ilp)
@@ -53,11 +65,10 @@ def test_sass_evidence_of_the_instruction_kernels(arch, tmp_path, monkeypatch):
     assert latency.sass_evidence(functions, "SINF", 1)["mix_per_op"]["MUFU.SIN"] == 1.0
 
 
-@pytest.mark.parametrize("arch", ["90a", "80", "89"])
-def test_pointer_chase_loop_holds_only_loads(arch, tmp_path, monkeypatch):
-    from bench import latency, sass
-    monkeypatch.setattr(cuda, "CACHE", tmp_path)
-    functions = sass.disassemble(cuda.compile_cu(latency.MEMORY_SOURCE, arch))
+@pytest.mark.parametrize("arch", [pytest.param(a, marks=builds((latency.MEMORY_SOURCE, a, None))) for a in ARCHS])
+def test_pointer_chase_loop_holds_only_loads(arch, compile_cu):
+    from bench import sass
+    functions = sass.disassemble(compile_cu(latency.MEMORY_SOURCE, arch))
     for name, load in (("chase_l1", "LDG"), ("chase_l2", "LDG"), ("chase_shared", "LDS")):
         body = sass.histogram(sass.timed_loop(functions[name]))
         assert body[load] == 8 and sum(body.values()) - body[load] <= 3, (name, body)   # 8 loads + loop control
@@ -75,14 +86,14 @@ def test_random_cycle_visits_every_slot_and_walks_in_one_step():
     assert len(seen) == 1000
 
 
-@pytest.mark.parametrize("bid", [b for b, k in gemm.HAND_WRITTEN.items() if k.tile], ids=str)
-def test_cute_gemm_compiles_with_its_tile_and_holds_its_instructions(bid, tmp_path, monkeypatch):
+@pytest.mark.parametrize("bid", [pytest.param(b, marks=builds((cuda.KERNELS / k.source, "90a", k.tile)), id=b)
+                                 for b, k in gemm.HAND_WRITTEN.items() if k.tile])
+def test_cute_gemm_compiles_with_its_tile_and_holds_its_instructions(bid, compile_cu):
     """Each registered CuTe GEMM, compiled with the constants it is measured with, holds the
     tensor-core (HMMA / HGMMA) and TMA (UTMALDG) instructions its benchmark requires."""
     from bench import sass
-    monkeypatch.setattr(cuda, "CACHE", tmp_path)
     kernel = gemm.HAND_WRITTEN[bid]
-    cubin = cuda.compile_cu(cuda.KERNELS / kernel.source, "90a", kernel.tile)
+    cubin = compile_cu(cuda.KERNELS / kernel.source, "90a", kernel.tile)
     counts = sass.histogram(sass.disassemble(cubin)[kernel.function])
     assert kernel.sass_required and all(counts[op] for op in kernel.sass_required), (bid, dict(counts))
     if "HGMMA" in kernel.sass_required:    # a K-tile is BK / 8 wgmmas per warpgroup, issued as one batch

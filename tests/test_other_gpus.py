@@ -7,6 +7,7 @@ import pytest
 
 import build
 from bench import cuda, gemm, registry, runner
+from tests.conftest import builds
 
 # Fixture devices as CUDA and NVML would describe them (figures from NVIDIA's data sheets).
 OTHER_GPUS = {
@@ -57,11 +58,11 @@ def _non_hopper_builds():
     return tiled + [(src, None) for src in plain]
 
 
-@pytest.mark.parametrize("arch", ["80", "89"])
-@pytest.mark.parametrize("src,defines", _non_hopper_builds(), ids=lambda x: x.name if hasattr(x, "name") else "")
-def test_everything_else_compiles_for_ampere_and_ada(arch, src, defines, tmp_path, monkeypatch):
-    monkeypatch.setattr(cuda, "CACHE", tmp_path)
-    assert cuda.compile_cu(src, arch, defines).stat().st_size > 0
+@pytest.mark.parametrize("src,arch,defines", [pytest.param(src, arch, defines, marks=builds((src, arch, defines)),
+                                                          id=f"{src.name}-{i}-{arch}")
+                                             for arch in ("80", "89") for i, (src, defines) in enumerate(_non_hopper_builds())])
+def test_everything_else_compiles_for_ampere_and_ada(src, arch, defines, compile_cu):
+    assert compile_cu(src, arch, defines).stat().st_size > 0
 
 
 @pytest.mark.parametrize("cc", OTHER_GPUS)
