@@ -232,11 +232,26 @@ def test_nice_ticks():
     assert figures.nice_ticks(3352)[-1] >= 3352
 
 
-def test_build_is_fast(fixture_doc, write_results, tmp_path):
-    path = write_results(fixture_doc)
-    t0 = time.perf_counter()
-    build.main(["--results", str(path), "--out-dir", str(tmp_path)])
-    assert time.perf_counter() - t0 < 3.0
+def test_build_is_fast(tmp_path):
+    """python build.py on both committed results files (the deck and its comparison) takes well under
+    a second on a 2-core machine; the bound leaves room for the compiles that run beside this test."""
+    import statistics
+    import subprocess
+    import sys
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "build.py", "--out-dir", str(tmp_path)], cwd=build.ROOT, check=True,
+                       capture_output=True)
+        times.append(time.perf_counter() - t0)
+    assert statistics.median(times) < 2.0, times
+
+
+def test_results_are_parsed_by_libyaml():
+    """PyYAML's pure-Python parser alone takes about a second for the two committed files."""
+    import yaml
+    from bench import schema
+    assert not yaml.__with_libyaml__ or schema.YAML_LOADER is yaml.CSafeLoader
 
 
 def test_occupancy_names_the_binding_limit():
