@@ -8,20 +8,23 @@ file validates and every template renders."""
 from __future__ import annotations
 
 import argparse
+import hashlib
 import math
 import os
 import re
+import shutil
 import sys
 import time
 from pathlib import Path
 
 import jinja2
+from markupsafe import Markup
 
 from bench import registry, schema
 from bench.timing import summarize
 from bench.gemm import LAYOUTS, SHAPE, cublas_id
 from bench.progression import STEPS
-from slides import figures
+from slides import escape, figures
 
 ROOT = Path(__file__).resolve().parent
 DEFAULT_RESULTS = ROOT / "results" / "nvidia-h100-80gb-hbm3.yaml"
@@ -603,10 +606,17 @@ def fmt_sig(x, sig: int = 3) -> str:
 
 
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
-    """Compiled templates kept between runs (a third of build.py's time), where the checkout is writable."""
-    folder = ROOT / ".cache" / "jinja"
+    """Compiled templates kept between runs (a third of build.py's time), where the checkout is
+    writable. Jinja checks a cached template against its source alone, so the folder is named
+    for the code that sets up the environment (filters, escaping) and the Jinja release."""
+    key = hashlib.sha256(b"".join(p.read_bytes() for p in (Path(__file__), SLIDES_DIR / "escape.py"))
+                         + jinja2.__version__.encode()).hexdigest()[:12]
+    folder = ROOT / ".cache" / "jinja" / key
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.parent.iterdir():
+            if old != folder:
+                shutil.rmtree(old, ignore_errors=True)
     except OSError:
         return None
     return jinja2.FileSystemBytecodeCache(str(folder)) if os.access(folder, os.W_OK) else None
@@ -620,10 +630,20 @@ def environment() -> jinja2.Environment:
         variable_start_string="[[", variable_end_string="]]",
         comment_start_string="[#", comment_end_string="#]",
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-        keep_trailing_newline=True, autoescape=False)
+        keep_trailing_newline=True,
+        # Every [[ ]] output is data: escaped for Markdown, Vue and HTML unless it is markup the
+        # templates made (a macro's output); see slides/escape.py.
+        autoescape=True, finalize=escape.finalize)
     env.filters.update(num=fmt_num, sig=fmt_sig, bytes=figures.fmt_bytes,
-                       count=lambda n, noun: f"{n:,} {noun}{'' if n == 1 else 's'}")
+                       count=lambda n, noun: f"{n:,} {noun}{'' if n == 1 else 's'}",
+                       yaml_str=escape.yaml_string, join=_join,
+                       replace=lambda s, old, new: str(s).replace(old, new))   # plain text, escaped on output
     return env
+
+
+def _join(items, separator: str = "") -> Markup:
+    """Jinja's join escapes its items for HTML alone; these are escaped for the slide."""
+    return Markup(separator).join(escape.finalize(item if isinstance(item, Markup) else str(item)) for item in items)
 
 
 FRONTMATTER_START = re.compile(r"^[A-Za-z][\w-]*:")
@@ -657,7 +677,7 @@ def build(results: Path, out_dir: Path = ROOT, compare=()) -> dict:
     context["compare"] = compare_context([context, *others])
     for step in context["gemm"]["steps"]:      # Slidev resolves snippet paths from the deck's folder
         if step["source"]:
-            step["source"] = os.path.relpath(ROOT / step["source"], Path(out_dir).resolve())
+            step["source"] = Markup(os.path.relpath(ROOT / step["source"], Path(out_dir).resolve()))   # a path, not data
     deck = render(context)                       # renders fully before anything is written
     svgs = figures.draw_all(context)
     from bench.results import write_atomic

@@ -13,6 +13,8 @@ from tests.test_build import headings
 pytestmark = pytest.mark.slidev
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 SLIDEV = ROOT / "node_modules" / ".bin" / "slidev"
+# Vue's interpolation, an HTML element with a handler, and Markdown: the title slide shows them as typed
+HOSTILE = "{{ 7*7 }} <img src=x onerror=\"document.title='pwned'\"> **not bold** | a cell"
 
 
 @pytest.fixture(scope="module")
@@ -27,9 +29,13 @@ def deck_dir(tmp_path_factory):
     import yaml
     from tests.conftest import FIXTURE
     from tests.test_compare import other_gpu
-    other = tmp_path_factory.mktemp("other") / "other.yaml"     # so that the comparison section is exported too
+    from tests.test_hostile import hostile_doc
+    folder = tmp_path_factory.mktemp("results")
+    other = folder / "other.yaml"                                # so that the comparison section is exported too
     other.write_text(yaml.safe_dump(other_gpu(yaml.safe_load(FIXTURE.read_text())), sort_keys=False))
-    assert build.main(["--results", str(FIXTURE), "--out-dir", str(out), "--compare", str(other)]) == 0
+    mine = folder / "hostile.yaml"                               # data that looks like markup, shown as text
+    mine.write_text(yaml.safe_dump(hostile_doc(yaml.safe_load(FIXTURE.read_text()), HOSTILE), sort_keys=False))
+    assert build.main(["--results", str(mine), "--out-dir", str(out), "--compare", str(other)]) == 0
     yield out
     shutil.rmtree(out, ignore_errors=True)
 
@@ -53,4 +59,7 @@ def test_pdf_export_has_one_page_per_slide(deck_dir):
             cwd=deck_dir)
     from pypdf import PdfReader     # a test extra: `pytest -m gpu` collects without it
     titles = headings((deck_dir / "slides.md").read_text())
-    assert "What Differs, and Why" in titles and len(PdfReader(pdf).pages) == len(titles)
+    pages = PdfReader(pdf).pages
+    assert "What Differs, and Why" in titles and len(pages) == len(titles)
+    title_page = " ".join(pages[0].extract_text().split())
+    assert HOSTILE in title_page and "GPU 49" not in title_page

@@ -1,0 +1,74 @@
+"""Text from a results file, made safe for where it lands: a slide (Markdown that Slidev
+turns into a Vue template), the deck's YAML headmatter, or an SVG figure.
+
+A device name, a failure reason or a row label is data, never markup: whatever it holds,
+the built page shows it literally, on one line, and no longer than MAX_CHARS."""
+from __future__ import annotations
+
+import json
+import re
+
+from markupsafe import Markup
+
+MAX_CHARS = 1000       # a guard: the runner already bounds the reasons it records
+# C0 and C1 controls, and the Unicode line and paragraph separators: XML 1.0 forbids most of
+# them, and a line break in Markdown can start a new slide (---) or a new block.
+_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\s]+")
+# Markdown's inline punctuation (emphasis, code, links, tables, escapes, strikethrough) and
+# KaTeX's $: as character references, which Markdown shows but does not interpret.
+_MARKDOWN = re.compile(r"[|*`\[\]\\~$]")
+_UNDERSCORE_AT_EDGE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")     # inside a word it is literal
+_COMPONENT = re.compile(r"(?:(?<=\s)|^):(?=[A-Za-z])")                      # MDC's :component
+# What would change the deck's structure at the start of a line: a heading, a quote, a rule, a
+# slide separator (---) or a setext underline. "-2.4", "+ a ring of buffers" stay as they are.
+_BLOCK_START = re.compile(r"^(?:#|>|[-=*_] ?[-=*_] ?[-=*_])")
+# HTML's specials in text and in double-quoted attributes (an apostrophe needs no escape there)
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
+
+
+def one_line(value, limit: int = MAX_CHARS) -> str:
+    """``value`` as one line of at most ``limit`` characters (an ellipsis marks a cut)."""
+    text = _BREAKS.sub(" ", str(value)).strip()
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
+def _reference(match: re.Match) -> str:
+    return f"&#{ord(match.group())};"
+
+
+def markdown_text(value) -> Markup:
+    """``value`` for a slide: HTML-escaped, Markdown's punctuation as character references, and
+    braces kept from Vue's {{ }} interpolation by v-pre."""
+    text = "".join(_HTML.get(c, c) for c in one_line(value))
+    text = _MARKDOWN.sub(_reference, text)
+    text = _UNDERSCORE_AT_EDGE.sub(_reference, text)
+    text = _COMPONENT.sub(_reference, text)
+    if _BLOCK_START.match(text):
+        text = f"&#{ord(text[0])};{text[1:]}"
+    if "{" in text or "}" in text:
+        text = f"<span v-pre>{text}</span>"
+    return Markup(text)
+
+
+def yaml_string(value) -> Markup:
+    """``value`` as a double-quoted YAML scalar for the headmatter (JSON is a subset of YAML);
+    Slidev renders the title as Markdown too, so it is escaped as slide text first."""
+    return Markup(json.dumps(str(markdown_text(value)), ensure_ascii=False))
+
+
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def svg_text(value, limit: int = MAX_CHARS) -> str:
+    """``value`` for an SVG <text>: no control characters, which XML 1.0 forbids (svgwrite escapes
+    the rest); spaces are kept as they are, since a figure may set two apart on purpose."""
+    text = _CONTROLS.sub(" ", str(value))
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def finalize(value):
+    """Jinja's hook on every [[ ]] output: strings from the context are data, made safe for
+    Markdown; markup the templates make themselves (macros, filters that mark it safe) passes."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return markdown_text(value)
+    return value
