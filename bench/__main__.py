@@ -43,7 +43,7 @@ def main(argv=None) -> int:
           f"SM clock {device['sm_clock_mhz']}/{device['sm_clock_max_mhz']} MHz) -> {out}", flush=True)
     print(f"kernels built with nvcc: {toolkit.describe()}", flush=True)
     from . import results
-    from .runner import run_all
+    from .runner import Interrupted, run_all
     if args.profile:
         return profile_all(chosen, out, device)
     try:
@@ -52,6 +52,9 @@ def main(argv=None) -> int:
     except schema.ResultsError as e:
         print(f"python -m bench: {e}", file=sys.stderr)
         return 1
+    except Interrupted as stop:
+        print(f"python -m bench: stopped by {stop}; the records measured so far are in {out}", file=sys.stderr)
+        return 128 + stop.signum
     bad = [bid for bid in (b.id for b in chosen) if doc["benchmarks"][bid]["status"] == "failed"]
     print(f"wrote {out}: {len(chosen) - len(bad)} of {len(chosen)} benchmarks did not fail"
           + (f"; failed: {', '.join(bad)}" if bad else ""))

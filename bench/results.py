@@ -2,6 +2,8 @@
 family keeps the others and an interrupted run loses nothing already written."""
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import tempfile
 from pathlib import Path
@@ -48,15 +50,29 @@ def existing(path: Path, device: dict) -> dict:
     return doc["benchmarks"]
 
 
+@contextlib.contextmanager
+def locked(path: Path):
+    """Hold ``path``'s lock file (.<name>.lock beside it) for a read-merge-write: two runners on
+    one results file (one per GPU of a node, say) take turns instead of losing each other's records."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(f".{path.name}.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def merge(path: Path, device: dict, software: dict, records: dict) -> dict:
     """Add ``records`` to the results file at ``path`` (created if absent), atomically."""
     path = Path(path)
-    merged = {
-        "schema_version": schema.SCHEMA_VERSION,
-        "device": device,
-        "software": software,
-        "benchmarks": dict(sorted({**existing(path, device), **records}.items())),
-    }
-    schema.validate(merged, str(path))
-    write_atomic(path, schema.dump(merged))
+    with locked(path):
+        merged = {
+            "schema_version": schema.SCHEMA_VERSION,
+            "device": device,
+            "software": software,
+            "benchmarks": dict(sorted({**existing(path, device), **records}.items())),
+        }
+        schema.validate(merged, str(path))
+        write_atomic(path, schema.dump(merged))
     return merged

@@ -192,6 +192,12 @@ def validate(doc, source: str = "<results>") -> dict:
     return _Validator(source).document(doc)
 
 
+def validate_record(bid: str, record, source: str = "the benchmark's record") -> dict:
+    """One benchmark's record, as ``validate`` would check it inside a results file."""
+    _Validator(source).benchmark(bid, record, f"benchmarks.{bid}")
+    return record
+
+
 def load(path) -> dict:
     path = Path(path)
     try:

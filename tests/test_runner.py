@@ -1,7 +1,11 @@
 """The runner, with benchmarks that need no GPU: isolation, time limits, merge
 by id, and the command line."""
+import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -166,3 +170,92 @@ def test_gemm_settles_until_the_window_is_steady(monkeypatch):
     s = gemm.settle([None], batch=1)
     assert not s["settled"] and gemm.SETTLE_MAX_S <= s["seconds"] < gemm.SETTLE_MAX_S + 0.5
     assert gemm.window_spread([1.0] * (gemm.SETTLE_WINDOW - 1)) is None
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting to be reaped."""
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("bid,why", [("fake.nan", "gbps: expected a finite number >= 0, got nan"),
+                                     ("fake.negative_time", "time_ms.median: expected a finite number >= 0"),
+                                     ("fake.list_is_a_string", "rows: expected a list")])
+def test_a_record_the_file_cannot_hold_is_recorded_as_failed_and_the_run_goes_on(bid, why, fakes, tmp_path):
+    out = tmp_path / "r.yaml"
+    runner.run_all(registry.select(fakes, [bid, "fake.ok"]), out, FAKE_DEVICE, SOFTWARE, log=lambda *a, **k: None)
+    b = schema.load(out)["benchmarks"]
+    assert b[bid]["status"] == "failed" and "record is not valid" in b[bid]["reason"] and why in b[bid]["reason"]
+    assert b["fake.ok"]["status"] == "ok"
+
+
+def test_undecodable_and_huge_stderr_gives_a_short_reason_and_a_full_log(fakes, tmp_path, capfd):
+    out = tmp_path / "r.yaml"
+    runner.run_all(registry.select(fakes, ["fake.noisy_death", "fake.ok"]), out, FAKE_DEVICE, SOFTWARE,
+                   log=lambda *a, **k: None)
+    b = schema.load(out)["benchmarks"]
+    reason = b["fake.noisy_death"]["reason"]
+    assert reason.startswith("process exited with code 1: ") and "\ufffd" in reason
+    assert len(reason) <= runner.REASON_CHARS and "\n" not in reason and b["fake.ok"]["status"] == "ok"
+    log = tmp_path / "r.logs" / "fake.noisy_death.stderr"
+    assert log.stat().st_size > 2_000_000
+    assert len(capfd.readouterr().err) <= runner.ECHO_BYTES + 1000
+
+
+def test_nothing_a_worker_started_outlives_it(fakes, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_PID_DIR", str(tmp_path))
+    out = tmp_path / "r.yaml"
+    runner.run_all(registry.select(fakes, ["fake.leaves_grandchildren"]), out, FAKE_DEVICE, SOFTWARE,
+                   log=lambda *a, **k: None)
+    assert schema.load(out)["benchmarks"]["fake.leaves_grandchildren"]["status"] == "ok"
+    for name in ("in_group", "own_session"):
+        pid = int((tmp_path / name).read_text())
+        assert not _alive(pid), name
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_stopped_runner_ends_its_worker_and_keeps_what_it_measured(signum, tmp_path):
+    out = tmp_path / "r.yaml"
+    env = {**os.environ, "FAKE_PID_DIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-m", "tests.run_fakes", str(out), "fake.ok", "fake.outlasts_the_runner",
+                             "fake.quick_00"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "worker").exists() or not (tmp_path / "hang_child").exists():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    time.sleep(0.2)
+    proc.send_signal(signum)
+    assert proc.wait(timeout=30) == 128 + signum
+    for name in ("worker", "hang_child"):
+        assert not _alive(int((tmp_path / name).read_text())), name
+    b = schema.load(out)["benchmarks"]
+    assert b["fake.ok"]["status"] == "ok" and "fake.quick_00" not in b
+    assert b["fake.outlasts_the_runner"]["status"] == "failed"
+    assert b["fake.outlasts_the_runner"]["reason"] == f"interrupted: the runner got {signal.Signals(signum).name}"
+
+
+def test_two_runners_on_one_file_lose_nothing(tmp_path):
+    out = tmp_path / "r.yaml"
+    halves = [[f"fake.quick_{i:02d}" for i in range(first, 12, 2)] for first in (0, 1)]
+    procs = [subprocess.Popen([sys.executable, "-m", "tests.run_fakes", str(out), *ids], cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for ids in halves]
+    for proc in procs:
+        assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    assert set(schema.load(out)["benchmarks"]) == {f"fake.quick_{i:02d}" for i in range(12)}
+
+
+def test_two_processes_merging_record_by_record_lose_nothing(tmp_path):
+    """The read-merge-write of two processes at full speed, 40 records each."""
+    out = tmp_path / "r.yaml"
+    code = ("import sys; from pathlib import Path; from bench import results; "
+            "from tests.test_runner import FAKE_DEVICE, SOFTWARE\n"
+            "for i in range(40):\n"
+            "    rec = {'family': 'fake', 'status': 'skipped', 'reason': 'x', 'source_hash': 'h'}\n"
+            "    results.merge(Path(sys.argv[1]), FAKE_DEVICE, SOFTWARE, {f'fake.{sys.argv[2]}_{i:02d}': rec})")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(out), who], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+             for who in ("a", "b")]
+    for proc in procs:
+        assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    assert len(schema.load(out)["benchmarks"]) == 80
