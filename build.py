@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -667,23 +668,85 @@ def comparable_files(results: Path) -> list[Path]:
     return sorted(p for p in Path(results).parent.glob("*.yaml") if p.resolve() != Path(results).resolve())
 
 
-def build(results: Path, out_dir: Path = ROOT, compare=()) -> dict:
+class BuildError(Exception):
+    """The deck cannot be built from these results; the message names the file."""
+
+
+def comparison(context: dict, others, benchmarks: dict, warn=None) -> dict | None:
+    """The comparison section of ``context`` beside ``others`` ((path, document) pairs). A
+    document the deck cannot be built from is left out with ``warn(message)`` when a warning
+    is asked for, and is an error otherwise."""
+    accepted = []
+    for path, other in others:
+        try:
+            candidate = build_context(other, benchmarks)[0]
+            compare_context([context, *accepted, candidate])
+        except Exception as e:      # a neighbour's fault must not stop this GPU's deck
+            message = f"{path}: cannot be compared ({type(e).__name__}: {escape.one_line(e, 200)})"
+            if warn is None:
+                raise BuildError(message) from e
+            warn(message)
+            continue
+        accepted.append(candidate)
+    return compare_context([context, *accepted])
+
+
+def write_deck(out_dir: Path, deck: str, svgs: dict[str, str]) -> None:
+    """Write slides.md and svgs/ all or nothing: everything is written into a staging folder
+    inside ``out_dir`` first, then renamed into place (the files it replaces kept as hard links
+    until the last rename, and put back if one fails). A staging folder left by a build that
+    was killed is removed first."""
+    from bench.results import write_atomic
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for leftover in out_dir.glob(".build-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    stage = Path(tempfile.mkdtemp(prefix=".build-", dir=out_dir))
+    moves = [(stage / "svgs" / name, out_dir / "svgs" / name) for name in svgs] + [(stage / "slides.md", out_dir / "slides.md")]
+    done, kept = [], []
+    try:
+        for name, svg in svgs.items():
+            write_atomic(stage / "svgs" / name, svg)
+        write_atomic(stage / "slides.md", deck)
+        (out_dir / "svgs").mkdir(exist_ok=True)
+        (stage / "old").mkdir()
+        for i, (_, target) in enumerate(moves):
+            if target.is_dir():
+                raise IsADirectoryError(f"{target} is a folder, where the deck writes a file")
+            if target.exists():
+                os.link(target, stage / "old" / str(i))
+                kept.append((stage / "old" / str(i), target))
+        for new, target in moves:
+            os.replace(new, target)
+            done.append(target)
+    except BaseException:
+        for old, target in kept:                # what was replaced comes back
+            if target in done:
+                os.replace(old, target)
+        for target in done:
+            if not any(t == target for _, t in kept):
+                target.unlink(missing_ok=True)
+        raise
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def build(results: Path, out_dir: Path = ROOT, compare=(), warn=None) -> dict:
     """Render the deck of ``results``, with a comparison section when ``compare`` holds other GPUs'
-    results (loaded documents)."""
+    results ((path, loaded document) pairs; see ``comparison`` for ``warn``)."""
     doc = schema.load(results)
     benchmarks = registry.discover()
-    context, _ = build_context(doc, benchmarks)
-    others = [build_context(other, benchmarks)[0] for other in compare]
-    context["compare"] = compare_context([context, *others])
+    try:
+        context, _ = build_context(doc, benchmarks)
+    except Exception as e:           # valid by the schema, yet missing what a slide needs
+        raise BuildError(f"{results}: the deck cannot be built from it ({type(e).__name__}: "
+                         f"{escape.one_line(e, 200)})") from e
+    context["compare"] = comparison(context, compare, benchmarks, warn)
     for step in context["gemm"]["steps"]:      # Slidev resolves snippet paths from the deck's folder
         if step["source"]:
             step["source"] = Markup(os.path.relpath(ROOT / step["source"], Path(out_dir).resolve()))   # a path, not data
     deck = render(context)                       # renders fully before anything is written
-    svgs = figures.draw_all(context)
-    from bench.results import write_atomic
-    for name, svg in svgs.items():
-        write_atomic(out_dir / "svgs" / name, svg)
-    write_atomic(out_dir / "slides.md", deck)
+    write_deck(out_dir, deck, figures.draw_all(context))
     return context
 
 
@@ -699,18 +762,22 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     compare = []
+    left_out = lambda message: print(f"build.py: left out of the comparison: {message}", file=sys.stderr)
     try:
-        if args.compare:                # named: each must validate
-            compare = [schema.load(path) for path in args.compare]
+        if args.compare:                # named: each must validate and build
+            compare = [(path, schema.load(path)) for path in args.compare]
         elif not args.no_compare:       # found beside --results: a broken one is left out
             for path in comparable_files(args.results):
                 try:
-                    compare.append(schema.load(path))
+                    compare.append((path, schema.load(path)))
                 except schema.ResultsError as e:
-                    print(f"build.py: left out of the comparison: {e}", file=sys.stderr)
-        context = build(args.results, args.out_dir, compare)
-    except schema.ResultsError as e:
+                    left_out(e)
+        context = build(args.results, args.out_dir, compare, warn=None if args.compare else left_out)
+    except (schema.ResultsError, BuildError) as e:
         print(f"build.py: {e}\nNothing was written.", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"build.py: cannot write the deck into {args.out_dir}: {e}\nNothing was written.", file=sys.stderr)
         return 1
     n_missing = sum(len(v) for v in context["missing"].values())
     print(f"wrote slides.md and svgs/ for {context['device']['name']} in {time.perf_counter() - t0:.2f} s"

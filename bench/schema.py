@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import re
 from pathlib import Path
 
 import yaml
@@ -71,7 +72,17 @@ DEVICE_FIELDS = {
     "sm_clock_max_mhz": (int, float), "sm_clock_mhz": (int, float),
     "mem_clock_max_mhz": (int, float), "mem_bus_width_bits": int, "l2_bytes": int,
     "smem_per_block_optin_bytes": int, "memory_bytes": int,
+    "max_threads_per_sm": int, "regs_per_sm": int, "smem_per_sm_bytes": int,
 }
+# Device fields the deck divides by or multiplies into a peak: zero would make every figure 0 or inf.
+POSITIVE_DEVICE_FIELDS = ("sm_count", "sm_clock_max_mhz", "mem_clock_max_mhz", "mem_bus_width_bits", "l2_bytes",
+                          "max_threads_per_sm", "regs_per_sm", "smem_per_sm_bytes")
+CAPABILITY = re.compile(r"\d{1,2}\.\d")
+LARGEST = 1e15          # past any byte count, clock, counter or time a GPU run records
+# What a results file may hold before it is even parsed: ours are ~300 KB, 10 levels deep,
+# with no anchors or aliases (PyYAML's dump writes none for them).
+MAX_BYTES = 16 * 2**20
+MAX_DEPTH = 32
 SOFTWARE_FIELDS = ("driver", "cuda_runtime", "python", "cupy", "numba", "git_commit")
 TIME_FIELDS = ("median", "p10", "p90", "n")
 
@@ -122,8 +133,12 @@ class _Validator:
         elif isinstance(value, bool) or value is None or isinstance(value, str):
             pass
         elif isinstance(value, (int, float)):
+            if isinstance(value, int) and value > LARGEST:    # before float(), which 10**400 overflows
+                self.fail(path, f"a number up to {LARGEST:g}", "an integer of %d digits" % len(str(value)))
             if not math.isfinite(value) or value < 0:
                 self.fail(path, "a finite number >= 0", value)
+            if value > LARGEST:
+                self.fail(path, f"a number up to {LARGEST:g}", value)
         else:
             self.fail(path, "a string, number, true/false, null, list or mapping "
                             f"(not a {type(value).__name__})", value)
@@ -170,6 +185,11 @@ class _Validator:
         for key, t in DEVICE_FIELDS.items():
             self.require(device, key, t, "device")
         self.values(device, "device")
+        for key in POSITIVE_DEVICE_FIELDS:
+            if not device[key] > 0:
+                self.fail(f"device.{key}", "a number > 0", device[key])
+        if not CAPABILITY.fullmatch(device["compute_capability"]):
+            self.fail("device.compute_capability", "major.minor, like '9.0'", device["compute_capability"])
         software = self.require(doc, "software", dict, "")
         for key in SOFTWARE_FIELDS:
             if key not in software:
@@ -198,21 +218,68 @@ def validate_record(bid: str, record, source: str = "the benchmark's record") ->
     return record
 
 
+class _UniqueKeyLoader(YAML_LOADER):
+    """The results loader, refusing a mapping that names a key twice (YAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def _check_shape(text: str, path) -> None:
+    """Refuse, before building any object, what no results file holds: anchors and aliases (an
+    alias bomb expands exponentially) and nesting deeper than MAX_DEPTH. libyaml's event stream
+    is iterative, so this costs ~30 ms and no recursion."""
+    depth = 0
+    for event in yaml.parse(text, Loader=YAML_LOADER):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise ResultsError(f"{path}: holds a YAML anchor or alias (at line {event.start_mark.line + 1}); "
+                               "results files hold none")
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ResultsError(f"{path}: nested deeper than {MAX_DEPTH} levels (at line "
+                                   f"{event.start_mark.line + 1})")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
 def load(path) -> dict:
+    """Read, parse and validate a results file; anything wrong with it is a ResultsError that
+    names the file and, where there is one, the field."""
     path = Path(path)
     try:
-        text = path.read_text()
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise ResultsError(f"{path}: {size / 2**20:.0f} MiB, more than the {MAX_BYTES // 2**20} MiB "
+                               "a results file may hold")
+        text = path.read_bytes().decode("utf-8")
     except OSError as e:
-        raise ResultsError(f"{path}: cannot read the results file ({e.strerror})") from e
+        raise ResultsError(f"{path}: cannot read the results file ({e.strerror or e})") from e
+    except UnicodeDecodeError as e:
+        raise ResultsError(f"{path}: not a results file: byte {e.start} is not UTF-8 text") from e
     try:
-        doc = yaml.load(text, Loader=YAML_LOADER)
+        _check_shape(text, path)
+        doc = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as e:
         raise ResultsError(f"{path}: not valid YAML: {e}") from e
     return validate(doc, str(path))
 
 
+class Dumper(yaml.SafeDumper):
+    """Writes a value that appears twice in full both times: a results file holds no aliases."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+
 def dump(doc) -> str:
-    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=100)
+    return yaml.dump(doc, Dumper=Dumper, sort_keys=False, default_flow_style=False, width=100)
 
 
 def now_iso() -> str:

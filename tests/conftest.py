@@ -14,7 +14,9 @@ from bench import cuda, registry, toolkit
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "h100.yaml"
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)     # libyaml parses the fixture ~5x faster
-_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
+    def ignore_aliases(self, data) -> bool:     # as bench.schema.Dumper: results files hold no aliases
+        return True
 
 
 def pytest_report_header(config):
@@ -40,15 +42,18 @@ def fixture_doc():
 
 
 def dump_results(doc) -> str:
-    return yaml.dump(doc, Dumper=_DUMPER, sort_keys=False)
+    return yaml.dump(doc, Dumper=_Dumper, sort_keys=False)
 
 
 @pytest.fixture
 def write_results(tmp_path):
-    """Write a results document (or raw text) to a file and return its path."""
+    """Write a results document (or raw text or bytes) to a file and return its path."""
     def write(doc, name="results.yaml"):
         path = tmp_path / name
-        path.write_text(doc if isinstance(doc, str) else dump_results(doc))
+        if isinstance(doc, bytes):
+            path.write_bytes(doc)
+        else:
+            path.write_text(doc if isinstance(doc, str) else dump_results(doc))
         return path
     return write
 

@@ -1,12 +1,14 @@
 """The results file is validated on load; bad files are rejected with a message
 naming the file and the field, and build.py writes nothing."""
 import math
+import time
 
 import pytest
 import yaml
 
 import build
 from bench import schema
+from tests.conftest import dump_results
 
 
 def test_fixture_and_committed_results_validate(fixture_doc):
@@ -52,6 +54,26 @@ BAD = {
     "time percentiles out of order": (lambda d: _set(d, 1e6, *TF32, "time_ms", "p10"), "time_ms: expected p10 <= median <= p90"),
     "check without passed": (lambda d: _without(d, *TF32, "check", "passed"), "check.passed: expected true/false"),
     "unknown top-level field": (lambda d: _set(d, 1, "extras"), "extras: expected no such top-level field"),
+    # what a broken disk, a hostile hand or a bad merge leaves
+    "binary file": (lambda d: b"\x89PNG\r\n\x1a\n\x00\xff\xfe" * 100, "not a results file: byte 0 is not UTF-8 text"),
+    "Latin-1 text": (lambda d: dump_results(d).replace("NVIDIA", "NVIDI\u00c4").encode("latin-1"), "is not UTF-8 text"),
+    "duplicate key": (lambda d: dump_results(d).replace("schema_version: 1\n", "schema_version: 1\nschema_version: 1\n"),
+                      "duplicate key 'schema_version'"),
+    "alias bomb": (lambda d: "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(9)),
+        "holds a YAML anchor or alias (at line 1)"),
+    "recursive alias": (lambda d: "a: &a [*a]\n", "holds a YAML anchor or alias"),
+    "deep nesting": (lambda d: "a: " + "[" * 5000 + "]" * 5000 + "\n", "nested deeper than 32 levels"),
+    "a number past any measurement": (lambda d: _set(d, 1e308, *TF32, "tflops"), "tflops: expected a number up to 1e+15"),
+    "an integer float() overflows": (lambda d: _set(d, 10**400, *TF32, "time_ms", "n"),
+                                     "time_ms.n: expected a number up to 1e+15, got 'an integer of 401 digits'"),
+    "zero SMs": (lambda d: _set(d, 0, "device", "sm_count"), "device.sm_count: expected a number > 0, got 0"),
+    "zero bus width": (lambda d: _set(d, 0, "device", "mem_bus_width_bits"), "device.mem_bus_width_bits: expected a number > 0"),
+    "zero L2": (lambda d: _set(d, 0, "device", "l2_bytes"), "device.l2_bytes: expected a number > 0"),
+    "device field build.py needs": (lambda d: _without(d, "device", "regs_per_sm"),
+                                    "device.regs_per_sm: expected an integer (the field is missing)"),
+    "capability that is no version": (lambda d: _set(d, "nine", "device", "compute_capability"),
+                                      "device.compute_capability: expected major.minor"),
 }
 
 
@@ -67,6 +89,16 @@ def test_bad_results_rejected_and_nothing_written(case, fixture_doc, write_resul
     assert str(path) in err and expected in err, err
     assert (out / "slides.md").read_text() == "previous deck\n"
     assert list((out / "svgs").iterdir()) == []
+
+
+def test_a_huge_file_is_refused_before_it_is_read(write_results, tmp_path, capsys):
+    path = tmp_path / "huge.yaml"
+    with open(path, "wb") as f:
+        f.truncate(schema.MAX_BYTES + 1)
+    t0 = time.perf_counter()
+    assert build.main(["--results", str(path), "--out-dir", str(tmp_path / "deck")]) == 1
+    assert time.perf_counter() - t0 < 1.0
+    assert "more than the 16 MiB a results file may hold" in capsys.readouterr().err
 
 
 def test_missing_file_is_named(tmp_path, capsys):

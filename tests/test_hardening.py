@@ -1,0 +1,119 @@
+"""build.py on unlucky input and an unlucky disk: one clear message, exit 1, and the previous
+deck untouched; a broken neighbour left out of the comparison instead of stopping the build."""
+import errno
+import os
+
+import pytest
+
+import build
+from tests.test_compare import other_gpu
+
+
+def _previous_deck(out):
+    (out / "svgs").mkdir(parents=True)
+    (out / "svgs" / "gemm_naive.svg").write_text("<svg>previous</svg>")
+    (out / "slides.md").write_text("previous deck\n")
+
+
+def _unchanged(out) -> bool:
+    return ((out / "slides.md").read_text() == "previous deck\n"
+            and sorted(p.name for p in (out / "svgs").iterdir()) == ["gemm_naive.svg"]
+            and (out / "svgs" / "gemm_naive.svg").read_text() == "<svg>previous</svg>"
+            and not list(out.glob(".build-*")))
+
+
+def _drop(doc, bid, *keys):
+    node = doc["benchmarks"][bid]
+    for key in keys[:-1]:
+        node = node[key]
+    del node[keys[-1]]
+    return doc
+
+
+# Records that pass the schema's checks yet lack what a slide is drawn from.
+HOLLOW = {
+    "HBM without its memcpy": lambda d: _drop(d, "hbm.copy_scaling", "memcpy"),
+    "HBM with no rows": lambda d: d["benchmarks"]["hbm.copy_scaling"].update(rows=[]) or d,
+    "GEMM without resources": lambda d: _drop(d, "gemm.tma_store", "resources"),
+    "transpose without params": lambda d: _drop(d, "transpose.all", "params"),
+    "L2 rows without bandwidths": lambda d: [r.clear() for r in d["benchmarks"]["l2.bandwidth_scaling"]["rows"]] and d,
+}
+
+
+@pytest.mark.parametrize("case", HOLLOW)
+def test_a_hollow_record_is_a_message_not_a_traceback(case, fixture_doc, write_results, tmp_path, capsys):
+    out = tmp_path / "deck"
+    _previous_deck(out)
+    path = write_results(HOLLOW[case](fixture_doc))
+    code = build.main(["--results", str(path), "--out-dir", str(out), "--no-compare"])
+    err = capsys.readouterr().err
+    if code == 0:                   # drawn without it: then the slide says so
+        assert "Traceback" not in err
+        return
+    assert code == 1 and f"build.py: {path}: the deck cannot be built from it" in err
+    assert err.count("\n") == 2 and "Nothing was written." in err and _unchanged(out)
+
+
+@pytest.mark.parametrize("neighbour", ["garbage", "zero SMs", "hollow"])
+def test_a_broken_neighbour_is_left_out_by_name(neighbour, fixture_doc, write_results, tmp_path, capsys):
+    mine = write_results(fixture_doc, "mine.yaml")
+    other = other_gpu(fixture_doc)
+    if neighbour == "zero SMs":
+        other["device"]["sm_count"] = 0
+    if neighbour == "hollow":
+        _drop(other, "hbm.copy_scaling", "memcpy")
+    broken = write_results("\x00\x01 not yaml [" if neighbour == "garbage" else other, "broken.yaml")
+    assert build.main(["--results", str(mine), "--out-dir", str(tmp_path / "deck")]) == 0
+    err = capsys.readouterr().err
+    assert f"left out of the comparison: {broken}" in err and "Traceback" not in err
+    assert (tmp_path / "deck" / "slides.md").exists()
+
+
+def test_a_leftover_staging_folder_is_cleaned(fixture_doc, write_results, tmp_path):
+    out = tmp_path / "deck"
+    (out / ".build-killed").mkdir(parents=True)
+    (out / ".build-killed" / "slides.md").write_text("half")
+    build.build(write_results(fixture_doc), out)
+    assert not list(out.glob(".build-*")) and (out / "slides.md").read_text().startswith("---")
+
+
+def test_slides_md_being_a_folder_changes_nothing(fixture_doc, write_results, tmp_path, capsys):
+    out = tmp_path / "deck"
+    (out / "svgs").mkdir(parents=True)
+    (out / "svgs" / "gemm_naive.svg").write_text("<svg>previous</svg>")
+    (out / "slides.md").mkdir()
+    assert build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(out), "--no-compare"]) == 1
+    assert "cannot write the deck" in capsys.readouterr().err
+    assert [p.name for p in (out / "svgs").iterdir()] == ["gemm_naive.svg"]
+    assert (out / "svgs" / "gemm_naive.svg").read_text() == "<svg>previous</svg>"
+    assert not list(out.glob(".build-*"))
+
+
+def test_a_full_disk_while_staging_changes_nothing(fixture_doc, write_results, tmp_path, monkeypatch, capsys):
+    from bench import results
+    out = tmp_path / "deck"
+    _previous_deck(out)
+    real, calls = results.write_atomic, []
+
+    def fills_up(path, text):
+        calls.append(path)
+        if len(calls) == 5:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, text)
+    monkeypatch.setattr(results, "write_atomic", fills_up)
+    assert build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(out), "--no-compare"]) == 1
+    assert "No space left on device" in capsys.readouterr().err and _unchanged(out)
+
+
+def test_a_failed_last_rename_puts_the_figures_back(fixture_doc, write_results, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "deck"
+    _previous_deck(out)
+    real = os.replace
+
+    def refuses_the_deck(src, dst):
+        if str(dst).endswith("slides.md") and ".build-" in str(src):
+            raise OSError(errno.EIO, "Input/output error")
+        real(src, dst)
+    monkeypatch.setattr(os, "replace", refuses_the_deck)
+    assert build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(out), "--no-compare"]) == 1
+    assert "Input/output error" in capsys.readouterr().err and _unchanged(out)
