@@ -51,8 +51,11 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         # settle.headline: series {kernel, cublas}: {batch, rows[] {t_s, ms, sm_clock_mhz, power_w,
         #     temperature_c}}, one row per sample, in order (bench/settle.py)
 
-Every number anywhere in the file is finite and not negative. ``load`` raises
-``ResultsError`` naming the file, the field and what was expected.
+Every number anywhere in the file is finite, not negative and at most 1e15; what the deck
+reads from each family's ok record is described in RECORDS and checked too. ``load`` raises
+``ResultsError`` naming the file, the field and what was expected; it refuses a file that
+is too large, not UTF-8, cut mid-line, holds anchors or aliases, nests too deep or repeats
+a key before building anything from it.
 """
 from __future__ import annotations
 
@@ -87,6 +90,45 @@ SOFTWARE_FIELDS = ("driver", "cuda_runtime", "python", "cupy", "numba", "git_com
 TIME_FIELDS = ("median", "p10", "p90", "n")
 
 
+NUM = (int, float)
+_TIMED = {"median": NUM}
+_TILE = {"BM": int, "BN": int}
+# What the deck reads from an ok record, by id prefix (the first that matches): a mapping's
+# keys, "?" marking one that may be absent; [spec] a list of at least one entry, each
+# following spec. The record's own fields (status, time_ms, check, ...) are checked above.
+RECORDS = {
+    "gemm.cublas_": {"time_ms": _TIMED, "tflops": NUM},
+    "gemm.": {"time_ms": _TIMED, "tflops": NUM,
+              "resources?": {"threads_per_block": int, "regs_per_thread": int, "smem_static_bytes": int,
+                             "smem_dynamic_bytes": int, "tile?": _TILE,
+                             "split_wave?": {"full_waves": int, "k_tiles": int, "left": int, "rounds": int,
+                                             "split": int}},
+              "cublas_alone?": {"ratio": NUM}, "cublas_in_turns?": {"ratio": NUM},
+              "odd_shape?": {"outcome": str, "shape": [int]},
+              "settle?": {"seconds": NUM, "settled": bool},
+              "profile?": {"metrics": dict, "names": dict}},
+    "hbm.": {"params": {"buffer_bytes": int}, "memcpy": {"gbps": NUM},
+             "rows": [{"label": str, "blocks": int, "threads": int, "sms_used": int, "gbps": NUM}]},
+    "l2.": {"params": {"read_bytes": int, "copy_bytes": int},
+            "rows": [{"label": str, "sms": int, "blocks": int, "read": {"gbps": NUM}, "copy": {"gbps": NUM}}]},
+    "latency.instruction": {"params": {"ilps": [int], "iters": int, "ops_per_iter": int, "subpartitions": int},
+                            "rows": [{"op": str, "name": str, "cycles": dict, "sass": dict, "warps_per_sm": NUM,
+                                      "issue_cycles_per_subpartition": NUM}]},
+    "latency.memory": {"params": {"line_bytes": int}, "levels": [{"label": str, "cycles": NUM}],
+                       "sweep": [{"bytes": int, "cycles": NUM}]},
+    "transpose.": {"params": {"n": int, "bytes": int}, "copy": {"gbps": NUM, "kernel": str, "time_ms": _TIMED},
+                   "rows": [{"key": str, "label": str, "note": str, "gbps": NUM, "pct_of_copy": NUM,
+                             "check_passed": bool, "time_ms": _TIMED}]},
+    "sweep.": {"rows": [{"shape": [int], "outcome": str, "ratio_same_layout?": NUM, "tflops?": dict}]},
+    "tune.": {"params": {"bm": int, "space": dict, "stages_max": dict}, "trials": [{"config": dict}],
+              "final": {"winner": {"config": dict, "ratio": NUM}, "hand_picked?": {"config": dict, "ratio": NUM}}},
+    "settle.": {"params": {"kernel": str, "gemm_settle_rule": {"min_s": NUM, "max_s": NUM, "spread": NUM,
+                                                                "window": int}},
+                "series": {who: {"batch": int, "rows": [{"t_s": NUM, "ms": NUM, "sm_clock_mhz": NUM,
+                                                         "temperature_c": NUM}]} for who in ("kernel", "cublas")}},
+}
+
+
 class ResultsError(ValueError):
     """A results file that does not follow the schema."""
 
@@ -97,6 +139,10 @@ def _type_name(t) -> str:
     if isinstance(t, tuple):
         return "a number" if set(t) == {int, float} else " or ".join(names[x] for x in t)
     return names[t]
+
+
+def _spec_name(spec) -> str:
+    return "a mapping" if isinstance(spec, dict) else "a list" if isinstance(spec, list) else _type_name(spec)
 
 
 class _Validator:
@@ -175,6 +221,31 @@ class _Validator:
         if "rows" in rec:
             for i, row in enumerate(self.expect(rec["rows"], list, f"{path}.rows")):
                 self.expect(row, dict, f"{path}.rows[{i}]")
+        telemetry = rec.get("telemetry")
+        during = telemetry.get("during") if isinstance(telemetry, dict) else None
+        if during is not None:
+            self.shape(during, {"sm_clock_mhz": {"median": NUM}}, f"{path}.telemetry.during")
+        spec = next((spec for prefix, spec in RECORDS.items() if bid.startswith(prefix)), None)
+        if status == "ok" and spec is not None:
+            self.shape(rec, spec, path)
+
+    def shape(self, value, spec, path: str) -> None:
+        """``value`` follows ``spec`` (see RECORDS)."""
+        if isinstance(spec, dict):
+            self.expect(value, dict, path)
+            for key, sub in spec.items():
+                name = key.rstrip("?")
+                if name in value:
+                    self.shape(value[name], sub, f"{path}.{name}")
+                elif not key.endswith("?"):
+                    self.fail(f"{path}.{name}", f"{_spec_name(sub)} (the field is missing)", None)
+        elif isinstance(spec, list):
+            if not self.expect(value, list, path):
+                self.fail(path, f"a list of at least one entry, each {_spec_name(spec[0])}", value)
+            for i, item in enumerate(value):
+                self.shape(item, spec[0], f"{path}[{i}]")
+        else:
+            self.expect(value, spec, path)
 
     def document(self, doc) -> dict:
         self.expect(doc, dict, "")
@@ -263,6 +334,8 @@ def load(path) -> dict:
         raise ResultsError(f"{path}: cannot read the results file ({e.strerror or e})") from e
     except UnicodeDecodeError as e:
         raise ResultsError(f"{path}: not a results file: byte {e.start} is not UTF-8 text") from e
+    if text and not text.endswith("\n"):          # every dump ends with one: a cut file loses rows silently
+        raise ResultsError(f"{path}: ends in the middle of a line: the file looks truncated")
     try:
         _check_shape(text, path)
         doc = yaml.load(text, Loader=_UniqueKeyLoader)

@@ -27,14 +27,14 @@ def fakes():
 
 def test_faults_and_hangs_are_recorded_and_other_families_survive(fakes, tmp_path):
     out = tmp_path / "r.yaml"
-    kept = {"family": "hbm", "status": "ok", "source_hash": "x", "telemetry": {"before": None, "after": None},
+    kept = {"family": "other", "status": "ok", "source_hash": "x", "telemetry": {"before": None, "after": None},
             "gbps": 1.0}
-    results.merge(out, FAKE_DEVICE, SOFTWARE, {"hbm.earlier": kept})
+    results.merge(out, FAKE_DEVICE, SOFTWARE, {"other.earlier": kept})
     chosen = registry.select(fakes, ["fake.ok", "fake.raises", "fake.hangs", "fake.dies", "fake.wrong"])
     runner.run_all(chosen, out, FAKE_DEVICE, SOFTWARE, log=lambda *a, **k: None)
     doc = schema.load(out)
     b = doc["benchmarks"]
-    assert b["hbm.earlier"] == kept
+    assert b["other.earlier"] == kept
     assert b["fake.ok"]["status"] == "ok" and b["fake.ok"]["gbps"] == 123.0
     assert b["fake.ok"]["check"]["passed"] is True
     assert b["fake.raises"]["status"] == "failed" and "RuntimeError: kernel exploded" in b["fake.raises"]["reason"]
@@ -65,10 +65,10 @@ def test_gpu_too_old_is_skipped_with_reason(tmp_path):
 
 def test_merge_refuses_invalid_or_foreign_file(tmp_path):
     out = tmp_path / "r.yaml"
-    out.write_text("not: [valid")
+    out.write_text("not: [valid\n")
     with pytest.raises(schema.ResultsError, match="not valid YAML"):
         results.merge(out, FAKE_DEVICE, SOFTWARE, {})
-    assert out.read_text() == "not: [valid"
+    assert out.read_text() == "not: [valid\n"
     results.merge(tmp_path / "other.yaml", {**FAKE_DEVICE, "name": "Other GPU"}, SOFTWARE, {})
     with pytest.raises(schema.ResultsError, match="holds results for 'Other GPU'"):
         results.merge(tmp_path / "other.yaml", FAKE_DEVICE, SOFTWARE, {})

@@ -37,7 +37,7 @@ def _set(doc, value, *path):
 
 TF32 = ("benchmarks", "gemm.cublas_tf32_b_row")
 BAD = {
-    "not YAML": (lambda d: "benchmarks: [unclosed\n  - {", "not valid YAML"),
+    "not YAML": (lambda d: "benchmarks: [unclosed\n  - {\n", "not valid YAML"),
     "not a mapping": (lambda d: "- just\n- a list\n", "top level: expected a mapping"),
     "wrong schema_version": (lambda d: _set(d, 99, "schema_version"), "schema_version: expected 1"),
     "missing device": (lambda d: _without(d, "device"), "device: expected a mapping (the field is missing)"),
@@ -63,6 +63,7 @@ BAD = {
         f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(9)),
         "holds a YAML anchor or alias (at line 1)"),
     "recursive alias": (lambda d: "a: &a [*a]\n", "holds a YAML anchor or alias"),
+    "truncated mid-line": (lambda d: dump_results(d)[:-20], "ends in the middle of a line: the file looks truncated"),
     "deep nesting": (lambda d: "a: " + "[" * 5000 + "]" * 5000 + "\n", "nested deeper than 32 levels"),
     "a number past any measurement": (lambda d: _set(d, 1e308, *TF32, "tflops"), "tflops: expected a number up to 1e+15"),
     "an integer float() overflows": (lambda d: _set(d, 10**400, *TF32, "time_ms", "n"),
