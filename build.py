@@ -780,16 +780,17 @@ def main(argv=None) -> int:
         print(f"build.py: cannot write the deck into {args.out_dir}: {e}\nNothing was written.", file=sys.stderr)
         return 1
     n_missing = sum(len(v) for v in context["missing"].values())
-    print(f"wrote slides.md and svgs/ for {context['device']['name']} in {time.perf_counter() - t0:.2f} s"
-          + (f", compared with {', '.join(context['compare']['names'][1:])}" if context["compare"] else ""))
+    say = lambda text: print(escape.plain_text(text, 2000))   # names and reasons from the file: no escapes
+    say(f"wrote slides.md and svgs/ for {context['device']['name']} in {time.perf_counter() - t0:.2f} s"
+        + (f", compared with {', '.join(context['compare']['names'][1:])}" if context["compare"] else ""))
     if context["missing"]:
-        print(f"not measured on this GPU ({n_missing} results on {len(context['missing'])} slides):")
+        say(f"not measured on this GPU ({n_missing} results on {len(context['missing'])} slides):")
         for slide, ids in context["missing"].items():
-            print(f"  {slide}: {', '.join(dict.fromkeys(ids))}")
+            say(f"  {slide}: {', '.join(dict.fromkeys(ids))}")
     for bid in context["stale"]:
-        print(f"STALE: {bid} was measured with code that has changed since; rerun python -m bench --only {bid}")
+        say(f"STALE: {bid} was measured with code that has changed since; rerun python -m bench --only {bid}")
     for f in context["failed"]:
-        print(f"FAILED: {f['id']}: {f['reason']}")
+        say(f"FAILED: {f['id']}: {f['reason']}")
     return 0
 
 

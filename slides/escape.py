@@ -1,5 +1,5 @@
 """Text from a results file, made safe for where it lands: a slide (Markdown that Slidev
-turns into a Vue template), the deck's YAML headmatter, or an SVG figure.
+turns into a Vue template), the deck's YAML headmatter, an SVG figure or the terminal.
 
 A device name, a failure reason or a row label is data, never markup: whatever it holds,
 the built page shows it literally, on one line, and no longer than MAX_CHARS."""
@@ -59,9 +59,10 @@ def yaml_string(value) -> Markup:
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
-def svg_text(value, limit: int = MAX_CHARS) -> str:
-    """``value`` for an SVG <text>: no control characters, which XML 1.0 forbids (svgwrite escapes
-    the rest); spaces are kept as they are, since a figure may set two apart on purpose."""
+def plain_text(value, limit: int = MAX_CHARS) -> str:
+    """``value`` for an SVG <text> or a terminal: no control characters (XML 1.0 forbids them, a
+    terminal obeys them; svgwrite escapes the rest); spaces are kept as they are, since a figure
+    or a listing may set two apart on purpose."""
     text = _CONTROLS.sub(" ", str(value))
     return text if len(text) <= limit else text[:limit - 1] + "…"
 

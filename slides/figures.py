@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import svgwrite
 
-from slides.escape import svg_text
+from slides.escape import plain_text
 
 FONT = "font-family:Inter,Helvetica,Arial,sans-serif"
 INK, MUTED, ACCENT, REF, GRID = "#1f2937", "#6b7280", "#2563eb", "#dc2626", "#e5e7eb"
@@ -23,7 +23,7 @@ def _drawing(w: int, h: int) -> svgwrite.Drawing:
 
 
 def _text(dwg, xy, s, size=13, color=INK, anchor="start", weight="normal", **kw):
-    dwg.add(dwg.text(svg_text(s), insert=xy, style=f"{FONT};font-size:{size}px;font-weight:{weight}",
+    dwg.add(dwg.text(plain_text(s), insert=xy, style=f"{FONT};font-size:{size}px;font-weight:{weight}",
                      fill=color, text_anchor=anchor, **kw))
 
 
