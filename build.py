@@ -209,17 +209,21 @@ def gemm_context(ctx: Context, device: dict) -> dict:
     tf32 = [cublas[("tf32", lay)] for lay in LAYOUTS if cublas[("tf32", lay)]["measured"] and not cublas[("tf32", lay)]["failed"]]
     best_tf32 = max(tf32, key=lambda r: r["tflops"]) if tf32 else None
 
+    by_id = {r["id"]: r for r in cublas.values()}
     steps, prev = [], None
     for i, step in enumerate(STEPS, 1):
-        baseline = cublas[("tf32", step.layout)]
+        baseline = cublas[(step.precision, step.layout)]     # the naive FP32 kernel against cuBLAS FP32
         title = f"Kernel {i}: {step.title}"
         variants = []
         for bid, label in step.variants:
             r = ctx.record(bid)
             r["label"] = label
             # alone: against cuBLAS settled and timed right after the kernel, at the same temperature
-            # (bench/gemm.py), or else against cuBLAS's own record
+            # (bench/gemm.py), or else against cuBLAS's own record; named where it is shown
             alone = r["record"].get("cublas_alone")
+            base = by_id.get(alone["id"], baseline) if alone else baseline
+            r["baseline"] = {"precision": base["precision"].upper(), "layout_name": base["layout_name"],
+                             "alone": bool(alone and r["tflops"])}
             r["baseline_tflops"] = r["tflops"] / alone["ratio"] if alone and r["tflops"] else baseline["tflops"]
             if r["tflops"] and r["baseline_tflops"]:
                 r["pct_cublas"] = 100 * r["tflops"] / r["baseline_tflops"]

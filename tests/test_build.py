@@ -525,3 +525,18 @@ def test_settle_slide_says_when_the_spread_stays_under_the_target(fixture_doc, w
     build.build(write_results(fixture_doc), tmp_path / "without")
     s = slides_of((tmp_path / "without" / "slides.md").read_text())["Timing Under the Power Cap"]
     assert "Not measured on this GPU: settle.headline" in s and not (tmp_path / "without" / "svgs" / "settle.svg").exists()
+
+
+def test_each_percentage_names_and_shows_the_cublas_it_divides_by(deck):
+    """The naive FP32 kernel against cuBLAS FP32, every other step against cuBLAS TF32 of its layout;
+    the figure divided by stands in the same row, so that the percentage can be recomputed."""
+    s = slides_of(deck["md"])
+    naive = s["Kernel 1: Naive FP32 — Performance"]
+    assert "cuBLAS FP32, B row-major" in naive and "cuBLAS TF32, same layout" not in naive
+    rows = [[c.strip() for c in line.strip(" |").split(" | ")]
+            for line in s["GEMM — Results Table"].splitlines() if line.startswith("| ") and line.endswith("% |")]
+    assert rows[0][0].startswith("Naive FP32") and rows[0][-2].startswith("FP32 ")
+    for *_, tflops, base, pct in rows:
+        if base != "—":
+            assert abs(100 * float(tflops.replace(",", "")) / float(base.split()[1].replace(",", ""))
+                       - float(pct.rstrip("%"))) < 0.15, (tflops, base, pct)
