@@ -680,19 +680,19 @@ def comparison(context: dict, others, benchmarks: dict, warn=None) -> dict | Non
     """The comparison section of ``context`` beside ``others`` ((path, document) pairs). A
     document the deck cannot be built from is left out with ``warn(message)`` when a warning
     is asked for, and is an error otherwise."""
-    accepted = []
+    accepted, section = [], None
     for path, other in others:
         try:
             candidate = build_context(other, benchmarks)[0]
-            compare_context([context, *accepted, candidate])
+            section = compare_context([context, *accepted, candidate])
         except Exception as e:      # a neighbour's fault must not stop this GPU's deck
-            message = f"{path}: cannot be compared ({type(e).__name__}: {escape.one_line(e, 200)})"
+            message = f"{path}: cannot be compared ({type(e).__name__}: {schema.one_line(e, 200)})"
             if warn is None:
                 raise BuildError(message) from e
             warn(message)
             continue
         accepted.append(candidate)
-    return compare_context([context, *accepted])
+    return section
 
 
 def write_deck(out_dir: Path, deck: str, svgs: dict[str, str]) -> None:
@@ -727,8 +727,9 @@ def write_deck(out_dir: Path, deck: str, svgs: dict[str, str]) -> None:
         for old, target in kept:                # what was replaced comes back
             if target in done:
                 os.replace(old, target)
+        replaced = {target for _, target in kept}
         for target in done:
-            if not any(t == target for _, t in kept):
+            if target not in replaced:          # new this time: it goes again
                 target.unlink(missing_ok=True)
         raise
     finally:
@@ -744,7 +745,7 @@ def build(results: Path, out_dir: Path = ROOT, compare=(), warn=None) -> dict:
         context, _ = build_context(doc, benchmarks)
     except Exception as e:           # valid by the schema, yet missing what a slide needs
         raise BuildError(f"{results}: the deck cannot be built from it ({type(e).__name__}: "
-                         f"{escape.one_line(e, 200)})") from e
+                         f"{schema.one_line(e, 200)})") from e
     context["compare"] = comparison(context, compare, benchmarks, warn)
     for step in context["gemm"]["steps"]:      # Slidev resolves snippet paths from the deck's folder
         if step["source"]:

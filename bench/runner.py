@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -28,7 +27,6 @@ from .registry import ROOT, Benchmark
 REASON_CHARS = 500            # a reason is one line of at most this; the full stderr goes to the log
 ECHO_BYTES = 20_000           # of a worker's stderr, the tail echoed to the terminal
 TOKEN = "BENCH_WORKER_TOKEN"
-_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\s]+")
 
 
 class Interrupted(Exception):
@@ -39,19 +37,13 @@ class Interrupted(Exception):
         self.signum = signum
 
 
-def one_line(text: str, limit: int = REASON_CHARS) -> str:
-    """``text`` on one line, at most ``limit`` characters (the cut marked by an ellipsis)."""
-    text = _BREAKS.sub(" ", text).strip()
-    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
-
-
 def _cc(device: dict) -> tuple[int, int]:
     major, minor = device["compute_capability"].split(".")
     return int(major), int(minor)
 
 
 def _failed(bench: Benchmark, reason: str, started: float) -> dict:
-    return {**bench.record_header(), "status": "failed", "reason": one_line(reason),
+    return {**bench.record_header(), "status": "failed", "reason": schema.one_line(reason, REASON_CHARS),
             "duration_s": round(time.monotonic() - started, 2),
             "telemetry": {"before": None, "after": None,
                           "error": "the benchmark process ended before reporting"}}
@@ -145,7 +137,7 @@ def run_isolated(bench: Benchmark, device: dict, workdir: Path, log_dir: Path | 
     except (ValueError, schema.ResultsError) as e:      # JSON errors are ValueErrors
         return _failed(bench, f"the benchmark's record is not valid: {e}", started)
     if record["status"] != "ok":
-        record["reason"] = one_line(record["reason"])
+        record["reason"] = schema.one_line(record["reason"], REASON_CHARS)
     return record
 
 

@@ -129,6 +129,16 @@ RECORDS = {
 }
 
 
+_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\s]+")     # controls, line and paragraph breaks
+
+
+def one_line(value, limit: int) -> str:
+    """``value`` as text on one line of at most ``limit`` characters (an ellipsis marks a cut):
+    how a reason is recorded, and how any string from a results file is shown."""
+    text = _BREAKS.sub(" ", str(value)).strip()
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
 class ResultsError(ValueError):
     """A results file that does not follow the schema."""
 

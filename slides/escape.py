@@ -10,10 +10,9 @@ import re
 
 from markupsafe import Markup
 
+from bench.schema import one_line
+
 MAX_CHARS = 1000       # a guard: the runner already bounds the reasons it records
-# C0 and C1 controls, and the Unicode line and paragraph separators: XML 1.0 forbids most of
-# them, and a line break in Markdown can start a new slide (---) or a new block.
-_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\s]+")
 # Markdown's inline punctuation (emphasis, code, links, tables, escapes, strikethrough) and
 # KaTeX's $: as character references, which Markdown shows but does not interpret.
 _MARKDOWN = re.compile(r"[|*`\[\]\\~$]")
@@ -26,12 +25,6 @@ _BLOCK_START = re.compile(r"^(?:#|>|[-=*_] ?[-=*_] ?[-=*_])")
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
 
 
-def one_line(value, limit: int = MAX_CHARS) -> str:
-    """``value`` as one line of at most ``limit`` characters (an ellipsis marks a cut)."""
-    text = _BREAKS.sub(" ", str(value)).strip()
-    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
-
-
 def _reference(match: re.Match) -> str:
     return f"&#{ord(match.group())};"
 
@@ -39,7 +32,7 @@ def _reference(match: re.Match) -> str:
 def markdown_text(value) -> Markup:
     """``value`` for a slide: HTML-escaped, Markdown's punctuation as character references, and
     braces kept from Vue's {{ }} interpolation by v-pre."""
-    text = "".join(_HTML.get(c, c) for c in one_line(value))
+    text = "".join(_HTML.get(c, c) for c in one_line(value, MAX_CHARS))
     text = _MARKDOWN.sub(_reference, text)
     text = _UNDERSCORE_AT_EDGE.sub(_reference, text)
     text = _COMPONENT.sub(_reference, text)
