@@ -3,11 +3,13 @@ the results into results/<gpu-slug>.yaml."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from . import registry, schema, toolkit
 from .registry import ROOT
+from .topology import NO_MULTICAST
 
 
 def main(argv=None) -> int:
@@ -16,10 +18,14 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="+", metavar="ID_OR_FAMILY",
                     help="run only these benchmark ids or families (globs allowed, e.g. 'gemm.cublas_*')")
     ap.add_argument("--out", type=Path, help="results file (default: results/<gpu-slug>.yaml)")
+    ap.add_argument("--node-out", type=Path,
+                    help="results file of the benchmarks that use every GPU of the host "
+                         "(default: results/<gpu-slug>-x<GPUs>.yaml)")
     ap.add_argument("--profile", action="store_true",
                     help="instead of measuring, add Nsight Compute counters (ncu --clock-control none) to the "
                          "results of the selected hand-written GEMM kernels")
     args = ap.parse_args(argv)
+    os.environ.update(NO_MULTICAST)     # every process this run starts inherits it
 
     benchmarks = registry.discover()
     if args.list:
@@ -46,18 +52,32 @@ def main(argv=None) -> int:
     from .runner import Interrupted, run_all
     if args.profile:
         return profile_all(chosen, out, device)
-    try:
-        results.existing(out, device)  # refuse a bad target before spending GPU time
-        doc = run_all(chosen, out, device, collect_software())
-    except schema.ResultsError as e:
-        print(f"python -m bench: {e}", file=sys.stderr)
-        return 1
-    except Interrupted as stop:
-        print(f"python -m bench: stopped by {stop}; the records measured so far are in {out}", file=sys.stderr)
-        return 128 + stop.signum
-    bad = [bid for bid in (b.id for b in chosen) if doc["benchmarks"][bid]["status"] == "failed"]
-    print(f"wrote {out}: {len(chosen) - len(bad)} of {len(chosen)} benchmarks did not fail"
-          + (f"; failed: {', '.join(bad)}" if bad else ""))
+    # Benchmarks of several GPUs write the node's own file, beside its topology; on a machine of
+    # one GPU they are recorded as skipped in this GPU's file.
+    on_node = [b for b in chosen if b.gpus > 1] if device["gpu_count"] > 1 else []
+    runs = [(out, [b for b in chosen if b not in on_node], None)]
+    if on_node:
+        from .topology import collect_node
+        node_out = args.node_out or out.with_name(f"{device['slug']}-x{device['gpu_count']}.yaml")
+        runs.append((node_out, on_node, collect_node()))
+    software = collect_software()
+    bad = []
+    for path, benchmarks, node in runs:
+        if not benchmarks:
+            continue
+        try:
+            results.existing(path, device)  # refuse a bad target before spending GPU time
+            doc = run_all(benchmarks, path, device, software, node=node)
+        except schema.ResultsError as e:
+            print(f"python -m bench: {e}", file=sys.stderr)
+            return 1
+        except Interrupted as stop:
+            print(f"python -m bench: stopped by {stop}; the records measured so far are in {path}", file=sys.stderr)
+            return 128 + stop.signum
+        failed = [b.id for b in benchmarks if doc["benchmarks"][b.id]["status"] == "failed"]
+        bad += failed
+        print(f"wrote {path}: {len(benchmarks) - len(failed)} of {len(benchmarks)} benchmarks did not fail"
+              + (f"; failed: {', '.join(failed)}" if failed else ""))
     return 1 if bad else 0
 
 

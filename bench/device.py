@@ -73,6 +73,7 @@ def collect_device() -> dict:
         "smem_per_sm_bytes": int(props["sharedMemPerMultiprocessor"]),
         "power_limit_w": round(nv.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0, 1),
         "pci_bus_id": pci,
+        "gpu_count": int(count),       # on this host; benchmarks of several GPUs go to the node's file
     }
 
 

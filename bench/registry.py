@@ -16,7 +16,8 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parent.parent
 
 # Modules that hold benchmarks; adding a family means adding its module here.
-MODULES = ("bench.gemm", "bench.hbm", "bench.latency", "bench.l2", "bench.transpose", "bench.sweep", "bench.tune", "bench.settle")
+MODULES = ("bench.gemm", "bench.hbm", "bench.latency", "bench.l2", "bench.transpose", "bench.sweep", "bench.tune",
+           "bench.settle", "bench.multigpu")
 # Code every measurement passes through: a change here makes every result stale.
 COMMON_SOURCES = ("bench/timing.py",)
 
@@ -30,6 +31,8 @@ class Benchmark:
     timeout_s: float = 600.0
     min_cc: tuple[int, int] | None = None   # skipped on GPUs below this compute capability
     code: str | None = None                 # the kernel file whose `#region kernel` the deck shows
+    gpus: int = 1                           # GPUs of one host it needs; 2+: its record goes to the node's file
+    peer: str | None = None                 # environment variable naming the peer's checkout it builds
 
     @property
     def family(self) -> str:

@@ -63,8 +63,9 @@ def locked(path: Path):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def merge(path: Path, device: dict, software: dict, records: dict) -> dict:
-    """Add ``records`` to the results file at ``path`` (created if absent), atomically."""
+def merge(path: Path, device: dict, software: dict, records: dict, node: dict | None = None) -> dict:
+    """Add ``records`` to the results file at ``path`` (created if absent), atomically; a node's
+    file (the records of benchmarks on several GPUs) also holds ``node``, its topology."""
     path = Path(path)
     with locked(path):
         merged = {
@@ -72,6 +73,7 @@ def merge(path: Path, device: dict, software: dict, records: dict) -> dict:
             "device": device,
             "software": software,
             "benchmarks": dict(sorted({**existing(path, device), **records}.items())),
+            **({"node": node} if node else {}),
         }
         schema.validate(merged, str(path))
         write_atomic(path, schema.dump(merged))

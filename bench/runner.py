@@ -23,6 +23,7 @@ from pathlib import Path
 
 from . import results, schema
 from .registry import ROOT, Benchmark
+from .topology import child_env
 
 REASON_CHARS = 500            # a reason is one line of at most this; the full stderr goes to the log
 ECHO_BYTES = 20_000           # of a worker's stderr, the tail echoed to the terminal
@@ -54,6 +55,12 @@ def skip_reason(bench: Benchmark, device: dict) -> str | None:
     if bench.min_cc and _cc(device) < bench.min_cc:
         need = ".".join(map(str, bench.min_cc))
         return f"needs compute capability {need}+, this GPU is {device['compute_capability']}"
+    if bench.gpus > device.get("gpu_count", 1):
+        return f"needs {bench.gpus}+ GPUs, this machine has {device.get('gpu_count', 1)}"
+    if bench.peer and not os.environ.get(bench.peer):
+        return f"no checkout of the peer: set {bench.peer} to one (README, Peers)"
+    if bench.peer and not Path(os.environ[bench.peer]).is_dir():
+        return f"{bench.peer}={os.environ[bench.peer]} is not a folder"
     return None
 
 
@@ -107,7 +114,7 @@ def run_isolated(bench: Benchmark, device: dict, workdir: Path, log_dir: Path | 
     device_json, out_json, err_log = (workdir / f"{bench.id}.{x}" for x in ("device.json", "out.json", "stderr"))
     device_json.write_text(json.dumps(device))
     token = uuid.uuid4().hex
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    env = {**child_env(), "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
            "PYTHONUNBUFFERED": "1", TOKEN: token}
     started = time.monotonic()
     with open(err_log, "w") as err:
@@ -157,17 +164,19 @@ def _raise_interrupted(signum, frame):
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
-def _merge(out: Path, device: dict, software: dict, records: dict) -> dict:
+def _merge(out: Path, device: dict, software: dict, records: dict, node: dict | None) -> dict:
     """Merge with the stop signals held back: a signal then arrives once the file is whole."""
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
-        return results.merge(out, device, software, records)
+        return results.merge(out, device, software, records, node)
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
-def run_all(benchmarks: list[Benchmark], out: Path, device: dict, software: dict, log=print) -> dict:
-    """Run each benchmark isolated; merge each record into ``out`` as it arrives. On SIGINT,
+def run_all(benchmarks: list[Benchmark], out: Path, device: dict, software: dict, log=print,
+            node: dict | None = None) -> dict:
+    """Run each benchmark isolated; merge each record into ``out`` (a node's file when ``node``, the
+    node's topology, is given) as it arrives. On SIGINT,
     SIGTERM or SIGHUP the running benchmark is ended and recorded as interrupted, and
     ``Interrupted`` is raised once the records so far are safe."""
     merged = None
@@ -184,11 +193,11 @@ def run_all(benchmarks: list[Benchmark], out: Path, device: dict, software: dict
                     rec = run_isolated(bench, device, Path(tmp), log_dir)
                 except Interrupted as stop:
                     rec = _failed(bench, f"interrupted: the runner got {stop}", t0)
-                    merged = _merge(out, device, software, {bench.id: rec})
+                    merged = _merge(out, device, software, {bench.id: rec}, node)
                     log(f"[{i}/{len(benchmarks)}] {bench.id}: interrupted ({stop}); the records so far are "
                         f"in {out}", flush=True)
                     raise
-                merged = _merge(out, device, software, {bench.id: rec})
+                merged = _merge(out, device, software, {bench.id: rec}, node)
                 log(f"[{i}/{len(benchmarks)}] {bench.id}: {_summary(rec)} "
                     f"({time.monotonic() - t0:.1f} s, {time.monotonic() - t_start:.0f} s total)", flush=True)
     finally:

@@ -16,6 +16,8 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
       smem_per_block_optin_bytes: 232448
       memory_bytes: 85...
     software: {driver, cuda_runtime, python, cupy, numba, nvcc, git_commit}   # strings or null
+    node: {gpu_count, gpus: [..], pairs: [{a, b, nvlinks, via, nvlink_gbps_per_direction}], multicast}
+                                  # only in a node's file, results/<gpu-slug>-x<N>.yaml (bench/topology.py)
     benchmarks:                   # merged by id: rerunning one family keeps the others
       gemm.cublas_tf32_b_row:
         family: gemm
@@ -48,6 +50,9 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         # sweep.<step>: rows[] {shape, outcome: correct | wrong | refused, tflops/time_ms by kernel and
         #     cuBLAS layout, ratio_same_layout, ratio_best_layout} (bench/sweep.py);
         # tune.persistent: trials[] {config, outcome, ratio, ...}, winner, hand_picked, final (bench/tune.py);
+        # multigpu.p2p: rows[] per ordered pair {src, dst, copy_engine, copy_engine_both_ways, sm_read,
+        #     sm_write: {gbps, time_ms}, latency_ns {peer, local}}; multigpu.nccl, multigpu.nccl_tests:
+        #     rows[] {collective, bytes, algbw_gbps, busbw_gbps, ...} (bench/multigpu.py);
         # settle.headline: series {kernel, cublas}: {batch, rows[] {t_s, ms, sm_clock_mhz, power_w,
         #     temperature_c}}, one row per sample, in order (bench/settle.py)
 
@@ -93,6 +98,12 @@ TIME_FIELDS = ("median", "p10", "p90", "n")
 NUM = (int, float)
 _TIMED = {"median": NUM}
 _TILE = {"BM": int, "BN": int}
+_P2P = ("copy_engine", "copy_engine_both_ways", "sm_read", "sm_write")
+_BUSBW = {"algbw_gbps": NUM, "busbw_gbps": NUM}
+# A node's file (results/<gpu-slug>-x<N>.yaml) also holds the node: its GPUs and their links.
+NODE = {"gpu_count": int, "gpus": [{"index": int, "name": str, "pci_bus_id": str, "nvlinks": int}],
+        "pairs": [{"a": int, "b": int, "nvlinks": int, "via": str, "nvlink_gbps_per_direction?": NUM}],
+        "multicast": dict}
 # What the deck reads from an ok record, by id prefix (the first that matches): a mapping's
 # keys, "?" marking one that may be absent; [spec] a list of at least one entry, each
 # following spec. The record's own fields (status, time_ms, check, ...) are checked above.
@@ -119,6 +130,14 @@ RECORDS = {
     "transpose.": {"params": {"n": int, "bytes": int}, "copy": {"gbps": NUM, "kernel": str, "time_ms": _TIMED},
                    "rows": [{"key": str, "label": str, "note": str, "gbps": NUM, "pct_of_copy": NUM,
                              "check_passed": bool, "time_ms": _TIMED}]},
+    "multigpu.p2p": {"params": {"bytes": int},
+                     "rows": [{"src": int, "dst": int, "peer_access": bool, "nvlink_gbps_per_direction?": NUM,
+                               **{f"{how}?": {"gbps": NUM} for how in _P2P},
+                               "latency_ns?": {"peer": NUM, "local": NUM}}]},
+    "multigpu.nccl_tests": {"params": {"ranks": int, "version": str},
+                            "rows": [{"collective": str, "bytes": int, "time_us": NUM, **_BUSBW}]},
+    "multigpu.nccl": {"params": {"ranks": int}, "rows": [{"collective": str, "bytes": int, "time_ms": _TIMED,
+                                                          "wrong": int, **_BUSBW}]},
     "sweep.": {"rows": [{"shape": [int], "outcome": str, "ratio_same_layout?": NUM, "tflops?": dict}]},
     "tune.": {"params": {"bm": int, "space": dict, "stages_max": dict}, "trials": [{"config": dict}],
               "final": {"winner": {"config": dict, "ratio": NUM}, "hand_picked?": {"config": dict, "ratio": NUM}}},
@@ -283,7 +302,12 @@ class _Validator:
             if "." not in bid:
                 self.fail(f"benchmarks.{bid}", "an id like '<family>.<name>'", bid)
             self.benchmark(bid, rec, f"benchmarks.{bid}")
-        unknown = set(doc) - {"schema_version", "device", "software", "benchmarks"}
+        if "node" in doc:
+            self.values(doc["node"], "node")
+            self.shape(doc["node"], NODE, "node")
+            if doc["node"]["gpu_count"] < 2:
+                self.fail("node.gpu_count", "2 or more (a node's file)", doc["node"]["gpu_count"])
+        unknown = set(doc) - {"schema_version", "device", "software", "benchmarks", "node"}
         if unknown:
             self.fail(sorted(unknown)[0], "no such top-level field", doc[sorted(unknown)[0]])
         return doc
