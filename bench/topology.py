@@ -50,6 +50,7 @@ def collect_node() -> dict:
     from cupy.cuda import runtime
     nv.nvmlInit()
     count = runtime.getDeviceCount()
+    remote_pci = getattr(nv, "nvmlDeviceGetNvLinkRemotePciInfo_v2", None) or nv.nvmlDeviceGetNvLinkRemotePciInfo
     gpus, links, handles = [], {}, {}
     for i in range(count):
         props = runtime.getDeviceProperties(i)
@@ -61,7 +62,7 @@ def collect_node() -> dict:
             try:
                 if nv.nvmlDeviceGetNvLinkState(handles[i], link) != nv.NVML_FEATURE_ENABLED:
                     continue
-                remote = bus_id(nv.nvmlDeviceGetNvLinkRemotePciInfo_v2(handles[i], link).busId)
+                remote = bus_id(remote_pci(handles[i], link).busId)
             except nv.NVMLError:        # no such link, or no NVLink at all
                 continue
             try:
