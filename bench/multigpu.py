@@ -268,15 +268,23 @@ def peer_to_peer(ctx) -> dict:
             chase[g] = load_kernel(CHASE_SOURCE, "chase_l2", ctx.device)
     failures, rows = [], []
 
+    def poison(dst):
+        """NaN in every float of ``dst``, finished before any stream of any GPU goes on."""
+        with cupy.cuda.Device(dst.device.id) as d:
+            dst.view(cupy.uint32).fill(0xFFFFFFFF)
+            d.synchronize()
+
     def checked(label, dst, src):
-        same = bool(cupy.array_equal(dst.view(cupy.uint32), src.view(cupy.uint32)))
+        with cupy.cuda.Device(dst.device.id) as d:
+            d.synchronize()
+            same = bool(cupy.array_equal(dst.view(cupy.uint32), src.view(cupy.uint32)))
         if not same:
             failures.append(label)
         return same
 
     def bandwidth(g, label, fn, dst, src, nbytes):
         """Poison, run once, compare bit for bit; then time on GPU g's stream."""
-        dst.view(cupy.uint32).fill(0xFFFFFFFF)
+        poison(dst)
         with cupy.cuda.Device(g), bufs[g]["main"]:
             fn()
             bufs[g]["main"].synchronize()
@@ -325,7 +333,7 @@ def peer_to_peer(ctx) -> dict:
                 memcpy_peer(B["dst"], b, A["src"], a, main)          # a -> b
                 memcpy_peer(A["dst"], a, B["src"], b, side)          # b -> a, at the same time
                 main.wait_event(side.record())
-            B["dst"].view(cupy.uint32).fill(0xFFFFFFFF)
+            poison(B["dst"])
             two_way = bandwidth(a, f"copy engines {a}<->{b}", both_ways, A["dst"], B["src"], 2 * P2P_BYTES)
             two_way["check_passed"] &= checked(f"copy engines {a}<->{b}", B["dst"], A["src"])
             sm_read = bandwidth(a, f"SMs of {a} reading {b}", lambda: sm_copy(a, A["dst"], B["src"]),

@@ -75,7 +75,7 @@ def version() -> str:
 def unique_id() -> bytes:
     uid = UniqueId()
     _check(lib().ncclGetUniqueId(ctypes.byref(uid)), "ncclGetUniqueId")
-    return bytes(uid.internal)
+    return bytes(uid)           # all 128 bytes: uid.internal would stop at the first NUL
 
 
 class Comm:
@@ -85,7 +85,7 @@ class Comm:
         self.handle = ctypes.c_void_p()
         self.stream = ctypes.c_void_p(stream)
         self.rank, self.nranks = rank, nranks
-        _check(lib().ncclCommInitRank(ctypes.byref(self.handle), nranks, UniqueId(uid), rank),
+        _check(lib().ncclCommInitRank(ctypes.byref(self.handle), nranks, UniqueId.from_buffer_copy(uid), rank),
                f"ncclCommInitRank (rank {rank} of {nranks})")
 
     def all_reduce(self, send: int, recv: int, count: int, dtype: int = FLOAT32, op: int = SUM) -> None:
