@@ -47,14 +47,18 @@ SIZES = [1 << e for e in range(MIN_BYTES.bit_length() - 1, MAX_BYTES.bit_length(
 WARMUP, REPS = 5, 10
 BATCH_BYTES, MAX_BATCH = 1 << 30, 200      # a sample: back-to-back ops moving about 1 GiB, at most 200 of them
 NCCL_TESTS_ITERS = 20
+# How nccl-tests issues its iterations: captured in one CUDA graph (the GPU's own time, as the
+# project's held stream measures it), or launched one by one from the host (its default: small
+# messages then cost the launch).
+NCCL_TESTS_MODES = {"graph": ["-G", "1"], "launch": []}
 CHECK_SOURCE = KERNELS / "collective_check.cu"
 
 
 def element_count(collective: str, nbytes: int, nranks: int) -> int:
-    """Float32 elements of the collective's largest buffer for a size of ``nbytes`` (nccl-tests: the
-    gathered or scattered whole, rounded down to a multiple of the ranks)."""
+    """Float32 elements of the collective's largest buffer for a size of ``nbytes``; as nccl-tests
+    counts them: the gathered or scattered whole, each rank's part rounded down to 16 bytes."""
     count = nbytes // 4
-    return count // nranks * nranks if collective in ("all_gather", "reduce_scatter") else count
+    return ((count // nranks) & ~3) * nranks if collective in ("all_gather", "reduce_scatter") else count
 
 
 def batch_of(nbytes: int) -> int:
@@ -185,7 +189,7 @@ def parse_nccl_tests(doc: dict, collective: str) -> list[dict]:
     rows = []
     for r in doc["results"]:
         oop = r.get("out_of_place")
-        if not oop:
+        if not oop or not int(r["size"]):     # a gather or scatter smaller than 16 bytes a rank is size 0
             continue
         rows.append({"collective": collective, "bytes": int(r["size"]), "time_us": float(oop["time"]),
                      "algbw_gbps": float(oop["alg_bw"]), "busbw_gbps": float(oop["bus_bw"]),
@@ -206,19 +210,23 @@ def nccl_tests(ctx) -> dict:
     rows = []
     with tempfile.TemporaryDirectory(prefix="nccl-tests-") as tmp:
         for name in COLLECTIVES:
-            out = Path(tmp) / f"{name}.json"
-            cmd = [str(binaries / NCCL_TESTS_BINARY[name]), "-b", str(MIN_BYTES), "-e", str(MAX_BYTES), "-f", "2",
-                   "-g", str(n), "-w", str(WARMUP), "-n", str(NCCL_TESTS_ITERS), "-c", "1", "-J", str(out)]
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
-            if proc.returncode != 0 or not out.exists():
-                raise RuntimeError(f"{' '.join(cmd[:1])} exited with {proc.returncode}: {proc.stdout[-800:]}")
-            rows += parse_nccl_tests(json.loads(out.read_text()), name)
-            ctx.progress(f"{name:>15s}: busbw {rows[-1]['busbw_gbps']:6.1f} GB/s at {rows[-1]['bytes'] >> 20} MiB")
+            for mode, flags in NCCL_TESTS_MODES.items():
+                out = Path(tmp) / f"{name}-{mode}.json"
+                cmd = [str(binaries / NCCL_TESTS_BINARY[name]), "-b", str(MIN_BYTES), "-e", str(MAX_BYTES), "-f", "2",
+                       "-g", str(n), "-w", str(WARMUP), "-n", str(NCCL_TESTS_ITERS), "-c", "1", *flags, "-J", str(out)]
+                proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+                if proc.returncode != 0 or not out.exists():
+                    raise RuntimeError(f"{' '.join(cmd)} exited with {proc.returncode}: {proc.stdout[-800:]}")
+                measured = [{**r, "mode": mode} for r in parse_nccl_tests(json.loads(out.read_text()), name)]
+                rows += measured
+                ctx.progress(f"{name:>15s} ({mode}): {measured[-1]['busbw_gbps']:6.1f} GB/s busbw at "
+                             f"{measured[-1]['bytes'] >> 20} MiB, {measured[0]['time_us']:.1f} us at {measured[0]['bytes']} B")
     bad = [f"{r['collective']} at {r['bytes']} B: {r['wrong']} wrong" for r in rows if r["wrong"] != 0]
     return {
         "params": {"ranks": n, "processes": f"one process, -g {n}", "version": nccl_tests_version(checkout),
                    "nccl": nccl.version(), "args": f"-b {MIN_BYTES} -e {MAX_BYTES} -f 2 -w {WARMUP} "
                                                   f"-n {NCCL_TESTS_ITERS} -c 1", "dtype": "float32", "op": "sum",
+                   "modes": {m: " ".join(f) or "(default)" for m, f in NCCL_TESTS_MODES.items()},
                    "time": "mean of the iterations (nccl-tests' own host timer), out of place"},
         "check": {"passed": not bad, "method": "nccl-tests' own check (-c 1): wrong elements per size",
                   **({"detail": "; ".join(bad[:5])} if bad else {})},
@@ -359,3 +367,38 @@ def peer_to_peer(ctx) -> dict:
                   **({"detail": "; ".join(failures[:5])} if failures else {})},
         "rows": rows,
     }
+
+
+# --- against the peer: the issue's targets, recorded with the comparison -----------------------
+
+LARGE_FROM = 64 << 20            # from this size up, busbw within LARGE_WITHIN of nccl-tests'
+LARGE_WITHIN, SMALL_WITHIN = 0.05, 0.10   # ... and the smallest message's time within SMALL_WITHIN
+PEER_COPY_TARGET = 0.85          # a peer copy's share of the NVLink bandwidth per direction
+PEER_MODE = "graph"              # the nccl-tests mode timed as the project times: the GPU's own time
+
+
+def against_peer(ours: list[dict], peer: list[dict], mode: str = PEER_MODE) -> list[dict]:
+    """Each collective and size both measured: the two times and busbws, and ours relative to the
+    peer's (peer time / our time: above 1, ours is faster)."""
+    theirs = {(r["collective"], r["bytes"]): r for r in peer if r["mode"] == mode}
+    rows = []
+    for r in ours:
+        p = theirs.get((r["collective"], r["bytes"]))
+        if p:
+            ours_us = r["time_ms"]["median"] * 1e3
+            rows.append({"collective": r["collective"], "bytes": r["bytes"], "ours_us": ours_us, "peer_us": p["time_us"],
+                         "ours_busbw_gbps": r["busbw_gbps"], "peer_busbw_gbps": p["busbw_gbps"],
+                         "ratio": p["time_us"] / ours_us})
+    return rows
+
+
+def targets(compared: list[dict]) -> dict:
+    """The large-message and smallest-message targets over ``against_peer``'s rows."""
+    large = [r for r in compared if r["bytes"] >= LARGE_FROM]
+    smallest = [min((r for r in compared if r["collective"] == c), key=lambda r: r["bytes"])
+                for c in COLLECTIVES if any(r["collective"] == c for r in compared)]
+    worst = lambda rows: max((abs(r["ratio"] - 1) for r in rows), default=None)
+    return {"large": {"from_bytes": LARGE_FROM, "within": LARGE_WITHIN, "worst": worst(large),
+                      "met": bool(large) and worst(large) <= LARGE_WITHIN},
+            "small": {"within": SMALL_WITHIN, "worst": worst(smallest), "rows": smallest,
+                      "met": bool(smallest) and worst(smallest) <= SMALL_WITHIN}}

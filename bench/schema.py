@@ -135,7 +135,7 @@ RECORDS = {
                                **{f"{how}?": {"gbps": NUM} for how in _P2P},
                                "latency_ns?": {"peer": NUM, "local": NUM}}]},
     "multigpu.nccl_tests": {"params": {"ranks": int, "version": str},
-                            "rows": [{"collective": str, "bytes": int, "time_us": NUM, **_BUSBW}]},
+                            "rows": [{"collective": str, "mode": str, "bytes": int, "time_us": NUM, **_BUSBW}]},
     "multigpu.nccl": {"params": {"ranks": int}, "rows": [{"collective": str, "bytes": int, "time_ms": _TIMED,
                                                           "wrong": int, **_BUSBW}]},
     "sweep.": {"rows": [{"shape": [int], "outcome": str, "ratio_same_layout?": NUM, "tflops?": dict}]},
