@@ -26,6 +26,7 @@ from bench.timing import summarize
 from bench.gemm import LAYOUTS, SHAPE, cublas_id
 from bench.progression import STEPS
 from slides import escape, figures
+from slides import multigpu as multigpu_section
 
 ROOT = Path(__file__).resolve().parent
 DEFAULT_RESULTS = ROOT / "results" / "nvidia-h100-80gb-hbm3.yaml"
@@ -667,9 +668,19 @@ def render(context: dict) -> str:
                               for p in parts[1:]) + "\n"
 
 
+NODE_FILE = re.compile(r"-x(\d+)\.yaml$")      # results/<gpu-slug>-x<GPUs>.yaml: a node's file
+
+
 def comparable_files(results: Path) -> list[Path]:
-    """The other results files beside ``results``: what the comparison section sets beside it."""
-    return sorted(p for p in Path(results).parent.glob("*.yaml") if p.resolve() != Path(results).resolve())
+    """The other GPUs' results files beside ``results``: what the comparison section sets beside it."""
+    return sorted(p for p in Path(results).parent.glob("*.yaml")
+                  if p.resolve() != Path(results).resolve() and not NODE_FILE.search(p.name))
+
+
+def node_files(results: Path) -> list[Path]:
+    """This GPU's node files beside ``results`` (<slug>-x<N>.yaml), the most GPUs first."""
+    found = [p for p in Path(results).parent.glob(f"{Path(results).stem}-x*.yaml") if NODE_FILE.search(p.name)]
+    return sorted(found, key=lambda p: -int(NODE_FILE.search(p.name).group(1)))
 
 
 class BuildError(Exception):
@@ -736,22 +747,41 @@ def write_deck(out_dir: Path, deck: str, svgs: dict[str, str]) -> None:
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def build(results: Path, out_dir: Path = ROOT, compare=(), warn=None) -> dict:
+def multigpu(node, benchmarks: dict, ctx: Context) -> dict:
+    """The multi-GPU section from ``node`` ((path, document) of a node's file, or None)."""
+    path, doc = node or (None, None)
+    if doc is None:
+        ctx.missing.setdefault("Past One GPU", []).extend(multigpu_section.IDS)
+        return multigpu_section.context(None, {}, None)
+    if "node" not in doc:
+        raise BuildError(f"{path}: not a node's results file (it has no node section)")
+    node_ctx = Context(doc, benchmarks)
+    records = {bid: node_ctx.record(bid) for bid in multigpu_section.IDS}
+    try:
+        return multigpu_section.context(doc, records, str(path))
+    except Exception as e:
+        raise BuildError(f"{path}: the multi-GPU section cannot be built from it ({type(e).__name__}: "
+                         f"{schema.one_line(e, 200)})") from e
+
+
+def build(results: Path, out_dir: Path = ROOT, compare=(), warn=None, node=None) -> dict:
     """Render the deck of ``results``, with a comparison section when ``compare`` holds other GPUs'
-    results ((path, loaded document) pairs; see ``comparison`` for ``warn``)."""
+    results ((path, loaded document) pairs; see ``comparison`` for ``warn``) and a multi-GPU section
+    from ``node``, the (path, document) of a node's file (``results`` itself when it is one)."""
     doc = schema.load(results)
     benchmarks = registry.discover()
     try:
-        context, _ = build_context(doc, benchmarks)
+        context, ctx = build_context(doc, benchmarks)
     except Exception as e:           # valid by the schema, yet missing what a slide needs
         raise BuildError(f"{results}: the deck cannot be built from it ({type(e).__name__}: "
                          f"{schema.one_line(e, 200)})") from e
+    context["multigpu"] = multigpu(node or ((results, doc) if "node" in doc else None), benchmarks, ctx)
     context["compare"] = comparison(context, compare, benchmarks, warn)
     for step in context["gemm"]["steps"]:      # Slidev resolves snippet paths from the deck's folder
         if step["source"]:
             step["source"] = Markup(os.path.relpath(ROOT / step["source"], Path(out_dir).resolve()))   # a path, not data
     deck = render(context)                       # renders fully before anything is written
-    write_deck(out_dir, deck, figures.draw_all(context))
+    write_deck(out_dir, deck, {**figures.draw_all(context), **multigpu_section.draw(context["multigpu"])})
     return context
 
 
@@ -764,6 +794,10 @@ def main(argv=None) -> int:
                        help="results files of other GPUs for the comparison section (default: every other "
                             "results file beside --results; one that does not validate is left out with a warning)")
     which.add_argument("--no-compare", action="store_true", help="leave the comparison section out")
+    ap.add_argument("--node", type=Path, metavar="RESULTS",
+                    help="a node's results file (python -m bench on 2+ GPUs) for the multi-GPU section (default: "
+                         "<results>-x<N>.yaml beside --results, the most GPUs; one that does not validate is "
+                         "left out with a warning)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     compare = []
@@ -777,7 +811,14 @@ def main(argv=None) -> int:
                     compare.append((path, schema.load(path)))
                 except schema.ResultsError as e:
                     left_out(e)
-        context = build(args.results, args.out_dir, compare, warn=None if args.compare else left_out)
+        node = (args.node, schema.load(args.node)) if args.node else None
+        for path in ([] if args.node else node_files(args.results)):
+            try:
+                node = (path, schema.load(path))
+                break
+            except schema.ResultsError as e:
+                print(f"build.py: left out of the multi-GPU section: {e}", file=sys.stderr)
+        context = build(args.results, args.out_dir, compare, warn=None if args.compare else left_out, node=node)
     except (schema.ResultsError, BuildError) as e:
         print(f"build.py: {e}\nNothing was written.", file=sys.stderr)
         return 1

@@ -368,37 +368,3 @@ def peer_to_peer(ctx) -> dict:
         "rows": rows,
     }
 
-
-# --- against the peer: the issue's targets, recorded with the comparison -----------------------
-
-LARGE_FROM = 64 << 20            # from this size up, busbw within LARGE_WITHIN of nccl-tests'
-LARGE_WITHIN, SMALL_WITHIN = 0.05, 0.10   # ... and the smallest message's time within SMALL_WITHIN
-PEER_COPY_TARGET = 0.85          # a peer copy's share of the NVLink bandwidth per direction
-PEER_MODE = "graph"              # the nccl-tests mode timed as the project times: the GPU's own time
-
-
-def against_peer(ours: list[dict], peer: list[dict], mode: str = PEER_MODE) -> list[dict]:
-    """Each collective and size both measured: the two times and busbws, and ours relative to the
-    peer's (peer time / our time: above 1, ours is faster)."""
-    theirs = {(r["collective"], r["bytes"]): r for r in peer if r["mode"] == mode}
-    rows = []
-    for r in ours:
-        p = theirs.get((r["collective"], r["bytes"]))
-        if p:
-            ours_us = r["time_ms"]["median"] * 1e3
-            rows.append({"collective": r["collective"], "bytes": r["bytes"], "ours_us": ours_us, "peer_us": p["time_us"],
-                         "ours_busbw_gbps": r["busbw_gbps"], "peer_busbw_gbps": p["busbw_gbps"],
-                         "ratio": p["time_us"] / ours_us})
-    return rows
-
-
-def targets(compared: list[dict]) -> dict:
-    """The large-message and smallest-message targets over ``against_peer``'s rows."""
-    large = [r for r in compared if r["bytes"] >= LARGE_FROM]
-    smallest = [min((r for r in compared if r["collective"] == c), key=lambda r: r["bytes"])
-                for c in COLLECTIVES if any(r["collective"] == c for r in compared)]
-    worst = lambda rows: max((abs(r["ratio"] - 1) for r in rows), default=None)
-    return {"large": {"from_bytes": LARGE_FROM, "within": LARGE_WITHIN, "worst": worst(large),
-                      "met": bool(large) and worst(large) <= LARGE_WITHIN},
-            "small": {"within": SMALL_WITHIN, "worst": worst(smallest), "rows": smallest,
-                      "met": bool(smallest) and worst(smallest) <= SMALL_WITHIN}}

@@ -58,6 +58,7 @@ class Series:
     points: list[tuple[float, float]]
     color: str = ACCENT
     marks: bool = True
+    dash: str | None = None       # an SVG stroke-dasharray: a peer or a model drawn beside a measurement
 
 
 @dataclass
@@ -122,13 +123,15 @@ def line_chart(c: Chart) -> str:
             _text(dwg, (x_of(l.value) - 6, top + 12 + 16 * i), l.label, size=11, color=l.color, anchor="end")
     for i, s in enumerate(c.series):
         pts = [(x_of(x), y_of(y)) for x, y in s.points]
-        dwg.add(dwg.polyline(pts, fill="none", stroke=s.color, stroke_width=2))
+        dwg.add(dwg.polyline(pts, fill="none", stroke=s.color, stroke_width=2,
+                             **({"stroke_dasharray": s.dash} if s.dash else {})))
         if s.marks:
             for p in pts:
                 dwg.add(dwg.circle(p, 3.5, fill=s.color))
         if c.legend and len(c.series) > 1:
             ly = top + 8 + 20 * i
-            dwg.add(dwg.line((w - right + 15, ly), (w - right + 35, ly), stroke=s.color, stroke_width=3))
+            dwg.add(dwg.line((w - right + 15, ly), (w - right + 35, ly), stroke=s.color, stroke_width=3,
+                             **({"stroke_dasharray": s.dash} if s.dash else {})))
             _text(dwg, (w - right + 40, ly + 4), s.label, size=12)
     return dwg.tostring()
 

@@ -13,6 +13,7 @@ from bench import cuda, registry, toolkit
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "h100.yaml"
+NODE_FIXTURE = ROOT / "tests" / "fixtures" / "h200-x2.yaml"      # a node's file: python -m bench on two H200s
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)     # libyaml parses the fixture ~5x faster
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
     def ignore_aliases(self, data) -> bool:     # as bench.schema.Dumper: results files hold no aliases
@@ -24,10 +25,10 @@ def pytest_report_header(config):
 
 
 @functools.cache
-def _fixture_results() -> dict:
+def _fixture_results(path: Path = FIXTURE) -> dict:
     """The fixture results, parsed once, with the source hashes of registered benchmarks made
     current, so that only what a test breaks on purpose is stale."""
-    doc = yaml.load(FIXTURE.read_text(), Loader=_LOADER)
+    doc = yaml.load(path.read_text(), Loader=_LOADER)
     benches = registry.discover()
     for bid, rec in doc["benchmarks"].items():
         if bid in benches:
@@ -39,6 +40,12 @@ def _fixture_results() -> dict:
 def fixture_doc():
     """A fresh copy of the fixture results, for a test to change as it likes."""
     return copy.deepcopy(_fixture_results())
+
+
+@pytest.fixture
+def node_doc():
+    """A fresh copy of the node fixture (the multi-GPU benchmarks and the node's topology)."""
+    return copy.deepcopy(_fixture_results(NODE_FIXTURE))
 
 
 def dump_results(doc) -> str:

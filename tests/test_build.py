@@ -20,7 +20,7 @@ OUTLINE = (["CUDA Performance Study", "Hopper SM Architecture", "Theoretical Pea
            + [f"Kernel {i}: {k} — {part}" for i, k in enumerate(KERNELS, 1)
               for part in ("Code", "Diagram", "Performance")]
            + ["GEMM — Results Table", "GEMM — Results Table, Beyond the Reference", "GEMM Across Sizes", "GEMM Across Sizes — Table", "Tuning the Persistent Kernel",
-              "Timing Under the Power Cap", "What's Missing?", "Still on the Table", "Takeaways", "Backup Slides",
+              "Timing Under the Power Cap", "What's Missing?", "Still on the Table", "Takeaways", "Past One GPU", "Backup Slides",
               "Instruction Latency — Methodology", "Instruction Latency — Results", "Instruction Latency — Plot",
               "Instruction Latency — Key Observations", "Memory Latency", "Memory Latency — Working-Set Sweep",
               "HBM Bandwidth Scaling", "HBM Bandwidth Scaling — Little's Law", "L2 Bandwidth Scaling",

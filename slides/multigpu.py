@@ -1,0 +1,236 @@
+"""Past one GPU: the section's context and figures, from a node's results file
+(results/<gpu-slug>-x<N>.yaml): the node's links, NVLink peer to peer, NCCL's collectives beside
+nccl-tests, an α–β model of all-reduce fitted to them, and what it means for data-parallel
+training. Template: 07_multigpu.md.j2."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from bench.multigpu import BUS_FACTOR, COLLECTIVES
+from slides import figures as fig
+
+IDS = ("multigpu.p2p", "multigpu.nccl", "multigpu.nccl_tests")
+NAMES = {"all_reduce": "all-reduce", "all_gather": "all-gather", "reduce_scatter": "reduce-scatter",
+         "broadcast": "broadcast", "send_recv": "send/recv"}
+P2P_KINDS = {"copy_engine": "copy engine, one way", "copy_engine_both_ways": "copy engines, both ways (per direction)",
+             "sm_read": "SMs reading the peer", "sm_write": "SMs writing the peer"}
+LARGE_FROM = 64 << 20            # from this size up, busbw within LARGE_WITHIN of nccl-tests'
+LARGE_WITHIN, SMALL_WITHIN = 0.05, 0.10   # ... and the smallest message's time within SMALL_WITHIN
+PEER_COPY_TARGET = 0.85          # a peer copy's share of the NVLink bandwidth per direction
+PEER_MODE = "launch"             # the nccl-tests mode the targets compare with: plain launches, as ours
+
+
+def against_peer(ours: list[dict], peer: list[dict], mode: str = PEER_MODE) -> list[dict]:
+    """Each collective and size both measured: the two times and busbws, and ours relative to the
+    peer's (peer time / our time: above 1, ours is faster)."""
+    theirs = {(r["collective"], r["bytes"]): r for r in peer if r["mode"] == mode}
+    rows = []
+    for r in ours:
+        p = theirs.get((r["collective"], r["bytes"]))
+        if p:
+            ours_us = r["time_ms"]["median"] * 1e3
+            rows.append({"collective": r["collective"], "bytes": r["bytes"], "ours_us": ours_us, "peer_us": p["time_us"],
+                         "ours_busbw_gbps": r["busbw_gbps"], "peer_busbw_gbps": p["busbw_gbps"],
+                         "ratio": p["time_us"] / ours_us})
+    return rows
+
+
+def targets(compared: list[dict]) -> dict:
+    """The large-message and smallest-message targets over ``against_peer``'s rows."""
+    large = [r for r in compared if r["bytes"] >= LARGE_FROM]
+    smallest = [min((r for r in compared if r["collective"] == c), key=lambda r: r["bytes"])
+                for c in COLLECTIVES if any(r["collective"] == c for r in compared)]
+    worst = lambda rows: max((abs(r["ratio"] - 1) for r in rows), default=None)
+    return {"large": {"from_bytes": LARGE_FROM, "within": LARGE_WITHIN, "worst": worst(large),
+                      "met": bool(large) and worst(large) <= LARGE_WITHIN},
+            "small": {"within": SMALL_WITHIN, "worst": worst(smallest), "rows": smallest,
+                      "met": bool(smallest) and worst(smallest) <= SMALL_WITHIN}}
+
+
+# A data-parallel step: BF16 gradients all-reduced in PyTorch DDP's default 25 MiB buckets.
+GRADIENT_BYTES = 2
+BUCKET_BYTES = 25 << 20
+MODEL_PARAMS = (1.3e9, 7e9, 70e9)
+
+
+def alpha_beta(sizes, times_s, large_from: int = LARGE_FROM) -> dict:
+    """t = α + s/β: α the time of the smallest message (where bytes cost nothing), β the bandwidth
+    that the sizes from ``large_from`` up add their bytes at (least squares on t − α = s/β). In
+    between, the bandwidth climbs with size, which two numbers cannot follow: the largest
+    error of the model over the measured sizes is reported beside it."""
+    s, t = np.asarray(sizes, dtype=float), np.asarray(times_s, dtype=float)
+    alpha = float(t[np.argmin(s)])
+    large = s >= large_from
+    if not large.any():
+        raise ValueError(f"no size of {large_from} bytes or more to fit the bandwidth to")
+    inv_beta = float(np.sum(s[large] * (t[large] - alpha)) / np.sum(s[large] ** 2))
+    if inv_beta <= 0:
+        raise ValueError("the large messages took no longer than the smallest: no bandwidth to fit")
+    errors = 100 * np.abs(alpha + s * inv_beta - t) / t
+    worst = int(np.argmax(errors))
+    return {"alpha_us": alpha * 1e6, "beta_gbps": 1 / inv_beta / 1e9, "large_from": large_from,
+            "max_error_pct": float(errors[worst]), "max_error_bytes": int(s[worst]),
+            "large_error_pct": float(errors[large].max()),
+            "half_bytes": alpha / inv_beta}       # where latency and bandwidth cost the same
+
+
+def predict_ms(fit: dict, nbytes: float, buckets: int = 1) -> float:
+    return 1e3 * (buckets * fit["alpha_us"] * 1e-6 + nbytes / (fit["beta_gbps"] * 1e9))
+
+
+def data_parallel(fit: dict) -> list[dict]:
+    rows = []
+    for params in MODEL_PARAMS:
+        nbytes = params * GRADIENT_BYTES
+        buckets = math.ceil(nbytes / BUCKET_BYTES)
+        rows.append({"params": params, "label": f"{params / 1e9:g}B", "bytes": nbytes, "one_ms": predict_ms(fit, nbytes),
+                     "buckets": buckets, "bucketed_ms": predict_ms(fit, nbytes, buckets)})
+    return rows
+
+
+def _p2p(rec: dict) -> dict:
+    rows = []
+    for r in rec["record"].get("rows", []):
+        if not r["peer_access"]:
+            rows.append({**r, "kinds": {}})
+            continue
+        link = r.get("nvlink_gbps_per_direction")
+        kinds = {k: r[k]["gbps"] / (2 if k == "copy_engine_both_ways" else 1) for k in P2P_KINDS}
+        rows.append({**r, "kinds": kinds, "pct_link": {k: 100 * v / link for k, v in kinds.items()} if link else {}})
+    first = next((r for r in rows if r["kinds"]), None)
+    best_pct = min((r["pct_link"]["copy_engine"] for r in rows if r.get("pct_link")), default=None)
+    return {"rec": rec, "rows": rows, "first": first, "kinds": P2P_KINDS, "target_pct": 100 * PEER_COPY_TARGET,
+            "worst_copy_pct": best_pct, "met": best_pct is not None and best_pct >= 100 * PEER_COPY_TARGET}
+
+
+def _collectives(nccl: dict, peer: dict, n: int) -> dict:
+    ours = nccl["record"].get("rows", [])
+    theirs = peer["record"].get("rows", []) if peer["measured"] and not peer["failed"] else []
+    compared = against_peer(ours, theirs)
+    by = {(r["collective"], r["bytes"]): r for r in ours}
+    peer_by = {(r["collective"], r["mode"], r["bytes"]): r for r in theirs}
+    largest = max((r["bytes"] for r in ours), default=None)
+    shown = [b for b in (LARGE_FROM, 512 << 20, largest) if b and b <= (largest or 0)]
+    table = []
+    for c in COLLECTIVES:
+        mine = [r for r in ours if r["collective"] == c]
+        if not mine:
+            continue
+        small = min(mine, key=lambda r: r["bytes"])["bytes"]
+        cell = lambda b: {"ours": by.get((c, b)), "peer": peer_by.get((c, PEER_MODE, b)),
+                          "graph": peer_by.get((c, "graph", b))}
+        table.append({"collective": c, "name": NAMES[c], "factor": BUS_FACTOR[c](n), "smallest": small,
+                      "small": cell(small), "at": [{"bytes": b, **cell(b)} for b in shown]})
+    return {"ours": ours, "compared": compared, "targets": targets(compared) if compared else None,
+            "table": table, "shown_bytes": shown, "largest": largest, "peer_mode": PEER_MODE}
+
+
+def context(doc: dict | None, records: dict, path: str | None) -> dict:
+    """The section's context; ``records``: build.Context.record of each of IDS in ``doc``."""
+    if doc is None:
+        return {"measured": False, "ids": list(IDS)}
+    node = doc["node"]
+    nccl, peer = records["multigpu.nccl"], records["multigpu.nccl_tests"]
+    n = node["gpu_count"]
+    c = {"measured": True, "ids": list(IDS), "path": path, "device": doc["device"], "node": node, "n": n,
+         "multicast_off": node["multicast"].get("NCCL_NVLS_ENABLE") == "0", "software": doc["software"],
+         "links": [p for p in node["pairs"]], "p2p": _p2p(records["multigpu.p2p"]), "nccl": nccl, "peer": peer,
+         "fit": None, "dp": []}
+    c.update(_collectives(nccl, peer, n))
+    reduce = [r for r in c["ours"] if r["collective"] == "all_reduce"]
+    if reduce:
+        fit = alpha_beta([r["bytes"] for r in reduce], [r["time_ms"]["median"] * 1e-3 for r in reduce])
+        fit["busbw_gbps"] = fit["beta_gbps"] * BUS_FACTOR["all_reduce"](n)
+        largest = max(reduce, key=lambda r: r["bytes"])
+        fit["check"] = {"bytes": largest["bytes"], "measured_ms": largest["time_ms"]["median"],
+                        "predicted_ms": predict_ms(fit, largest["bytes"])}
+        c["fit"], c["dp"] = fit, data_parallel(fit)
+        c["bucket_bytes"], c["gradient_bytes"] = BUCKET_BYTES, GRADIENT_BYTES
+    link_gbps = [p["nvlink_gbps_per_direction"] for p in node["pairs"] if p.get("nvlink_gbps_per_direction")]
+    c["link_gbps"] = min(link_gbps) if link_gbps else None
+    return c
+
+
+# --- figures -----------------------------------------------------------------------------------
+
+def topology(c: dict) -> str:
+    """The node's GPUs (four a row), and each pair's NVLinks as recorded: a line for a direct
+    bond, a fabric box between the rows for links through NVSwitches."""
+    gpus, pairs = c["node"]["gpus"], c["node"]["pairs"]
+    per_row, box_w, box_h, gap, top, fabric_h = min(len(gpus), 4), 190, 74, 60, 20, 40
+    switched = any(p["via"] == "nvswitch" for p in pairs)
+    fabric_y = top + box_h + 30
+    second_row = fabric_y + fabric_h + 30 if switched else top + box_h + gap
+    w = per_row * box_w + (per_row - 1) * gap + 80
+    h = (second_row if len(gpus) > per_row else fabric_y + fabric_h if switched else top + box_h) + box_h + 20
+    dwg = fig._drawing(w, h)
+    pos = {g["index"]: (40 + (i % per_row) * (box_w + gap), top if i < per_row else second_row)
+           for i, g in enumerate(gpus)}
+    if switched:
+        dwg.add(dwg.rect((40, fabric_y), (w - 80, fabric_h), rx=6, fill="#eef2ff", stroke=fig.ACCENT))
+        fig._text(dwg, (w / 2, fabric_y + 26), "NVSwitch fabric", size=13, color=fig.ACCENT, anchor="middle",
+                  weight="bold")
+        for g in gpus:
+            x, y = pos[g["index"]]
+            y0, y1 = (y + box_h, fabric_y) if y < fabric_y else (fabric_y + fabric_h, y)
+            dwg.add(dwg.line((x + box_w / 2, y0), (x + box_w / 2, y1), stroke=fig.ACCENT, stroke_width=4))
+            fig._text(dwg, (x + box_w / 2 + 8, (y0 + y1) / 2 + 5), f"{g['nvlinks']} NVLinks", size=12, color=fig.ACCENT)
+    for p in pairs:
+        if p["via"] == "direct":
+            (xa, ya), (xb, yb) = pos[p["a"]], pos[p["b"]]
+            dwg.add(dwg.line((xa + box_w, ya + box_h / 2), (xb, yb + box_h / 2), stroke=fig.ACCENT, stroke_width=4))
+            fig._text(dwg, ((xa + box_w + xb) / 2, (ya + yb + box_h) / 2 - 8), f"NV{p['nvlinks']}", size=12,
+                      color=fig.ACCENT, anchor="middle")
+    for g in gpus:
+        x, y = pos[g["index"]]
+        dwg.add(dwg.rect((x, y), (box_w, box_h), rx=8, fill="#f9fafb", stroke=fig.INK, stroke_width=1.5))
+        fig._text(dwg, (x + box_w / 2, y + 28), f"GPU {g['index']}", size=15, anchor="middle", weight="bold")
+        fig._text(dwg, (x + box_w / 2, y + 48), g["name"], size=12, color=fig.MUTED, anchor="middle")
+        fig._text(dwg, (x + box_w / 2, y + 64), g["pci_bus_id"], size=11, color=fig.MUTED, anchor="middle")
+    return dwg.tostring()
+
+
+def p2p_bars(c: dict) -> str:
+    first = c["p2p"]["first"]
+    bars = [fig.Bar(label, first["kinds"][k], fig.PALETTE[i]) for i, (k, label) in enumerate(P2P_KINDS.items())]
+    lines = [fig.Line("x", c["link_gbps"], f"NVLink {c['link_gbps']:,.0f} per direction", fig.REF)] if c["link_gbps"] else []
+    return fig.bar_chart(bars, f"GB/s per direction, GPU {first['src']} → GPU {first['dst']}", lines)
+
+
+def busbw_chart(c: dict) -> str:
+    series = [fig.Series(NAMES[k], [(r["bytes"], r["busbw_gbps"]) for r in c["ours"] if r["collective"] == k],
+                         fig.PALETTE[i], marks=False) for i, k in enumerate(COLLECTIVES)
+              if any(r["collective"] == k for r in c["ours"])]
+    lines = [fig.Line("y", c["link_gbps"], f"NVLink per direction {c['link_gbps']:,.0f}", fig.REF)] if c["link_gbps"] else []
+    return fig.line_chart(fig.Chart("message size (log scale)", "bus bandwidth, GB/s", series, lines,
+                                    x_format=fig.fmt_bytes, width=760, height=320))
+
+
+def latency_chart(c: dict) -> str:
+    """All-reduce time against size: the project's, nccl-tests' both ways, and the α–β model."""
+    ours = [r for r in c["ours"] if r["collective"] == "all_reduce"]
+    peer = c["peer"]["record"].get("rows", []) if c["peer"]["measured"] else []
+    series = [fig.Series("this project", [(r["bytes"], r["time_ms"]["median"] * 1e3) for r in ours], fig.ACCENT)]
+    for mode, label, color in ((PEER_MODE, "nccl-tests", fig.PALETTE[2]), ("graph", "nccl-tests, graph", fig.MUTED)):
+        pts = [(r["bytes"], r["time_us"]) for r in peer if r["collective"] == "all_reduce" and r["mode"] == mode]
+        if pts:
+            series.append(fig.Series(label, pts, color, marks=False, dash="6,4"))
+    if c["fit"]:
+        series.append(fig.Series("α + size/β", [(r["bytes"], 1e3 * predict_ms(c["fit"], r["bytes"])) for r in ours],
+                                 fig.REF, marks=False, dash="2,3"))
+    return fig.line_chart(fig.Chart("message size (log scale)", "all-reduce time, µs (log scale)", series,
+                                    x_format=fig.fmt_bytes, y_log=True, width=760, height=320))
+
+
+def draw(c: dict) -> dict[str, str]:
+    if not c["measured"]:
+        return {}
+    svgs = {"node_topology.svg": topology(c)}
+    if c["p2p"]["first"]:
+        svgs["p2p.svg"] = p2p_bars(c)
+    if c["ours"]:
+        svgs["nccl_busbw.svg"] = busbw_chart(c)
+        svgs["nccl_latency.svg"] = latency_chart(c)
+    return svgs

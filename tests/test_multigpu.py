@@ -1,0 +1,200 @@
+"""The multi-GPU family without a GPU: its arithmetic (bus-bandwidth factors, nccl-tests' sizes,
+the α–β fit, the data-parallel estimate, the comparison with the peer), its topology, its place in
+the results and the runner, and its slides on the node fixture (two H200s)."""
+import copy
+import json
+
+import pytest
+
+import build
+from bench import multigpu, runner, schema
+from bench.registry import discover
+from bench.topology import NO_MULTICAST, child_env, pairs_of
+from slides import multigpu as section
+from tests.test_build import deck, headings, slides_of  # noqa: F401 (deck: the fixture deck)
+
+
+@pytest.mark.parametrize("n,all_reduce,gather", [(2, 1.0, 0.5), (4, 1.5, 0.75), (8, 1.75, 0.875)])
+def test_bus_factors_are_nccl_tests(n, all_reduce, gather):
+    f = multigpu.BUS_FACTOR
+    assert f["all_reduce"](n) == all_reduce
+    assert f["all_gather"](n) == f["reduce_scatter"](n) == gather
+    assert f["broadcast"](n) == f["send_recv"](n) == 1.0
+    bw = multigpu.bandwidths("all_reduce", 1 << 30, 2.0, n)
+    assert bw["algbw_gbps"] == pytest.approx(2**30 / 2e-3 / 1e9) and bw["busbw_gbps"] == pytest.approx(bw["algbw_gbps"] * all_reduce)
+
+
+def test_sizes_and_batches():
+    assert multigpu.SIZES[0] == 8 and multigpu.SIZES[-1] == 4 << 30 and len(multigpu.SIZES) == 30
+    # as nccl-tests: each rank's part of a gather or scatter rounded down to 16 bytes
+    assert [multigpu.element_count("all_gather", b, 2) for b in (8, 16, 32, 64)] == [0, 0, 8, 16]
+    assert multigpu.element_count("reduce_scatter", 128, 8) == 32 and multigpu.element_count("all_gather", 64, 8) == 0
+    assert multigpu.element_count("all_reduce", 8, 8) == 2
+    assert multigpu.batch_of(8) == multigpu.MAX_BATCH and multigpu.batch_of(4 << 30) == 1 and multigpu.batch_of(64 << 20) == 16
+
+
+def _rank_rows(rank_ms):
+    return {"rows": [{"collective": "all_reduce", "bytes": 1 << 20, "checked": 10, "wrong": w,
+                      "time_ms": {"median": ms, "p10": ms, "p90": ms, "n": 10, "batch": 1}} for ms, w in rank_ms]}
+
+
+def test_combine_takes_the_slowest_rank_and_every_wrong_element():
+    rows = multigpu.combine([_rank_rows([(1.0, 0)]), _rank_rows([(1.5, 3)])], 2)
+    assert rows[0]["time_ms"]["median"] == 1.5 and rows[0]["wrong"] == 3 and rows[0]["checked"] == 20
+    other = _rank_rows([(1.0, 0)])
+    other["rows"][0]["bytes"] = 8
+    with pytest.raises(RuntimeError, match="different collectives or sizes"):
+        multigpu.combine([_rank_rows([(1.0, 0)]), other], 2)
+
+
+def test_nccl_tests_json_is_read_out_of_place():
+    doc = {"results": [{"size": 0, "out_of_place": {"time": 1.0, "alg_bw": 0.0, "bus_bw": 0.0, "nwrong": 0.0}},
+                       {"size": 1024, "out_of_place": {"time": 5.5, "alg_bw": 0.19, "bus_bw": 0.19, "nwrong": 0.0},
+                        "in_place": {"time": 9.0, "alg_bw": 0.1, "bus_bw": 0.1, "nwrong": 0.0}},
+                       {"size": 2048, "out_of_place": None}]}
+    rows = multigpu.parse_nccl_tests(doc, "broadcast")
+    assert rows == [{"collective": "broadcast", "bytes": 1024, "time_us": 5.5, "algbw_gbps": 0.19, "busbw_gbps": 0.19,
+                     "wrong": 0}]
+
+
+def test_alpha_beta_recovers_a_latency_and_a_bandwidth():
+    alpha, beta = 6e-6, 350e9
+    sizes = [1 << e for e in range(3, 33)]
+    fit = section.alpha_beta(sizes, [alpha + s / beta for s in sizes])
+    # α is the smallest message's time, its 8 bytes included: 8 B / β off the true latency
+    assert fit["alpha_us"] == pytest.approx(6.0, rel=1e-5) and fit["beta_gbps"] == pytest.approx(350.0, rel=1e-5)
+    assert fit["max_error_pct"] < 1e-3 and fit["half_bytes"] == pytest.approx(alpha * beta, rel=1e-5)
+    # the model's error is reported where the measurement leaves it (a slower middle)
+    times = [alpha + s / beta * (2 if s == 1 << 20 else 1) for s in sizes]
+    fit = section.alpha_beta(sizes, times)
+    assert fit["max_error_bytes"] == 1 << 20 and fit["max_error_pct"] > 10 and fit["large_error_pct"] < 1e-3
+    with pytest.raises(ValueError, match="no size"):
+        section.alpha_beta([8, 16], [1e-6, 1e-6])
+
+
+def test_data_parallel_step_from_the_fit():
+    fit = {"alpha_us": 10.0, "beta_gbps": 100.0}
+    rows = section.data_parallel(fit)
+    seven = next(r for r in rows if r["params"] == 7e9)
+    assert seven["bytes"] == 14e9 and seven["one_ms"] == pytest.approx(0.01 + 140.0)
+    assert seven["buckets"] == -(-14_000_000_000 // (25 << 20))
+    assert seven["bucketed_ms"] == pytest.approx(seven["buckets"] * 0.01 + 140.0)
+
+
+def test_targets_against_the_peer():
+    ours = [{"collective": "all_reduce", "bytes": b, "busbw_gbps": 100.0, "time_ms": {"median": t}}
+            for b, t in ((8, 0.010), (64 << 20, 1.0), (1 << 30, 10.0))]
+    peer = [{"collective": "all_reduce", "bytes": b, "busbw_gbps": 90.0, "time_us": t, "mode": "launch"}
+            for b, t in ((8, 10.5), (64 << 20, 1040.0), (1 << 30, 10600.0))]
+    peer += [{**r, "mode": "graph", "time_us": 1.0} for r in peer]
+    rows = section.against_peer(ours, peer)
+    assert [r["ratio"] for r in rows] == pytest.approx([1.05, 1.04, 1.06])
+    t = section.targets(rows)
+    assert t["large"]["worst"] == pytest.approx(0.06) and not t["large"]["met"]
+    assert t["small"]["worst"] == pytest.approx(0.05) and t["small"]["met"]
+
+
+def test_pairs_direct_switched_and_unlinked():
+    gpus = [{"index": i, "pci_bus_id": f"0000:0{i}:00.0"} for i in range(3)]
+    links = {0: [{"remote": "gpu", "remote_pci_bus_id": "0000:01:00.0"}] * 4 + [{"remote": "switch", "remote_pci_bus_id": "x"}] * 2,
+             1: [{"remote": "gpu", "remote_pci_bus_id": "0000:00:00.0"}] * 4,
+             2: [{"remote": "switch", "remote_pci_bus_id": "x"}] * 6}
+    pairs = {(p["a"], p["b"]): p for p in pairs_of(gpus, links, "9.0")}
+    assert pairs[0, 1] == {"a": 0, "b": 1, "nvlinks": 4, "via": "direct", "nvlink_gbps_per_direction": 100.0}
+    assert pairs[0, 2]["via"] == "nvswitch" and pairs[0, 2]["nvlinks"] == 2
+    assert pairs[1, 2] == {"a": 1, "b": 2, "nvlinks": 0, "via": "none"}
+
+
+def test_multicast_stays_off_in_every_child(monkeypatch):
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "1")
+    env = child_env(EXTRA="1")
+    assert all(env[k] == v for k, v in NO_MULTICAST.items()) and env["EXTRA"] == "1"
+
+
+def test_one_gpu_and_no_checkout_are_skipped_with_their_reason(monkeypatch):
+    benches = discover()
+    one = {"compute_capability": "9.0", "gpu_count": 1}
+    assert runner.skip_reason(benches["multigpu.nccl"], one) == "needs 2+ GPUs, this machine has 1"
+    two = {**one, "gpu_count": 2}
+    assert runner.skip_reason(benches["multigpu.nccl"], two) is None
+    monkeypatch.delenv(multigpu.PEER_ENV, raising=False)
+    assert "set NCCL_TESTS_DIR" in runner.skip_reason(benches["multigpu.nccl_tests"], two)
+    monkeypatch.setenv(multigpu.PEER_ENV, "/nonexistent/nccl-tests")
+    assert "is not a folder" in runner.skip_reason(benches["multigpu.nccl_tests"], two)
+
+
+def test_node_section_is_validated(node_doc):
+    schema.validate(node_doc, "node")
+    broken = copy.deepcopy(node_doc)
+    broken["node"]["gpu_count"] = 1
+    with pytest.raises(schema.ResultsError, match="node.gpu_count"):
+        schema.validate(broken, "node")
+    del broken["node"]["pairs"]
+    with pytest.raises(schema.ResultsError, match="node.pairs"):
+        schema.validate(broken, "node")
+    rows = node_doc["benchmarks"]["multigpu.nccl"]["rows"]
+    del rows[0]["busbw_gbps"]
+    with pytest.raises(schema.ResultsError, match=r"multigpu.nccl.rows\[0\].busbw_gbps"):
+        schema.validate(node_doc, "node")
+
+
+@pytest.fixture
+def node_deck(fixture_doc, node_doc, write_results, tmp_path):
+    """The H100 fixture's deck with the node fixture beside it, found by its name."""
+    results = write_results(fixture_doc, "gpu.yaml")
+    write_results(node_doc, "gpu-x2.yaml")
+    assert build.comparable_files(results) == [] and build.node_files(results) == [results.with_name("gpu-x2.yaml")]
+    assert build.main(["--results", str(results), "--out-dir", str(tmp_path)]) == 0
+    return {"md": (tmp_path / "slides.md").read_text(), "dir": tmp_path, "doc": node_doc}
+
+
+def test_multigpu_slides_come_from_the_node_results(node_deck):
+    md, doc = node_deck["md"], node_deck["doc"]
+    titles = headings(md)
+    i = titles.index("Takeaways")
+    assert titles[i + 1:i + 7] == ["Past One GPU: 2 × NVIDIA H200", "NVLink Peer to Peer", "NCCL: Bus Bandwidth by Message Size",
+                                   "NCCL Beside nccl-tests", "All-Reduce Time and the α–β Model",
+                                   "What It Means for Data-Parallel Training"]
+    s = slides_of(md)
+    assert "NVLink multicast (NVLS) **off**" in s["Past One GPU: 2 × NVIDIA H200"]
+    p2p = doc["benchmarks"]["multigpu.p2p"]["rows"][0]
+    assert f"**{p2p['copy_engine']['gbps']:,.0f} GB/s**" in s["NVLink Peer to Peer"]
+    ours = {(r["collective"], r["bytes"]): r for r in doc["benchmarks"]["multigpu.nccl"]["rows"]}
+    peer = {(r["collective"], r["bytes"]): r for r in doc["benchmarks"]["multigpu.nccl_tests"]["rows"] if r["mode"] == "launch"}
+    big = ("all_reduce", 4 << 30)
+    assert f"{ours[big]['busbw_gbps']:.1f} / {peer[big]['busbw_gbps']:.1f}" in s["NCCL Beside nccl-tests"]
+    fit = section.alpha_beta(*zip(*[(b, r["time_ms"]["median"] * 1e-3) for (c, b), r in ours.items() if c == "all_reduce"]))
+    assert f"**α = {fit['alpha_us']:.1f} µs**" in s["All-Reduce Time and the α–β Model"]
+    assert {"node_topology.svg", "p2p.svg", "nccl_busbw.svg", "nccl_latency.svg"} <= {p.name for p in (node_deck["dir"] / "svgs").iterdir()}
+    # every slide of the section has presenter notes
+    for title in titles[i + 1:i + 7]:
+        assert "<!--" in s[title], title
+
+
+def test_multigpu_numbers_follow_the_results(fixture_doc, node_doc, write_results, tmp_path):
+    for r in node_doc["benchmarks"]["multigpu.p2p"]["rows"]:
+        r["copy_engine"]["gbps"] = 123.0
+    node = write_results(node_doc, "node.yaml")
+    build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path), "--node", str(node)])
+    s = slides_of((tmp_path / "slides.md").read_text())
+    assert "**123 GB/s**" in s["NVLink Peer to Peer"] and "27% of the 450 GB/s" in s["NVLink Peer to Peer"]
+
+
+def test_without_a_node_the_section_says_why(deck):
+    s = slides_of(deck["md"])
+    assert "Not measured on this GPU: multigpu.p2p, multigpu.nccl, multigpu.nccl_tests" in s["Past One GPU"]
+    assert "Past One GPU: multigpu.p2p" in deck["out"]
+
+
+def test_a_node_file_alone_builds_its_deck(node_doc, write_results, tmp_path):
+    """The node's file is a results file of its own: its deck holds the section and marks the rest."""
+    assert build.main(["--results", str(write_results(node_doc, "n-x2.yaml")), "--out-dir", str(tmp_path)]) == 0
+    assert "NCCL Beside nccl-tests" in headings((tmp_path / "slides.md").read_text())
+
+
+def test_a_broken_node_file_beside_is_left_out(fixture_doc, write_results, tmp_path, capsys):
+    results = write_results(fixture_doc, "gpu.yaml")
+    write_results("schema_version: 1\n", "gpu-x2.yaml")
+    assert build.main(["--results", str(results), "--out-dir", str(tmp_path)]) == 0
+    assert "left out of the multi-GPU section" in capsys.readouterr().err
+    assert "Past One GPU" in headings((tmp_path / "slides.md").read_text())
