@@ -35,7 +35,9 @@ def deck_dir(tmp_path_factory):
     other.write_text(yaml.safe_dump(other_gpu(yaml.safe_load(FIXTURE.read_text())), sort_keys=False))
     mine = folder / "hostile.yaml"                               # data that looks like markup, shown as text
     mine.write_text(yaml.safe_dump(hostile_doc(yaml.safe_load(FIXTURE.read_text()), HOSTILE), sort_keys=False))
-    assert build.main(["--results", str(mine), "--out-dir", str(out), "--compare", str(other)]) == 0
+    from tests.conftest import NODE_FIXTURE                      # and the multi-GPU section
+    assert build.main(["--results", str(mine), "--out-dir", str(out), "--compare", str(other),
+                       "--node", str(NODE_FIXTURE)]) == 0
     yield out
     shutil.rmtree(out, ignore_errors=True)
 
@@ -60,6 +62,6 @@ def test_pdf_export_has_one_page_per_slide(deck_dir):
     from pypdf import PdfReader     # a test extra: `pytest -m gpu` collects without it
     titles = headings((deck_dir / "slides.md").read_text())
     pages = PdfReader(pdf).pages
-    assert "What Differs, and Why" in titles and len(pages) == len(titles)
+    assert "What Differs, and Why" in titles and "NCCL Beside nccl-tests" in titles and len(pages) == len(titles)
     title_page = " ".join(pages[0].extract_text().split())
     assert HOSTILE in title_page and "GPU 49" not in title_page
