@@ -43,8 +43,11 @@ def targets(compared: list[dict]) -> dict:
     smallest = [min((r for r in compared if r["collective"] == c), key=lambda r: r["bytes"])
                 for c in COLLECTIVES if any(r["collective"] == c for r in compared)]
     worst = lambda rows: max((abs(r["ratio"] - 1) for r in rows), default=None)
+    worst_row = max(large, key=lambda r: abs(r["ratio"] - 1), default=None)
     return {"large": {"from_bytes": LARGE_FROM, "within": LARGE_WITHIN, "worst": worst(large),
-                      "met": bool(large) and worst(large) <= LARGE_WITHIN},
+                      "met": bool(large) and worst(large) <= LARGE_WITHIN,
+                      "worst_at": worst_row and {"name": NAMES[worst_row["collective"]], "bytes": worst_row["bytes"],
+                                                 "ours_faster": worst_row["ratio"] > 1}},
             "small": {"within": SMALL_WITHIN, "worst": worst(smallest), "rows": smallest,
                       "met": bool(smallest) and worst(smallest) <= SMALL_WITHIN}}
 

@@ -91,6 +91,7 @@ def test_targets_against_the_peer():
     assert [r["ratio"] for r in rows] == pytest.approx([1.05, 1.04, 1.06])
     t = section.targets(rows)
     assert t["large"]["worst"] == pytest.approx(0.06) and not t["large"]["met"]
+    assert t["large"]["worst_at"] == {"name": "all-reduce", "bytes": 1 << 30, "ours_faster": True}
     assert t["small"]["worst"] == pytest.approx(0.05) and t["small"]["met"]
 
 
