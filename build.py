@@ -752,13 +752,13 @@ def multigpu(node, benchmarks: dict, ctx: Context) -> dict:
     path, doc = node or (None, None)
     if doc is None:
         ctx.missing.setdefault("Past One GPU", []).extend(multigpu_section.IDS)
-        return multigpu_section.context(None, {}, None)
+        return multigpu_section.context(None, {})
     if "node" not in doc:
         raise BuildError(f"{path}: not a node's results file (it has no node section)")
     node_ctx = Context(doc, benchmarks)
     records = {bid: node_ctx.record(bid) for bid in multigpu_section.IDS}
     try:
-        return multigpu_section.context(doc, records, str(path))
+        return multigpu_section.context(doc, records)
     except Exception as e:
         raise BuildError(f"{path}: the multi-GPU section cannot be built from it ({type(e).__name__}: "
                          f"{schema.one_line(e, 200)})") from e

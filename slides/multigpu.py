@@ -103,9 +103,9 @@ def _p2p(rec: dict) -> dict:
         kinds = {k: r[k]["gbps"] / (2 if k == "copy_engine_both_ways" else 1) for k in P2P_KINDS}
         rows.append({**r, "kinds": kinds, "pct_link": {k: 100 * v / link for k, v in kinds.items()} if link else {}})
     first = next((r for r in rows if r["kinds"]), None)
-    best_pct = min((r["pct_link"]["copy_engine"] for r in rows if r.get("pct_link")), default=None)
+    worst_pct = min((r["pct_link"]["copy_engine"] for r in rows if r.get("pct_link")), default=None)
     return {"rec": rec, "rows": rows, "first": first, "kinds": P2P_KINDS, "target_pct": 100 * PEER_COPY_TARGET,
-            "worst_copy_pct": best_pct, "met": best_pct is not None and best_pct >= 100 * PEER_COPY_TARGET}
+            "met": worst_pct is not None and worst_pct >= 100 * PEER_COPY_TARGET}
 
 
 def _collectives(nccl: dict, peer: dict, n: int) -> dict:
@@ -126,21 +126,19 @@ def _collectives(nccl: dict, peer: dict, n: int) -> dict:
                           "graph": peer_by.get((c, "graph", b))}
         table.append({"collective": c, "name": NAMES[c], "factor": BUS_FACTOR[c](n), "smallest": small,
                       "small": cell(small), "at": [{"bytes": b, **cell(b)} for b in shown]})
-    return {"ours": ours, "compared": compared, "targets": targets(compared) if compared else None,
-            "table": table, "shown_bytes": shown, "largest": largest, "peer_mode": PEER_MODE}
+    return {"ours": ours, "compared": compared, "targets": targets(compared) if compared else None, "table": table}
 
 
-def context(doc: dict | None, records: dict, path: str | None) -> dict:
+def context(doc: dict | None, records: dict) -> dict:
     """The section's context; ``records``: build.Context.record of each of IDS in ``doc``."""
     if doc is None:
         return {"measured": False, "ids": list(IDS)}
     node = doc["node"]
     nccl, peer = records["multigpu.nccl"], records["multigpu.nccl_tests"]
     n = node["gpu_count"]
-    c = {"measured": True, "ids": list(IDS), "path": path, "device": doc["device"], "node": node, "n": n,
-         "multicast_off": node["multicast"].get("NCCL_NVLS_ENABLE") == "0", "software": doc["software"],
-         "links": [p for p in node["pairs"]], "p2p": _p2p(records["multigpu.p2p"]), "nccl": nccl, "peer": peer,
-         "fit": None, "dp": []}
+    c = {"measured": True, "ids": list(IDS), "device": doc["device"], "node": node, "n": n,
+         "multicast_off": node["multicast"].get("NCCL_NVLS_ENABLE") == "0",
+         "p2p": _p2p(records["multigpu.p2p"]), "nccl": nccl, "peer": peer, "fit": None, "dp": []}
     c.update(_collectives(nccl, peer, n))
     reduce = [r for r in c["ours"] if r["collective"] == "all_reduce"]
     if reduce:
