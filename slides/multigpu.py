@@ -165,7 +165,7 @@ def topology(c: dict) -> str:
     fabric_y = top + box_h + 30
     second_row = fabric_y + fabric_h + 30 if switched else top + box_h + gap
     w = per_row * box_w + (per_row - 1) * gap + 80
-    h = (second_row if len(gpus) > per_row else fabric_y + fabric_h if switched else top + box_h) + box_h + 20
+    h = (second_row + box_h if len(gpus) > per_row else fabric_y + fabric_h if switched else top + box_h) + 20
     dwg = fig._drawing(w, h)
     pos = {g["index"]: (40 + (i % per_row) * (box_w + gap), top if i < per_row else second_row)
            for i, g in enumerate(gpus)}
