@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import registry, schema, toolkit
+from . import registry, schema, timing, toolkit
 from .registry import ROOT
 from .topology import NO_MULTICAST
 
@@ -21,11 +21,17 @@ def main(argv=None) -> int:
     ap.add_argument("--node-out", type=Path,
                     help="results file of the benchmarks that use every GPU of the host "
                          "(default: results/<gpu-slug>-x<GPUs>.yaml)")
+    ap.add_argument("--quick", action="store_true",
+                    help="a smoke refresh: fewer samples, sizes and trials; its records and the deck say so")
     ap.add_argument("--profile", action="store_true",
                     help="instead of measuring, add Nsight Compute counters (ncu --clock-control none) to the "
                          "results of the selected hand-written GEMM kernels")
     args = ap.parse_args(argv)
-    os.environ.update(NO_MULTICAST)     # every process this run starts inherits it
+    os.environ.update(NO_MULTICAST)     # every process this run starts inherits it, as these
+    if args.quick:
+        os.environ[timing.QUICK_ENV] = "1"
+    if registry.git_commit():
+        os.environ[registry.GIT_COMMIT_ENV] = registry.git_commit()
 
     benchmarks = registry.discover()
     if args.list:
@@ -61,13 +67,15 @@ def main(argv=None) -> int:
         node_out = args.node_out or out.with_name(f"{device['slug']}-x{device['gpu_count']}.yaml")
         runs.append((node_out, on_node, collect_node()))
     software = collect_software()
+    precompile(chosen, device)
     bad = []
     for path, benchmarks, node in runs:
         if not benchmarks:
             continue
         try:
-            results.existing(path, device)  # refuse a bad target before spending GPU time
-            doc = run_all(benchmarks, path, device, software, node=node)
+            earlier = results.existing(path, device)  # refuse a bad target before spending GPU time
+            estimates = {bid: rec["duration_s"] for bid, rec in earlier.items() if rec.get("duration_s")}
+            doc = run_all(benchmarks, path, device, software, node=node, estimates=estimates)
         except schema.ResultsError as e:
             print(f"python -m bench: {e}", file=sys.stderr)
             return 1
@@ -81,18 +89,35 @@ def main(argv=None) -> int:
     return 1 if bad else 0
 
 
+def precompile(chosen, device: dict) -> None:
+    """Every nvcc build the chosen benchmarks need, all at once before the first runs: each then
+    loads its cubin from the cache. A build that fails fails its benchmark, with nvcc's message."""
+    import time
+    from .cuda import arch_of, compile_all
+    from .runner import skip_reason
+    builds = [b for bench in chosen if not skip_reason(bench, device) for b in bench.builds]
+    if not builds:
+        return
+    t0 = time.monotonic()
+    print(f"compiling {len(builds)} kernel builds on {os.cpu_count()} cores ...", flush=True)
+    failed = compile_all(builds, arch_of(device["compute_capability"]))
+    print(f"compiled in {time.monotonic() - t0:.0f} s" + (f"; {len(failed)} failed, their benchmarks will say why, "
+                                                          f"the first: {next(iter(failed.values()))}" if failed else ""),
+          flush=True)
+
+
 def profile_all(chosen, out: Path, device: dict) -> int:
     """Profile each chosen hand-written GEMM whose result is already in ``out``."""
     from . import results
     from .device import collect_software
-    from .gemm import HAND_WRITTEN
+    from .catalogue import KERNELS
     from .profile import profile
     try:
         recorded = results.existing(out, device)
     except schema.ResultsError as e:
         print(f"python -m bench: {e}", file=sys.stderr)
         return 1
-    ids = [b.id for b in chosen if b.id in HAND_WRITTEN]
+    ids = [b.id for b in chosen if b.id in KERNELS]
     software = collect_software()
     failures = 0
     for i, bid in enumerate(ids, 1):

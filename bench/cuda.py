@@ -3,8 +3,10 @@ used by the benchmarks on the GPU and by the compile tests in CI."""
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 from .registry import ROOT
@@ -39,6 +41,21 @@ def nvcc_command(src: Path, out: Path, arch: str, defines: dict | None = None) -
     return cmd + ["-o", str(out), str(src)]
 
 
+def local_includes(source: str) -> list[str]:
+    """The headers ``source`` (repo-relative) includes with quotes, and theirs, repo-relative."""
+    found, todo = [], [Path(source) if Path(source).is_absolute() else ROOT / source]
+    while todo:
+        path = todo.pop()
+        for line in path.read_text().splitlines():
+            if line.startswith('#include "'):
+                header = path.parent / line.split('"')[1]
+                rel = str(header.relative_to(ROOT))
+                if rel not in found:
+                    found.append(rel)
+                    todo.append(header)
+    return found
+
+
 SERIALIZED_WGMMA = "(C7515)"     # ptxas: "wgmma.mma_async instructions are serialized due to ..."
 
 
@@ -47,13 +64,16 @@ def compile_cu(src: Path, arch: str, defines: dict | None = None) -> Path:
     if shutil.which("nvcc") is None:
         raise RuntimeError("nvcc not found on PATH: the CUDA toolkit is needed to build kernels/")
     src = Path(src)
+    if cutlass_include() is None and any("#include <cute/" in p.read_text()
+                                         for p in (src, *(ROOT / h for h in local_includes(src)))):
+        raise RuntimeError(f"{src.name} needs the CuTe headers: pip install nvidia-cutlass (pyproject.toml lists it)")
     headers = b"".join(h.read_bytes() for h in sorted(src.parent.glob("*.cuh")))   # local includes
     command = nvcc_command(src, Path("out"), arch, defines)
     key = hashlib.sha256(src.read_bytes() + headers + repr(command).encode()).hexdigest()[:16]
     out = CACHE / f"{src.stem}-{arch}-{key}.cubin"
     if not out.exists():
         CACHE.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(".tmp")
+        tmp = out.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")   # builds may run in parallel
         proc = subprocess.run(nvcc_command(src, tmp, arch, defines), capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"nvcc failed on {src.name} for sm_{arch}:\n{proc.stderr.strip()}")
@@ -63,6 +83,17 @@ def compile_cu(src: Path, arch: str, defines: dict | None = None) -> Path:
             raise RuntimeError(f"{src.name} with {defines}: {detail.strip()}")
         tmp.replace(out)
     return out
+
+
+def compile_all(builds, arch: str, workers: int | None = None) -> dict:
+    """Compile every (source, defines) of ``builds`` at once (nvcc runs in its own processes; the GPU
+    machine has 16 cores): {build: error message} for those that failed, whose benchmarks then fail
+    with the same error when they compile again."""
+    from concurrent.futures import ThreadPoolExecutor
+    unique = list(dict.fromkeys((src, tuple(sorted((defines or {}).items()))) for src, defines in builds))
+    with ThreadPoolExecutor(workers or os.cpu_count() or 4) as pool:
+        futures = {b: pool.submit(compile_cu, ROOT / b[0], arch, dict(b[1])) for b in unique}
+    return {b: str(f.exception()).splitlines()[0] for b, f in futures.items() if f.exception()}
 
 
 def load_module(src: Path, device: dict, defines: dict | None = None):

@@ -2,14 +2,13 @@
 telemetry (clocks, power, temperature, throttle reasons) around each benchmark."""
 from __future__ import annotations
 
-import os
 import platform
 import re
 import shutil
 import subprocess
 import time
 
-from .registry import ROOT
+from .registry import ROOT, git_commit
 
 
 class NoGPU(RuntimeError):
@@ -108,8 +107,7 @@ def collect_software() -> dict:
         "cupy": cupy.__version__,
         "numba": _module_version("numba"),
         "nvcc": _version(["nvcc", "--version"]),
-        # the device machine gets a copy of the tree without .git: the caller may say
-        "git_commit": os.environ.get("BENCH_GIT_COMMIT") or _version(["git", "rev-parse", "HEAD"]),
+        "git_commit": git_commit(),
     }
 
 

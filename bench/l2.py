@@ -30,7 +30,7 @@ def configurations(device: dict) -> list[dict]:
 
 
 @register("l2.bandwidth_scaling", sources=[str(SOURCE.relative_to(KERNELS.parent)), "bench/cuda.py"],
-          title="L2 bandwidth vs SMs", timeout_s=600)
+          builds=((SOURCE, {"UNROLL": UNROLL}),), title="L2 bandwidth vs SMs", timeout_s=600)
 def bandwidth_scaling(ctx) -> dict:
     import cupy
 

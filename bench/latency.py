@@ -53,6 +53,7 @@ def sass_evidence(functions: dict, op: str, ilp: int) -> dict:
 
 @register("latency.instruction", sources=[str(INSTRUCTION_SOURCE.relative_to(KERNELS.parent)), "bench/cuda.py",
                                           "bench/sass.py"],
+          builds=((INSTRUCTION_SOURCE, {"OPS_PER_ITER": OPS_PER_ITER}),),
           title="Instruction latency and throughput", timeout_s=600)
 def instruction_latency(ctx) -> dict:
     import cupy
@@ -138,6 +139,7 @@ class RandomCycle:
 
 
 @register("latency.memory", sources=[str(MEMORY_SOURCE.relative_to(KERNELS.parent)), "bench/cuda.py"],
+          builds=((MEMORY_SOURCE, {"SHARED_SLOTS": SHARED_SLOTS}),),
           title="Memory latency by pointer chasing", timeout_s=900)
 def memory_latency(ctx) -> dict:
     import cupy

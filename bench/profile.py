@@ -44,13 +44,19 @@ def parse_csv(text: str) -> dict:
     return values
 
 
+def kernel_name(bench_id: str) -> str:
+    """Nsight Compute's --kernel-name for a catalogue kernel (numba's names are mangled around it)."""
+    from .catalogue import step_of
+    step = step_of(bench_id)
+    return f"regex:^{step.function}$" if step.cute else f"regex:{step.function}"
+
+
 def profile(bench_id: str, timeout_s: float = 600) -> dict:
-    from .gemm import HAND_WRITTEN
     if shutil.which("ncu") is None:
         raise RuntimeError("ncu (Nsight Compute) is not on PATH")
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "ncu.csv"
-        cmd = ncu_command(HAND_WRITTEN[bench_id].kernel_name, bench_id, log)
+        cmd = ncu_command(kernel_name(bench_id), bench_id, log)
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout_s)
         text = log.read_text() if log.exists() else ""
     values = parse_csv(text)
@@ -63,14 +69,12 @@ def profile(bench_id: str, timeout_s: float = 600) -> dict:
 
 def target(bench_id: str) -> None:
     """Launch one kernel once at the reference shape (the process ncu profiles)."""
-    import cupy
+    from . import launch
+    from .catalogue import KERNELS
     from .device import collect_device
-    from .gemm import HAND_WRITTEN, SHAPE, make_operands
-    kernel = HAND_WRITTEN[bench_id]
-    a, b = make_operands(SHAPE, kernel.layout, kernel.precision)
-    c = cupy.zeros((SHAPE.m, SHAPE.n), dtype=cupy.float32)
-    kernel.make_prepare(collect_device())(a, b, c).run()
-    cupy.cuda.get_current_stream().synchronize()
+    from .harness import SHAPE, checked_launch
+    step, variant = KERNELS[bench_id]
+    checked_launch(SHAPE, step.layout, step.precision, launch.prepare(step, variant, collect_device()))
 
 
 if __name__ == "__main__":

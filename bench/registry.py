@@ -9,6 +9,9 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import importlib
+import json
+import os
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -33,6 +36,8 @@ class Benchmark:
     code: str | None = None                 # the kernel file whose `#region kernel` the deck shows
     gpus: int = 1                           # GPUs of one host it needs; 2+: its record goes to the node's file
     peer: str | None = None                 # environment variable naming the peer's checkout it builds
+    definition: dict | None = None          # what else defines the result (a kernel's tile constants): hashed too
+    builds: tuple = ()                      # (source, defines) it compiles with nvcc: the run builds them up front
 
     @property
     def family(self) -> str:
@@ -43,13 +48,14 @@ class Benchmark:
         return self.run.__module__
 
     def source_hash(self) -> str:
-        return hash_sources(self.sources)
+        return hash_sources(self.sources, self.definition)
 
     def record_header(self) -> dict:
         """The fields every result record starts with."""
         from .schema import now_iso
+        from .timing import quick
         return {"family": self.family, "title": self.title or self.id, "source_hash": self.source_hash(),
-                "measured_at": now_iso()}
+                "measured_at": now_iso(), "git_commit": git_commit(), **({"quick": True} if quick() else {})}
 
 
 _REGISTRY: dict[str, Benchmark] = {}
@@ -96,10 +102,27 @@ def select(benchmarks: dict[str, Benchmark], patterns) -> list[Benchmark]:
     return [b for b in benchmarks.values() if any(_matches(b, p) for p in patterns)]
 
 
-def hash_sources(paths) -> str:
+def hash_sources(paths, definition: dict | None = None) -> str:
     h = hashlib.sha256()
     for rel in sorted(paths):
         p = Path(rel) if Path(rel).is_absolute() else ROOT / rel
         h.update(rel.encode() + b"\0")
         h.update(p.read_bytes() if p.exists() else b"<missing>")
+    if definition is not None:
+        h.update(json.dumps(definition, sort_keys=True).encode())
     return h.hexdigest()[:16]
+
+
+GIT_COMMIT_ENV = "BENCH_GIT_COMMIT"
+
+
+def git_commit() -> str | None:
+    """The commit the code was at: $BENCH_GIT_COMMIT (a copy of the tree without .git, such as
+    the GPU machine's, is told it), else git's HEAD; None outside a checkout."""
+    if os.environ.get(GIT_COMMIT_ENV):
+        return os.environ[GIT_COMMIT_ENV]
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, cwd=ROOT)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None

@@ -46,8 +46,7 @@ def _cc(device: dict) -> tuple[int, int]:
 def _failed(bench: Benchmark, reason: str, started: float) -> dict:
     return {**bench.record_header(), "status": "failed", "reason": schema.one_line(reason, REASON_CHARS),
             "duration_s": round(time.monotonic() - started, 2),
-            "telemetry": {"before": None, "after": None,
-                          "error": "the benchmark process ended before reporting"}}
+            "telemetry": {"before": None, "after": None, "error": "the benchmark process ended before reporting"}}
 
 
 def skip_reason(bench: Benchmark, device: dict) -> str | None:
@@ -105,47 +104,99 @@ def _stderr_reason(stderr: str) -> str:
     return " | ".join(line.strip() for line in stderr.strip().splitlines()[-3:] if line.strip())
 
 
-def run_isolated(bench: Benchmark, device: dict, workdir: Path, log_dir: Path | None = None) -> dict:
-    """Run one benchmark in a child process; a fault, a hang or an unreadable record becomes a
-    failed record. The worker's whole stderr is kept in ``log_dir`` (if given) as <id>.stderr."""
-    reason = skip_reason(bench, device)
-    if reason:
-        return skipped(bench, reason)
-    device_json, out_json, err_log = (workdir / f"{bench.id}.{x}" for x in ("device.json", "out.json", "stderr"))
-    device_json.write_text(json.dumps(device))
-    token = uuid.uuid4().hex
-    env = {**child_env(), "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-           "PYTHONUNBUFFERED": "1", TOKEN: token}
-    started = time.monotonic()
-    with open(err_log, "w") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.worker", bench.module, bench.id, str(device_json), str(out_json)],
-            cwd=ROOT, env=env, stderr=err, start_new_session=True)
-        try:
-            code = proc.wait(timeout=bench.timeout_s)
-        except subprocess.TimeoutExpired:
-            code = None
-        finally:                       # also on Interrupted: nothing of the worker's is left running
-            end_worker(proc, token)
-    stderr = err_log.read_bytes().decode("utf-8", errors="replace")
-    if log_dir is not None and stderr:
-        log_dir.mkdir(parents=True, exist_ok=True)
-        results.write_atomic(log_dir / f"{bench.id}.stderr", stderr)
-    sys.stderr.write(stderr[-ECHO_BYTES:])
-    if code is None:
-        return _failed(bench, f"timeout: still running after {bench.timeout_s:g} s, killed", started)
-    tail = _stderr_reason(stderr)
-    if code != 0 or not out_json.exists():
-        how = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
-        return _failed(bench, f"process {how}" + (f": {tail}" if tail else ""), started)
+def _read_record(bench: Benchmark, out_json: Path, started: float) -> dict:
     try:
         record = json.loads(out_json.read_bytes().decode("utf-8", errors="replace"))
+        if isinstance(record, dict):
+            record.pop("raised", None)
         schema.validate_record(bench.id, record)
     except (ValueError, schema.ResultsError) as e:      # JSON errors are ValueErrors
         return _failed(bench, f"the benchmark's record is not valid: {e}", started)
     if record["status"] != "ok":
         record["reason"] = schema.one_line(record["reason"], REASON_CHARS)
     return record
+
+
+def _keep_log(bench: Benchmark, session: Path, log_dir: Path | None) -> str:
+    """The benchmark's stderr: kept in ``log_dir`` as <id>.stderr, its tail echoed; returned."""
+    path = session / f"{bench.id}.stderr"
+    stderr = path.read_bytes().decode("utf-8", errors="replace") if path.exists() else ""
+    if log_dir is not None and stderr:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        results.write_atomic(log_dir / f"{bench.id}.stderr", stderr)
+    sys.stderr.write(stderr[-ECHO_BYTES:])
+    return stderr
+
+
+def _worker(batch: list[Benchmark], device: dict, workdir: Path, log_dir: Path | None, starting):
+    """One worker process running ``batch`` in order: yields (benchmark, record) as each record
+    lands, and after a fault, a hang or an unreadable record yields that benchmark's failed record
+    and ends (the caller starts a fresh worker for the rest)."""
+    session = Path(tempfile.mkdtemp(prefix="worker-", dir=workdir))
+    device_json = session / "device.json"
+    device_json.write_text(json.dumps(device))
+    token = uuid.uuid4().hex
+    env = {**child_env(), "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+           "PYTHONUNBUFFERED": "1", TOKEN: token}
+    with open(session / f"{batch[0].id}.stderr", "w") as err:      # until the worker points it at the benchmark's
+        proc = subprocess.Popen([sys.executable, "-m", "bench.worker", str(device_json), str(session),
+                                 *(f"{b.module}:{b.id}" for b in batch)],
+                                cwd=ROOT, env=env, stderr=err, start_new_session=True)
+    try:
+        for bench in batch:
+            starting(bench)
+            started = time.monotonic()
+            out_json = session / f"{bench.id}.json"
+            while not out_json.exists():
+                code = proc.poll()
+                if code is not None and not out_json.exists():
+                    end_worker(proc, token)
+                    tail = _stderr_reason(_keep_log(bench, session, log_dir))
+                    how = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
+                    yield bench, _failed(bench, f"process {how}" + (f": {tail}" if tail else ""), started)
+                    return
+                if time.monotonic() - started > bench.timeout_s:
+                    end_worker(proc, token)
+                    _keep_log(bench, session, log_dir)
+                    yield bench, _failed(bench, f"timeout: still running after {bench.timeout_s:g} s, killed", started)
+                    return
+                time.sleep(0.02)
+            _keep_log(bench, session, log_dir)
+            raised = b'"raised": true' in out_json.read_bytes()      # then the worker ends after this record
+            record = _read_record(bench, out_json, started)
+            yield bench, record
+            if raised:
+                return
+    finally:                       # also on Interrupted: nothing of the worker's is left running
+        end_worker(proc, token)
+
+
+def run_session(benchmarks: list[Benchmark], device: dict, workdir: Path, log_dir: Path | None = None,
+                starting=lambda bench: None):
+    """Yield (benchmark, record) for each of ``benchmarks``, in order: skipped ones at once, the
+    others run by as few worker processes as faults allow. ``starting(bench)`` is called as each
+    begins. A fault, a hang or an unreadable record becomes a failed record."""
+    pending = list(benchmarks)
+    while pending:
+        reason = skip_reason(pending[0], device)
+        if reason:
+            starting(pending[0])
+            yield pending[0], skipped(pending[0], reason)
+            pending.pop(0)
+            continue
+        batch = []
+        for bench in pending:
+            if skip_reason(bench, device):
+                break
+            batch.append(bench)
+        for bench, record in _worker(batch, device, workdir, log_dir, starting):
+            yield bench, record
+            pending.remove(bench)
+
+
+def run_isolated(bench: Benchmark, device: dict, workdir: Path, log_dir: Path | None = None) -> dict:
+    """Run one benchmark in a worker process of its own."""
+    return next(run_session([bench], device, workdir, log_dir))[1]
 
 
 def _summary(rec: dict) -> str:
@@ -173,33 +224,50 @@ def _merge(out: Path, device: dict, software: dict, records: dict, node: dict | 
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
+def _left(estimates: dict, remaining: list[Benchmark], done: list[float]) -> str:
+    """About how long the remaining benchmarks take: their durations in the last run, else the
+    mean of this run's so far."""
+    typical = sum(done) / len(done) if done else 10.0
+    seconds = sum(estimates.get(b.id, typical) for b in remaining)
+    return f"about {seconds / 60:.0f} min left" if seconds >= 90 else f"about {seconds:.0f} s left"
+
+
 def run_all(benchmarks: list[Benchmark], out: Path, device: dict, software: dict, log=print,
-            node: dict | None = None) -> dict:
-    """Run each benchmark isolated; merge each record into ``out`` (a node's file when ``node``, the
-    node's topology, is given) as it arrives. On SIGINT,
-    SIGTERM or SIGHUP the running benchmark is ended and recorded as interrupted, and
-    ``Interrupted`` is raised once the records so far are safe."""
+            node: dict | None = None, estimates: dict | None = None) -> dict:
+    """Run the benchmarks in worker processes; merge each record into ``out`` (a node's file when
+    ``node``, the node's topology, is given) as it arrives. ``estimates``: seconds by id, for the
+    time left. On SIGINT, SIGTERM or SIGHUP the running benchmark is ended and recorded as
+    interrupted, and ``Interrupted`` is raised once the records so far are safe."""
     merged = None
     t_start = time.monotonic()
     log_dir = Path(out).with_name(Path(out).stem + ".logs")
     in_main_thread = threading.current_thread() is threading.main_thread()     # where Python runs handlers
     previous = {s: signal.signal(s, _raise_interrupted) for s in STOP_SIGNALS} if in_main_thread else {}
+    index = {b.id: i for i, b in enumerate(benchmarks, 1)}
+    current, durations, t0 = [None], [], [time.monotonic()]
+
+    def starting(bench):
+        current[0], t0[0] = bench, time.monotonic()
+        left = _left(estimates or {}, benchmarks[index[bench.id] - 1:], durations)
+        log(f"[{index[bench.id]}/{len(benchmarks)}] {bench.id} (limit {bench.timeout_s:g} s; {left}) ...", flush=True)
+
     try:
         with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
-            for i, bench in enumerate(benchmarks, 1):
-                log(f"[{i}/{len(benchmarks)}] {bench.id} (limit {bench.timeout_s:g} s) ...", flush=True)
-                t0 = time.monotonic()
-                try:
-                    rec = run_isolated(bench, device, Path(tmp), log_dir)
-                except Interrupted as stop:
-                    rec = _failed(bench, f"interrupted: the runner got {stop}", t0)
+            try:
+                for bench, rec in run_session(benchmarks, device, Path(tmp), log_dir, starting):
                     merged = _merge(out, device, software, {bench.id: rec}, node)
-                    log(f"[{i}/{len(benchmarks)}] {bench.id}: interrupted ({stop}); the records so far are "
-                        f"in {out}", flush=True)
-                    raise
-                merged = _merge(out, device, software, {bench.id: rec}, node)
-                log(f"[{i}/{len(benchmarks)}] {bench.id}: {_summary(rec)} "
-                    f"({time.monotonic() - t0:.1f} s, {time.monotonic() - t_start:.0f} s total)", flush=True)
+                    if rec["status"] != "skipped":
+                        durations.append(time.monotonic() - t0[0])
+                    log(f"[{index[bench.id]}/{len(benchmarks)}] {bench.id}: {_summary(rec)} "
+                        f"({time.monotonic() - t0[0]:.1f} s, {time.monotonic() - t_start:.0f} s total)", flush=True)
+            except Interrupted as stop:
+                bench = current[0]
+                if bench is not None:
+                    rec = _failed(bench, f"interrupted: the runner got {stop}", t0[0])
+                    merged = _merge(out, device, software, {bench.id: rec}, node)
+                    log(f"[{index[bench.id]}/{len(benchmarks)}] {bench.id}: interrupted ({stop}); the records so far "
+                        f"are in {out}", flush=True)
+                raise
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)

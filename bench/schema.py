@@ -26,6 +26,8 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         reason: why, when status is not ok
         source_hash: 16 hex digits over the files that produced the result
         measured_at: ISO-8601 UTC time
+        git_commit: the commit the code was at (null outside a checkout)
+        quick: true when measured by python -m bench --quick (a smoke refresh); absent otherwise
         duration_s: wall time of the benchmark process
         telemetry: {before: SAMPLE, after: SAMPLE}     # absent only when skipped
             # SAMPLE: {sm_clock_mhz, mem_clock_mhz, power_w, temperature_c, throttle_reasons: [..]}
@@ -41,10 +43,10 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         # family-specific fields, each described where the benchmark is defined:
         # GEMMs: resources {threads_per_block, grid, regs_per_thread, smem_*_bytes, local_bytes},
         #        odd_shape {shape, outcome: correct | wrong | refused, check | reason},
-        #        cublas_alone {id, settle, time_ms, ratio}: settled and timed right after the kernel,
-        #        cublas_in_turns {id, time_ms, kernel_time_ms, ratio}: timed alternately (bench/gemm.py),
+        #        cublas {id, time_ms, tflops, ratio, check}: cuBLAS of the same precision and layout on
+        #        the same operands, timed in turns with the kernel (whose time_ms is from the same turns),
         #        settle {seconds, samples, settled, window_spread, first_ms, last_ms}: run until steady
-        #        before timing (bench/gemm.py);
+        #        before timing (bench/harness.py);
         # hbm: memcpy; latency.instruction: rows[].cycles/sass by ILP; latency.memory: levels, sweep;
         # transpose: copy (bench/hbm.py, bench/latency.py, bench/transpose.py);
         # sweep.<step>: rows[] {shape, outcome: correct | wrong | refused, tflops/time_ms by kernel and
@@ -114,7 +116,8 @@ RECORDS = {
                              "smem_dynamic_bytes": int, "tile?": _TILE,
                              "split_wave?": {"full_waves": int, "k_tiles": int, "left": int, "rounds": int,
                                              "split": int}},
-              "cublas_alone?": {"ratio": NUM}, "cublas_in_turns?": {"ratio": NUM},
+              "cublas?": {"id": str, "time_ms": _TIMED, "tflops": NUM, "ratio": NUM,
+                          "check": {"passed": bool, "rel_error": NUM}},
               "odd_shape?": {"outcome": str, "shape": [int]},
               "settle?": {"seconds": NUM, "settled": bool},
               "profile?": {"metrics": dict, "names": dict}},

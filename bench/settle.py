@@ -1,6 +1,6 @@
 """The headline kernel and cuBLAS under the power cap, from a rest to a steady state.
 
-Each GEMM, after REST_S idle, runs for DURATION_S as back-to-back samples of gemm.SAMPLE_MS
+Each GEMM, after REST_S idle, runs for DURATION_S as back-to-back samples of harness.SAMPLE_MS
 (the GEMM family's sample), each timed with the one timer and followed by an NVML reading of
 the clock, power and temperature. The record keeps every sample in order; build.py computes
 the spread of WINDOW consecutive samples by when they start, which says how long a GEMM must
@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import time
 
-from . import gemm, registry
+from . import catalogue, gemm, harness, launch
 from .device import telemetry
-from .gemm import SAMPLE_MS, SHAPE, HAND_WRITTEN, _cublas_gemm, checked_launch
-from .progression import STEPS
+from .harness import SAMPLE_MS, SHAPE, checked_cublas, checked_launch
 from .registry import register
-from .timing import batch_filling, time_gpu
+from .timing import batch_filling, quick, time_gpu
 
-HEADLINE = STEPS[-1].variants[-1][0]     # the last step's best kernel
-REST_S = 5.0          # idle before each GEMM's run, as between two benchmarks
-DURATION_S = 30.0     # each GEMM's run of samples
-_measured = registry.discover(("bench.gemm",))[HEADLINE]
+STEP, HEADLINE = catalogue.KERNELS[catalogue.HEADLINE]
+REST_S = 1.0 if quick() else 5.0             # idle before each GEMM's run
+DURATION_S = 3.0 if quick() else 25.0        # each GEMM's run of samples
 
 
 def series(run, batch: int, seconds: float) -> list[dict]:
@@ -33,12 +31,12 @@ def series(run, batch: int, seconds: float) -> list[dict]:
     return rows
 
 
-@register("settle.headline", sources=[*_measured.sources, "bench/progression.py"], timeout_s=300,
-          title="The headline kernel and cuBLAS from a rest to a steady state", min_cc=_measured.min_cc)
+@register("settle.headline", sources=gemm.kernel_sources(STEP), definition=gemm.kernel_definition(STEP, HEADLINE),
+          builds=gemm.builds(STEP, HEADLINE), timeout_s=300, min_cc=STEP.min_cc,
+          title="The headline kernel and cuBLAS from a rest to a steady state")
 def run(ctx) -> dict:
-    kernel = HAND_WRITTEN[HEADLINE]
-    launch, check, operands = checked_launch(SHAPE, kernel.layout, kernel.precision, kernel.make_prepare(ctx.device))
-    runs = {"kernel": launch.run, "cublas": lambda: _cublas_gemm(*operands, kernel.layout, kernel.precision)}
+    kernel, check, ops, _ = checked_launch(SHAPE, STEP.layout, STEP.precision, launch.prepare(STEP, HEADLINE, ctx.device))
+    runs = {"kernel": kernel.run, "cublas": checked_cublas(ops)[0]}
     out = {}
     for name, fn in runs.items():
         batch = batch_filling([fn], SAMPLE_MS)
@@ -47,7 +45,7 @@ def run(ctx) -> dict:
         out[name] = {"batch": batch, "rows": rows}
         ctx.progress(f"{name}: {len(rows)} samples of {batch} runs, {rows[0]['ms']:.3f} ms at first, "
                      f"{rows[-1]['ms']:.3f} at the end; {rows[0]['sm_clock_mhz']} → {rows[-1]['sm_clock_mhz']} MHz")
-    return {"params": {"kernel": HEADLINE, "cublas": f"{kernel.precision}, {kernel.layout}, same operands",
+    return {"params": {"kernel": HEADLINE.id, "cublas": f"{STEP.precision}, {STEP.layout}, same operands",
                        "m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "rest_s": REST_S, "duration_s": DURATION_S,
-                       "sample_ms": SAMPLE_MS, "gemm_settle_rule": gemm.SETTLE_RULE, "gemm_reps": gemm.REPS},
+                       "sample_ms": SAMPLE_MS, "gemm_settle_rule": harness.SETTLE_RULE, "gemm_reps": harness.REPS},
             "check": check, "series": out}

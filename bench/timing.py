@@ -2,9 +2,18 @@
 median with p10/p90; optionally a batch of back-to-back runs per sample."""
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
+
+# python -m bench --quick: every benchmark takes fewer samples and sizes (a smoke refresh); its
+# records say so, and so does the deck.
+QUICK_ENV = "BENCH_QUICK"
+
+
+def quick() -> bool:
+    return os.environ.get(QUICK_ENV) == "1"
 
 # Host-clock spans of every timed loop in this process, so that telemetry
 # sampled meanwhile can be told apart from set-up and checks.
@@ -31,6 +40,11 @@ def summarize(times_ms) -> dict:
         raise ValueError(f"cannot summarize timings {times_ms!r}")
     p10, median, p90 = np.percentile(t, [10, 50, 90])
     return {"median": float(median), "p10": float(p10), "p90": float(p90), "n": int(t.size)}
+
+
+def spread(t: dict) -> float:
+    """A timing's spread: p10 to p90 over the median."""
+    return (t["p90"] - t["p10"]) / t["median"]
 
 
 def _stream_holder(batch: int):

@@ -1,12 +1,15 @@
-"""One benchmark in its own process: ``python -m bench.worker MODULE ID DEVICE_JSON OUT_JSON``.
+"""Benchmarks in a process of their own: ``python -m bench.worker DEVICE_JSON OUT_DIR MODULE:ID ...``.
 
-The runner starts one worker per benchmark, so that a kernel that faults or
-hangs takes only its own process down. The worker writes its record to
-OUT_JSON; a process that dies before that is reported by the runner."""
+The worker runs the benchmarks in order, in one process, so that operands, compiled kernels and
+the GPU's warm steady state carry over from one to the next. Each benchmark's stderr goes to
+OUT_DIR/<id>.stderr and its record to OUT_DIR/<id>.json, written whole, as soon as it is done.
+A benchmark that raises ends the worker after its record (the CUDA context may be broken); the
+runner starts a fresh worker for the rest, as it does when one faults, hangs or dies."""
 from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 import time
 import traceback
@@ -36,6 +39,7 @@ def _telemetry_or_error():
 
 
 def run_one(bench: registry.Benchmark, device: dict) -> dict:
+    TIMED_SPANS.clear()
     record = {**bench.record_header(), "status": "ok"}
     before, err = _telemetry_or_error()
     record["telemetry"] = {"before": before, "during": None, "after": None}
@@ -56,18 +60,38 @@ def run_one(bench: registry.Benchmark, device: dict) -> dict:
         record["status"] = "failed"
         tb = traceback.extract_tb(e.__traceback__)[-1]
         record["reason"] = f"{type(e).__name__}: {e} (at {Path(tb.filename).name}:{tb.lineno})"
+        record["raised"] = True          # the runner goes on in a fresh worker
     record["duration_s"] = round(time.perf_counter() - t0, 2)
     record["telemetry"]["after"], _ = _telemetry_or_error()
     return record
 
 
+def _stderr_to(path: Path) -> None:
+    """This process's fd 2 (and so its children's) to ``path``."""
+    sys.stderr.flush()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+RAISED = 4       # the exit status after a benchmark raised: the runner goes on in a fresh worker
+
+
 def main(argv) -> int:
-    module, bench_id, device_json, out_json = argv
-    importlib.import_module(module)
-    bench = registry.discover(modules=())[bench_id]
-    device = json.loads(Path(device_json).read_text())
-    record = run_one(bench, device)
-    Path(out_json).write_text(json.dumps(record))
+    device_json, out_dir, *targets = argv
+    device, out_dir = json.loads(Path(device_json).read_text()), Path(out_dir)
+    for target in targets:
+        module, bench_id = target.split(":", 1)
+        importlib.import_module(module)
+        bench = registry.discover(modules=())[bench_id]
+        _stderr_to(out_dir / f"{bench_id}.stderr")
+        record = run_one(bench, device)
+        sys.stderr.flush()
+        tmp = out_dir / f"{bench_id}.json.tmp"
+        tmp.write_text(json.dumps(record))
+        tmp.replace(out_dir / f"{bench_id}.json")
+        if record.get("raised"):
+            return RAISED
     return 0
 
 

@@ -1,9 +1,6 @@
 // Step 3 — CuTe with shared memory: each CTA tile of A and B is copied once into shared memory with cp.async (16-byte copies), then read from there by every warp's MMAs.
 //
 // Same MMA and layouts as step 2 (gemm_sm80_tiles.cuh). K-tile 8 and K-tile 32 are two compiles of this file.
-#ifndef BK
-#define BK 32
-#endif
 #include "gemm_sm80_tiles.cuh"
 
 constexpr int VEC = 4;                 // floats per cp.async (16 bytes)

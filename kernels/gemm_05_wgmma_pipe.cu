@@ -2,12 +2,9 @@
 // tensor cores multiply K-tile k, and the wgmmas of K-tile k are issued before those of k-1 are waited for. The CTA-swizzle variant is this file compiled with GROUP_M > 0.
 //
 // Same wgmma, swizzled layout and copy as step 4 (gemm_sm90_tiles.cuh).
-#ifndef STAGES
-#define STAGES 2
-#endif
 #include "gemm_sm90_tiles.cuh"
 
-static_assert(STAGES >= 2, "overlap needs a second buffer");
+static_assert(RING >= 2, "overlap needs a second buffer");
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_wgmma_pipe(const float* A, const float* B, float* C,
                                                                        int M, int N, int K) {
@@ -32,21 +29,21 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_wgmma_pipe(const f
     const int k_tiles = size<3>(tAgA);
     auto load = [&](int k) {            // one cp.async group per K-tile, empty past the end so waits stay uniform
         if (k < k_tiles) {
-            copy(copyAB, tAgA(_, _, _, k), tAsA(_, _, _, k % STAGES));
-            copy(copyAB, tBgB(_, _, _, k), tBsB(_, _, _, k % STAGES));
+            copy(copyAB, tAgA(_, _, _, k), tAsA(_, _, _, k % RING));
+            copy(copyAB, tBgB(_, _, _, k), tBsB(_, _, _, k % RING));
         }
         cp_async_fence();
     };
-    for (int k = 0; k < STAGES - 1; ++k) load(k);                           // prologue: fill all but one stage
+    for (int k = 0; k < RING - 1; ++k) load(k);                           // prologue: fill all but one stage
 
     for (int k = 0; k < k_tiles; ++k) {
-        cp_async_wait<STAGES - 2>();         // this thread's copies of K-tile k have landed
+        cp_async_wait<RING - 2>();         // this thread's copies of K-tile k have landed
         cutlass::arch::fence_view_async_shared();
         __syncthreads();                     // ... and every thread's
-        mma_async(mma, tCrA(_, _, _, k % STAGES), tCrB(_, _, _, k % STAGES), tCrC);
+        mma_async(mma, tCrA(_, _, _, k % RING), tCrB(_, _, _, k % RING), tCrC);
         warpgroup_wait<1>();                 // K-tile k-1's wgmmas are done in this warpgroup (k's still run) ...
         __syncthreads();                     // ... and in every warpgroup, so its stage can be refilled
-        load(k + STAGES - 1);                // into stage (k - 1) % STAGES
+        load(k + RING - 1);                // into stage (k - 1) % RING
     }
     warpgroup_wait<0>();
     copy(tCrC, tCgC);

@@ -8,9 +8,6 @@
 //
 // The tensor maps come from Python (bench/gemm.py, cuTensorMapEncodeTiled) with the same BM, BN, BK
 // and 128-byte swizzle as the shared layout here (gemm_sm90_tiles.cuh).
-#ifndef STAGES
-#define STAGES 3
-#endif
 #include <cuda.h>                        // CUtensorMap
 #include <cuda/atomic>                   // cuda::atomic_ref: the per-stage count of warps done reading
 #include "gemm_sm90_tiles.cuh"
@@ -20,8 +17,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_wgmma_tma(
         const __grid_constant__ CUtensorMap tmaB,     // B (N,K): box BK x BN, 128-byte swizzle
         float* C, int M, int N, int K) {
     SharedStorage& smem = shared_storage();
-    __shared__ unsigned reads_done[STAGES];                  // warps done reading stage s, over all its fills
-    if (threadIdx.x < STAGES) reads_done[threadIdx.x] = 0;
+    __shared__ unsigned reads_done[RING];                  // warps done reading stage s, over all its fills
+    if (threadIdx.x < RING) reads_done[threadIdx.x] = 0;
     auto tile = cta_tile(M, N);
     const int tm = get<0>(tile), tn = get<1>(tile);
     auto [mma, thr, tCrA, tCrB] = consumer_fragments(smem);                  // (MMA,MMA_M|N,MMA_K,PIPE) descriptors
@@ -33,25 +30,25 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_wgmma_tma(
     // #region kernel
     const int k_tiles = K / BK;
     constexpr unsigned WARPS = THREADS / 32;
-    auto load = [&](int k) {             // both tiles of K-tile k into stage k % STAGES, landing on full[s]
-        int s = k % STAGES;
+    auto load = [&](int k) {             // both tiles of K-tile k into stage k % RING, landing on full[s]
+        int s = k % RING;
         set_barrier_transaction_bytes(smem.full[s], STAGE_BYTES);
         SM90_TMA_LOAD_2D::copy(&tmaA, &smem.full[s], TMA_HINT, smem.A + s * BM * BK, k * BK, tm * BM);
         SM90_TMA_LOAD_2D::copy(&tmaB, &smem.full[s], TMA_HINT, smem.B + s * BN * BK, k * BK, tn * BN);
     };
     if (threadIdx.x == 0)
-        for (int k = 0; k < STAGES && k < k_tiles; ++k) load(k);
+        for (int k = 0; k < RING && k < k_tiles; ++k) load(k);
 
     for (int k = 0; k < k_tiles; ++k) {
-        int s = k % STAGES;
-        wait_barrier(smem.full[s], (k / STAGES) & 1);            // the stage's (k / STAGES)-th fill has landed
+        int s = k % RING;
+        wait_barrier(smem.full[s], (k / RING) & 1);            // the stage's (k / RING)-th fill has landed
         mma_async(mma, tCrA(_, _, _, s), tCrB(_, _, _, s), tCrC);
         warpgroup_wait<1>();                                     // this warpgroup is done with K-tile k-1
         if (k > 0 && threadIdx.x % 32 == 0) {
-            int done = k - 1, ds = done % STAGES;
+            int done = k - 1, ds = done % RING;
             cuda::atomic_ref<unsigned, cuda::thread_scope_block> count(reads_done[ds]);
             bool last = count.fetch_add(1, cuda::memory_order_acq_rel) % WARPS == WARPS - 1;
-            if (last && done + STAGES < k_tiles) load(done + STAGES);   // the last reader refills it
+            if (last && done + RING < k_tiles) load(done + RING);   // the last reader refills it
         }
     }
     warpgroup_wait<0>();

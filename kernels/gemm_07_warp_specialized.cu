@@ -4,12 +4,6 @@
 // Same tiles, tensor maps and full/empty mbarriers as step 6; the loads no longer wait on the
 // consumers' loop, so they run up to STAGES K-tiles ahead. The deeper-pipeline variant is this file
 // compiled with as many stages as the shared-memory budget holds (bench/gemm.py).
-#ifndef STAGES
-#define STAGES 3
-#endif
-#ifndef PRODUCER_WARPGROUPS
-#define PRODUCER_WARPGROUPS 1
-#endif
 #include <cuda.h>                           // CUtensorMap
 #include "gemm_sm90_tiles.cuh"              // with PRODUCER_WARPGROUPS: PRODUCER_REGS, CONSUMER_REGS
 

@@ -4,15 +4,6 @@
 //
 // Same producer/consumer warpgroups as step 7. A stage is refilled only when the consumers of
 // every CTA in the cluster have released it, so each "empty" barrier collects their arrivals too.
-#ifndef STAGES
-#define STAGES 4
-#endif
-#ifndef PRODUCER_WARPGROUPS
-#define PRODUCER_WARPGROUPS 1
-#endif
-#ifndef CLUSTER_M
-#define CLUSTER_M 2
-#endif
 #include <cuda.h>                           // CUtensorMap
 #include "gemm_sm90_tiles.cuh"              // B_SLICE; the empty barriers count the whole cluster's warps
 

@@ -4,15 +4,6 @@
 //
 // Same cluster, multicast and warpgroups as step 8; launched with as many CTAs as the GPU holds
 // at once (bench/gemm.py), instead of one per tile.
-#ifndef STAGES
-#define STAGES 4
-#endif
-#ifndef PRODUCER_WARPGROUPS
-#define PRODUCER_WARPGROUPS 1
-#endif
-#ifndef CLUSTER_M
-#define CLUSTER_M 2
-#endif
 #include <cuda.h>                           // CUtensorMap
 #include "gemm_sm90_tiles.cuh"              // B_SLICE; the empty barriers count the whole cluster's warps
 
@@ -53,7 +44,7 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
             for (int k = 0; k < k_tiles; ++k, ++fill)
                 mma_stage(smem, mma, tCrA, tCrB, tCrC, fill, k > 0);
             warpgroup_wait<0>();
-            release_stage(smem, (fill - 1) % STAGES);           // the tile's last K-tile
+            release_stage(smem, (fill - 1) % RING);           // the tile's last K-tile
             copy(tCrC, thr.partition_C(cta_tile_of_C(C, M, N, tm, tn)));
         }
     }

@@ -5,15 +5,6 @@
 // Same persistent clusters, multicast and ring as step 9. The split point balances the two: an
 // owner's K-tiles cover a helper's run of tails, so the last wave ends sooner; all helpers work at the
 // same K at the same time, like the owners, so the tiles they load are still shared in L2.
-#ifndef STAGES
-#define STAGES 4
-#endif
-#ifndef PRODUCER_WARPGROUPS
-#define PRODUCER_WARPGROUPS 1
-#endif
-#ifndef CLUSTER_M
-#define CLUSTER_M 2
-#endif
 #include <cuda.h>                           // CUtensorMap
 #include "gemm_sm90_split_wave.cuh"        // Schedule, Piece, FRAGMENT
 
@@ -22,10 +13,11 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
         const __grid_constant__ CUtensorMap tmaB,     // B (N,K): box BK x BN/CLUSTER_M, 128-byte swizzle
         float* C, int M, int N, int K,
         float* partials,                              // per CTA of the last wave: its tail's sums (TailSums)
-        int* ready) {                                 // (CONSUMER_THREADS) per CTA of the last wave: 1 while its tail waits
+        int* ready,                                   // (CONSUMER_THREADS) per CTA of the last wave: 1 while its tail waits
+        int full_units, int left, int split) {        // the last wave's plan (Schedule)
     SharedStorage& smem = shared_storage();
     const int rank = block_rank_in_cluster();
-    const Schedule schedule(M, N, K);
+    const Schedule schedule(K, full_units, left, split);
     init_ring_barriers(smem);
 
     // #region kernel
@@ -58,7 +50,7 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
                 mma_stage(smem, mma, tCrA, tCrB, tCrC, fill, k > p.k0);
             warpgroup_wait<0>();
             warpgroup_fence_operand(tCrC);
-            release_stage(smem, (fill - 1) % STAGES);
+            release_stage(smem, (fill - 1) % RING);
             const TailSums tail(partials, ready, p.unit - schedule.full_units);
             if (p.k0 > 0) {                                      // a helper: leave the tail's sums
                 tail.leave(tCrC);

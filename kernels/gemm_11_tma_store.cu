@@ -6,21 +6,12 @@
 // Same schedule, split last wave, ring and multicast as step 10; the staging buffers fit beside the
 // ring because a chunk is EPILOGUE_N columns, not the whole tile. The main loop is leaner than step
 // 10's (lean_fragments below): at the power cap, every instruction issued costs clock.
-#ifndef STAGES
-#define STAGES 4
+// EPILOGUE_N: columns of C per staged chunk, one 128-byte swizzle row; EPILOGUE_BUFFERS: a warpgroup
+// fills one while TMA reads the other. The staging is static shared memory beside the ring.
+#if !defined(EPILOGUE_N) || !defined(EPILOGUE_BUFFERS)
+#error "EPILOGUE_N and EPILOGUE_BUFFERS come from the step catalogue"
 #endif
-#ifndef PRODUCER_WARPGROUPS
-#define PRODUCER_WARPGROUPS 1
-#endif
-#ifndef CLUSTER_M
-#define CLUSTER_M 2
-#endif
-#ifndef EPILOGUE_N
-#define EPILOGUE_N 32               // columns of C per staged chunk: one 128-byte swizzle row
-#endif
-#ifndef EPILOGUE_BUFFERS
-#define EPILOGUE_BUFFERS 2          // a warpgroup fills one while TMA reads the other
-#endif
+#define STATIC_SMEM_BYTES (EPILOGUE_BUFFERS * BM * EPILOGUE_N * 4)
 #include <cuda.h>                           // CUtensorMap
 #include "gemm_sm90_split_wave.cuh"        // Schedule, Piece, FRAGMENT
 
@@ -30,8 +21,6 @@ static_assert(BN % EPILOGUE_N == 0, "the tile is whole chunks");
 // (BM,EPILOGUE_N) floats, rows of 128 bytes whose 16-byte chunks (4 floats) are XOR-ed with the row
 // within its 8-row atom: CU_TENSOR_MAP_SWIZZLE_128B's layout. Warpgroup w's rows are the w-th box.
 using SmemLayoutC = decltype(composition(Swizzle<3, 2, 3>{}, make_layout(Shape<Int<BM>, Int<EPILOGUE_N>>{}, LayoutRight{})));
-constexpr int STAGING_BYTES = EPILOGUE_BUFFERS * BM * EPILOGUE_N * sizeof(float);
-static_assert(SMEM_BYTES_NEEDED + STAGING_BYTES <= 227 * 1024, "the ring and the staging buffers share 227 KiB");
 
 // The consumers' wgmma descriptors, as consumer_fragments makes them but sliced by a warp-uniform
 // warpgroup index (a shuffle): a warpgroup's descriptors are the same in all its threads, and ptxas
@@ -103,10 +92,11 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
         const __grid_constant__ CUtensorMap tmaC,     // C (M,N): box EPILOGUE_N x BM/WARPGROUPS_M, 128-byte swizzle
         int M, int N, int K,
         float* partials,                              // per CTA of the last wave: its tail's sums (TailSums)
-        int* ready) {                                 // (CONSUMER_THREADS) per CTA of the last wave: 1 while its tail waits
+        int* ready,                                   // (CONSUMER_THREADS) per CTA of the last wave: 1 while its tail waits
+        int full_units, int left, int split) {        // the last wave's plan (Schedule)
     SharedStorage& smem = shared_storage();
     const int rank = block_rank_in_cluster();
-    const Schedule schedule(M, N, K);
+    const Schedule schedule(K, full_units, left, split);
     init_ring_barriers(smem);
 
     if (threadIdx.x < 128) {                                     // producer warpgroup
@@ -141,7 +131,7 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
                 warpgroup_wait<1>();                             // the K-tile before this one has been read
                 if (k > p.k0) release_stage(smem, previous);
                 previous = stage;
-                if (++stage == STAGES) stage = 0, phase ^= 1;
+                if (++stage == RING) stage = 0, phase ^= 1;
             }
             warpgroup_wait<0>();
             warpgroup_fence_operand(tCrC);

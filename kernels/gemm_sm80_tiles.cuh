@@ -6,23 +6,10 @@
 
 using namespace cute;
 
-#ifndef BM
-#define BM 128
-#endif
-#ifndef BN
-#define BN 128
-#endif
-#ifndef BK
-#define BK 8
-#endif
-#ifndef MMA_ATOM
-#define MMA_ATOM SM80_16x8x8_F32TF32TF32F32_TN   // one warp: 16x8x8, TF32 in, FP32 accumulate
-#endif
-#ifndef WARPS_M
-#define WARPS_M 2
-#endif
-#ifndef WARPS_N
-#define WARPS_N 2
+// The step catalogue (bench/catalogue.py) passes every constant with -D; none has a default here.
+// MMA_ATOM: one warp's MMA, e.g. SM80_16x8x8_F32TF32TF32F32_TN (16x8x8, TF32 in, FP32 accumulate).
+#if !defined(BM) || !defined(BN) || !defined(BK) || !defined(MMA_ATOM) || !defined(WARPS_M) || !defined(WARPS_N)
+#error "BM, BN, BK, MMA_ATOM, WARPS_M and WARPS_N come from the step catalogue"
 #endif
 
 using MmaAtom = MMA_ATOM;

@@ -6,21 +6,16 @@
 constexpr int FRAGMENT = BM * BN / CONSUMER_THREADS;   // accumulators a consumer thread holds
 
 // A cluster's work, in order: whole tiles over the full waves, then its part of the last wave:
-// pieces (cluster tile, K-tiles [k0, k1)).
+// pieces (cluster tile, K-tiles [k0, k1)). The plan of the last wave comes from the launcher
+// (bench/launch.py, split_wave): full_units whole units before it, `left` units in it, each computed
+// by an owner cluster over K-tiles [0, split) and by a helper (a cluster with no unit left) over the
+// rest. A unit: one tile per CTA of the cluster.
 struct Piece { int unit, k0, k1; };
 struct Schedule {
     int k_tiles, clusters, cluster, full_units, left, helpers, split;
-    __device__ Schedule(int M, int N, int K) {
-        int units = (M / BM) * (N / BN) / CLUSTER_M;        // a unit: one tile per CTA of the cluster
-        k_tiles = K / BK;
-        clusters = gridDim.x / CLUSTER_M;
-        cluster = blockIdx.x / CLUSTER_M;
-        left = units % clusters;                            // the last wave's units, one per owner cluster
-        full_units = units - left;
-        helpers = clusters - left;                          // the clusters with nothing in the last wave
-        int rounds = (left + helpers - 1) / helpers;        // tails a helper computes, at most
-        split = (rounds * k_tiles + rounds) / (rounds + 1); // owners' K-tiles: ceil(rounds k / (rounds + 1))
-    }
+    __device__ Schedule(int K, int full_units, int left, int split)
+        : k_tiles(K / BK), clusters(gridDim.x / CLUSTER_M), cluster(blockIdx.x / CLUSTER_M),
+          full_units(full_units), left(left), helpers(clusters - left), split(split) {}
     __device__ bool piece(int i, Piece& p) const {          // this cluster's i-th piece; false past the last
         int whole = full_units / clusters;
         if (i < whole) { p = {cluster + i * clusters, 0, k_tiles}; return true; }

@@ -1,4 +1,4 @@
-// What the Hopper (wgmma) GEMM steps share: the tile constants (fed from Python, bench/gemm.py),
+// What the Hopper (wgmma) GEMM steps share: the tile constants (from the step catalogue, bench/catalogue.py),
 // the SM90 TF32 wgmma atom tiled over warpgroups, the 128-byte-swizzled shared-memory layout that
 // wgmma and TMA both read and write, the CTA tile order, and the shared-memory carve-up.
 // A (M,K) and B stored as (N,K) are both K-major: TF32 wgmma takes no other layout.
@@ -8,32 +8,18 @@
 
 using namespace cute;
 
-#ifndef BM
-#define BM 128
+// The step catalogue (bench/catalogue.py) passes every constant with -D; none has a default here.
+#if !defined(BM) || !defined(BN) || !defined(BK) || !defined(STAGES) || !defined(GROUP_M) || !defined(MMA_ATOM) \
+    || !defined(WARPGROUPS_M) || !defined(PRODUCER_WARPGROUPS) || !defined(CLUSTER_M)
+#error "BM, BN, BK, STAGES, GROUP_M, MMA_ATOM, WARPGROUPS_M, PRODUCER_WARPGROUPS and CLUSTER_M come from the step catalogue"
 #endif
-#ifndef BN
-#define BN 128
-#endif
-#ifndef BK
-#define BK 32
-#endif
-#ifndef STAGES
-#define STAGES 1
-#endif
-#ifndef GROUP_M
-#define GROUP_M 0          // CTA swizzle: 0 walks M first; G > 0 walks bands of G tile rows, N first
-#endif
-#ifndef MMA_ATOM
-#define MMA_ATOM SM90_64x128x8_F32TF32TF32_SS_TN   // one warpgroup: 64xNx8, A and B from shared memory
-#endif
-#ifndef WARPGROUPS_M
-#define WARPGROUPS_M 2
-#endif
-#ifndef PRODUCER_WARPGROUPS
-#define PRODUCER_WARPGROUPS 0   // warp-specialized steps: 1, a warpgroup that only issues TMA loads
-#endif
-#ifndef CLUSTER_M
-#define CLUSTER_M 1             // CTAs per cluster, on vertically adjacent tiles that share B's tile
+// GROUP_M: the CTA swizzle, 0 walks M first, G > 0 walks bands of G tile rows, N first.
+// MMA_ATOM: one warpgroup's wgmma, 64xNx8, A and B from shared memory.
+// PRODUCER_WARPGROUPS: warp-specialized steps 1, a warpgroup that only issues TMA loads.
+// CLUSTER_M: CTAs per cluster, on vertically adjacent tiles that share B's tile.
+// STAGES: shared buffers in the ring; 0 asks for as many as fit (RING_STAGES, exported below).
+#ifndef STATIC_SMEM_BYTES
+#define STATIC_SMEM_BYTES 0     // a step's own static shared memory beside the ring (step 11's staging)
 #endif
 
 using MmaAtom = MMA_ATOM<>;
@@ -47,22 +33,27 @@ static_assert(BK * sizeof(float) == 128, "one K-tile row is one 128-byte swizzle
 
 // Shared tiles: rows of BK floats (128 bytes), 16-byte chunks XOR-swizzled within each 8-row,
 // 1 KiB atom, the layout TMA writes with CU_TENSOR_MAP_SWIZZLE_128B and wgmma reads.
-using SmemLayoutA = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<tfloat32_t>{},
-                                           Shape<Int<BM>, Int<BK>, Int<STAGES>>{}));   // (BM,BK,PIPE)
-using SmemLayoutB = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<tfloat32_t>{},
-                                           Shape<Int<BN>, Int<BK>, Int<STAGES>>{}));   // (BN,BK,PIPE)
 constexpr int STAGE_BYTES = (BM + BN) * BK * sizeof(float);
-static_assert(cosize_v<SmemLayoutA> == BM * BK * STAGES && cosize_v<SmemLayoutB> == BN * BK * STAGES,
+constexpr int SMEM_CAPACITY = 227 * 1024;     // the most shared memory a Hopper CTA may opt in to
+constexpr int ALIGN_SLACK = 1024;             // the dynamic base aligned up to the 1 KiB swizzle atom
+// The deepest ring: A and B tiles and two mbarriers a stage, SharedStorage rounded up to 1 KiB, the slack.
+constexpr int DEEPEST_RING = (SMEM_CAPACITY - STATIC_SMEM_BYTES - 2 * ALIGN_SLACK) / (STAGE_BYTES + 2 * 8);
+constexpr int RING = STAGES > 0 ? STAGES : DEEPEST_RING;
+using SmemLayoutA = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<tfloat32_t>{},
+                                           Shape<Int<BM>, Int<BK>, Int<RING>>{}));   // (BM,BK,PIPE)
+using SmemLayoutB = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<tfloat32_t>{},
+                                           Shape<Int<BN>, Int<BK>, Int<RING>>{}));   // (BN,BK,PIPE)
+static_assert(cosize_v<SmemLayoutA> == BM * BK * RING && cosize_v<SmemLayoutB> == BN * BK * RING,
               "stages are dense, so stage s starts s tiles into the buffer");
 
 struct alignas(1024) SharedStorage {          // 1 KiB: the swizzle atom's alignment
     float A[cosize_v<SmemLayoutA>];
     float B[cosize_v<SmemLayoutB>];
-    uint64_t full[STAGES];                      // TMA steps: "stage s has landed" (the copy engine counts bytes)
-    uint64_t empty[STAGES];                     // TMA steps: "stage s has been read" (every consumer warp arrives)
+    uint64_t full[RING];                        // TMA steps: "stage s has landed" (the copy engine counts bytes)
+    uint64_t empty[RING];                       // TMA steps: "stage s has been read" (every consumer warp arrives)
 };
-constexpr int SMEM_BYTES_NEEDED = sizeof(SharedStorage) + 1024;   // + slack to align the dynamic base
-static_assert(SMEM_BYTES_NEEDED <= 227 * 1024, "Hopper gives a CTA at most 227 KiB of shared memory");
+constexpr int SMEM_BYTES_NEEDED = sizeof(SharedStorage) + ALIGN_SLACK;
+static_assert(SMEM_BYTES_NEEDED + STATIC_SMEM_BYTES <= SMEM_CAPACITY, "Hopper gives a CTA at most 227 KiB of shared memory");
 
 __device__ inline SharedStorage& shared_storage() {
     extern __shared__ uint8_t smem_raw[];
@@ -93,7 +84,7 @@ static_assert(BM <= 256 && B_SLICE <= 256, "a TMA box is at most 256 rows");
 // per consumer warp of the cluster. Every CTA of the cluster has its barriers before any is used.
 __device__ inline void init_ring_barriers(SharedStorage& smem) {
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s) {
+        for (int s = 0; s < RING; ++s) {
             initialize_barrier(smem.full[s], 1);
             initialize_barrier(smem.empty[s], CONSUMER_THREADS / 32 * CLUSTER_M);
         }
@@ -119,8 +110,8 @@ constexpr uint16_t WHOLE_CLUSTER = (1 << CLUSTER_M) - 1;   // multicast mask: ev
 // Producer thread: the stage that the fill-th K-tile through the ring goes to, once the fill before
 // it in that stage has been read (in every CTA of the cluster), with full[s] armed for its bytes.
 __device__ inline int acquire_stage(SharedStorage& smem, int fill) {
-    int s = fill % STAGES;
-    if (fill >= STAGES) wait_barrier(smem.empty[s], (fill / STAGES + 1) & 1);
+    int s = fill % RING;
+    if (fill >= RING) wait_barrier(smem.empty[s], (fill / RING + 1) & 1);
     set_barrier_transaction_bytes(smem.full[s], STAGE_BYTES);
     return s;
 }
@@ -197,12 +188,14 @@ __device__ inline void mma_async(TiledMma& mma, FragA const& a, FragB const& b, 
 template <class TiledMma, class FragA, class FragB, class FragC>
 __device__ inline void mma_stage(SharedStorage& smem, TiledMma& mma, FragA const& tCrA, FragB const& tCrB,
                                  FragC& tCrC, int fill, bool release_previous) {
-    int s = fill % STAGES;
-    wait_barrier(smem.full[s], (fill / STAGES) & 1);        // the stage's (fill / STAGES)-th fill has landed
+    int s = fill % RING;
+    wait_barrier(smem.full[s], (fill / RING) & 1);          // the stage's (fill / RING)-th fill has landed
     mma_async(mma, tCrA(_, _, _, s), tCrB(_, _, _, s), tCrC);
     warpgroup_wait<1>();
-    if (release_previous) release_stage(smem, (fill - 1) % STAGES);
+    if (release_previous) release_stage(smem, (fill - 1) % RING);
 }
 
-// The dynamic shared memory a launch must ask for, read by the launcher (bench/gemm.py).
+// Read back by the launcher (bench/launch.py): the dynamic shared memory a launch must ask for, and
+// the depth of the ring it holds.
 extern "C" __constant__ int SMEM_BYTES = SMEM_BYTES_NEEDED;
+extern "C" __constant__ int RING_STAGES = RING;

@@ -3,14 +3,14 @@ from pathlib import Path
 
 import pytest
 
-from bench import cuda, gemm, hbm, latency
-from bench.progression import STEPS
+from bench import catalogue, cuda, hbm, latency, launch
+from bench.catalogue import KERNELS, STEPS
 from tests.conftest import builds
 
 
 def _measured_tile(src: Path) -> dict | None:
     """A GEMM file is compiled with a tile it is measured with (and so shares that test's build)."""
-    return next((k.tile for k in gemm.HAND_WRITTEN.values() if k.source == src.name and k.tile), None)
+    return next((v.tile for s, v in KERNELS.values() if s.source == f"kernels/{src.name}" and v.tile), None)
 
 
 SM90_BUILDS = [(src, "90a", _measured_tile(src)) for src in sorted(cuda.KERNELS.glob("*.cu"))]
@@ -42,9 +42,10 @@ def test_arch_names():
     assert cuda.arch_of("9.0") == "90a" and cuda.arch_of("8.0") == "80"
 
 
-def test_progression_ids_unique():
-    ids = [bid for s in STEPS for bid, _ in s.variants]
+def test_catalogue_ids_unique():
+    ids = [v.id for s in STEPS for v in s.variants]
     assert len(ids) == len(set(ids)) and all(bid.startswith("gemm.") for bid in ids)
+    assert len({s.key for s in STEPS}) == len(STEPS)
 
 
 def _instruction_build(arch):
@@ -86,22 +87,30 @@ def test_random_cycle_visits_every_slot_and_walks_in_one_step():
     assert len(seen) == 1000
 
 
-@pytest.mark.parametrize("bid", [pytest.param(b, marks=builds((cuda.KERNELS / k.source, "90a", k.tile)), id=b)
-                                 for b, k in gemm.HAND_WRITTEN.items() if k.tile])
+@pytest.mark.parametrize("bid", [pytest.param(b, marks=builds((cuda.ROOT / s.source, "90a", v.tile)), id=b)
+                                 for b, (s, v) in KERNELS.items() if v.tile])
 def test_cute_gemm_compiles_with_its_tile_and_holds_its_instructions(bid, compile_cu):
-    """Each registered CuTe GEMM, compiled with the constants it is measured with, holds the
-    tensor-core (HMMA / HGMMA) and TMA (UTMALDG) instructions its benchmark requires."""
+    """Each CuTe GEMM of the catalogue, compiled with the constants it is measured with, holds the
+    tensor-core (HMMA / HGMMA) and TMA (UTMALDG) instructions its step requires."""
     from bench import sass
-    kernel = gemm.HAND_WRITTEN[bid]
-    cubin = compile_cu(cuda.KERNELS / kernel.source, "90a", kernel.tile)
-    counts = sass.histogram(sass.disassemble(cubin)[kernel.function])
-    assert kernel.sass_required and all(counts[op] for op in kernel.sass_required), (bid, dict(counts))
-    if "HGMMA" in kernel.sass_required:    # a K-tile is BK / 8 wgmmas per warpgroup, issued as one batch
-        assert counts["HGMMA"] % (kernel.tile["BK"] // gemm.ATOM_SHAPES[kernel.tile["MMA_ATOM"]][2]) == 0
+    step, variant = KERNELS[bid]
+    cubin = compile_cu(cuda.ROOT / step.source, "90a", variant.tile)
+    counts = sass.histogram(sass.disassemble(cubin)[step.function])
+    assert step.sass and all(counts[op] for op in step.sass), (bid, dict(counts))
+    if "HGMMA" in step.sass:    # a K-tile is BK / 8 wgmmas per warpgroup, issued as one batch
+        assert counts["HGMMA"] % (variant.tile["BK"] // catalogue.ATOM_SHAPES[variant.tile["MMA_ATOM"]][2]) == 0
+
+
+@builds((cuda.ROOT / STEPS[-1].source, "90a", {k: v for k, v in STEPS[-1].best.tile.items() if k != "EPILOGUE_N"}))
+def test_a_constant_the_catalogue_did_not_pass_is_a_compile_error(compile_cu):
+    """Step files hold no silent defaults: a missing constant stops the build and says where it comes from."""
+    tile = {k: v for k, v in STEPS[-1].best.tile.items() if k != "EPILOGUE_N"}
+    with pytest.raises(RuntimeError, match="come from the step catalogue"):
+        compile_cu(cuda.ROOT / STEPS[-1].source, "90a", tile)
 
 
 def test_tensor_map_box_is_the_tile():
-    args = gemm.tensor_map_args(256, 32)
+    args = launch.tensor_map_args(256, 32)
     assert args["box"] == [32, 256] and args["swizzle"] == "CU_TENSOR_MAP_SWIZZLE_128B"
     with pytest.raises(ValueError, match="128 bytes"):
-        gemm.tensor_map_args(128, 64)
+        launch.tensor_map_args(128, 64)

@@ -146,7 +146,7 @@ def test_gemm_settles_until_the_window_is_steady(monkeypatch):
     SETTLED_SPREAD; a GEMM that never settles is timed after SETTLE_MAX_S, marked so; the
     settling samples leave no timed span behind (the telemetry "during" is the timed samples')."""
     import time
-    from bench import gemm
+    from bench import harness
     clock = [0.0]
     monkeypatch.setattr(time, "monotonic", lambda: clock[0])
 
@@ -157,20 +157,20 @@ def test_gemm_settles_until_the_window_is_steady(monkeypatch):
             clock[0] += 0.2
             timing.TIMED_SPANS.append((clock[0] - 0.2, clock[0]))
             return [{"median": next(it)}]
-        monkeypatch.setattr(gemm, "time_gpu_alternating", sample)
+        monkeypatch.setattr(harness, "time_gpu_alternating", sample)
 
     drift = [3.0 * (1 + 0.01 * i) for i in range(30)]       # 1% slower every sample: never steady
     steady = [3.3 * (1 + 0.002 * (-1) ** i) for i in range(100)]
     fake_samples(drift + steady)
     spans = len(timing.TIMED_SPANS)
-    s = gemm.settle([None], batch=1)
-    assert s["settled"] and s["samples"] == 30 + gemm.SETTLE_WINDOW and s["window_spread"] < gemm.SETTLED_SPREAD
-    assert s["seconds"] >= gemm.SETTLE_MIN_S and len(timing.TIMED_SPANS) == spans
+    s = harness.settle([None], batch=1)
+    assert s["settled"] and s["samples"] == 30 + harness.SETTLE_WINDOW and s["window_spread"] < harness.SETTLED_SPREAD
+    assert s["seconds"] >= harness.SETTLE_MIN_S and len(timing.TIMED_SPANS) == spans
 
     fake_samples([3.0 * (1 + 0.05 * (i % 2)) for i in range(1000)])   # 5% apart, sample to sample
-    s = gemm.settle([None], batch=1)
-    assert not s["settled"] and gemm.SETTLE_MAX_S <= s["seconds"] < gemm.SETTLE_MAX_S + 0.5
-    assert gemm.window_spread([1.0] * (gemm.SETTLE_WINDOW - 1)) is None
+    s = harness.settle([None], batch=1)
+    assert not s["settled"] and harness.SETTLE_MAX_S <= s["seconds"] < harness.SETTLE_MAX_S + 0.5
+    assert harness.window_spread([1.0] * (harness.SETTLE_WINDOW - 1)) is None
 
 
 def _alive(pid: int) -> bool:

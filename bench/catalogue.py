@@ -1,0 +1,144 @@
+"""The one catalogue of GEMM steps: the hand-written progression as the benchmarks run it and
+the deck tells it. Each step declares, once, its kernel file and function, the tile constants
+of each variant, the SASS its kernel must hold, the GPUs it needs, its title, the technique it
+adds and how its diagram is drawn. The GEMM registrations (bench/gemm.py), the sweep, the
+tuner, the settling run, the deck's step list and the tests' lists of kernels all read it.
+
+Adding a step: its kernel file in kernels/ and one Step below (CONTRIBUTING.md)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+HOPPER = (9, 0)      # wgmma, TMA, clusters: compute capability 9.0 (sm_90a)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One kernel of a step: a benchmark of its own."""
+    id: str                       # benchmark id, "gemm.<name>"
+    label: str                    # how the step's slides tell it from its other variants
+    tile: dict | None = None      # CuTe kernels: the constants it is compiled with (-D), drawn in its diagram
+
+
+@dataclass(frozen=True)
+class Step:
+    key: str
+    title: str
+    technique: str
+    source: str                   # its kernel file in kernels/ (.cu: CuTe, through nvcc; .py: numba)
+    function: str                 # the kernel function in that file
+    variants: tuple[Variant, ...]  # the last is the step's best: its sweep, its slides' headline
+    diagram: str                  # how slides/figures.py draws it: "naive", "cute" or "wgmma"
+    sass: tuple[str, ...] = ()    # instructions its SASS must hold, or a slower path was compiled
+    min_cc: tuple[int, int] | None = None
+    layout: str = "b_kmajor"      # the B layout its kernel reads
+    precision: str = "tf32"
+    beyond: bool = False          # past the reference deck's last step: what it left on the table
+    reps: int | None = None       # timed samples, when the harness's default would take too long
+
+    @property
+    def best(self) -> Variant:
+        return self.variants[-1]
+
+    @property
+    def cute(self) -> bool:
+        return self.source.endswith(".cu")
+
+    def title_of(self, variant: Variant) -> str:
+        """The benchmark's title: the step's, and the variant's label where the step has several."""
+        name = self.title if len(self.variants) == 1 else f"{self.title}: {variant.label}"
+        return name if self.precision.upper() in name else f"{name} ({self.precision.upper()})"
+
+
+# The MMA atoms the steps use, and their (M, N, K) shape.
+ATOM_SHAPES = {"SM80_16x8x8_F32TF32TF32F32_TN": (16, 8, 8),
+               "SM90_64x128x8_F32TF32TF32_SS_TN": (64, 128, 8), "SM90_64x256x8_F32TF32TF32_SS_TN": (64, 256, 8)}
+SM80 = {"BM": 128, "BN": 128, "MMA_ATOM": "SM80_16x8x8_F32TF32TF32F32_TN", "WARPS_M": 2, "WARPS_N": 2}
+# The swizzle band: a wave of 132 tiles of 128 x 256 spans 16 tile rows by 8.25 tile columns, so it
+# reads 16 panels of A and 8.25 of B, each of the full K: fewer bytes than the 8 x 16.5 of a band of
+# 8 (for the reference shape on the H100, 3.2 GB from DRAM against 4.2 GB, in Nsight Compute).
+BAND = 16
+DEEPEST = 0          # STAGES: as many as the shared memory holds, which the kernel works out and exports
+
+
+def sm90(bn: int, stages: int, group_m: int = 0, producers: int = 0, cluster_m: int = 1, **beyond) -> dict:
+    """A Hopper step's constants: two consumer warpgroups, each a 64 x BN slice of the CTA tile;
+    BK = 32 floats, one 128-byte swizzle row; STAGES shared buffers in the ring; GROUP_M the CTA
+    swizzle's band of tile rows (0: none); PRODUCER_WARPGROUPS issuing TMA loads; CLUSTER_M CTAs
+    sharing B's tile by multicast."""
+    return {"BM": 128, "BN": bn, "BK": 32, "STAGES": stages, "GROUP_M": group_m, "WARPGROUPS_M": 2,
+            "PRODUCER_WARPGROUPS": producers, "CLUSTER_M": cluster_m,
+            "MMA_ATOM": f"SM90_64x{bn}x8_F32TF32TF32_SS_TN", **beyond}
+
+
+_WS = {"producers": 1}
+_PERSISTENT = {**_WS, "cluster_m": 2, "PERSISTENT": 1}
+_TMA = ("HGMMA", "UTMALDG")
+
+STEPS = (
+    Step("naive", "Naive FP32", "FP32 scalar, one thread per element of C", "kernels/gemm_01_naive.py",
+         "gemm_naive", (Variant("gemm.naive_fp32", "naive"),), "naive", layout="b_row", precision="fp32", reps=5),
+    Step("cute_mma", "CuTe Simple MMA", "TF32 tensor cores (SM80 16x8x8 atom), operands from global memory",
+         "kernels/gemm_02_cute_mma.cu", "gemm_cute_mma",
+         (Variant("gemm.cute_mma_tf32", "simple MMA", {**SM80, "BK": 8}),), "cute", ("HMMA",)),
+    Step("cute_smem", "CuTe SMEM", "+ shared memory tiles filled by cp.async",
+         "kernels/gemm_03_cute_smem.cu", "gemm_cute_smem",
+         (Variant("gemm.cute_smem_k8", "K-tile 8", {**SM80, "BK": 8}),
+          Variant("gemm.cute_smem_k32", "K-tile 32", {**SM80, "BK": 32})), "cute", ("HMMA",)),
+    Step("wgmma", "CuTe WGMMA", "SM90 wgmma reading swizzled shared memory", "kernels/gemm_04_wgmma.cu",
+         "gemm_wgmma", (Variant("gemm.wgmma", "WGMMA", sm90(128, 1)),), "wgmma", ("HGMMA",), HOPPER),
+    Step("wgmma_pipe", "WGMMA Pipelined", "+ a ring of shared buffers: cp.async of K-tile k+1 overlaps the wgmma of k",
+         "kernels/gemm_05_wgmma_pipe.cu", "gemm_wgmma_pipe",
+         (Variant("gemm.wgmma_pipe", "2 stages, 128x128", sm90(128, 2)),
+          Variant("gemm.wgmma_pipe_128x256", "3 stages, 128x256", sm90(256, 3)),
+          Variant("gemm.wgmma_pipe_swizzle", "+ CTA swizzle", sm90(256, 3, BAND))), "wgmma", ("HGMMA",), HOPPER),
+    Step("wgmma_tma", "WGMMA + TMA", "+ TMA loads, each issued by one thread (the last warp to finish reading the "
+         "stage), full mbarriers counting the bytes, 3 stages", "kernels/gemm_06_wgmma_tma.cu", "gemm_wgmma_tma",
+         (Variant("gemm.wgmma_tma_128x128", "128x128 tile", sm90(128, 3, BAND)),
+          Variant("gemm.wgmma_tma_128x256", "128x256 tile", sm90(256, 3, BAND))), "wgmma", _TMA, HOPPER),
+    Step("warp_specialized", "Warp Specialization",
+         "+ a producer warpgroup issuing the TMA loads, full/empty mbarrier pairs, two consumer warpgroups "
+         "issuing wgmma, setmaxnreg moving registers to them; then as many stages as shared memory holds",
+         "kernels/gemm_07_warp_specialized.cu", "gemm_warp_specialized",
+         (Variant("gemm.warp_specialized", "3 stages", sm90(256, 3, BAND, **_WS)),
+          Variant("gemm.warp_specialized_deep", "all the stages that fit", sm90(256, DEEPEST, BAND, **_WS))),
+         "wgmma", _TMA, HOPPER, beyond=True),
+    Step("cluster", "Clusters + TMA Multicast",
+         "+ clusters of 2 CTAs on vertically adjacent tiles: each loads half of their common B tile and "
+         "multicasts it into both", "kernels/gemm_08_cluster_multicast.cu", "gemm_cluster_multicast",
+         (Variant("gemm.cluster_multicast", "cluster of 2", sm90(256, DEEPEST, BAND, **_WS, cluster_m=2)),),
+         "wgmma", _TMA, HOPPER, beyond=True),
+    Step("persistent", "Persistent Kernel",
+         "+ one CTA per SM for the whole run, walking output tiles in the swizzled order; the next tile's "
+         "loads overlap this tile's epilogue", "kernels/gemm_09_persistent.cu", "gemm_persistent",
+         (Variant("gemm.persistent_no_cluster", "no cluster", sm90(256, DEEPEST, BAND, **{**_PERSISTENT, "cluster_m": 1})),
+          Variant("gemm.persistent", "2-CTA clusters", sm90(256, DEEPEST, BAND, **_PERSISTENT))),
+         "wgmma", _TMA, HOPPER, beyond=True),
+    Step("split_wave", "Split Last Wave",
+         "+ the tiles past the last full wave split in two along K: their owners compute the first part, "
+         "the clusters that would idle compute the rest and leave partial sums for the owners to add",
+         "kernels/gemm_10_split_wave.cu", "gemm_split_wave",
+         (Variant("gemm.split_wave", "split last wave", sm90(256, DEEPEST, BAND, **_PERSISTENT, SPLIT_WAVE=1)),),
+         "wgmma", _TMA, HOPPER, beyond=True),
+    Step("tma_store", "TMA-Store Epilogue",
+         "+ C leaves through shared memory: each warpgroup stages 32-column chunks that TMA stores while it "
+         "writes the next, and goes back to wgmma as soon as its registers are in shared memory; and a leaner "
+         "main loop (descriptors in uniform registers, the ring's stage carried): at the power cap, "
+         "fewer instructions leave more clock", "kernels/gemm_11_tma_store.cu", "gemm_tma_store",
+         # C staged 32 columns (128 bytes) at a time, double-buffered
+         (Variant("gemm.tma_store", "TMA-store epilogue",
+                  sm90(256, DEEPEST, BAND, **_PERSISTENT, SPLIT_WAVE=1, EPILOGUE_N=32, EPILOGUE_BUFFERS=2)),),
+         "wgmma", (*_TMA, "UTMASTG"), HOPPER, beyond=True),
+)
+
+KERNELS: dict[str, tuple[Step, Variant]] = {v.id: (s, v) for s in STEPS for v in s.variants}
+HEADLINE = STEPS[-1].best.id           # the last step's best kernel: the talk's headline
+TUNED = "gemm.persistent"              # the kernel the tuner searches around (bench/tune.py)
+
+
+def step_of(bench_id: str) -> Step:
+    return KERNELS[bench_id][0]
+
+
+def variant(bench_id: str) -> Variant:
+    return KERNELS[bench_id][1]

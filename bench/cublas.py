@@ -1,0 +1,33 @@
+"""cuBLAS through CuPy's cublasGemmEx binding: the baseline every GEMM is compared with."""
+from __future__ import annotations
+
+LAYOUTS = {"b_row": "B row-major (N contiguous)", "b_kmajor": "B K-major (stored transposed)"}
+PRECISIONS = ("fp32", "tf32", "bf16")
+
+_CUDA_R_32F, _CUDA_R_16BF = 0, 14                       # cudaDataType, library_types.h
+_COMPUTE = {"fp32": "CUBLAS_COMPUTE_32F", "tf32": "CUBLAS_COMPUTE_32F_FAST_TF32", "bf16": "CUBLAS_COMPUTE_32F"}
+
+
+def bench_id(precision: str, layout: str) -> str:
+    return f"gemm.cublas_{precision}_{layout}"
+
+
+def gemm(a, b, c, layout: str, precision: str) -> None:
+    """C = A B for row-major C through column-major cuBLAS: compute C^T = B^T A^T."""
+    import cupy
+    import numpy as np
+    from cupy_backends.cuda.libs import cublas
+
+    m, k = a.shape
+    n = c.shape[1]
+    handle = cupy.cuda.device.get_cublas_handle()
+    cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+    cublas.setMathMode(handle, cublas.CUBLAS_DEFAULT_MATH)   # TF32 only where the compute type asks
+    dtype = _CUDA_R_16BF if precision == "bf16" else _CUDA_R_32F
+    one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)
+    trans_b = cublas.CUBLAS_OP_T if layout == "b_kmajor" else cublas.CUBLAS_OP_N
+    ldb = k if layout == "b_kmajor" else n
+    cublas.gemmEx(handle, trans_b, cublas.CUBLAS_OP_N, n, m, k,
+                  one.ctypes.data, b.data.ptr, dtype, ldb, a.data.ptr, dtype, k,
+                  zero.ctypes.data, c.data.ptr, _CUDA_R_32F, n,
+                  getattr(cublas, _COMPUTE[precision]), -1)   # -1: CUBLAS_GEMM_DEFAULT

@@ -1,0 +1,250 @@
+"""The one GEMM harness: operands, the float64 check, and timing against cuBLAS.
+
+Shape and layouts are the reference deck's: A(M x K) row-major times B(K x N) gives C(M x N)
+row-major, with B stored either row-major ("b_row", N contiguous) or K-major ("b_kmajor", i.e.
+B transposed in memory, as TF32 wgmma wants both operands). C is poisoned with NaN, then every
+element is checked against a float64 GEMM of the same operands; cuBLAS is checked against the
+same reference on the same operands, so that a kernel's error stands beside cuBLAS's.
+
+A run of many GEMMs shares one process (bench/worker.py): operands and their float64 product
+are kept for the next kernel of the same shape, and the GPU stays at the steady state the GEMM
+before left it, so that each GEMM needs only a short settling."""
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable
+
+from . import cublas
+from .timing import TIMED_SPANS, batch_filling, quick, spread, time_gpu, time_gpu_alternating
+
+
+@dataclass(frozen=True)
+class Shape:
+    m: int
+    n: int
+    k: int
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k
+
+    @property
+    def dims(self) -> list[int]:
+        return [self.m, self.n, self.k]
+
+
+SHAPE = Shape(m=4096, n=8192, k=16384)
+ODD_SHAPE = Shape(m=1031, n=1553, k=1291)    # multiples of no tile
+SEED = 2026
+# A timed sample is as many GEMMs back to back as fill SAMPLE_MS: the power cap moves the clock by
+# several percent within milliseconds, and a sample this long averages over the swings. A kernel and
+# cuBLAS take turns, sample by sample, so that both meet the same clock: their ratio is per clock.
+SAMPLE_MS = 100.0 if quick() else 200.0
+REPS = 5 if quick() else 10
+# Before timing, the kernel runs alone until it is steady: the last SETTLE_WINDOW samples
+# spread (p10 to p90) less than SETTLED_SPREAD of their median. From a rest, a tensor-core GEMM at
+# the power cap loses clock for ten seconds or more as the chip warms (settle.headline); the run
+# keeps the chip warm from one GEMM to the next, so this mostly takes SETTLE_MIN_S. Timed anyway,
+# marked unsettled, after SETTLE_MAX_S.
+SETTLE_WINDOW, SETTLED_SPREAD = 10, 0.02
+SETTLE_MIN_S, SETTLE_MAX_S = (0.5, 2.0) if quick() else (2.0, 15.0)
+SETTLE_RULE = {"window": SETTLE_WINDOW, "spread": SETTLED_SPREAD, "min_s": SETTLE_MIN_S, "max_s": SETTLE_MAX_S}
+
+# Relative Frobenius error allowed, by arithmetic: FP32 accumulates in FP32; TF32 rounds each
+# operand to 10 mantissa bits (unit roundoff 2^-11); BF16 operands are exact in the reference, so
+# only the FP32 accumulation errs.
+TOLERANCE = {"fp32": 1e-5, "tf32": 2e-3, "bf16": 1e-4}
+
+
+@dataclass
+class Launch:
+    """A GEMM ready to run on given operands, and what it occupies on the GPU."""
+    run: Callable[[], None]
+    resources: dict | None = None      # threads_per_block, regs_per_thread, smem_*_bytes, local_bytes, grid
+
+
+class Refused(ValueError):
+    """A kernel declines a shape before launching (e.g. not a multiple of its tile)."""
+
+
+def _to_bf16_bits(x):
+    """float32 -> bfloat16 bit patterns (round to nearest even); CuPy has no bf16 dtype."""
+    import cupy
+    u = x.view(cupy.uint32)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(cupy.uint16)
+
+
+def _bf16_to_f64(bits):
+    import cupy
+    return (bits.astype(cupy.uint32) << 16).view(cupy.float32).astype(cupy.float64)
+
+
+class Operands:
+    """Random A and B of a shape (B transposed in memory for b_kmajor; bf16 as uint16 bit
+    patterns) and, once asked for, their float64 product."""
+
+    def __init__(self, shape: Shape, layout: str, precision: str, seed: int = SEED):
+        import cupy
+        rng = cupy.random.default_rng(seed)
+        self.shape, self.layout, self.precision = shape, layout, precision
+        a = rng.standard_normal((shape.m, shape.k), dtype=cupy.float32)
+        b = rng.standard_normal((shape.n, shape.k) if layout == "b_kmajor" else (shape.k, shape.n), dtype=cupy.float32)
+        self.a, self.b = (_to_bf16_bits(a), _to_bf16_bits(b)) if precision == "bf16" else (a, b)
+        self._reference = None
+
+    @property
+    def nbytes(self) -> int:
+        return self.a.nbytes + self.b.nbytes + (self._reference.nbytes if self._reference is not None else 0)
+
+    def reference(self):
+        """A B in float64 (cuBLAS DGEMM), and its Frobenius norm."""
+        import cupy
+        if self._reference is None:
+            up = _bf16_to_f64 if self.precision == "bf16" else (lambda x: x.astype(cupy.float64))
+            a64, b64 = up(self.a), up(self.b)
+            self._reference = a64 @ (b64.T if self.layout == "b_kmajor" else b64)
+            self._norm = float(cupy.linalg.norm(self._reference))
+        return self._reference, self._norm
+
+    def poisoned_c(self):
+        import cupy
+        return cupy.full((self.shape.m, self.shape.n), cupy.nan, dtype=cupy.float32)
+
+    def check(self, c) -> dict:
+        """Relative Frobenius error of C against the float64 product, and whether every element
+        of C was written (no NaN left of the poison)."""
+        import cupy
+        ref, norm = self.reference()
+        unwritten = int(cupy.isnan(c).sum())
+        err = float(cupy.linalg.norm(cupy.nan_to_num(c.astype(cupy.float64)) - ref) / norm)
+        tol = TOLERANCE[self.precision]
+        passed = unwritten == 0 and err <= tol
+        out = {"passed": passed, "rel_error": err, "tolerance": tol, "unwritten": unwritten,
+               "reference": "float64 GEMM of the same operands, relative Frobenius norm"}
+        if not passed:
+            out["detail"] = (f"{unwritten} elements of C never written" if unwritten
+                             else f"relative error {err:.2e} above {self.precision} tolerance {tol:.0e}")
+        return out
+
+
+# Operands kept for the next GEMM of the same shape, layout and precision, the least recently
+# used dropped first past this many bytes.
+KEPT_OPERAND_BYTES = 12 * 2**30
+_kept: OrderedDict[tuple, Operands] = OrderedDict()
+
+
+def operands(shape: Shape, layout: str, precision: str) -> Operands:
+    key = (shape, layout, precision)
+    if key not in _kept:
+        _kept[key] = Operands(shape, layout, precision)
+    _kept.move_to_end(key)
+    while len(_kept) > 1 and sum(o.nbytes for o in _kept.values()) > KEPT_OPERAND_BYTES:
+        _kept.popitem(last=False)
+    return _kept[key]
+
+
+def checked_launch(shape: Shape, layout: str, precision: str, prepare):
+    """A kernel on the shape's operands, C poisoned with NaN, one run, and its check against float64:
+    (the launch, the check, the operands, C). ``prepare`` may raise Refused."""
+    import cupy
+    ops = operands(shape, layout, precision)
+    c = ops.poisoned_c()
+    launch = prepare(ops.a, ops.b, c)
+    launch.run()
+    cupy.cuda.get_current_stream().synchronize()
+    return launch, ops.check(c), ops, c
+
+
+def checked_cublas(ops: Operands, precision: str | None = None):
+    """cuBLAS on the same operands into a poisoned C: its run and its check against the same reference."""
+    import cupy
+    precision = precision or ops.precision
+    c = ops.poisoned_c()
+    run = lambda: cublas.gemm(ops.a, ops.b, c, ops.layout, precision)
+    run()
+    cupy.cuda.get_current_stream().synchronize()
+    return run, ops.check(c)
+
+
+def warm(run, seconds: float) -> None:
+    """Run ``run`` back to back for ``seconds`` of wall time (in batches, so the queue stays full)."""
+    import cupy
+    began = time.monotonic()
+    while time.monotonic() - began < seconds:
+        for _ in range(8):
+            run()
+        cupy.cuda.get_current_stream().synchronize()
+
+
+def window_spread(samples_ms) -> float | None:
+    """The settling rule's measure over the last SETTLE_WINDOW samples (None while there are fewer)."""
+    from .timing import summarize
+    return spread(summarize(samples_ms[-SETTLE_WINDOW:])) if len(samples_ms) >= SETTLE_WINDOW else None
+
+
+def settle(runs, batch: int) -> dict:
+    """Run ``runs`` in turns, a sample of ``batch`` runs each, until the first of them is steady
+    (window_spread under SETTLED_SPREAD, after at least SETTLE_MIN_S) or SETTLE_MAX_S has passed.
+    Its samples are not timings: their spans are taken back out of TIMED_SPANS, so the telemetry
+    recorded "during" the run is that of the timed samples."""
+    began, samples, spans = time.monotonic(), [], len(TIMED_SPANS)
+    while True:
+        samples.append(time_gpu_alternating(runs, warmup=0, reps=1, batch=batch)[0]["median"])
+        elapsed, now = time.monotonic() - began, window_spread(samples)
+        steady = now is not None and now < SETTLED_SPREAD
+        if (steady and elapsed >= SETTLE_MIN_S) or elapsed >= SETTLE_MAX_S:
+            del TIMED_SPANS[spans:]
+            return {"seconds": round(elapsed, 2), "samples": len(samples), "settled": steady,
+                    "window_spread": now, "first_ms": samples[0], "last_ms": samples[-1]}
+
+
+def tflops(shape: Shape, time_ms: dict) -> float:
+    return shape.flops / (time_ms["median"] * 1e-3) / 1e12
+
+
+def _odd_shape(layout: str, precision: str, prepare) -> dict:
+    try:
+        _, check, _, _ = checked_launch(ODD_SHAPE, layout, precision, prepare)
+        odd = {"outcome": "correct" if check["passed"] else "wrong", "check": check}
+    except Refused as e:
+        odd = {"outcome": "refused", "reason": str(e)}
+    return {**odd, "shape": ODD_SHAPE.dims}
+
+
+def run_gemm(ctx, *, precision: str, layout: str, prepare, reps: int = REPS, against_cublas: bool = False) -> dict:
+    """Check at the reference shape, settle, time; then correctness (or a clear refusal) at ODD_SHAPE.
+    ``against_cublas``: cuBLAS (same precision, layout and operands) is checked too, and, once the
+    kernel has settled, the two are timed in turns, so that both meet the same clock: the kernel's figures and cuBLAS's
+    come from the same samples, and their ratio is per unit of clock."""
+    launch, check, ops, _ = checked_launch(SHAPE, layout, precision, prepare)
+    runs = [launch.run]
+    if against_cublas:
+        cublas_run, cublas_check = checked_cublas(ops)
+        runs.append(cublas_run)
+    batch = batch_filling(runs, SAMPLE_MS)
+    settled = settle(runs[:1], batch)
+    times = time_gpu_alternating(runs, warmup=1, reps=reps, batch=batch)
+    t = times[0]
+    odd = _odd_shape(layout, precision, prepare)
+    if odd["outcome"] == "wrong":
+        check = {**check, "passed": False, "detail": f"wrong at the odd shape {odd['shape']}: {odd['check']['detail']}"}
+    record = {"params": {"m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "layout": layout, "precision": precision,
+                         "output": "fp32", "reps": reps, "sample_ms": SAMPLE_MS, "batch": batch, "seed": SEED,
+                         "settle_rule": SETTLE_RULE,
+                         "timing": "in turns with cuBLAS, sample by sample" if against_cublas else "alone"},
+              "check": check, "settle": settled, "time_ms": t, "tflops": tflops(SHAPE, t), "odd_shape": odd}
+    versus = ""
+    if against_cublas:
+        record["cublas"] = {"id": cublas.bench_id(precision, layout), "time_ms": times[1],
+                            "tflops": tflops(SHAPE, times[1]), "ratio": times[1]["median"] / t["median"],
+                            "check": cublas_check}
+        versus = (f" = {100 * record['cublas']['ratio']:.1f}% of cuBLAS's {record['cublas']['tflops']:.1f} in turns; "
+                  f"error {check['rel_error']:.1e} vs cuBLAS {cublas_check['rel_error']:.1e}")
+    steady = "steady" if settled["settled"] else "NOT steady"
+    ctx.progress(f"{record['tflops']:.1f} TFLOPS{versus}; {steady} after {settled['seconds']:.1f} s, "
+                 f"spread {100 * spread(t):.1f}%, odd shape {odd['outcome']}")
+    if launch.resources:
+        record["resources"] = launch.resources
+    return record

@@ -1,0 +1,188 @@
+"""Launching the hand-written GEMM kernels of the catalogue: CuTe kernels compiled with their
+step's constants, their TMA descriptors, persistent grids and split-wave plans; and the numba
+kernel. ``prepare(step, variant, device)`` gives prepare(a, b, c) -> harness.Launch."""
+from __future__ import annotations
+
+from .catalogue import ATOM_SHAPES, Step, Variant
+from .harness import Launch, Refused
+
+
+def numba_cuda():
+    """numba.cuda, importable beside newer NumPy: numba-cuda 0.30 still calls np.row_stack,
+    which NumPy 2.5 removed (it was an alias of vstack)."""
+    import numpy as np
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack
+    from numba import cuda
+    return cuda
+
+
+def _numba_prepare(step: Step):
+    import importlib
+    numba_cuda()
+    module = importlib.import_module(step.source.removesuffix(".py").replace("/", "."))
+    kernel = getattr(module, step.function)
+
+    def prepare(a, b, c):
+        (m, k), n = a.shape, c.shape[1]
+        grid = module.grid(m, n)
+        flat = (a.ravel(), b.ravel(), c.ravel())
+        run = lambda: kernel[grid, module.BLOCK](*flat, m, n, k)
+        run()                                   # compiles, so that the resources can be read
+        compiled = next(iter(kernel.overloads.values()))      # the one specialization launched
+        return Launch(run, {"threads_per_block": module.BLOCK[0] * module.BLOCK[1], "grid": list(grid),
+                            "regs_per_thread": int(compiled.regs_per_thread),
+                            "smem_static_bytes": int(compiled.shared_mem_per_block), "smem_dynamic_bytes": 0,
+                            "local_bytes": int(compiled.local_mem_per_thread)})
+    return prepare
+
+
+def tensor_map_args(box_rows: int, box_cols: int) -> dict:
+    """cuTensorMapEncodeTiled's arguments for a row-major float32 matrix read in boxes of
+    box_rows x box_cols, swizzled 128-byte rows in shared memory (the wgmma layout), before the
+    matrix's address and extent are known: the one place the TMA box is defined."""
+    if box_cols * 4 != 128:
+        raise ValueError(f"a 128-byte-swizzled box row is 128 bytes: {box_cols} floats is not")
+    return {"data_type": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32", "box": [box_cols, box_rows],   # innermost first
+            "element_strides": [1, 1], "interleave": "CU_TENSOR_MAP_INTERLEAVE_NONE",
+            "swizzle": "CU_TENSOR_MAP_SWIZZLE_128B", "l2_promotion": "CU_TENSOR_MAP_L2_PROMOTION_L2_256B",
+            "oob_fill": "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE"}
+
+
+def tensor_map(x, box_rows: int, box_cols: int):
+    """A TMA descriptor for the row-major float32 matrix ``x`` (cuda-bindings' cuTensorMapEncodeTiled),
+    as a structured NumPy scalar that CuPy passes by value to a ``__grid_constant__ CUtensorMap``."""
+    import ctypes
+    import numpy as np
+    from cuda.bindings import driver as cu
+
+    opaque = np.dtype([(f"w{i}", "<u8") for i in range(16)])      # CUtensorMap: 128 opaque bytes
+    args = tensor_map_args(box_rows, box_cols)
+    rows, cols = x.shape
+    err, tmap = cu.cuTensorMapEncodeTiled(
+        getattr(cu.CUtensorMapDataType, args["data_type"]), 2, x.data.ptr,
+        [cu.cuuint64_t(cols), cu.cuuint64_t(rows)], [cu.cuuint64_t(cols * x.itemsize)],
+        [cu.cuuint32_t(v) for v in args["box"]], [cu.cuuint32_t(v) for v in args["element_strides"]],
+        getattr(cu.CUtensorMapInterleave, args["interleave"]), getattr(cu.CUtensorMapSwizzle, args["swizzle"]),
+        getattr(cu.CUtensorMapL2promotion, args["l2_promotion"]), getattr(cu.CUtensorMapFloatOOBfill, args["oob_fill"]))
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed ({err.name}) for a {rows}x{cols} matrix, box {args['box']}")
+    return np.frombuffer(ctypes.string_at(tmap.getPtr(), opaque.itemsize), dtype=opaque)[0]
+
+
+def resident_ctas(kernel, threads: int, smem_bytes: int, cluster: int) -> int:
+    """How many CTAs of ``kernel`` the GPU holds at once, in whole clusters of ``cluster``
+    (the driver's cuOccupancyMaxActiveClusters): a persistent kernel's grid."""
+    from cuda.bindings import driver as cu
+    config = cu.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = cluster, 1, 1
+    config.blockDimX, config.blockDimY, config.blockDimZ = threads, 1, 1
+    config.sharedMemBytes = smem_bytes
+    err, clusters = cu.cuOccupancyMaxActiveClusters(cu.CUfunction(kernel.kernel.ptr), config)
+    if err != cu.CUresult.CUDA_SUCCESS or clusters < 1:
+        raise RuntimeError(f"cuOccupancyMaxActiveClusters failed ({err.name}, {clusters} clusters) "
+                           f"for {threads} threads, {smem_bytes} bytes of shared memory, clusters of {cluster}")
+    return clusters * cluster
+
+
+def split_wave(units: int, clusters: int, k_tiles: int) -> dict:
+    """The plan of a split-wave kernel's last wave, which the kernel is given: ``units`` cluster
+    tiles on ``clusters`` persistent clusters; the ``left`` units past the full waves each have an
+    owner that computes K-tiles [0, split) and a helper (a cluster with no unit left) that computes
+    the rest, up to ``rounds`` tails one after another. The split balances an owner's part
+    against a helper's run of tails."""
+    left = units % clusters
+    helpers = clusters - left
+    rounds = -(-left // helpers)
+    split = -(-rounds * k_tiles // (rounds + 1))
+    return {"units": units, "clusters": clusters, "k_tiles": k_tiles, "full_waves": units // clusters,
+            "full_units": units - left, "left": left, "helpers": helpers, "rounds": rounds,
+            "split": split if left else k_tiles}
+
+
+def _exported(module, name: str) -> int:
+    """An ``extern "C" __constant__ int`` the kernel exports (its shared memory, its ring's depth)."""
+    import cupy
+    return int(cupy.ndarray((1,), cupy.int32, memptr=module.get_global(name)).get()[0])
+
+
+def _cute_prepare(step: Step, variant: Variant, device: dict):
+    """prepare() for a CuTe kernel with a CTA tile of tile["BM"] x tile["BN"] x tile["BK"],
+    compiled with the variant's constants; refuses shapes that are not whole tiles. Its SASS must
+    hold each of the step's instructions (HMMA, HGMMA, UTMALDG), or it is on a slower path.
+
+    SM80 kernels (WARPS_M x WARPS_N warps) take (A, B, C, M, N, K) on an (M/BM, N/BN) grid;
+    SM90 kernels (WARPGROUPS_M consumer warpgroups, after PRODUCER_WARPGROUPS) take a 1-D grid,
+    the order of its tiles being the kernel's (one CTA a tile, or as many as fit at once when
+    PERSISTENT), and dynamic shared memory of the size the kernel exports as SMEM_BYTES, for a
+    ring of the depth it exports as RING_STAGES; kernels that must hold UTMALDG take tensor maps
+    of A and B in place of the pointers (B's box is 1/CLUSTER_M of its tile: each CTA of a cluster
+    loads that slice for all of them), and those with EPILOGUE_N one of C, stored through shared
+    memory a chunk at a time; SPLIT_WAVE kernels also take scratch for the partial sums of split
+    tiles, their ready flags, and the plan of the last wave (split_wave)."""
+    import cupy
+    import numpy as np
+    from .cuda import load_module
+    from .registry import ROOT
+    from .sass import disassemble, histogram
+
+    tile, name = variant.tile, step.function
+    module, cubin = load_module(ROOT / step.source, device, tile)
+    counts = histogram(disassemble(cubin)[name])
+    missing = [op for op in step.sass if not counts[op]]
+    if missing:
+        raise RuntimeError(f"{name}: no {', '.join(missing)} in its SASS: a slower path was compiled")
+    kernel = module.get_function(name)
+    hopper = "WARPGROUPS_M" in tile
+    threads = (128 * (tile["WARPGROUPS_M"] + tile["PRODUCER_WARPGROUPS"]) if hopper
+               else 32 * tile["WARPS_M"] * tile["WARPS_N"])
+    cluster = tile.get("CLUSTER_M", 1)
+    smem_dynamic, compiled = 0, dict(tile)
+    if hopper:
+        smem_dynamic = _exported(module, "SMEM_BYTES")
+        compiled["STAGES"] = _exported(module, "RING_STAGES")    # STAGES 0 asks for the deepest that fits
+        kernel.max_dynamic_shared_size_bytes = smem_dynamic
+    uses_tma = "UTMALDG" in step.sass
+    boxes = {"a": (tile["BM"], tile["BK"]), "b": (tile["BN"] // cluster, tile["BK"])}   # (rows, cols)
+    if tile.get("EPILOGUE_N"):       # C leaves in chunks of EPILOGUE_N columns of a warpgroup's rows
+        boxes["c"] = (tile["BM"] // tile["WARPGROUPS_M"], tile["EPILOGUE_N"])
+    resident = resident_ctas(kernel, threads, smem_dynamic, cluster) if tile.get("PERSISTENT") else None
+
+    def prepare(a, b, c):
+        (m, k), n = a.shape, c.shape[1]
+        if m % (tile["BM"] * cluster) or n % tile["BN"] or k % tile["BK"]:
+            raise Refused(f"{name} takes whole {tile['BM'] * cluster}×{tile['BN']}×{tile['BK']} tiles only"
+                          f"{' (a cluster of ' + str(cluster) + ' tiles over M)' if cluster > 1 else ''}; "
+                          f"{m}×{n}×{k} is not")
+        tiles = (m // tile["BM"], n // tile["BN"])
+        grid = ((min(resident, tiles[0] * tiles[1]) if resident else tiles[0] * tiles[1]),) if hopper else tiles
+        operands = (tensor_map(a, *boxes["a"]), tensor_map(b, *boxes["b"])) if uses_tma else (a, b)
+        args = (*operands, tensor_map(c, *boxes["c"]) if "c" in boxes else c, np.int32(m), np.int32(n), np.int32(k))
+        plan = None
+        if tile.get("SPLIT_WAVE"):       # per CTA: one tile's partial sums, a ready flag per consumer thread
+            consumers = 128 * tile["WARPGROUPS_M"]
+            plan = split_wave(tiles[0] * tiles[1] // cluster, grid[0] // cluster, k // tile["BK"])
+            args += (cupy.empty(grid[0] * tile["BM"] * tile["BN"], cupy.float32), cupy.zeros(grid[0] * consumers, cupy.int32),
+                     *(np.int32(plan[key]) for key in ("full_units", "left", "split")))
+        run = lambda: kernel(grid, (threads,), args, shared_mem=smem_dynamic)
+        attrs = kernel.attributes
+        resources = {"threads_per_block": threads, "grid": list(grid),
+                     "grid_axes": "tiles, in the kernel's order" if hopper else "x over M, y over N",
+                     "regs_per_thread": int(attrs["num_regs"]),
+                     "smem_static_bytes": int(attrs["shared_size_bytes"]), "smem_dynamic_bytes": smem_dynamic,
+                     "local_bytes": int(attrs["local_size_bytes"]),
+                     "tile": {**compiled, "atom_mnk": list(ATOM_SHAPES[tile["MMA_ATOM"]])},
+                     "sass": {**{op: counts[op] for op in step.sass}, "instructions": sum(counts.values())}}
+        if uses_tma:
+            resources["tma"] = {operand: tensor_map_args(*box) for operand, box in boxes.items()}
+        if resident:
+            resources["resident_ctas"] = resident
+        if plan:
+            resources["split_wave"] = plan
+        return Launch(run, resources)
+    return prepare
+
+
+def prepare(step: Step, variant: Variant, device: dict):
+    """prepare(a, b, c) -> Launch for a kernel of the catalogue, built for ``device``."""
+    return _cute_prepare(step, variant, device) if step.cute else _numba_prepare(step)
