@@ -20,7 +20,7 @@ SPACE = ({"BN": (256,), "STAGES": (DEEPEST,), "CLUSTER_M": (1, 2), "GROUP_M": (1
 # Timed in turns with cuBLAS, so the power cap's drift falls on both alike: shorter samples than the
 # GEMM family's keep two dozen trials within a minute; the chip is warm from the GEMMs before.
 SAMPLE_MS = 50.0
-TRIAL_WARM_S, TRIAL_REPS = (0.1, 4) if quick() else (0.3, 8)
+TRIAL_WARM_S, TRIAL_REPS = (0.1, 4) if quick() else (0.2, 6)
 FINAL_WARM_S, FINAL_REPS = (0.3, 6) if quick() else (1.0, 20)
 
 

@@ -159,12 +159,13 @@ def test_gemm_settles_until_the_window_is_steady(monkeypatch):
             return [{"median": next(it)}]
         monkeypatch.setattr(harness, "time_gpu_alternating", sample)
 
-    drift = [3.0 * (1 + 0.01 * i) for i in range(30)]       # 1% slower every sample: never steady
+    # 1% slower every sample, for half of the longest settling: never steady
+    drift = [3.0 * (1 + 0.01 * i) for i in range(int(harness.SETTLE_MAX_S / 0.2 / 2))]
     steady = [3.3 * (1 + 0.002 * (-1) ** i) for i in range(100)]
     fake_samples(drift + steady)
     spans = len(timing.TIMED_SPANS)
     s = harness.settle([None], batch=1)
-    assert s["settled"] and s["samples"] == 30 + harness.SETTLE_WINDOW and s["window_spread"] < harness.SETTLED_SPREAD
+    assert s["settled"] and len(drift) < s["samples"] <= len(drift) + harness.SETTLE_WINDOW and s["window_spread"] < harness.SETTLED_SPREAD
     assert s["seconds"] >= harness.SETTLE_MIN_S and len(timing.TIMED_SPANS) == spans
 
     fake_samples([3.0 * (1 + 0.05 * (i % 2)) for i in range(1000)])   # 5% apart, sample to sample
