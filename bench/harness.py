@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from . import cublas
-from .timing import TIMED_SPANS, batch_filling, quick, spread, time_gpu, time_gpu_alternating
+from .timing import TIMED_SPANS, batch_filling, quick, spread, summarize, time_gpu_alternating
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,6 @@ def warm(run, seconds: float) -> None:
 
 def window_spread(samples_ms) -> float | None:
     """The settling rule's measure over the last SETTLE_WINDOW samples (None while there are fewer)."""
-    from .timing import summarize
     return spread(summarize(samples_ms[-SETTLE_WINDOW:])) if len(samples_ms) >= SETTLE_WINDOW else None
 
 
@@ -225,7 +224,7 @@ def run_gemm(ctx, *, precision: str, layout: str, prepare, reps: int = REPS, aga
         runs.append(cublas_run)
     batch = batch_filling(runs, SAMPLE_MS)
     settled = settle(runs[:1], batch)
-    times = time_gpu_alternating(runs, warmup=1, reps=reps, batch=batch)
+    times = time_gpu_alternating(runs, warmup=1, reps=reps, batch=batch, keep_samples=True)
     t = times[0]
     odd = _odd_shape(layout, precision, prepare)
     if odd["outcome"] == "wrong":
@@ -239,8 +238,11 @@ def run_gemm(ctx, *, precision: str, layout: str, prepare, reps: int = REPS, aga
     if against_cublas:
         record["cublas"] = {"id": cublas.bench_id(precision, layout), "time_ms": times[1],
                             "tflops": tflops(SHAPE, times[1]), "ratio": times[1]["median"] / t["median"],
+                            # the ratio turn by turn: what is left of the spread once both meet the same clock
+                            "ratio_by_turn": summarize([c / k for k, c in zip(t["samples"], times[1]["samples"])]),
                             "check": cublas_check}
-        versus = (f" = {100 * record['cublas']['ratio']:.1f}% of cuBLAS's {record['cublas']['tflops']:.1f} in turns; "
+        versus = (f" = {100 * record['cublas']['ratio']:.1f}% of cuBLAS's {record['cublas']['tflops']:.1f} in turns "
+                  f"(turn by turn spread {100 * spread(record['cublas']['ratio_by_turn']):.1f}%); "
                   f"error {check['rel_error']:.1e} vs cuBLAS {cublas_check['rel_error']:.1e}")
     steady = "steady" if settled["settled"] else "NOT steady"
     ctx.progress(f"{record['tflops']:.1f} TFLOPS{versus}; {steady} after {settled['seconds']:.1f} s, "

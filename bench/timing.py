@@ -65,12 +65,13 @@ def batch_filling(fns, sample_ms: float) -> int:
     return max(1, round(sample_ms / max(t["median"] for t in probe)))
 
 
-def time_gpu_alternating(fns, *, warmup: int = 3, reps: int = 20, batch: int = 1) -> list[dict]:
+def time_gpu_alternating(fns, *, warmup: int = 3, reps: int = 20, batch: int = 1, keep_samples: bool = False) -> list[dict]:
     """Time each of ``fns`` ``reps`` times, taking turns within every repetition, so that
     all of them meet the same clocks and temperatures (a GPU held at its power cap moves its
     clock from one millisecond to the next): their ratio is then fair even where each
     alone would drift. A sample is ``batch`` runs back to back between one pair of events, and
-    its time their mean: samples of tens of milliseconds average over the clock's swings."""
+    its time their mean: samples of tens of milliseconds average over the clock's swings.
+    ``keep_samples``: each summary also holds its samples in order (turn i of every fn is sample i)."""
     import cupy
 
     hold = _stream_holder(batch)
@@ -91,4 +92,4 @@ def time_gpu_alternating(fns, *, warmup: int = 3, reps: int = 20, batch: int = 1
             end.synchronize()
             own.append(cupy.cuda.get_elapsed_time(start, end) / batch)
     TIMED_SPANS.append((began, time.monotonic()))
-    return [{**summarize(t), "batch": batch} for t in times]
+    return [{**summarize(t), "batch": batch, **({"samples": t} if keep_samples else {})} for t in times]
