@@ -22,9 +22,9 @@ import jinja2
 from markupsafe import Markup
 
 from bench import registry, schema
-from bench.timing import summarize
-from bench.gemm import LAYOUTS, SHAPE, cublas_id
-from bench.progression import STEPS
+from bench import catalogue, cublas as cublas_lib
+from bench.harness import SHAPE
+from bench.timing import spread, summarize
 from slides import escape, figures
 from slides import multigpu as multigpu_section
 
@@ -202,36 +202,37 @@ def code_lines(source: str | None) -> int:
 
 def gemm_context(ctx: Context, device: dict) -> dict:
     cublas = {}
-    for precision in ("fp32", "tf32", "bf16"):
-        for layout in LAYOUTS:
-            r = ctx.record(cublas_id(precision, layout))
-            r.update(precision=precision, layout=layout, layout_name=LAYOUTS[layout])
+    for precision in cublas_lib.PRECISIONS:
+        for layout in cublas_lib.LAYOUTS:
+            r = ctx.record(cublas_lib.bench_id(precision, layout))
+            r.update(precision=precision, layout=layout, layout_name=cublas_lib.LAYOUTS[layout])
             cublas[(precision, layout)] = r
-    tf32 = [cublas[("tf32", lay)] for lay in LAYOUTS if cublas[("tf32", lay)]["measured"] and not cublas[("tf32", lay)]["failed"]]
+    tf32 = [r for (precision, _), r in cublas.items() if precision == "tf32" and r["measured"] and not r["failed"]]
     best_tf32 = max(tf32, key=lambda r: r["tflops"]) if tf32 else None
 
     by_id = {r["id"]: r for r in cublas.values()}
     steps, prev = [], None
-    for i, step in enumerate(STEPS, 1):
+    for i, step in enumerate(catalogue.STEPS, 1):
         baseline = cublas[(step.precision, step.layout)]     # the naive FP32 kernel against cuBLAS FP32
         title = f"Kernel {i}: {step.title}"
         variants = []
-        for bid, label in step.variants:
-            r = ctx.record(bid)
-            r["label"] = label
-            # alone: against cuBLAS settled and timed right after the kernel, at the same temperature
-            # (bench/gemm.py), or else against cuBLAS's own record; named where it is shown
-            alone = r["record"].get("cublas_alone")
-            base = by_id.get(alone["id"], baseline) if alone else baseline
-            r["baseline"] = {"precision": base["precision"].upper(), "layout_name": base["layout_name"],
-                             "alone": bool(alone and r["tflops"])}
-            r["baseline_tflops"] = r["tflops"] / alone["ratio"] if alone and r["tflops"] else baseline["tflops"]
-            if r["tflops"] and r["baseline_tflops"]:
-                r["pct_cublas"] = 100 * r["tflops"] / r["baseline_tflops"]
-            r["pct_cublas_best"] = 100 * r["tflops"] / best_tf32["tflops"] if r["tflops"] and best_tf32 else None
-            # timed in turns with cuBLAS, both at the same clock: the ratio without the power cap's say
-            in_turns = r["record"].get("cublas_in_turns")
-            r["pct_cublas_in_turns"] = 100 * in_turns["ratio"] if in_turns else None
+        for variant in step.variants:
+            r = ctx.record(variant.id)
+            r["label"] = variant.label
+            # the baseline: cuBLAS of the kernel's precision and layout, on the same operands, timed
+            # in turns with it sample by sample (bench/harness.py); its figures are that timing's
+            versus = r["record"].get("cublas")
+            r["baseline"], r["ratio_spread"] = None, None
+            if versus and r["tflops"]:
+                base = by_id[versus["id"]]
+                r["baseline"] = {"id": versus["id"], "precision": base["precision"].upper(),
+                                 "layout_name": base["layout_name"], "timing": "in turns",
+                                 "tflops": versus["tflops"], "time_ms": versus["time_ms"],
+                                 "error": versus["check"]["rel_error"], "check": versus["check"]}
+                r["baseline_tflops"] = versus["tflops"]
+                r["pct_cublas"] = 100 * r["tflops"] / versus["tflops"]
+                # turn by turn: what is left of the spread once both meet the same clock
+                r["ratio_spread"] = spread(versus["ratio_by_turn"])
             res = r["record"].get("resources")
             r["resources"] = res
             r["occupancy"] = occupancy(res, device) if res else None
@@ -249,7 +250,7 @@ def gemm_context(ctx: Context, device: dict) -> dict:
         res = best["resources"] or {}
         block = block_shape(res, {"m": SHAPE.m, "n": SHAPE.n}) if "tile" not in res and res else None
         drawable = block or "tile" in res
-        diagram = f"gemm_{step.key}.svg" if drawable and step.key in figures.DIAGRAMS else None
+        diagram = f"gemm_{step.key}.svg" if drawable else None
         if usable and prev:
             best["speedup"] = best["tflops"] / prev["best"]["tflops"]
             best["speedup_over"] = prev["title"]
@@ -258,10 +259,10 @@ def gemm_context(ctx: Context, device: dict) -> dict:
         # a step of one kernel is named by its title; of several, by its title and its best's label
         name = f"{step.title} ({best['label']})" if len(variants) > 1 else step.title
         steps.append({"index": i, "key": step.key, "title": step.title, "name": name, "slide_title": title,
-                      "technique": step.technique, "layout": step.layout, "layout_name": LAYOUTS[step.layout],
+                      "technique": step.technique, "layout": step.layout, "layout_name": cublas_lib.LAYOUTS[step.layout],
                       "precision": step.precision, "baseline": baseline,
                       "source": source, "code_lines": code_lines(source), "beyond": step.beyond,
-                      "variants": variants, "best": best, "block": block, "diagram": diagram,
+                      "variants": variants, "best": best, "block": block, "diagram": diagram, "draw": step.diagram,
                       "measured": any(v["measured"] for v in variants),
                       "skip_reason": "; ".join(dict.fromkeys(v["reason"] for v in variants if v["status"] == "skipped"))})
         if usable:
@@ -270,12 +271,9 @@ def gemm_context(ctx: Context, device: dict) -> dict:
     headline = None
     if len(measured_steps) >= 2:
         first, top = measured_steps[0], max(measured_steps, key=lambda s: s["best"]["tflops"])
-        last, base = top["best"], top["baseline"]
-        headline = {"from": first["best"], "to": last, "to_title": top["title"], "to_name": top["name"], "speedup": last["tflops"] / first["best"]["tflops"],
-                    "baseline": base, "pct_per_clock": None}
-        if last["clock_mhz"] and base["tflops"] and base["clock_mhz"]:
-            # both run power-capped: per cycle of the clock each held, how close is the kernel?
-            headline["pct_per_clock"] = 100 * (last["tflops"] / last["clock_mhz"]) / (base["tflops"] / base["clock_mhz"])
+        last = top["best"]
+        headline = {"from": first["best"], "to": last, "to_title": top["title"], "to_name": top["name"],
+                    "speedup": last["tflops"] / first["best"]["tflops"]}
     # What the reference deck left on the table, as built here: its last step, then each step past it.
     reference_last = [s for s in measured_steps if not s["beyond"]][-1:]
     story = reference_last + [s for s in measured_steps if s["beyond"]]
@@ -334,21 +332,21 @@ def tune_context(ctx: Context) -> dict:
     if "trials" not in r["record"]:
         return {**r, "trials": None}
     rec = r["record"]
-    trials = [{**t, "winner": i == rec["winner"], "hand_picked": i == rec["hand_picked"]}
+    deepest = rec["params"]["stages_max"]          # by tile width: what STAGES DEEPEST came to
+
+    def stages(config: dict) -> int | None:
+        return deepest.get(str(config["BN"])) if config["STAGES"] == catalogue.DEEPEST else config["STAGES"]
+
+    trials = [{**t, "stages": stages(t["config"]), "winner": i == rec["winner"], "hand_picked": i == rec["hand_picked"]}
               for i, t in enumerate(rec["trials"])]
     ranked = sorted((t for t in trials if "ratio" in t), key=lambda t: -t["ratio"])
-    final = rec["final"]
+    final = {name: {**f, "stages": stages(f["config"])} if "config" in f else f for name, f in rec["final"].items()}
     gain = (final["winner"]["ratio"] / final["hand_picked"]["ratio"] - 1) * 100 if "hand_picked" in final else None
     return {**r, "trials": trials, "ranked": ranked, "space": rec["params"]["space"], "bm": rec["params"]["bm"],
-            "stages_max": rec["params"]["stages_max"], "final": final, "gain_pct": gain,
+            "stages_max": deepest, "deepest": catalogue.DEEPEST, "final": final, "gain_pct": gain,
             "same_as_hand_picked": rec["winner"] == rec["hand_picked"],
             "errors": [t for t in trials if t["outcome"] == "error"],
             "wrong": [t for t in trials if t["outcome"] == "wrong"]}
-
-
-def _spread(t: dict) -> float:
-    """The p10-p90 spread over the median of a timing summary (bench/timing.py's summarize)."""
-    return (t["p90"] - t["p10"]) / t["median"]
 
 
 def settle_context(ctx: Context, gemm: dict) -> dict:
@@ -366,7 +364,7 @@ def settle_context(ctx: Context, gemm: dict) -> dict:
     for name, series in rec["series"].items():
         rows = series["rows"]
         ms = [row["ms"] for row in rows]
-        windows = [{"t_s": rows[i + width - 1]["t_s"], "spread": _spread(summarize(ms[i:i + width]))}
+        windows = [{"t_s": rows[i + width - 1]["t_s"], "spread": spread(summarize(ms[i:i + width]))}
                    for i in range(len(rows) - width + 1)]
         calm = [w["spread"] < SETTLE_SPREAD for w in windows]
         settled = next((w["t_s"] for i, w in enumerate(windows) if all(calm[i:])), None) if windows else None
@@ -386,7 +384,7 @@ def settle_context(ctx: Context, gemm: dict) -> dict:
     title = next((s["title"] for s in gemm["steps"] if any(v["id"] == kernel_id for v in s["variants"])), kernel_id)
     return {**r, "runs": runs, "by": by, "params": rec["params"], "rule": rule, "title": title, "window": width,
             "target_pct": 100 * SETTLE_SPREAD, "gemm_settle": measured.get("settle"),
-            "gemm_spread": measured.get("time_ms") and _spread(measured["time_ms"])}
+            "gemm_spread": measured.get("time_ms") and spread(measured["time_ms"])}
 
 
 def hbm_context(ctx: Context, device: dict) -> dict:
@@ -512,12 +510,14 @@ def build_context(doc: dict, benchmarks: dict) -> tuple[dict, Context]:
     l2 = l2_context(ctx, hbm)
     transpose = transpose_context(ctx)
     stale = sorted(bid for bid in doc["benchmarks"] if ctx.record(bid)["stale"])
+    quick = sorted(bid for bid, rec in doc["benchmarks"].items() if rec.get("quick"))
     failed = [{"id": bid, "reason": rec["reason"]} for bid, rec in doc["benchmarks"].items()
               if rec["status"] == "failed"]
     tf32_clock = tf32_peak["clock_mhz"] if tf32_peak else None
     context = {"device": device, "software": doc["software"], "peaks": peaks, "tf32_clock_mhz": tf32_clock,
                "gemm": gemm, "instr": instr, "mem": mem, "l2": l2, "transpose": transpose,
-               "little": little_context(hbm, mem), "hbm": hbm, "stale": stale, "failed": failed,
+               "little": little_context(hbm, mem), "hbm": hbm, "stale": stale, "quick": quick,
+               "measured_count": len(doc["benchmarks"]), "failed": failed,
                "missing": ctx.missing}
     return context, ctx
 

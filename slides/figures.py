@@ -316,14 +316,14 @@ def settle_spread(settle: dict) -> str:
                             f"p10–p90 spread of {settle['window']} samples, %", series, lines, x_log=False, height=400))
 
 
-def tune_label(config: dict, bm: int) -> str:
-    return (f"{bm}×{config['BN']}, {config['STAGES']} stages, cluster {config['CLUSTER_M']}, "
-            f"band {config['GROUP_M']}")
+def tune_label(trial: dict, bm: int) -> str:
+    config = trial["config"]
+    return f"{bm}×{config['BN']}, {trial['stages']} stages, cluster {config['CLUSTER_M']}, band {config['GROUP_M']}"
 
 
 def tuner_bars(tune: dict) -> str:
     """Every configuration the tuner timed, best first, as % of cuBLAS timed in turns with it."""
-    bars = [Bar(tune_label(t["config"], tune["bm"]), 100 * t["ratio"],
+    bars = [Bar(tune_label(t, tune["bm"]), 100 * t["ratio"],
                 REF if t["winner"] else (ACCENT if not t["hand_picked"] else "#059669"),
                 "winner" if t["winner"] else ("hand-picked" if t["hand_picked"] else ""))
             for t in tune["ranked"]]
@@ -572,10 +572,8 @@ def wgmma_diagram(step: dict, shape: dict) -> str:
     return dwg.tostring()
 
 
-DIAGRAMS = {"naive": naive_diagram, "cute_mma": cute_diagram, "cute_smem": cute_diagram,
-            "wgmma": wgmma_diagram, "wgmma_pipe": wgmma_diagram, "wgmma_tma": wgmma_diagram,
-            "warp_specialized": wgmma_diagram, "cluster": wgmma_diagram, "persistent": wgmma_diagram,
-            "split_wave": wgmma_diagram, "tma_store": wgmma_diagram}
+# How each step's diagram is drawn: the step catalogue names the kind (bench/catalogue.py, Step.diagram).
+DIAGRAMS = {"naive": naive_diagram, "cute": cute_diagram, "wgmma": wgmma_diagram}
 
 
 def draw_all(context: dict) -> dict[str, str]:
@@ -603,5 +601,5 @@ def draw_all(context: dict) -> dict[str, str]:
         svgs["compare_ratios.svg"] = compare_ratios(context["compare"])
     for step in context["gemm"]["steps"]:
         if step["diagram"]:
-            svgs[step["diagram"]] = DIAGRAMS[step["key"]](step, context["gemm"]["shape"])
+            svgs[step["diagram"]] = DIAGRAMS[step["draw"]](step, context["gemm"]["shape"])
     return svgs

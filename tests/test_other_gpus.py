@@ -6,7 +6,7 @@ import re
 import pytest
 
 import build
-from bench import cuda, gemm, registry, runner
+from bench import catalogue, cuda, registry, runner
 from tests.conftest import builds
 
 # Fixture devices as CUDA and NVML would describe them (figures from NVIDIA's data sheets).
@@ -22,7 +22,10 @@ OTHER_GPUS = {
             "memory_bytes": 48305799168, "max_threads_per_sm": 1536, "regs_per_sm": 65536,
             "smem_per_sm_bytes": 102400, "power_limit_w": 350.0},
 }
-HOPPER_ONLY = re.compile(r"(gemm|sweep|tune)\.(wgmma|warp_specialized|cluster|persistent|split_wave|tma_store)|settle\.")
+# The catalogue's Hopper steps: their kernels, their sweeps, and the tuner and settling run that use them.
+HOPPER_STEPS = [s for s in catalogue.STEPS if s.min_cc == catalogue.HOPPER]
+HOPPER_ONLY = {v.id for s in HOPPER_STEPS for v in s.variants} | {f"sweep.{s.key}" for s in HOPPER_STEPS} | {
+    "tune.persistent", "settle.headline"}
 
 
 def on_gpu(doc: dict, cc: str) -> dict:
@@ -43,9 +46,9 @@ def test_only_the_hopper_kernels_are_skipped(cc):
     device = OTHER_GPUS[cc]
     skipped = {bid: runner.skip_reason(b, device) for bid, b in registry.discover().items()}
     assert {bid for bid, why in skipped.items() if why} == {bid for bid in skipped
-                                                           if HOPPER_ONLY.match(bid) or bid.startswith("multigpu.")}
+                                                           if bid in HOPPER_ONLY or bid.startswith("multigpu.")}
     assert all(why == f"needs compute capability 9.0+, this GPU is {cc}"
-               for bid, why in skipped.items() if HOPPER_ONLY.match(bid))
+               for bid, why in skipped.items() if bid in HOPPER_ONLY)
     # a machine of one GPU: the node's benchmarks say so (the fixture devices carry no gpu_count)
     assert all(why == "needs 2+ GPUs, this machine has 1" for bid, why in skipped.items() if bid.startswith("multigpu."))
 
@@ -54,8 +57,8 @@ def _non_hopper_builds():
     """(source, defines) of every kernel a GPU below Hopper runs: each tile a CuTe GEMM is measured
     with, and every other kernel with its own defaults."""
     benches = registry.discover()
-    tiled = [(cuda.KERNELS / k.source, k.tile) for bid, k in gemm.HAND_WRITTEN.items()
-             if k.tile and not benches[bid].min_cc]
+    tiled = [(cuda.ROOT / step.source, v.tile) for step in catalogue.STEPS if step.cute and not step.min_cc
+             for v in step.variants]
     tiled_sources = {src for src, _ in tiled}
     plain = sorted({cuda.ROOT / s for b in benches.values() if not b.min_cc
                     for s in b.sources if s.endswith(".cu")} - tiled_sources)
@@ -79,7 +82,7 @@ def test_deck_of_a_non_hopper_gpu_says_why_kernels_are_missing(cc, fixture_doc, 
     assert f"{OTHER_GPUS[cc]['sm_count']} SMs" in deck
     why = f"needs compute capability 9.0+, this GPU is {cc}"
     for step in ctx["gemm"]["steps"]:
-        skipped = all(HOPPER_ONLY.match(v["id"]) for v in step["variants"])
+        skipped = all(v["id"] in HOPPER_ONLY for v in step["variants"])
         for slide in ("Diagram", "Performance"):
             text = deck.split(f"# {step['slide_title']} — {slide}")[1].split("\n---")[0]
             assert (why in text) == skipped, (step["title"], slide)
