@@ -13,9 +13,7 @@ from slides import figures
 from tests.conftest import _fixture_results, dump_results
 
 # The reference deck's outline, in order (kernel slides: code, diagram, performance).
-KERNELS = ["Naive FP32", "CuTe Simple MMA", "CuTe SMEM", "CuTe WGMMA", "WGMMA Pipelined", "WGMMA + TMA",
-           "Warp Specialization", "Clusters + TMA Multicast", "Persistent Kernel", "Split Last Wave",
-           "TMA-Store Epilogue"]
+KERNELS = [step.title for step in catalogue.STEPS]
 OUTLINE = (["CUDA Performance Study", "Hopper SM Architecture", "Theoretical Peak Performance",
             "Why Matrix Multiply?", "GEMM Problem Setup"]
            + [f"Kernel {i}: {k} — {part}" for i, k in enumerate(KERNELS, 1)

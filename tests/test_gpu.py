@@ -1,6 +1,8 @@
 """Checks that need the GPU (run on the device: python -m pytest -m gpu)."""
 import pytest
 
+from bench import catalogue
+
 pytestmark = pytest.mark.gpu
 
 
@@ -34,18 +36,35 @@ def test_batched_samples_time_one_run_each():
 @pytest.mark.parametrize("precision", ["fp32", "tf32", "bf16"])
 @pytest.mark.parametrize("layout", ["b_row", "b_kmajor"])
 def test_cublas_check_passes_and_catches_errors(precision, layout):
-    import cupy
-    from bench.gemm import Shape, _cublas_gemm, make_operands, reference_error
-    shape = Shape(m=256, n=384, k=512)
-    a, b = make_operands(shape, layout, precision)
-    c = cupy.full((shape.m, shape.n), cupy.nan, dtype=cupy.float32)
-    assert not reference_error(a, b, c, layout, precision)["passed"]          # nothing written yet
-    _cublas_gemm(a, b, c, layout, precision)
-    good = reference_error(a, b, c, layout, precision)
+    from bench import cublas
+    from bench.harness import Operands, Shape
+    ops = Operands(Shape(m=256, n=384, k=512), layout, precision)
+    c = ops.poisoned_c()
+    assert not ops.check(c)["passed"]                                       # nothing written yet
+    cublas.gemm(ops.a, ops.b, c, layout, precision)
+    good = ops.check(c)
     assert good["passed"], good
     c[3, 5] += 100.0 * abs(float(c[3, 5])) + 1.0
     c *= 1.01                                                               # a 1% error everywhere
-    assert not reference_error(a, b, c, layout, precision)["passed"]
+    assert not ops.check(c)["passed"]
+
+
+@pytest.mark.parametrize("bid", [b for b, (s, v) in catalogue.KERNELS.items()
+                                 if s.min_cc and v.tile["STAGES"] == 0])
+def test_the_deepest_ring_fills_the_shared_memory_of_this_gpu(bid, device):
+    """RING_STAGES and SMEM_BYTES, as the kernel exports them: as many stages as fit, and no more."""
+    import cupy
+    from bench import launch
+    step, variant = catalogue.KERNELS[bid]
+    prepare = launch.prepare(step, variant, device)
+    a = cupy.zeros((4096, 16384), cupy.float32)
+    b = cupy.zeros((8192, 16384), cupy.float32)
+    c = cupy.zeros((4096, 8192), cupy.float32)
+    resources = prepare(a, b, c).resources
+    stage = (variant.tile["BM"] + variant.tile["BN"]) * variant.tile["BK"] * 4
+    used = resources["smem_dynamic_bytes"] + resources["smem_static_bytes"]
+    assert resources["tile"]["STAGES"] * stage <= resources["smem_dynamic_bytes"]
+    assert used <= device["smem_per_block_optin_bytes"] < used + stage
 
 
 @pytest.mark.parametrize("unroll", [1, 4])
