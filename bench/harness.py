@@ -41,7 +41,7 @@ SEED = 2026
 # A timed sample is as many GEMMs back to back as fill SAMPLE_MS: the power cap moves the clock by
 # several percent within milliseconds, and a sample this long averages over the swings. A kernel and
 # cuBLAS take turns, sample by sample, so that both meet the same clock: their ratio is per clock.
-SAMPLE_MS = 100.0 if quick() else 200.0
+SAMPLE_MS = 50.0 if quick() else 200.0
 REPS = 5 if quick() else 10
 # Before timing, the kernel runs alone until it is steady: the last SETTLE_WINDOW samples
 # spread (p10 to p90) less than SETTLED_SPREAD of their median. From a rest, a tensor-core GEMM at
@@ -49,7 +49,7 @@ REPS = 5 if quick() else 10
 # keeps the chip warm from one GEMM to the next, so this mostly takes the window's length. Timed
 # anyway, marked unsettled, after SETTLE_MAX_S: cuBLAS in turns meets the same clock regardless.
 SETTLE_WINDOW, SETTLED_SPREAD = 8, 0.02
-SETTLE_MIN_S, SETTLE_MAX_S = (0.5, 2.0) if quick() else (1.0, 6.0)
+SETTLE_MIN_S, SETTLE_MAX_S = (0.25, 1.0) if quick() else (1.0, 6.0)
 SETTLE_RULE = {"window": SETTLE_WINDOW, "spread": SETTLED_SPREAD, "min_s": SETTLE_MIN_S, "max_s": SETTLE_MAX_S}
 
 # Relative Frobenius error allowed, by arithmetic: FP32 accumulates in FP32; TF32 rounds each

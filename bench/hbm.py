@@ -15,7 +15,7 @@ import itertools
 
 from .cuda import KERNELS, load_kernel
 from .registry import register
-from .timing import time_gpu
+from .timing import quick, time_gpu
 
 SOURCE = KERNELS / "hbm_copy.cu"
 BUFFER_BYTES = 256 << 20      # the copy's source (and destination) size, far above any L2
@@ -24,7 +24,7 @@ THREADS_PER_BLOCK = 1024
 SM_COUNTS = (1, 8, 32, 64)    # then every SM: one block each, and one block per tile
 TARGET_MS = 20.0              # a window is sized to take about this long
 MIN_WINDOW_BYTES = 1 << 20
-REPS = 50
+REPS = 10 if quick() else 50
 
 
 def configurations(device: dict) -> list[dict]:

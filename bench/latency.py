@@ -19,6 +19,7 @@ import numpy as np
 from .cuda import KERNELS, load_kernel, load_module
 from .registry import register
 from .sass import disassemble, histogram, timed_loop
+from .timing import quick
 
 # --- instruction latency -------------------------------------------------------
 
@@ -121,6 +122,7 @@ LEVELS = (("shared", "shared memory", 8 << 10), ("L1", "L1 (ld.ca)", 8 << 10),
           ("L2", "L2 (ld.cg)", 4 << 20), ("HBM", "HBM (ld.cg, L2 flushed)", 256 << 20))
 # 4 KiB to 1 GiB in half-octave steps, quarter-octave from 8 to 128 MiB where L2 gives way to HBM
 SWEEP_BYTES = sorted({int(2 ** (e / 2)) for e in range(24, 61)} | {int(2 ** (e / 4)) for e in range(92, 113)})
+SWEEP_BYTES = SWEEP_BYTES[::2] if quick() else SWEEP_BYTES     # a smoke refresh: every other size
 
 
 class RandomCycle:

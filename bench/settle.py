@@ -16,8 +16,8 @@ from .registry import register
 from .timing import batch_filling, quick, time_gpu
 
 STEP, HEADLINE = catalogue.KERNELS[catalogue.HEADLINE]
-REST_S = 1.0 if quick() else 5.0             # idle before each GEMM's run
-DURATION_S = 3.0 if quick() else 15.0        # each GEMM's run of samples
+REST_S = 0.5 if quick() else 5.0             # idle before each GEMM's run
+DURATION_S = 1.5 if quick() else 15.0        # each GEMM's run of samples
 
 
 def series(run, batch: int, seconds: float) -> list[dict]:
