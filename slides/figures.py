@@ -12,6 +12,7 @@ from slides.escape import plain_text
 FONT = "font-family:Inter,Helvetica,Arial,sans-serif"
 INK, MUTED, ACCENT, REF, GRID = "#1f2937", "#6b7280", "#2563eb", "#dc2626", "#e5e7eb"
 MISSING = "#9ca3af"
+GROUP = "#d1d5db"            # lines drawn as a group, behind the ones the figure is about
 PALETTE = ("#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#65a30d", "#475569", "#ea580c")
 
 
@@ -59,6 +60,7 @@ class Series:
     color: str = ACCENT
     marks: bool = True
     dash: str | None = None       # an SVG stroke-dasharray: a peer or a model drawn beside a measurement
+    legend: bool = True           # False: drawn, but one of a group the legend names once
 
 
 @dataclass
@@ -121,15 +123,16 @@ def line_chart(c: Chart) -> str:
         else:
             dwg.add(dwg.line((x_of(l.value), top), (x_of(l.value), h - bottom), stroke=l.color, stroke_dasharray="6,4"))
             _text(dwg, (x_of(l.value) - 6, top + 12 + 16 * i), l.label, size=11, color=l.color, anchor="end")
-    for i, s in enumerate(c.series):
+    in_legend = [s for s in c.series if s.legend]
+    for s in sorted(c.series, key=lambda s: s.legend):       # a group in the background, the named lines over it
         pts = [(x_of(x), y_of(y)) for x, y in s.points]
         dwg.add(dwg.polyline(pts, fill="none", stroke=s.color, stroke_width=2,
                              **({"stroke_dasharray": s.dash} if s.dash else {})))
         if s.marks:
             for p in pts:
                 dwg.add(dwg.circle(p, 3.5, fill=s.color))
-        if c.legend and len(c.series) > 1:
-            ly = top + 8 + 20 * i
+        if c.legend and len(c.series) > 1 and s.legend:
+            ly = top + 8 + 20 * in_legend.index(s)
             dwg.add(dwg.line((w - right + 15, ly), (w - right + 35, ly), stroke=s.color, stroke_width=3,
                              **({"stroke_dasharray": s.dash} if s.dash else {})))
             _text(dwg, (w - right + 40, ly + 4), s.label, size=12)
@@ -285,19 +288,25 @@ def gemm_progression(gemm: dict) -> str:
 
 
 def gemm_sweep(sweep: dict) -> str:
-    """TFLOPS against the size of square GEMMs: each step's best kernel, and cuBLAS TF32 on both
-    layouts timed in turns with the headline kernel; refused sizes leave gaps."""
+    """TFLOPS against the size of square GEMMs: the headline kernel's step in colour, cuBLAS of its
+    precision on both layouts (timed in turns with it) in black, every other step in grey (the
+    table beside gives their figures); refused sizes leave gaps."""
     def square(rows, key):
         return [(r["shape"][0], r["tflops"][key]) for r in rows
                 if r["outcome"] == "correct" and len(set(r["shape"])) == 1]
-    series = [Series(s["title"], square(s["record"]["rows"], "kernel"), PALETTE[i % len(PALETTE)])
-              for i, s in enumerate(sweep["steps"])]
-    series = [s for s in series if s.points]
-    if sweep["top"]:
-        rows = sweep["top"]["record"]["rows"]
-        series += [Series("cuBLAS TF32, B K-major", square(rows, "cublas_b_kmajor"), INK, marks=False),
-                   Series("cuBLAS TF32, B row-major", square(rows, "cublas_b_row"), MISSING, marks=False)]
-    return line_chart(Chart("M = N = K (log scale)", "TFLOPS", series, height=460))
+    top = sweep["top"]
+    others = [Series("the other steps", square(s["record"]["rows"], "kernel"), GROUP, marks=False, legend=False)
+              for s in sweep["steps"] if s is not top]
+    others = [s for s in others if s.points]
+    if others:
+        others[0].legend = True
+    series = others
+    if top:
+        rows, precision = top["record"]["rows"], top["step"]["precision"].upper()
+        series += [Series(top["title"], square(rows, "kernel"), ACCENT),
+                   Series(f"cuBLAS {precision}, B K-major", square(rows, "cublas_b_kmajor"), INK, marks=False),
+                   Series(f"cuBLAS {precision}, B row-major", square(rows, "cublas_b_row"), INK, marks=False, dash="6,4")]
+    return line_chart(Chart("M = N = K (log scale)", "TFLOPS", [s for s in series if s.points], height=460))
 
 
 def settle_spread(settle: dict) -> str:

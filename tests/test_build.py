@@ -431,7 +431,9 @@ def test_sweep_slides_follow_the_data(fixture_doc, write_results, tmp_path):
     row = next(line for line in md["GEMM Across Sizes — Table"].splitlines() if line.startswith(f"| {step['title']}"))
     assert f"{cell['tflops']['kernel']:,.0f} <span class=\"opacity-60\">({100 * cell['ratio_same_layout']:.0f}%)" in row
     svg = (tmp_path / "svgs" / "gemm_sweep.svg").read_text()
-    assert all(title in svg for title in KERNELS) and "cuBLAS TF32, B K-major" in svg
+    assert step["title"] in svg and "cuBLAS TF32, B K-major" in svg and "cuBLAS TF32, B row-major" in svg
+    # every other step a grey line, and one legend entry for all of them
+    assert svg.count("the other steps") == 1 and svg.count(figures.GROUP) == (len(KERNELS) - 1) + 1
 
     # held within 10% everywhere from 2048 up, the slide says so; a wrong size is shown in red
     for r in top["rows"]:
