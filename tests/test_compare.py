@@ -2,7 +2,7 @@
 import copy
 
 import build
-from tests.test_build import headings, slides_of
+from tests.test_build import assert_every_slide_has_notes, headings, slides_of
 
 MEMORY_GAIN = 1.4
 
@@ -26,6 +26,7 @@ def test_comparison_sets_the_gpus_side_by_side(fixture_doc, write_results, tmp_p
     assert build.main(["--results", str(mine), "--out-dir", str(out)]) == 0    # the other file is found beside it
     assert "compared with NVIDIA H200" in capsys.readouterr().out
     md = (out / "slides.md").read_text()
+    assert_every_slide_has_notes(md)
     name = fixture_doc["device"]["name"]
     titles = headings(md)
     assert titles[-5:] == [f"Appendix: {name} beside NVIDIA H200", "The GPUs Side by Side", "GEMM Steps on Each GPU",
