@@ -314,6 +314,9 @@ def sweep_context(ctx: Context, gemm: dict, device: dict) -> dict:
                 "refused": [_size_label(r["shape"]) for r in top["record"]["rows"] if r["outcome"] == "refused"],
                 "wrong": [_size_label(r["shape"]) for r in top["record"]["rows"] if r["outcome"] == "wrong"],
                 "small": None}
+        at_reference = next((r for r in rows if r["shape"] == SHAPE.dims), None)
+        best["at_reference"] = at_reference and {"tflops": at_reference["tflops"]["kernel"],
+                                                 "pct": 100 * at_reference["ratio_same_layout"]}
         tile = (top["step"]["best"]["resources"] or {}).get("tile")
         if tile and rows:
             n = rows[0]["shape"]
@@ -342,7 +345,9 @@ def tune_context(ctx: Context) -> dict:
     ranked = sorted((t for t in trials if "ratio" in t), key=lambda t: -t["ratio"])
     final = {name: {**f, "stages": stages(f["config"])} if "config" in f else f for name, f in rec["final"].items()}
     gain = (final["winner"]["ratio"] / final["hand_picked"]["ratio"] - 1) * 100 if "hand_picked" in final else None
+    versus = ctx.record(rec["params"]["kernel"])["record"].get("cublas")   # the hand-picked kernel on the GEMM slides
     return {**r, "trials": trials, "ranked": ranked, "space": rec["params"]["space"], "bm": rec["params"]["bm"],
+            "table_pct": 100 * versus["ratio"] if versus else None,
             "stages_max": deepest, "deepest": catalogue.DEEPEST, "final": final, "gain_pct": gain,
             "same_as_hand_picked": rec["winner"] == rec["hand_picked"],
             "errors": [t for t in trials if t["outcome"] == "error"],
@@ -592,6 +597,7 @@ def compare_context(gpus: list[dict]) -> dict | None:
                               if by["HBM copy, best kernel"]["per_gpu"][k] else None for k in (j + 1, 0)],
             "steps_lo": min(hand) if hand else None, "steps_hi": max(hand) if hand else None,
         })
+        others[-1]["cublas_per_clock"] = _ratio(others[-1]["cublas_ratio"], others[-1]["clock_ratio"])
     return {"names": [c["device"]["name"] for c in gpus], "rows": rows, "by": by, "steps": steps, "others": others}
 
 

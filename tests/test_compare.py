@@ -63,3 +63,19 @@ def test_a_broken_results_file_is_left_out_of_the_comparison_by_name(fixture_doc
     # named on the command line, a broken file stops the build and nothing is written
     assert build.main(["--results", str(mine), "--out-dir", str(tmp_path / "again"), "--compare", str(broken)]) == 1
     assert not (tmp_path / "again" / "slides.md").exists()
+
+
+def test_cublas_doing_less_work_per_clock_on_the_same_sms_is_called_unexplained(fixture_doc, write_results, tmp_path):
+    other = other_gpu(fixture_doc)
+    for layout in ("b_row", "b_kmajor"):
+        rec = other["benchmarks"][f"gemm.cublas_tf32_{layout}"]
+        rec["telemetry"]["during"]["sm_clock_mhz"]["median"] *= 1.1     # a higher clock, the same TFLOPS
+    mine = write_results(fixture_doc, "h100.yaml")
+    write_results(other, "h200.yaml")
+    assert build.main(["--results", str(mine), "--out-dir", str(tmp_path / "deck")]) == 0
+    why = slides_of((tmp_path / "deck" / "slides.md").read_text())["What Differs, and Why"]
+    assert "Per MHz of that clock cuBLAS did 0.91× the work" in why and "nothing measured here explains" in why
+    # the same work per clock: no such sentence
+    write_results(other_gpu(fixture_doc), "h200.yaml")
+    assert build.main(["--results", str(mine), "--out-dir", str(tmp_path / "same")]) == 0
+    assert "Per MHz of that clock" not in (tmp_path / "same" / "slides.md").read_text()
