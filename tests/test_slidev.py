@@ -1,6 +1,8 @@
 """The generated deck builds with Slidev and exports to a PDF in a real Chromium,
 one page per slide. Needs node_modules (npm ci) and Debian's chromium."""
+import json
 import os
+import shlex
 import shutil
 import subprocess
 
@@ -48,9 +50,15 @@ def _slidev(*args, cwd):
     return proc
 
 
-def test_slidev_build(deck_dir):
-    _slidev("build", "slides.md", "--out", str(deck_dir / "dist"), cwd=deck_dir)
+def test_npm_run_build_makes_a_hostable_site_with_the_pdf(deck_dir):
+    """package.json's build script, as `npm run build` runs it: the static site, its PDF download beside it."""
+    script = shlex.split(json.loads((ROOT / "package.json").read_text())["scripts"]["build"])
+    assert script[:2] == ["slidev", "build"] and "--download" in script
+    args = [CHROMIUM if a == "/usr/bin/chromium" else a for a in script[2:]]    # CHROMIUM: where this machine has it
+    _slidev("build", "slides.md", *args, "--out", str(deck_dir / "dist"), cwd=deck_dir)
     assert (deck_dir / "dist" / "index.html").exists()
+    pdfs = list((deck_dir / "dist").glob("*.pdf"))
+    assert len(pdfs) == 1 and pdfs[0].stat().st_size > 100_000, pdfs
 
 
 def test_pdf_export_has_one_page_per_slide(deck_dir):
