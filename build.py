@@ -15,6 +15,7 @@ import re
 import shutil
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
@@ -191,13 +192,35 @@ def busiest_unit(profile: dict) -> dict:
     return {"unit": UTILIZATION[name], "pct": profile["metrics"][name]}
 
 
-def code_lines(source: str | None) -> int:
-    """Lines between a kernel file's #region kernel markers: what its code slide shows."""
+# Code on a slide is set at 11 px (line height 1.4) below the title and a line of prose: this many
+# lines fit. A longer kernel region shows its step's focus, and the whole region goes to backup slides.
+MAX_CODE_LINES = 22
+
+
+def code_view(source: str | None, focus: tuple[str, str] | None) -> dict | None:
+    """What a step's code slide shows of its kernel file: the lines between its #region kernel
+    markers when they fit, else the focus the catalogue names (first and last line, by a text each
+    holds); then the whole region in pages of MAX_CODE_LINES for the backup slides."""
     if not source:
-        return 0
+        return None
     lines = (ROOT / source).read_text().splitlines()
     marks = [i for i, line in enumerate(lines) if "#region kernel" in line or "#endregion kernel" in line]
-    return marks[1] - marks[0] - 1 if len(marks) == 2 else len(lines)
+    region = lines[marks[0] + 1:marks[1]] if len(marks) == 2 else lines
+    view = {"source": source, "snippet": source, "language": "python" if source.endswith(".py") else "cpp", "lines": len(region),
+            "shown": None, "first": 1, "pages": []}
+    if len(region) <= MAX_CODE_LINES:
+        return view
+    if not focus:
+        raise BuildError(f"{source}: {len(region)} lines of kernel do not fit on a slide ({MAX_CODE_LINES}); "
+                         f"name the step's focus in bench/catalogue.py")
+    start = next((i for i, line in enumerate(region) if focus[0] in line), None)
+    end = next((i for i, line in enumerate(region) if i >= (start or 0) and focus[1] in line), None)
+    if start is None or end is None or end - start + 1 > MAX_CODE_LINES:
+        raise BuildError(f"{source}: the focus {focus} is not a run of at most {MAX_CODE_LINES} lines of its kernel region")
+    per_page = math.ceil(len(region) / math.ceil(len(region) / MAX_CODE_LINES))     # as even as the pages can be
+    pages = [region[i:i + per_page] for i in range(0, len(region), per_page)]
+    return {**view, "shown": textwrap.dedent("\n".join(region[start:end + 1])), "first": start + 1,
+            "last": end + 1, "pages": [textwrap.dedent("\n".join(page)) for page in pages]}
 
 
 def gemm_context(ctx: Context, device: dict) -> dict:
@@ -261,7 +284,7 @@ def gemm_context(ctx: Context, device: dict) -> dict:
         steps.append({"index": i, "key": step.key, "title": step.title, "name": name, "slide_title": title,
                       "technique": step.technique, "layout": step.layout, "layout_name": cublas_lib.LAYOUTS[step.layout],
                       "precision": step.precision, "baseline": baseline,
-                      "source": source, "code_lines": code_lines(source), "beyond": step.beyond,
+                      "source": source, "code": code_view(source, step.focus), "beyond": step.beyond,
                       "variants": variants, "best": best, "block": block, "diagram": diagram, "draw": step.diagram,
                       "measured": any(v["measured"] for v in variants),
                       "skip_reason": "; ".join(dict.fromkeys(v["reason"] for v in variants if v["status"] == "skipped"))})
@@ -646,11 +669,19 @@ def environment() -> jinja2.Environment:
         # Every [[ ]] output is data: escaped for Markdown, Vue and HTML unless it is markup the
         # templates made (a macro's output); see slides/escape.py.
         autoescape=True, finalize=escape.finalize)
-    env.filters.update(num=fmt_num, sig=fmt_sig, bytes=figures.fmt_bytes,
+    env.filters.update(num=fmt_num, sig=fmt_sig, bytes=figures.fmt_bytes, code_block=code_block,
                        count=lambda n, noun: f"{n:,} {noun}{'' if n == 1 else 's'}",
                        yaml_str=escape.yaml_string, join=_join,
                        replace=lambda s, old, new: str(s).replace(old, new))   # plain text, escaped on output
     return env
+
+
+def code_block(code: str, language: str) -> Markup:
+    """A kernel's own lines as a fenced block, verbatim: code is not data to escape, but it must
+    not close the fence it is in."""
+    if "```" in code:
+        raise BuildError("a kernel's code holds a Markdown fence (```)")
+    return Markup(f"```{language}\n{code}\n```")
 
 
 def _join(items, separator: str = "") -> Markup:
@@ -786,6 +817,7 @@ def build(results: Path, out_dir: Path = ROOT, compare=(), warn=None, node=None)
     for step in context["gemm"]["steps"]:      # Slidev resolves snippet paths from the deck's folder
         if step["source"]:
             step["source"] = Markup(os.path.relpath(ROOT / step["source"], Path(out_dir).resolve()))   # a path, not data
+            step["code"]["snippet"] = step["source"]
     deck = render(context)                       # renders fully before anything is written
     write_deck(out_dir, deck, {**figures.draw_all(context), **multigpu_section.draw(context["multigpu"])})
     return context

@@ -35,6 +35,9 @@ class Step:
     precision: str = "tf32"
     beyond: bool = False          # past the reference deck's last step: what it left on the table
     reps: int | None = None       # timed samples, when the harness's default would take too long
+    # The part of its kernel region the code slide shows when the whole does not fit on a slide: the
+    # first and the last line, by a text each holds (the whole region goes to backup slides).
+    focus: tuple[str, str] | None = None
 
     @property
     def best(self) -> Variant:
@@ -84,9 +87,11 @@ STEPS = (
     Step("cute_smem", "CuTe SMEM", "+ shared memory tiles filled by cp.async",
          "kernels/gemm_03_cute_smem.cu", "gemm_cute_smem",
          (Variant("gemm.cute_smem_k8", "K-tile 8", {**SM80, "BK": 8}),
-          Variant("gemm.cute_smem_k32", "K-tile 32", {**SM80, "BK": 32})), "cute", ("HMMA",)),
+          Variant("gemm.cute_smem_k32", "K-tile 32", {**SM80, "BK": 32})), "cute", ("HMMA",),
+         focus=("for (int k = 0;", "copy(tCrC, tCgC);")),
     Step("wgmma", "CuTe WGMMA", "SM90 wgmma reading swizzled shared memory", "kernels/gemm_04_wgmma.cu",
-         "gemm_wgmma", (Variant("gemm.wgmma", "WGMMA", sm90(128, 1)),), "wgmma", ("HGMMA",), HOPPER),
+         "gemm_wgmma", (Variant("gemm.wgmma", "WGMMA", sm90(128, 1)),), "wgmma", ("HGMMA",), HOPPER,
+         focus=("// shared -> tensor cores", "copy(tCrC, tCgC);")),
     Step("wgmma_pipe", "WGMMA Pipelined", "+ a ring of shared buffers: cp.async of K-tile k+1 overlaps the wgmma of k",
          "kernels/gemm_05_wgmma_pipe.cu", "gemm_wgmma_pipe",
          (Variant("gemm.wgmma_pipe", "2 stages, 128x128", sm90(128, 2)),
@@ -95,7 +100,8 @@ STEPS = (
     Step("wgmma_tma", "WGMMA + TMA", "+ TMA loads, each issued by one thread (the last warp to finish reading the "
          "stage), full mbarriers counting the bytes, 3 stages", "kernels/gemm_06_wgmma_tma.cu", "gemm_wgmma_tma",
          (Variant("gemm.wgmma_tma_128x128", "128x128 tile", sm90(128, 3, BAND)),
-          Variant("gemm.wgmma_tma_128x256", "128x256 tile", sm90(256, 3, BAND))), "wgmma", _TMA, HOPPER),
+          Variant("gemm.wgmma_tma_128x256", "128x256 tile", sm90(256, 3, BAND))), "wgmma", _TMA, HOPPER,
+         focus=("for (int k = 0; k < k_tiles; ++k) {", "copy(tCrC, tCgC);")),
     Step("warp_specialized", "Warp Specialization",
          "+ a producer warpgroup issuing the TMA loads, full/empty mbarrier pairs, two consumer warpgroups "
          "issuing wgmma, setmaxnreg moving registers to them; then as many stages as shared memory holds",
@@ -113,13 +119,13 @@ STEPS = (
          "loads overlap this tile's epilogue", "kernels/gemm_09_persistent.cu", "gemm_persistent",
          (Variant("gemm.persistent_no_cluster", "no cluster", sm90(256, DEEPEST, BAND, **{**_PERSISTENT, "cluster_m": 1})),
           Variant("gemm.persistent", "2-CTA clusters", sm90(256, DEEPEST, BAND, **_PERSISTENT))),
-         "wgmma", _TMA, HOPPER, beyond=True),
+         "wgmma", _TMA, HOPPER, beyond=True, focus=("warpgroup_reg_alloc<CONSUMER_REGS>", "copy(tCrC, thr.partition_C")),
     Step("split_wave", "Split Last Wave",
          "+ the tiles past the last full wave split in two along K: their owners compute the first part, "
          "the clusters that would idle compute the rest and leave partial sums for the owners to add",
          "kernels/gemm_10_split_wave.cu", "gemm_split_wave",
          (Variant("gemm.split_wave", "split last wave", sm90(256, DEEPEST, BAND, **_PERSISTENT, SPLIT_WAVE=1)),),
-         "wgmma", _TMA, HOPPER, beyond=True),
+         "wgmma", _TMA, HOPPER, beyond=True, focus=("static_assert(decltype(size(tCrC))", "copy(tCrC, thr.partition_C")),
     Step("tma_store", "TMA-Store Epilogue",
          "+ C leaves through shared memory: each warpgroup stages 32-column chunks that TMA stores while it "
          "writes the next, and goes back to wgmma as soon as its registers are in shared memory; and a leaner "
@@ -128,7 +134,7 @@ STEPS = (
          # C staged 32 columns (128 bytes) at a time, double-buffered
          (Variant("gemm.tma_store", "TMA-store epilogue",
                   sm90(256, DEEPEST, BAND, **_PERSISTENT, SPLIT_WAVE=1, EPILOGUE_N=32, EPILOGUE_BUFFERS=2)),),
-         "wgmma", (*_TMA, "UTMASTG"), HOPPER, beyond=True),
+         "wgmma", (*_TMA, "UTMASTG"), HOPPER, beyond=True, focus=("for (int j = 0; j < BN / EPILOGUE_N", "tma_store_arrive();")),
 )
 
 KERNELS: dict[str, tuple[Step, Variant]] = {v.id: (s, v) for s in STEPS for v in s.variants}

@@ -14,13 +14,17 @@ from tests.conftest import _fixture_results, dump_results
 
 # The reference deck's outline, in order (kernel slides: code, diagram, performance).
 KERNELS = [step.title for step in catalogue.STEPS]
+# A kernel too long for its code slide is shown whole on backup slides, a page at a time.
+CODE_PAGES = [f"Kernel {i}: {step.title} — Code ({j}/{len(pages)})" for i, step in enumerate(catalogue.STEPS, 1)
+              for pages in [build.code_view(step.source, step.focus)["pages"]] for j in range(1, len(pages) + 1)]
 OUTLINE = (["CUDA Performance Study", "Hopper SM Architecture", "Theoretical Peak Performance",
             "Why Matrix Multiply?", "GEMM Problem Setup"]
            + [f"Kernel {i}: {k} — {part}" for i, k in enumerate(KERNELS, 1)
               for part in ("Code", "Diagram", "Performance")]
            + ["GEMM — Results Table", "GEMM — Results Table, Beyond the Reference", "GEMM Across Sizes", "GEMM Across Sizes — Table", "Tuning the Persistent Kernel",
-              "Timing Under the Power Cap", "What's Missing?", "Still on the Table", "Takeaways", "Past One GPU", "Backup Slides",
-              "Instruction Latency — Methodology", "Instruction Latency — Results", "Instruction Latency — Plot",
+              "Timing Under the Power Cap", "What's Missing?", "Still on the Table", "Takeaways", "Past One GPU", "Backup Slides"]
+           + CODE_PAGES
+           + [              "Instruction Latency — Methodology", "Instruction Latency — Results", "Instruction Latency — Plot",
               "Instruction Latency — Key Observations", "Memory Latency", "Memory Latency — Working-Set Sweep",
               "HBM Bandwidth Scaling", "HBM Bandwidth Scaling — Little's Law", "L2 Bandwidth Scaling",
               "Matrix Transpose", "Matrix Transpose — Plot"])
@@ -560,3 +564,35 @@ def test_notes_of_a_gpu_without_results_say_so(fixture_doc, write_results, tmp_p
     md = (tmp_path / "slides.md").read_text()
     assert_every_slide_has_notes(md)
     assert "not measured on this GPU" in presenter_notes(slides_of(md)["L2 Bandwidth Scaling"])
+
+
+def test_code_slides_never_shrink_a_long_kernel_they_show_its_focus(deck):
+    """Code is set at 11 px; a kernel region longer than a slide holds shows the lines the catalogue
+    names as its focus, and the backup slides hold the whole region, in order."""
+    assert CODE_PAGES                                        # the long kernels of the catalogue
+    assert {int(px) for px in re.findall(r"slidev-code code\) \{ font-size: (\d+)px", deck["md"])} == {11}
+    s = slides_of(deck["md"])
+    for i, step in enumerate(catalogue.STEPS, 1):
+        view = build.code_view(step.source, step.focus)
+        code = s[f"Kernel {i}: {step.title} — Code"]
+        if not view["pages"]:
+            assert re.search(rf"<<< \S*{re.escape(step.source)}#kernel", code) and view["lines"] <= build.MAX_CODE_LINES
+            continue
+        shown = view["shown"].splitlines()
+        assert len(shown) <= build.MAX_CODE_LINES and step.focus[0] in shown[0] and step.focus[1] in shown[-1]
+        assert view["shown"] in code and f"Lines {view['first']}–{view['last']} of the kernel's {view['lines']}" in code
+        lines = (build.ROOT / step.source).read_text().splitlines()
+        marks = [k for k, line in enumerate(lines) if "#region kernel" in line or "#endregion kernel" in line]
+        region = [line.strip() for line in lines[marks[0] + 1:marks[1]]]
+        backup = [line.strip() for page in view["pages"] for line in page.splitlines()]
+        assert backup == region and all(len(page.splitlines()) <= build.MAX_CODE_LINES for page in view["pages"])
+        for j, page in enumerate(view["pages"], 1):
+            assert page in s[f"Kernel {i}: {step.title} — Code ({j}/{len(view['pages'])})"]
+
+
+def test_a_long_kernel_without_a_focus_is_a_build_error():
+    step = next(s for s in catalogue.STEPS if s.focus)
+    with pytest.raises(build.BuildError, match="do not fit on a slide"):
+        build.code_view(step.source, None)
+    with pytest.raises(build.BuildError, match="is not a run of at most"):
+        build.code_view(step.source, (step.focus[0], "no such line"))

@@ -2,6 +2,7 @@
 one page per slide. Needs node_modules (npm ci) and Debian's chromium."""
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -73,3 +74,19 @@ def test_pdf_export_has_one_page_per_slide(deck_dir):
     assert "What Differs, and Why" in titles and "NCCL Beside nccl-tests" in titles and len(pages) == len(titles)
     title_page = " ".join(pages[0].extract_text().split())
     assert HOSTILE in title_page and "GPU 49" not in title_page
+    # each code slide's last line is on its page: nothing cut off below the slide's edge
+    from tests.test_build import slides_of
+    slides = slides_of((deck_dir / "slides.md").read_text())
+    for title, page in zip(titles, pages):
+        if "— Code" not in title:
+            continue
+        blocks = re.findall(r"```\w+\n(.*?)\n```", slides[title], flags=re.S)
+        if blocks:
+            code = blocks[-1].splitlines()
+        else:
+            source = re.search(r"<<< (\S+)#kernel", slides[title]).group(1)
+            lines = (deck_dir / source).read_text().splitlines()       # the snippet path is relative to the deck
+            marks = [k for k, line in enumerate(lines) if "#region kernel" in line or "#endregion kernel" in line]
+            code = lines[marks[0] + 1:marks[1]]
+        last = " ".join([line for line in code if line.strip()][-1].split())
+        assert last in " ".join(page.extract_text().split()), (title, last)
