@@ -233,47 +233,51 @@ def compare_ratios(compare: dict) -> str:
     return grouped_bars(groups, series, "ratio: right of 1 is more, left is less", digits=2, origin=1.0)
 
 
+SM_FIGURE_WIDTH = 460      # the architecture slide shows it at this width (w-115): drawn 1:1, its text is its size
+
+
 def sm_hierarchy(device: dict, hbm: dict) -> str:
     """The GPU as the results describe it: SMs with their sub-partitions, L2, HBM."""
-    w, h = 900, 430
+    w, h, pad = SM_FIGURE_WIDTH, 296, 8
     dwg = _drawing(w, h)
     n = device["sm_count"]
-    _text(dwg, (w / 2, 28), f"{device['name']}: {n} SMs ({device['arch']}, {device['sm_name']})",
-          size=18, anchor="middle", weight="bold")
-    shown = 6
-    box_w, gap, x0, y0 = 112, 14, 40, 55
-    for i in range(shown + 1):
-        x = x0 + i * (box_w + gap)
-        if i == shown - 1:
-            _text(dwg, (x + box_w / 2, y0 + 80), "…", size=32, color=MUTED, anchor="middle")
+    _text(dwg, (w / 2, 18), f"{device['name']}: {n} SMs ({device['arch']}, {device['sm_name']})",
+          size=13, anchor="middle", weight="bold")
+    slots, gap, y0, sub_h = 5, 6, 30, 40          # SM 0, 1, 2, …, the last SM
+    box_w = (w - 2 * pad - (slots - 1) * gap) / slots
+    sub_w = (box_w - 12) / 2
+    for i in range(slots):
+        x = pad + i * (box_w + gap)
+        if i == slots - 2:
+            _text(dwg, (x + box_w / 2, y0 + 62), "…", size=24, color=MUTED, anchor="middle")
             continue
-        label = f"SM {n - 1}" if i == shown else f"SM {i}"
-        dwg.add(dwg.rect((x, y0), (box_w, 150), rx=6, fill="#eff6ff", stroke=ACCENT, stroke_width=1.5))
-        _text(dwg, (x + box_w / 2, y0 + 18), label, size=13, anchor="middle", weight="bold")
-        for s in range(device["subpartitions"]):
-            sx, sy = x + 8 + (s % 2) * 50, y0 + 28 + (s // 2) * 58
-            dwg.add(dwg.rect((sx, sy), (46, 52), rx=3, fill="white", stroke=MUTED))
-            _text(dwg, (sx + 23, sy + 16), "sched", size=10, color=MUTED, anchor="middle")
-            if device["fp32_lanes_per_sm"]:
-                _text(dwg, (sx + 23, sy + 31), f"{device['fp32_lanes_per_sm'] // device['subpartitions']} FP32",
-                      size=10, anchor="middle")
-            _text(dwg, (sx + 23, sy + 45), "TC", size=10, color=ACCENT, anchor="middle")
-    _text(dwg, (x0, y0 + 170), f"per SM: {device['subpartitions']} sub-partitions, "
-          f"{device['regs_per_sm'] // 1024}K registers, {device['smem_per_sm_bytes'] // 1024} KiB shared memory / L1 "
-          f"(up to {device['smem_per_block_optin_bytes'] // 1024} KiB per block), "
-          f"{device['max_threads_per_sm']} threads", size=12, color=MUTED)
-    l2_y = 255
-    dwg.add(dwg.rect((x0, l2_y), (w - 2 * x0, 50), rx=6, fill="#fef3c7", stroke="#d97706"))
-    _text(dwg, (w / 2, l2_y + 31), f"L2 cache: {device['l2_bytes'] / 2**20:,.0f} MiB", size=15,
+        dwg.add(dwg.rect((x, y0), (box_w, 24 + 2 * sub_h + 8), rx=5, fill="#eff6ff", stroke=ACCENT, stroke_width=1.5))
+        _text(dwg, (x + box_w / 2, y0 + 16), f"SM {n - 1 if i == slots - 1 else i}", size=12, anchor="middle", weight="bold")
+        for sp in range(device["subpartitions"]):
+            sx, sy = x + 4 + (sp % 2) * (sub_w + 4), y0 + 22 + (sp // 2) * (sub_h + 4)
+            dwg.add(dwg.rect((sx, sy), (sub_w, sub_h), rx=3, fill="white", stroke=MUTED))
+            _text(dwg, (sx + sub_w / 2, sy + 16), "sched", size=10, color=MUTED, anchor="middle")
+            _text(dwg, (sx + sub_w / 2, sy + 32), "TC", size=10, color=ACCENT, anchor="middle")
+    lanes = device["fp32_lanes_per_sm"] and device["fp32_lanes_per_sm"] // device["subpartitions"]
+    notes = [f"{device['subpartitions']} sub-partitions an SM, each a warp scheduler"
+             + (f", {lanes} FP32 lanes" if lanes else "") + " and tensor cores (TC)",
+             f"per SM: {device['regs_per_sm'] // 1024}K registers, {device['max_threads_per_sm']:,} threads, "
+             f"{device['smem_per_sm_bytes'] // 1024} KiB shared memory / L1",
+             f"(up to {device['smem_per_block_optin_bytes'] // 1024} KiB of it for one block)"]
+    for k, line in enumerate(notes):
+        _text(dwg, (pad, y0 + 134 + 14 * k), line, size=11, color=MUTED)
+    l2_y = 206
+    dwg.add(dwg.rect((pad, l2_y), (w - 2 * pad, 32), rx=5, fill="#fef3c7", stroke="#d97706"))
+    _text(dwg, (w / 2, l2_y + 21), f"L2 cache: {device['l2_bytes'] / 2**20:,.0f} MiB", size=13,
           anchor="middle", weight="bold")
-    hbm_y = 340
-    dwg.add(dwg.rect((x0, hbm_y), (w - 2 * x0, 60), rx=6, fill="#ecfdf5", stroke="#059669"))
+    hbm_y = 246
+    dwg.add(dwg.rect((pad, hbm_y), (w - 2 * pad, 44), rx=5, fill="#ecfdf5", stroke="#059669"))
     bw = f"{device['hbm_peak_gbps']:,.0f} GB/s theoretical"
     if hbm["rows"]:
         bw += f", {hbm['best']['gbps']:,.0f} GB/s copy measured"
-    _text(dwg, (w / 2, hbm_y + 26), f"HBM: {device['memory_bytes'] / 2**30:,.0f} GiB", size=15,
+    _text(dwg, (w / 2, hbm_y + 18), f"HBM: {device['memory_bytes'] / 2**30:,.0f} GiB", size=13,
           anchor="middle", weight="bold")
-    _text(dwg, (w / 2, hbm_y + 47), bw, size=13, anchor="middle", color=MUTED)
+    _text(dwg, (w / 2, hbm_y + 35), bw, size=11, anchor="middle", color=MUTED)
     return dwg.tostring()
 
 
