@@ -1,11 +1,15 @@
 """The generated deck builds with Slidev and exports to a PDF in a real Chromium,
 one page per slide. Needs node_modules (npm ci) and Debian's chromium."""
+import functools
+import http.server
 import json
 import os
 import re
 import shlex
 import shutil
 import subprocess
+import threading
+from pathlib import Path
 
 import pytest
 
@@ -51,15 +55,51 @@ def _slidev(*args, cwd):
     return proc
 
 
-def test_npm_run_build_makes_a_hostable_site_with_the_pdf(deck_dir):
-    """package.json's build script, as `npm run build` runs it: the static site, its PDF download beside it."""
+@pytest.fixture(scope="module")
+def site(deck_dir):
+    """The deck built as `npm run build` builds it (package.json's build script): a static site."""
     script = shlex.split(json.loads((ROOT / "package.json").read_text())["scripts"]["build"])
     assert script[:2] == ["slidev", "build"] and "--download" in script
     args = [CHROMIUM if a == "/usr/bin/chromium" else a for a in script[2:]]    # CHROMIUM: where this machine has it
     _slidev("build", "slides.md", *args, "--out", str(deck_dir / "dist"), cwd=deck_dir)
-    assert (deck_dir / "dist" / "index.html").exists()
-    pdfs = list((deck_dir / "dist").glob("*.pdf"))
+    return deck_dir / "dist"
+
+
+def test_npm_run_build_makes_a_hostable_site_with_the_pdf(site):
+    assert (site / "index.html").exists()
+    pdfs = list(site.glob("*.pdf"))
     assert len(pdfs) == 1 and pdfs[0].stat().st_size > 100_000, pdfs
+
+
+class _Site(http.server.SimpleHTTPRequestHandler):
+    """A static host as Slidev's history routing needs it: an unknown path is the app's index.html."""
+    def send_head(self):
+        if not Path(self.translate_path(self.path)).exists():
+            self.path = "/index.html"
+        return super().send_head()
+
+    def log_message(self, *args):
+        pass
+
+
+def _assert_every_slide_fits(site: Path, slides_md: Path) -> None:
+    """Each slide opened in Chromium at Slidev's 980 x 552 canvas: no text or image past its edges,
+    no code block that scrolls or clips (tests/deck_check.mjs)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Site, directory=str(site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        proc = subprocess.run([shutil.which("node"), str(ROOT / "tests" / "deck_check.mjs"),
+                               f"http://127.0.0.1:{server.server_address[1]}", str(len(headings(slides_md.read_text()))),
+                               CHROMIUM], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    finally:
+        server.shutdown()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    problems = json.loads(proc.stdout)
+    assert not problems, "\n".join(f"slide {p['slide']} ({p['title']}): {p['what']}" for p in problems)
+
+
+def test_every_slide_fits_on_the_canvas_in_chromium(site, deck_dir):
+    _assert_every_slide_fits(site, deck_dir / "slides.md")
 
 
 def test_pdf_export_has_one_page_per_slide(deck_dir):
@@ -90,3 +130,16 @@ def test_pdf_export_has_one_page_per_slide(deck_dir):
             code = lines[marks[0] + 1:marks[1]]
         last = " ".join([line for line in code if line.strip()][-1].split())
         assert last in " ".join(page.extract_text().split()), (title, last)
+
+
+@pytest.mark.parametrize("results", ["nvidia-h100-80gb-hbm3.yaml", "nvidia-h200.yaml"])
+def test_the_committed_decks_fit_on_the_canvas_in_chromium(results):
+    """The decks of the committed results, each beside the other and its node's section, in Chromium."""
+    out = ROOT / f".deck-test-{Path(results).stem}"
+    shutil.rmtree(out, ignore_errors=True)
+    try:
+        assert build.main(["--results", str(ROOT / "results" / results), "--out-dir", str(out)]) == 0
+        _slidev("build", "slides.md", "--out", str(out / "dist"), cwd=out)
+        _assert_every_slide_fits(out / "dist", out / "slides.md")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)

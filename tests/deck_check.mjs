@@ -1,0 +1,40 @@
+// Opens every slide of a built deck in Chromium at Slidev's canvas size (980 x 552, scale 1) and
+// prints, as JSON, what a room would not see: elements past the slide's edges, and code blocks
+// that scroll or clip. Usage: node deck_check.mjs <base url> <slides> <chromium>
+import { chromium } from 'playwright-chromium';
+
+const [base, count, executablePath] = process.argv.slice(2);
+const browser = await chromium.launch({ executablePath });
+const page = await browser.newPage({ viewport: { width: 980, height: 552 } });
+const problems = [];
+for (let n = 1; n <= Number(count); n++) {
+  await page.goto(`${base}/${n}`, { waitUntil: 'load' });
+  await page.waitForSelector(`.slidev-page-${n}`, { state: 'visible' });
+  await page.evaluate(() => Promise.all([document.fonts.ready,
+    ...[...document.images].map((i) => i.complete ? null : new Promise((r) => { i.onload = i.onerror = r; }))]));
+  const found = await page.evaluate((n) => {
+    const out = [];
+    const slide = document.querySelector('#slide-content').getBoundingClientRect();
+    const root = document.querySelector(`.slidev-page-${n}`);
+    const title = (root.querySelector('h1') || {}).textContent || '';
+    const name = (e) => `${e.tagName.toLowerCase()} "${(e.textContent || e.getAttribute('src') || '').trim().slice(0, 60)}"`;
+    const visible = (e) => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+    const shown = [...root.querySelectorAll('*')].filter((e) =>
+      visible(e) && (e.matches('img, svg, table, pre') || [...e.childNodes].some((c) => c.nodeType === 3 && c.textContent.trim())));
+    for (const e of shown) {
+      if (e.closest('.slidev-code-copy')) continue;              // the copy button shows on hover only
+      const r = e.getBoundingClientRect();
+      const past = [['left', slide.left - r.left], ['right', r.right - slide.right],
+                    ['top', slide.top - r.top], ['bottom', r.bottom - slide.bottom]].filter(([, d]) => d > 1);
+      for (const [edge, d] of past) out.push({ slide: n, title, what: `${name(e)} is ${Math.round(d)} px past the ${edge} edge` });
+    }
+    for (const pre of root.querySelectorAll('pre')) {
+      if (pre.scrollHeight > pre.clientHeight + 1 || pre.scrollWidth > pre.clientWidth + 1)
+        out.push({ slide: n, title, what: `code block scrolls: ${pre.scrollWidth}x${pre.scrollHeight} in ${pre.clientWidth}x${pre.clientHeight}` });
+    }
+    return out;
+  }, n);
+  problems.push(...found);
+}
+await browser.close();
+console.log(JSON.stringify(problems));
