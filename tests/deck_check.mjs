@@ -28,6 +28,13 @@ for (let n = 1; n <= Number(count); n++) {
                     ['top', slide.top - r.top], ['bottom', r.bottom - slide.bottom]].filter(([, d]) => d > 1);
       for (const [edge, d] of past) out.push({ slide: n, title, what: `${name(e)} is ${Math.round(d)} px past the ${edge} edge` });
     }
+    for (const e of shown) {                                       // text: prose 12 px and up, code 11
+      if (e.closest('.slidev-code-copy') || !e.textContent.trim()) continue;
+      const min = e.closest('pre') ? 11 : 12;
+      const px = parseFloat(getComputedStyle(e).fontSize);
+      if ([...e.childNodes].some((c) => c.nodeType === 3 && c.textContent.trim()) && px < min - 0.05)
+        out.push({ slide: n, title, what: `${name(e)} is set at ${px.toFixed(1)} px, under ${min}` });
+    }
     for (const pre of root.querySelectorAll('pre')) {
       if (pre.scrollHeight > pre.clientHeight + 1 || pre.scrollWidth > pre.clientWidth + 1)
         out.push({ slide: n, title, what: `code block scrolls: ${pre.scrollWidth}x${pre.scrollHeight} in ${pre.clientWidth}x${pre.clientHeight}` });
