@@ -621,7 +621,10 @@ def compare_context(gpus: list[dict]) -> dict | None:
             "steps_lo": min(hand) if hand else None, "steps_hi": max(hand) if hand else None,
         })
         others[-1]["cublas_per_clock"] = _ratio(others[-1]["cublas_ratio"], others[-1]["clock_ratio"])
-    return {"names": [c["device"]["name"] for c in gpus], "rows": rows, "by": by, "steps": steps, "others": others}
+    differing = ([(r["label"], r["ratios"]) for r in rows if r["group"] == "measured" and any(r["ratios"])]
+                 + [(f"GEMM: {s['title']}", s["ratios"]) for s in steps if any(s["ratios"])])
+    return {"names": [c["device"]["name"] for c in gpus], "rows": rows, "by": by, "steps": steps, "others": others,
+            "differing": differing}
 
 
 # --- formatting: the templates' only arithmetic -------------------------------
@@ -692,12 +695,27 @@ def _join(items, separator: str = "") -> Markup:
 FRONTMATTER_START = re.compile(r"^[A-Za-z][\w-]*:")
 
 
-def render(context: dict) -> str:
+SVG_SIZE = re.compile(r'viewBox="0 0 ([\d.]+) ([\d.]+)"')
+
+
+def figure_tag(svgs: dict[str, str]):
+    """The templates' ``figure(name, classes)``: the figure shown at the width it was drawn, so
+    that the sizes of its text are the sizes a room sees (slides/figures.py draws to the slide)."""
+    def figure(name: str, classes: str = "") -> Markup:
+        if name not in svgs:
+            raise BuildError(f"a slide shows {name}, which no figure function drew")
+        width = SVG_SIZE.search(svgs[name]).group(1)
+        return Markup(f'<img src="./svgs/{name}" class="{classes}" style="width: {width}px; max-width: none" />')
+    return figure
+
+
+def render(context: dict, svgs: dict[str, str]) -> str:
     """Sections in file-name order, joined by slide separators. A section that
     opens with its own frontmatter (``layout: section``) follows the separator
     directly; any other starts after a blank line, so Slidev does not read its
     first lines as frontmatter."""
     env = environment()
+    env.globals["figure"] = figure_tag(svgs)
     sections = sorted(p.name for p in SLIDES_DIR.glob("[0-9]*.md.j2"))
     parts = [env.get_template(name).render(**context).strip() for name in sections]
     parts = [p for p in parts if p]            # a section with nothing to show (no comparison) is left out
@@ -818,8 +836,9 @@ def build(results: Path, out_dir: Path = ROOT, compare=(), warn=None, node=None)
         if step["source"]:
             step["source"] = Markup(os.path.relpath(ROOT / step["source"], Path(out_dir).resolve()))   # a path, not data
             step["code"]["snippet"] = step["source"]
-    deck = render(context)                       # renders fully before anything is written
-    write_deck(out_dir, deck, {**figures.draw_all(context), **multigpu_section.draw(context["multigpu"])})
+    svgs = {**figures.draw_all(context), **multigpu_section.draw(context["multigpu"])}
+    deck = render(context, svgs)                 # renders fully before anything is written
+    write_deck(out_dir, deck, svgs)
     return context
 
 

@@ -81,14 +81,24 @@ class Chart:
     x_log: bool = True
     y_log: bool = False
     x_format: callable = _fmt
-    width: int = 900
-    height: int = 420
-    legend: bool = True
+    width: int = 860             # the size the slide shows it at: its text sizes are what a room sees
+    height: int = 400
+    legend: str | None = "right"  # "right", "below" (a narrow chart) or None
+
+
+def _text_width(s: str, size: float) -> float:
+    """About how wide a label is set: for keeping it inside its figure."""
+    return 0.58 * size * len(s)
 
 
 def line_chart(c: Chart) -> str:
-    left, right, top, bottom = 80, 40 + (150 if c.legend and len(c.series) > 1 else 0), 30, 60
     w, h = c.width, c.height
+    named = [s for s in c.series if s.legend] if c.legend and len(c.series) > 1 else []
+    legend_w = max((_text_width(s.label, 12) for s in named), default=0) + 50
+    per_row = max(1, int((w - 60) // legend_w)) if c.legend == "below" else 0
+    below = 20 * math.ceil(len(named) / per_row) if per_row and named else 0
+    left, right, top = 72, 24 + (legend_w if named and c.legend == "right" else 0), 24
+    bottom = 56 + below
     dwg = _drawing(w, h)
     xs = [x for s in c.series for x, _ in s.points] + [l.value for l in c.lines if l.axis == "x"]
     ys = [y for s in c.series for _, y in s.points] + [l.value for l in c.lines if l.axis == "y"]
@@ -113,7 +123,7 @@ def line_chart(c: Chart) -> str:
         _text(dwg, (left - 8, y_of(t) + 4), _fmt(t), size=11, color=MUTED, anchor="end")
     for t in xt:
         _text(dwg, (x_of(t), h - bottom + 18), c.x_format(t), size=11, color=MUTED, anchor="middle")
-    _text(dwg, ((w + left - right) / 2, h - 18), c.x_label, size=12, color=MUTED, anchor="middle")
+    _text(dwg, ((w + left - right) / 2, h - bottom + 40), c.x_label, size=12, color=MUTED, anchor="middle")
     _text(dwg, (18, (h - bottom + top) / 2), c.y_label, size=12, color=MUTED, anchor="middle",
           transform=f"rotate(-90 18 {(h - bottom + top) / 2})")
     for i, l in enumerate(c.lines):
@@ -123,7 +133,6 @@ def line_chart(c: Chart) -> str:
         else:
             dwg.add(dwg.line((x_of(l.value), top), (x_of(l.value), h - bottom), stroke=l.color, stroke_dasharray="6,4"))
             _text(dwg, (x_of(l.value) - 6, top + 12 + 16 * i), l.label, size=11, color=l.color, anchor="end")
-    in_legend = [s for s in c.series if s.legend]
     for s in sorted(c.series, key=lambda s: s.legend):       # a group in the background, the named lines over it
         pts = [(x_of(x), y_of(y)) for x, y in s.points]
         dwg.add(dwg.polyline(pts, fill="none", stroke=s.color, stroke_width=2,
@@ -131,11 +140,14 @@ def line_chart(c: Chart) -> str:
         if s.marks:
             for p in pts:
                 dwg.add(dwg.circle(p, 3.5, fill=s.color))
-        if c.legend and len(c.series) > 1 and s.legend:
-            ly = top + 8 + 20 * in_legend.index(s)
-            dwg.add(dwg.line((w - right + 15, ly), (w - right + 35, ly), stroke=s.color, stroke_width=3,
-                             **({"stroke_dasharray": s.dash} if s.dash else {})))
-            _text(dwg, (w - right + 40, ly + 4), s.label, size=12)
+    for i, s in enumerate(named):
+        if per_row:
+            lx, ly = left + (i % per_row) * legend_w, h - below + 20 * (i // per_row) + 4
+        else:
+            lx, ly = w - right + 12, top + 8 + 20 * i
+        dwg.add(dwg.line((lx, ly), (lx + 20, ly), stroke=s.color, stroke_width=3,
+                         **({"stroke_dasharray": s.dash} if s.dash else {})))
+        _text(dwg, (lx + 25, ly + 4), s.label, size=12)
     return dwg.tostring()
 
 
@@ -147,43 +159,54 @@ class Bar:
     note: str = ""
 
 
-def bar_chart(bars: list[Bar], title: str, lines: list[Line] = ()) -> str:
-    """Horizontal bars, one per row; missing values drawn as dashed 'not measured' boxes."""
-    w, row_h, left, top = 900, 30, 330, 40
-    h = top + row_h * len(bars) + 50
+def bar_chart(bars: list[Bar], title: str, lines: list[Line] = (), width: int = 860, height: int | None = None) -> str:
+    """Horizontal bars, one per row, in ``height`` (or 30 px a row); missing values drawn as dashed
+    'not measured' boxes."""
+    top, bottom = 40, 46
+    h = height or top + 30 * len(bars) + bottom
+    row_h = (h - top - bottom) / len(bars)
+    size = 12 if row_h >= 18 else 11 if row_h >= 14 else 10
+    w = width
     dwg = _drawing(w, h)
+    left = min(max(_text_width(b.label, size) for b in bars) + 16, 0.5 * w)
     values = [b.value for b in bars if b.value] + [l.value for l in lines]
     ticks = nice_ticks(max(values) if values else 1.0)
-    scale = (w - left - 80) / ticks[-1]
-    _text(dwg, (left, 22), title, size=13, color=MUTED)
+    notes = max((_text_width(f"{b.value:,.1f}  {b.note}", size) for b in bars if b.value), default=0)
+    scale = (w - left - max(notes + 10, 30)) / ticks[-1]
+    _text(dwg, (left, 20), title, size=12, color=MUTED)
     for t in ticks:
         x = left + t * scale
-        dwg.add(dwg.line((x, top - 6), (x, h - 40), stroke=GRID))
-        _text(dwg, (x, h - 22), _fmt(t), size=11, color=MUTED, anchor="middle")
+        dwg.add(dwg.line((x, top - 6), (x, h - bottom + 6), stroke=GRID))
+        _text(dwg, (x, h - bottom + 22), _fmt(t), size=11, color=MUTED, anchor="middle")
     for l in lines:
         x = left + l.value * scale
-        dwg.add(dwg.line((x, top - 6), (x, h - 40), stroke=l.color, stroke_dasharray="6,4"))
-        _text(dwg, (x + 4, top - 10), l.label, size=11, color=l.color)
+        dwg.add(dwg.line((x, top - 6), (x, h - bottom + 6), stroke=l.color, stroke_dasharray="6,4"))
+        _text(dwg, (x + 4, top - 8), l.label, size=11, color=l.color)
     for i, b in enumerate(bars):
-        y = top + i * row_h
-        _text(dwg, (left - 10, y + 19), b.label, size=12, anchor="end", color=INK if b.value else MISSING)
+        y, mid = top + i * row_h, top + (i + 0.5) * row_h + size * 0.35
+        _text(dwg, (left - 8, mid), b.label, size=size, anchor="end", color=INK if b.value else MISSING)
+        bar_h = max(row_h - 6, row_h * 0.7)
         if b.value:
-            dwg.add(dwg.rect((left, y + 5), (b.value * scale, row_h - 10), rx=3, fill=b.color))
-            _text(dwg, (left + b.value * scale + 6, y + 19), f"{b.value:,.1f}" + (f"  {b.note}" if b.note else ""), size=11)
+            dwg.add(dwg.rect((left, y + (row_h - bar_h) / 2), (b.value * scale, bar_h), rx=2, fill=b.color))
+            _text(dwg, (left + b.value * scale + 5, mid), f"{b.value:,.1f}" + (f"  {b.note}" if b.note else ""), size=size)
         else:
-            dwg.add(dwg.rect((left, y + 5), (120, row_h - 10), rx=3, fill="none", stroke=MISSING, stroke_dasharray="4,3"))
-            _text(dwg, (left + 60, y + 19), "not measured", size=11, color=MISSING, anchor="middle")
+            dwg.add(dwg.rect((left, y + (row_h - bar_h) / 2), (120, bar_h), rx=2, fill="none", stroke=MISSING,
+                             stroke_dasharray="4,3"))
+            _text(dwg, (left + 60, mid), "not measured", size=size, color=MISSING, anchor="middle")
     return dwg.tostring()
 
 
 def grouped_bars(groups: list[str], series: list[tuple[str, list[float | None]]], title: str,
-                 digits: int = 1, origin: float = 0.0) -> str:
+                 digits: int = 1, origin: float = 0.0, width: int = 860, height: int = 420) -> str:
     """Horizontal bars in groups, one bar per series in each group, a legend on top. Bars
     start at ``origin`` (a ratio chart's 1: longer to the right is more, to the left less);
     a missing value leaves its bar out with a 'not measured' note."""
     n = len(series)
-    w, bar_h, gap, left, right, top = 900, 11, 9, 270, 60, 40 + 18 * n
-    h = top + len(groups) * (n * bar_h + gap) + 40
+    w, h, right, top, bottom = width, height, 50, 34 + 18 * n, 36
+    gap = 4
+    bar_h = (h - top - bottom) / len(groups) / n - gap / n
+    size = 12 if n * bar_h >= 18 else 11
+    left = min(max(_text_width(g, size) for g in groups) + 16, 0.5 * w)
     dwg = _drawing(w, h)
     values = [v for _, vs in series for v in vs if v]
     if origin:      # the axis spans the data and the origin, in tenths
@@ -193,24 +216,26 @@ def grouped_bars(groups: list[str], series: list[tuple[str, list[float | None]]]
     else:
         lo, ticks = 0.0, nice_ticks(max(values) if values else 1.0)
     x_of = lambda v: left + (w - left - right) * (v - lo) / (ticks[-1] - lo)
-    _text(dwg, (left, 18), title, size=13, color=MUTED)
+    _text(dwg, (left, 16), title, size=12, color=MUTED)
     for k, (label, _) in enumerate(series):
-        dwg.add(dwg.rect((left, 27 + 18 * k), (14, 10), fill=PALETTE[k % len(PALETTE)]))
-        _text(dwg, (left + 20, 36 + 18 * k), label, size=12)
+        dwg.add(dwg.rect((left, 24 + 18 * k), (14, 10), fill=PALETTE[k % len(PALETTE)]))
+        _text(dwg, (left + 20, 33 + 18 * k), label, size=12)
     for t in ticks:
-        dwg.add(dwg.line((x_of(t), top - 4), (x_of(t), h - 34), stroke=INK if t == origin and origin else GRID))
-        _text(dwg, (x_of(t), h - 18), _fmt(round(t, 2)), size=11, color=MUTED, anchor="middle")
+        dwg.add(dwg.line((x_of(t), top - 4), (x_of(t), h - bottom + 4), stroke=INK if t == origin and origin else GRID))
+        _text(dwg, (x_of(t), h - bottom + 20), _fmt(round(t, 2)), size=11, color=MUTED, anchor="middle")
+    value_size = 10 if bar_h < 12 else 11
     for i, group in enumerate(groups):
         y = top + i * (n * bar_h + gap)
-        _text(dwg, (left - 10, y + n * bar_h / 2 + 4), group, size=12, anchor="end")
+        _text(dwg, (left - 8, y + n * bar_h / 2 + size * 0.35), group, size=size, anchor="end")
         for k, (_, vs) in enumerate(series):
             v, by = vs[i], y + k * bar_h
+            mid = by + bar_h / 2 + value_size * 0.35
             if v:
                 a, b = sorted((x_of(origin), x_of(v)))
-                dwg.add(dwg.rect((a, by + 1), (max(b - a, 1), bar_h - 2), rx=2, fill=PALETTE[k % len(PALETTE)]))
-                _text(dwg, (b + 5, by + bar_h - 2), f"{v:,.{digits}f}", size=10)
+                dwg.add(dwg.rect((a, by + 0.5), (max(b - a, 1), bar_h - 1), rx=2, fill=PALETTE[k % len(PALETTE)]))
+                _text(dwg, (b + 4, mid), f"{v:,.{digits}f}", size=value_size)
             else:
-                _text(dwg, (x_of(origin) + 5, by + bar_h - 2), "not measured", size=10, color=MISSING)
+                _text(dwg, (x_of(origin) + 4, mid), "not measured", size=value_size, color=MISSING)
     return dwg.tostring()
 
 
@@ -225,10 +250,8 @@ def compare_gemm(compare: dict) -> str:
 
 def compare_ratios(compare: dict) -> str:
     """Each other GPU's measurements divided by this deck's GPU's: where they differ, and by how much."""
-    rows = [r for r in compare["rows"] if r["group"] == "measured" and any(r["ratios"])]
-    steps = [s for s in compare["steps"] if any(s["ratios"])]
-    groups = [r["label"] for r in rows] + [f"GEMM: {s['title']}" for s in steps]
-    series = [(f"{name} ÷ {compare['names'][0]}", [r["ratios"][j] for r in rows] + [s["ratios"][j] for s in steps])
+    groups = [label for label, _ in compare["differing"]]
+    series = [(f"{name} ÷ {compare['names'][0]}", [ratios[j] for _, ratios in compare["differing"]])
               for j, name in enumerate(compare["names"][1:])]
     return grouped_bars(groups, series, "ratio: right of 1 is more, left is less", digits=2, origin=1.0)
 
@@ -288,7 +311,7 @@ def gemm_progression(gemm: dict) -> str:
             for s in gemm["steps"] for v in s["variants"]]
     bars += [Bar(f"cuBLAS TF32, {r['layout_name']}", r["tflops"], REF)
              for r in gemm["cublas_rows"] if r["precision"] == "tf32"]
-    return bar_chart(bars, "TFLOPS at the reference shape")
+    return bar_chart(bars, "TFLOPS at the reference shape", height=380)
 
 
 def gemm_sweep(sweep: dict) -> str:
@@ -310,7 +333,7 @@ def gemm_sweep(sweep: dict) -> str:
         series += [Series(top["title"], square(rows, "kernel"), ACCENT),
                    Series(f"cuBLAS {precision}, B K-major", square(rows, "cublas_b_kmajor"), INK, marks=False),
                    Series(f"cuBLAS {precision}, B row-major", square(rows, "cublas_b_row"), INK, marks=False, dash="6,4")]
-    return line_chart(Chart("M = N = K (log scale)", "TFLOPS", [s for s in series if s.points], height=460))
+    return line_chart(Chart("M = N = K (log scale)", "TFLOPS", [s for s in series if s.points], height=300))
 
 
 def settle_spread(settle: dict) -> str:
@@ -326,7 +349,7 @@ def settle_spread(settle: dict) -> str:
     if kernel and kernel["rule_s"] is not None:
         lines.append(Line("x", kernel["rule_s"], "kernel steady: timing would start", MUTED))
     return line_chart(Chart(f"s after the rest, at the last of {settle['window']} consecutive samples",
-                            f"p10–p90 spread of {settle['window']} samples, %", series, lines, x_log=False, height=400))
+                            f"p10–p90 spread of {settle['window']} samples, %", series, lines, x_log=False, height=290))
 
 
 def tune_label(trial: dict, bm: int) -> str:
@@ -340,7 +363,8 @@ def tuner_bars(tune: dict) -> str:
                 REF if t["winner"] else (ACCENT if not t["hand_picked"] else "#059669"),
                 "winner" if t["winner"] else ("hand-picked" if t["hand_picked"] else ""))
             for t in tune["ranked"]]
-    return bar_chart(bars, "% of cuBLAS TF32, timed in turns with it", [Line("x", 100, "cuBLAS", INK)])
+    return bar_chart(bars, "% of cuBLAS TF32, timed in turns with it", [Line("x", 100, "cuBLAS", INK)],
+                     width=440, height=430)
 
 
 def hbm_scaling(hbm: dict, device: dict) -> str:
@@ -351,14 +375,14 @@ def hbm_scaling(hbm: dict, device: dict) -> str:
     series += [Series(r["label"], [(r["sms_used"], r["gbps"])], PALETTE[4 + i]) for i, r in enumerate(full)]
     return line_chart(Chart("SMs used (log scale)", "GB/s (read + written)", series, [
         Line("y", device["hbm_peak_gbps"], f"theoretical peak {device['hbm_peak_gbps']:,.0f}"),
-        Line("y", hbm["memcpy"]["gbps"], f"cudaMemcpy {hbm['memcpy']['gbps']:,.0f}", REF)]))
+        Line("y", hbm["memcpy"]["gbps"], f"cudaMemcpy {hbm['memcpy']['gbps']:,.0f}", REF)], height=280))
 
 
 def instruction_latency(instr: dict) -> str:
     series = [Series(r["name"], [(ilp, c) for ilp, c in r["cycles"]], PALETTE[i % len(PALETTE)])
               for i, r in enumerate(instr["rows"])]
     return line_chart(Chart("independent chains per thread (ILP, log scale)", "cycles per warp-instruction (log)",
-                            series, y_log=True, height=440))
+                            series, y_log=True, height=400))
 
 
 def memory_sweep(mem: dict, device: dict) -> str:
@@ -366,7 +390,7 @@ def memory_sweep(mem: dict, device: dict) -> str:
     lines = [Line("x", device["l2_bytes"], f"L2 as reported: {fmt_bytes(device['l2_bytes'])}", REF)]
     if mem["hbm_step_bytes"]:
         lines.append(Line("x", mem["hbm_step_bytes"], f"step read off the sweep: {fmt_bytes(mem['hbm_step_bytes'])}", "#059669"))
-    return line_chart(Chart("working set (log scale)", "cycles per load", series, lines, x_format=fmt_bytes, legend=False))
+    return line_chart(Chart("working set (log scale)", "cycles per load", series, lines, x_format=fmt_bytes, legend=None, height=330))
 
 
 def l2_scaling(l2: dict, hbm: dict) -> str:
@@ -377,7 +401,7 @@ def l2_scaling(l2: dict, hbm: dict) -> str:
     series += [Series(f"read, {r['label'].split(', ')[-1]}", [(r["sms"], r["read"]["gbps"])], PALETTE[4 + i])
                for i, r in enumerate(extra)]
     lines = [Line("y", hbm["best"]["gbps"], f"HBM copy {hbm['best']['gbps']:,.0f}", REF)] if hbm["rows"] else []
-    return line_chart(Chart("SMs (log scale)", "GB/s", series, lines))
+    return line_chart(Chart("SMs (log scale)", "GB/s", series, lines, width=440, height=320, legend="below"))
 
 
 def transpose_bars(tr: dict) -> str:
@@ -390,11 +414,11 @@ def naive_diagram(step: dict, shape: dict) -> str:
     """One thread block of the naive kernel: its tile of C, and the rows of A and
     columns of B that each of its threads reads whole. K is drawn short."""
     bx, by = step["block"]
-    w, h = 900, 420
+    w, h = 860, 400
     dwg = _drawing(w, h)
-    c_w = 300
+    c_w = min(300, 150 * shape["n"] / shape["m"])
     c_h = c_w * shape["m"] / shape["n"]                 # C to scale
-    k_len = 110                                           # K, drawn short
+    k_len = 90                                            # K, drawn short
     ax, ay = 60, 40 + k_len + 30                          # A left of C, B above it
     cx, cy = ax + k_len * 1.6 + 40, ay
     bx0, by0 = cx, 40
@@ -418,7 +442,7 @@ def naive_diagram(step: dict, shape: dict) -> str:
              f"each thread: {shape['k']:,} loads of A, {shape['k']:,} loads of B, {shape['k']:,} FMAs",
              "no reuse: every block reads whole rows of A and columns of B from memory"]
     for i, line in enumerate(notes):
-        _text(dwg, (60, cy + c_h + 40 + 20 * i), line, size=14)
+        _text(dwg, (60, cy + c_h + 30 + 20 * i), line, size=14)
     return dwg.tostring()
 
 
@@ -431,11 +455,11 @@ def cute_diagram(step: dict, shape: dict) -> str:
     bm, bn, bk, wm, wn = t["BM"], t["BN"], t["BK"], t["WARPS_M"], t["WARPS_N"]
     am, an, ak = t["atom_mnk"]
     smem = res["smem_static_bytes"] + res["smem_dynamic_bytes"]
-    w, h = 900, 440
+    w, h = 860, 400
     dwg = _drawing(w, h)
-    px = 1.6                                              # pixels per element of the tile
+    px = 1.5                                              # pixels per element of the tile
     kx = max(px * bk, 10)                                 # K panels, at least visible
-    cx, cy = 80 + kx + 30, 70 + kx + 30
+    cx, cy = 80 + kx + 30, 40 + kx + 24
     dwg.add(dwg.rect((cx - kx - 30, cy), (kx, bm * px), fill="#dbeafe", stroke=ACCENT))          # A panel
     dwg.add(dwg.rect((cx, cy - kx - 30), (bn * px, kx), fill="#dbeafe", stroke=ACCENT))          # B panel
     _text(dwg, (cx - kx - 30, cy - 8), f"A: {bm}×{bk}", size=12, color=ACCENT)
@@ -470,18 +494,17 @@ def _arrow(dwg, a, b, color=INK, width=1.5):
 
 
 def wgmma_diagram(step: dict, shape: dict) -> str:
-    """One CTA of a Hopper step, from the constants its kernel was compiled with: the
-    BM x BN tile of C split over warpgroups with their wgmma atoms, the 128-byte swizzle of
-    the shared tiles, the ring of STAGES shared buffers and who fills it (every thread with
-    cp.async, or one thread with TMA and the full/empty mbarriers; a producer warpgroup when
-    warp-specialized, B multicast over a cluster), the load/wgmma timeline and the grid."""
+    """One CTA of a Hopper step before warp specialization, from the constants its kernel was
+    compiled with: the BM x BN tile of C split over warpgroups with their wgmma atoms, the
+    128-byte swizzle of the shared tiles, the ring of STAGES shared buffers and who fills it
+    (every thread with cp.async, or one thread with TMA and the full mbarriers), the
+    load/wgmma timeline and the grid. Later steps draw their own idea (slides/step_diagrams.py)."""
     res = step["best"]["resources"]
     t = res["tile"]
     bm, bn, bk, stages, wgs, group = t["BM"], t["BN"], t["BK"], t["STAGES"], t["WARPGROUPS_M"], t["GROUP_M"]
     am, an, ak = t["atom_mnk"]
     tma = "tma" in res
-    producers, cluster = t.get("PRODUCER_WARPGROUPS", 0), t.get("CLUSTER_M", 1)
-    w, h = 900, 470
+    w, h = 860, 400
     dwg = _drawing(w, h)
 
     # left: the C tile over warpgroups, A and B panels of one K-step
@@ -496,7 +519,7 @@ def wgmma_diagram(step: dict, shape: dict) -> str:
         for j in range(bn // an):
             dwg.add(dwg.rect((cx + j * an * px, cy + g * am * px), (an * px, am * px),
                              fill=PALETTE[g % len(PALETTE)], opacity=0.35, stroke="white", stroke_width=1))
-        _text(dwg, (cx + 6, cy + (g + 0.5) * am * px + 4), f"warpgroup {g + producers}: {am}×{bn}", size=11)
+        _text(dwg, (cx + 6, cy + (g + 0.5) * am * px + 4), f"warpgroup {g}: {am}×{bn}", size=11)
     _text(dwg, (cx, cy + bm * px + 30), f"C {bm}×{bn}: {wgs} warpgroups × {bn // an} wgmma "
           f"{am}×{an}×{ak} per 8 of K", size=11, color=MUTED)
 
@@ -513,46 +536,33 @@ def wgmma_diagram(step: dict, shape: dict) -> str:
         _text(dwg, (sx, sy + 8 * cell + 16 + 15 * i), line, size=11, color=MUTED)
 
     # right: the ring of shared stages and who fills it
-    rx, ry = 520, 40
+    rx, ry = 530, 40
     stage_kib = (bm + bn) * bk * 4 / 1024
     _text(dwg, (rx, ry - 8), f"{stages} shared stage{'s' if stages > 1 else ''} × {stage_kib:g} KiB", size=12, weight="bold")
-    box_w = min(80, (340 - 10 * (stages - 1)) / stages)
+    box_w = min(80, (310 - 10 * (stages - 1)) / stages)
     for s_ in range(stages):
         x = rx + s_ * (box_w + 10)
         dwg.add(dwg.rect((x, ry + 40), (box_w, 50), fill="#dbeafe", stroke=ACCENT))
         _text(dwg, (x + box_w / 2, ry + 70), f"stage {s_}", size=11, anchor="middle")
         if tma:
-            _text(dwg, (x + box_w / 2, ry + 104), f"full[{s_}]", size=10, color=PALETTE[2], anchor="middle")
-            if producers:
-                _text(dwg, (x + box_w / 2, ry + 117), f"empty[{s_}]", size=10, color=PALETTE[1], anchor="middle")
+            _text(dwg, (x + box_w / 2, ry + 106), f"full[{s_}]", size=11, color=PALETTE[2], anchor="middle")
     ring_w = stages * (box_w + 10) - 10
     if tma:
-        who = "producer warpgroup 0, thread 0" if producers else "one thread"
-        _text(dwg, (rx, ry + 14), f"{who} → TMA: one tensor-map copy per tile", size=11)
-        _arrow(dwg, (rx + ring_w / 2, ry + 20), (rx + ring_w / 2, ry + 38), color=ACCENT)
-        flow = ["TMA lands the bytes → full[s] completes", "warpgroups wait full[s], issue wgmma"]
-        if not producers:                # step 6: no empty barriers, the last reader refills
-            warps = res["threads_per_block"] // 32
-            flow += ["each warp done reading → counts itself on stage s",
-                     f"the {warps}th to count refills stage s: no one waits"]
-        else:
-            flow += ["each warp done reading → arrives on empty[s]", f"{who} waits empty[s], refills stage s"]
-            if cluster > 1:
-                flow[0] = f"A from this CTA, B in {cluster} slices multicast by the cluster's {cluster} CTAs"
-                flow[2] = f"each consumer warp of all {cluster} CTAs → arrives on empty[s]"
-            flow.append("setmaxnreg: the producer gives up registers, the consumers take them")
-            if t.get("EPILOGUE_N"):
-                flow.append(f"C: {am}×{t['EPILOGUE_N']} chunks → {t['EPILOGUE_BUFFERS']} staging buffers → TMA store")
+        warps = res["threads_per_block"] // 32
+        _text(dwg, (rx, ry + 14), "one thread → TMA: one tensor-map copy per tile", size=11)
+        flow = ["TMA lands the bytes → full[s] completes", "warpgroups wait full[s], issue wgmma",
+                "each warp done reading → counts itself on stage s",
+                f"the {warps}th to count refills stage s: no one waits"]
     else:
         _text(dwg, (rx, ry + 14), f"all {res['threads_per_block']} threads: cp.async, 16 B each", size=11)
-        _arrow(dwg, (rx + ring_w / 2, ry + 20), (rx + ring_w / 2, ry + 38), color=ACCENT)
         flow = ["cp.async → wait → barrier", "warpgroups issue wgmma on the stage",
                 "wait for the wgmmas → barrier → refill" if stages > 1 else "wait for the wgmmas → barrier → next load"]
+    _arrow(dwg, (rx + ring_w / 2, ry + 20), (rx + ring_w / 2, ry + 38), color=ACCENT)
     for i, line in enumerate(flow):
-        _text(dwg, (rx, ry + 140 + 15 * i), f"{i + 1}. {line}", size=11, color=MUTED)
+        _text(dwg, (rx, ry + 134 + 15 * i), f"{i + 1}. {line}", size=11, color=MUTED)
 
     # bottom: timeline of K-tiles, loads running STAGES-1 ahead of the wgmmas
-    ty, unit, n = 300, 62, 7
+    ty, unit, n = 262, 62, 7
     lead = stages - 1
     _text(dwg, (40, ty - 10), "K-loop timeline", size=12, weight="bold")
     for row, label in enumerate(("load", "wgmma")):
@@ -564,24 +574,15 @@ def wgmma_diagram(step: dict, shape: dict) -> str:
             x = 100 + at * slot
             if x + slot < w - 20:
                 dwg.add(dwg.rect((x, y), (slot - 4, 20), fill=color, opacity=0.3))
-                _text(dwg, (x + slot / 2 - 2, y + 14), f"k{k}", size=10, anchor="middle")
+                _text(dwg, (x + slot / 2 - 2, y + 15), f"k{k}", size=11, anchor="middle")
     tiles = (shape["m"] // bm) * (shape["n"] // bn)
     order = (f"bands of {group} tile rows, walked along N (CTA swizzle)" if group
              else "down M first, then along N")
-    ctas = res["grid"][0]
-    grid = (f"{ctas} persistent CTAs (all that fit at once) walk {tiles:,} tiles, {tiles / ctas:.2f} each"
-            if t.get("PERSISTENT") else f"{tiles:,} CTAs")
-    split = res.get("split_wave")
-    clusters = f" in clusters of {cluster} on adjacent tile rows" if cluster > 1 else ""
-    notes = [f"grid: {grid} of {res['threads_per_block']} threads{clusters}"]
-    if split and split["left"]:
-        notes.append(f"last wave: after {split['full_waves']} full waves, {split['left']} tile pairs split at K-tile "
-                     f"{split['split']} of {split['k_tiles']}, the rest on {split['helpers']} helper clusters")
-    notes += [f"tile order: {order}; K loop: {shape['k'] // bk:,} steps of {bk}",
-             f"{(res['smem_static_bytes'] + res['smem_dynamic_bytes']) / 1024:.1f} KiB of shared memory; "
-             f"{t['MMA_ATOM']}"]
+    notes = [f"grid: {tiles:,} CTAs of {res['threads_per_block']} threads; tile order: {order}",
+             f"K loop: {shape['k'] // bk:,} steps of {bk}; "
+             f"{(res['smem_static_bytes'] + res['smem_dynamic_bytes']) / 1024:.1f} KiB of shared memory; {t['MMA_ATOM']}"]
     for i, line in enumerate(notes):
-        _text(dwg, (40, ty + 90 + 20 * i), line, size=12)
+        _text(dwg, (40, ty + 86 + 20 * i), line, size=12)
     return dwg.tostring()
 
 
@@ -611,7 +612,8 @@ def draw_all(context: dict) -> dict[str, str]:
         svgs["transpose.svg"] = transpose_bars(context["transpose"])
     if context.get("compare"):
         svgs["compare_gemm.svg"] = compare_gemm(context["compare"])
-        svgs["compare_ratios.svg"] = compare_ratios(context["compare"])
+        if context["compare"]["differing"]:
+            svgs["compare_ratios.svg"] = compare_ratios(context["compare"])
     for step in context["gemm"]["steps"]:
         if step["diagram"]:
             svgs[step["diagram"]] = DIAGRAMS[step["draw"]](step, context["gemm"]["shape"])

@@ -1,6 +1,6 @@
 // Opens every slide of a built deck in Chromium at Slidev's canvas size (980 x 552, scale 1) and
-// prints, as JSON, what a room would not see: elements past the slide's edges, and code blocks
-// that scroll or clip. Usage: node deck_check.mjs <base url> <slides> <chromium>
+// prints, as JSON, what a room would not see: elements past the slide's edges, code blocks that
+// scroll or clip, text under 12 px (code 11), and figure text under 10 px at the size it is shown. Usage: node deck_check.mjs <base url> <slides> <chromium>
 import { chromium } from 'playwright-chromium';
 
 const [base, count, executablePath] = process.argv.slice(2);
@@ -12,7 +12,7 @@ for (let n = 1; n <= Number(count); n++) {
   await page.waitForSelector(`.slidev-page-${n}`, { state: 'visible' });
   await page.evaluate(() => Promise.all([document.fonts.ready,
     ...[...document.images].map((i) => i.complete ? null : new Promise((r) => { i.onload = i.onerror = r; }))]));
-  const found = await page.evaluate((n) => {
+  const found = await page.evaluate(async (n) => {
     const out = [];
     const slide = document.querySelector('#slide-content').getBoundingClientRect();
     const root = document.querySelector(`.slidev-page-${n}`);
@@ -38,6 +38,22 @@ for (let n = 1; n <= Number(count); n++) {
     for (const pre of root.querySelectorAll('pre')) {
       if (pre.scrollHeight > pre.clientHeight + 1 || pre.scrollWidth > pre.clientWidth + 1)
         out.push({ slide: n, title, what: `code block scrolls: ${pre.scrollWidth}x${pre.scrollHeight} in ${pre.clientWidth}x${pre.clientHeight}` });
+    }
+    for (const img of root.querySelectorAll('img[src$=".svg"]')) {  // figure text: 10 px and up as shown
+      if (!visible(img)) continue;
+      const svg = new DOMParser().parseFromString(await (await fetch(img.src)).text(), 'image/svg+xml').documentElement;
+      const box = document.createElement('div');               // laid out off the slide to read computed sizes
+      box.style.cssText = 'position:fixed;left:-10000px;top:0';
+      box.appendChild(document.importNode(svg, true));
+      document.body.appendChild(box);
+      const drawn = box.firstChild;
+      const scale = img.getBoundingClientRect().width / (drawn.viewBox.baseVal?.width || drawn.width.baseVal.value);
+      const small = [...drawn.querySelectorAll('text')].filter((t) => t.textContent.trim())
+        .map((t) => [parseFloat(getComputedStyle(t).fontSize) * scale, t.textContent.trim()])
+        .filter(([px]) => px < 9.95).sort((a, b) => a[0] - b[0]);
+      box.remove();
+      if (small.length)
+        out.push({ slide: n, title, what: `${name(img)}: ${small.length} texts under 10 px as shown, smallest "${small[0][1].slice(0, 30)}" at ${small[0][0].toFixed(1)} px` });
     }
     return out;
   }, n);
