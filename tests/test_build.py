@@ -245,6 +245,26 @@ def test_every_figure_is_shown_at_the_width_it_was_drawn_with_legible_text(deck)
         assert sizes and min(sizes) >= 10, (svg.name, min(sizes, default=None))
 
 
+def prose_words(slide: str) -> int:
+    """Words a room reads on a slide: not its title, notes, code, styles, markup or table rows."""
+    for pattern in (r"<!--.*?-->", r"```.*?```", r"<style.*?</style>", r"<[^>]+>"):
+        slide = re.sub(pattern, " ", slide, flags=re.S)
+    lines = [line for line in slide.splitlines()[1:] if not line.lstrip().startswith("|")]
+    return sum(1 for token in " ".join(lines).split() if re.search(r"[A-Za-z]", token))
+
+
+@pytest.mark.parametrize("results", [None, "nvidia-h100-80gb-hbm3.yaml", "nvidia-h200.yaml"])
+def test_slides_hold_at_most_eighty_words_the_rest_is_in_the_notes(deck, results, tmp_path):
+    """The claim, the number and the picture: prose past ~80 words goes to the presenter notes."""
+    if results:
+        from tests.conftest import ROOT
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert build.main(["--results", str(ROOT / "results" / results), "--out-dir", str(tmp_path)]) == 0
+    md = (tmp_path / "slides.md").read_text() if results else deck["md"]
+    wordy = {title: n for title, slide in slides_of(md).items() if (n := prose_words(slide)) > 80}
+    assert not wordy, wordy
+
+
 def test_nice_ticks():
     assert figures.nice_ticks(390) == [0, 100, 200, 300, 400]
     assert figures.nice_ticks(3352)[-1] >= 3352
