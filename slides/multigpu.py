@@ -1,7 +1,7 @@
 """Past one GPU: the section's context and figures, from a node's results file
 (results/<gpu-slug>-x<N>.yaml): the node's links, NVLink peer to peer, NCCL's collectives beside
 nccl-tests, an α–β model of all-reduce fitted to them, and what it means for data-parallel
-training. Template: 07_multigpu.md.j2."""
+training. Template: multigpu.md.j2."""
 from __future__ import annotations
 
 import math
@@ -9,7 +9,9 @@ import math
 import numpy as np
 
 from bench.multigpu import BUS_FACTOR, COLLECTIVES
-from slides import figures as fig
+from bench.schema import one_line
+from slides import kit as fig
+from slides.deck import BuildError, Deck
 
 IDS = ("multigpu.p2p", "multigpu.nccl", "multigpu.nccl_tests")
 NAMES = {"all_reduce": "all-reduce", "all_gather": "all-gather", "reduce_scatter": "reduce-scatter",
@@ -129,10 +131,24 @@ def _collectives(nccl: dict, peer: dict, n: int) -> dict:
     return {"ours": ours, "compared": compared, "targets": targets(compared) if compared else None, "table": table}
 
 
-def context(doc: dict | None, records: dict) -> dict:
-    """The section's context; ``records``: build.Context.record of each of IDS in ``doc``."""
+def context(deck) -> dict:
+    """The section from deck.node, the (path, document) of a node's results file, or None."""
+    path, doc = deck.node or (None, None)
     if doc is None:
+        deck.missing.setdefault("Past One GPU", []).extend(IDS)
         return {"measured": False, "ids": list(IDS)}
+    if "node" not in doc:
+        raise BuildError(f"{path}: not a node's results file (it has no node section)")
+    node_deck = Deck(doc, deck.benchmarks)
+    try:
+        return section(doc, {bid: node_deck.record(bid) for bid in IDS})
+    except Exception as e:
+        raise BuildError(f"{path}: the multi-GPU section cannot be built from it ({type(e).__name__}: "
+                         f"{one_line(e, 200)})") from e
+
+
+def section(doc: dict, records: dict) -> dict:
+    """The section's context from a node's document; ``records``: Deck.record of each of IDS."""
     node = doc["node"]
     nccl, peer = records["multigpu.nccl"], records["multigpu.nccl_tests"]
     n = node["gpu_count"]
@@ -166,30 +182,30 @@ def topology(c: dict) -> str:
     second_row = fabric_y + fabric_h + 30 if switched else top + box_h + gap
     w = per_row * box_w + (per_row - 1) * gap + 80
     h = (second_row + box_h if len(gpus) > per_row else fabric_y + fabric_h if switched else top + box_h) + 20
-    dwg = fig._drawing(w, h)
+    dwg = fig.drawing(w, h)
     pos = {g["index"]: (40 + (i % per_row) * (box_w + gap), top if i < per_row else second_row)
            for i, g in enumerate(gpus)}
     if switched:
         dwg.add(dwg.rect((40, fabric_y), (w - 80, fabric_h), rx=6, fill="#eef2ff", stroke=fig.ACCENT))
-        fig._text(dwg, (w / 2, fabric_y + 26), "NVSwitch fabric", size=13, color=fig.ACCENT, anchor="middle",
+        fig.text(dwg, (w / 2, fabric_y + 26), "NVSwitch fabric", size=13, color=fig.ACCENT, anchor="middle",
                   weight="bold")
         for g in gpus:
             x, y = pos[g["index"]]
             y0, y1 = (y + box_h, fabric_y) if y < fabric_y else (fabric_y + fabric_h, y)
             dwg.add(dwg.line((x + box_w / 2, y0), (x + box_w / 2, y1), stroke=fig.ACCENT, stroke_width=4))
-            fig._text(dwg, (x + box_w / 2 + 8, (y0 + y1) / 2 + 5), f"{g['nvlinks']} NVLinks", size=12, color=fig.ACCENT)
+            fig.text(dwg, (x + box_w / 2 + 8, (y0 + y1) / 2 + 5), f"{g['nvlinks']} NVLinks", size=12, color=fig.ACCENT)
     for p in pairs:
         if p["via"] == "direct":
             (xa, ya), (xb, yb) = pos[p["a"]], pos[p["b"]]
             dwg.add(dwg.line((xa + box_w, ya + box_h / 2), (xb, yb + box_h / 2), stroke=fig.ACCENT, stroke_width=4))
-            fig._text(dwg, ((xa + box_w + xb) / 2, (ya + yb + box_h) / 2 - 8), f"NV{p['nvlinks']}", size=12,
+            fig.text(dwg, ((xa + box_w + xb) / 2, (ya + yb + box_h) / 2 - 8), f"NV{p['nvlinks']}", size=12,
                       color=fig.ACCENT, anchor="middle")
     for g in gpus:
         x, y = pos[g["index"]]
         dwg.add(dwg.rect((x, y), (box_w, box_h), rx=8, fill="#f9fafb", stroke=fig.INK, stroke_width=1.5))
-        fig._text(dwg, (x + box_w / 2, y + 28), f"GPU {g['index']}", size=15, anchor="middle", weight="bold")
-        fig._text(dwg, (x + box_w / 2, y + 48), g["name"], size=12, color=fig.MUTED, anchor="middle")
-        fig._text(dwg, (x + box_w / 2, y + 64), g["pci_bus_id"], size=11, color=fig.MUTED, anchor="middle")
+        fig.text(dwg, (x + box_w / 2, y + 28), f"GPU {g['index']}", size=15, anchor="middle", weight="bold")
+        fig.text(dwg, (x + box_w / 2, y + 48), g["name"], size=12, color=fig.MUTED, anchor="middle")
+        fig.text(dwg, (x + box_w / 2, y + 64), g["pci_bus_id"], size=11, color=fig.MUTED, anchor="middle")
     return dwg.tostring()
 
 
@@ -225,7 +241,8 @@ def latency_chart(c: dict) -> str:
                                     x_format=fig.fmt_bytes, y_log=True, width=760, height=320))
 
 
-def draw(c: dict) -> dict[str, str]:
+def draw(deck) -> dict[str, str]:
+    c = deck["multigpu"]
     if not c["measured"]:
         return {}
     svgs = {"node_topology.svg": topology(c)}

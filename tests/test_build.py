@@ -9,14 +9,16 @@ import pytest
 
 import build
 from bench import catalogue
-from slides import figures
+from slides import figures, gemm, kit, memory_latency, sweep
+from slides.deck import ROOT, SLIDES_DIR
+from slides.device import occupancy
 from tests.conftest import _fixture_results, dump_results
 
 # The reference deck's outline, in order (kernel slides: code, diagram, performance).
 KERNELS = [step.title for step in catalogue.STEPS]
 # A kernel too long for its code slide is shown whole on backup slides, a page at a time.
 CODE_PAGES = [f"Kernel {i}: {step.title} — Code ({j}/{len(pages)})" for i, step in enumerate(catalogue.STEPS, 1)
-              for pages in [build.code_view(step.source, step.focus)["pages"]] for j in range(1, len(pages) + 1)]
+              for pages in [gemm.code_view(step.source, step.focus)["pages"]] for j in range(1, len(pages) + 1)]
 OUTLINE = (["CUDA Performance Study", "Hopper SM Architecture", "Theoretical Peak Performance",
             "Why Matrix Multiply?", "GEMM Problem Setup"]
            + [f"Kernel {i}: {k} — {part}" for i, k in enumerate(KERNELS, 1)
@@ -129,7 +131,7 @@ ALLOWED_IN_TEMPLATES = re.compile(
 
 def test_templates_hold_no_measured_values():
     """Outside Jinja tags, styles, classes and file names, templates hold no digits but names like FP32."""
-    for path in sorted(build.SLIDES_DIR.glob("*.md.j2")):
+    for path in sorted(SLIDES_DIR.glob("*.md.j2")):
         source = re.sub(r"<style.*?</style>", "", path.read_text(), flags=re.S)
         for n, line in enumerate(source.splitlines(), 1):
             text = re.sub(r"\[\[.*?\]\]|\[%.*?%\]|\[#.*?#\]|(class|src)=\"[^\"]*\"", "", line)
@@ -203,12 +205,10 @@ def test_micro_benchmark_slides_follow_the_data(deck):
 def test_sweep_step_is_read_off_the_data():
     """The HBM step sits where latency first reaches the large-set plateau."""
     sweep = [{"bytes": 1 << e, "cycles": c} for e, c in zip(range(20, 30), (300, 300, 300, 300, 300, 520, 690, 700, 700, 700))]
-    ctx = build.Context({"benchmarks": {"latency.memory": {
-        "family": "latency", "status": "ok", "source_hash": "x", "telemetry": {"before": None, "after": None},
-        "params": {}, "sweep": sweep,
-        "levels": [{"level": "shared", "label": "s", "bytes": 1, "cycles": 20, "ns": 10},
-                   {"level": "L2", "label": "l2", "bytes": 1, "cycles": 300, "ns": 150}]}}}, {})
-    mem = build.memory_context(ctx, {"l2_bytes": 1 << 26})
+    mem = memory_latency.read({"params": {}, "sweep": sweep,
+                               "levels": [{"level": "shared", "label": "s", "bytes": 1, "cycles": 20, "ns": 10},
+                                          {"level": "L2", "label": "l2", "bytes": 1, "cycles": 300, "ns": 150}]},
+                              1 << 26)
     assert mem["hbm_step_bytes"] == pytest.approx(2 ** 25.5)      # between 32 MiB (520) and 64 MiB (690)
     assert mem["l2_leave_bytes"] == 1 << 25 and mem["middle_cycles"] == 520
 
@@ -266,8 +266,8 @@ def test_slides_hold_at_most_eighty_words_the_rest_is_in_the_notes(deck, results
 
 
 def test_nice_ticks():
-    assert figures.nice_ticks(390) == [0, 100, 200, 300, 400]
-    assert figures.nice_ticks(3352)[-1] >= 3352
+    assert kit.nice_ticks(390) == [0, 100, 200, 300, 400]
+    assert kit.nice_ticks(3352)[-1] >= 3352
 
 
 def test_build_is_fast(tmp_path):
@@ -279,7 +279,7 @@ def test_build_is_fast(tmp_path):
     times = []
     for _ in range(3):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "build.py", "--out-dir", str(tmp_path)], cwd=build.ROOT, check=True,
+        subprocess.run([sys.executable, "build.py", "--out-dir", str(tmp_path)], cwd=ROOT, check=True,
                        capture_output=True)
         times.append(time.perf_counter() - t0)
     assert statistics.median(times) < 2.0, times
@@ -294,11 +294,11 @@ def test_results_are_parsed_by_libyaml():
 
 def test_occupancy_names_the_binding_limit():
     device = {"warp_size": 32, "max_threads_per_sm": 2048, "regs_per_sm": 65536, "smem_per_sm_bytes": 233472}
-    naive = build.occupancy({"threads_per_block": 256, "regs_per_thread": 32, "smem_static_bytes": 0,
+    naive = occupancy({"threads_per_block": 256, "regs_per_thread": 32, "smem_static_bytes": 0,
                              "smem_dynamic_bytes": 0}, device)
     assert naive == {"blocks_per_sm": 8, "warps_per_sm": 64, "occupancy_pct": 100.0, "limited_by": "threads",
                      "limits": {"threads": 8, "registers": 8, "shared memory": 32, "blocks": 32}}
-    heavy = build.occupancy({"threads_per_block": 128, "regs_per_thread": 168, "smem_static_bytes": 0,
+    heavy = occupancy({"threads_per_block": 128, "regs_per_thread": 168, "smem_static_bytes": 0,
                              "smem_dynamic_bytes": 100 * 1024}, device)
     assert heavy["limited_by"] == "shared memory" and heavy["blocks_per_sm"] == 2
 
@@ -424,13 +424,13 @@ def test_split_wave_schedule_gives_every_cluster_one_piece_of_the_last_wave():
 
 def test_sweep_slides_follow_the_data(fixture_doc, write_results, tmp_path):
     ctx = build.build(write_results(fixture_doc), tmp_path)
-    step = ctx["gemm"]["sweep"]["top"]          # the headline kernel's step
+    step = ctx["sweep"]["top"]          # the headline kernel's step
     top = fixture_doc["benchmarks"][f"sweep.{step['key']}"]
-    rows = [r for r in top["rows"] if r["outcome"] == "correct" and min(r["shape"]) >= build.SWEEP_WITHIN_FROM]
+    rows = [r for r in top["rows"] if r["outcome"] == "correct" and min(r["shape"]) >= sweep.WITHIN_FROM]
     worst = min(rows, key=lambda r: r["ratio_same_layout"])
     md = slides_of((tmp_path / "slides.md").read_text())
     assert f"**{step['title']}**, from 2048 up" in md["GEMM Across Sizes"]
-    size = build._size_label(worst["shape"])
+    size = sweep.size_label(worst["shape"])
     pct = 100 * worst["ratio_same_layout"]
     assert (f"within {100 - pct:.0f}% of cuBLAS at every size" if pct >= 90
             else f"down to {pct:.0f}% of cuBLAS at {size}") in md["GEMM Across Sizes"]
@@ -442,11 +442,11 @@ def test_sweep_slides_follow_the_data(fixture_doc, write_results, tmp_path):
     row = next(line for line in md["GEMM Across Sizes — Table"].splitlines() if line.startswith(f"| {step['title']}"))
     assert f"| {cell['tflops']['kernel']:,.0f} |" in row                     # the share of cuBLAS goes to the notes
     notes = (tmp_path / "slides.md").read_text().split("# GEMM Across Sizes — Table")[1].split("-->")[0]
-    assert f"{build._size_label(cell['shape'])} {100 * cell['ratio_same_layout']:.0f}%" in notes
+    assert f"{sweep.size_label(cell['shape'])} {100 * cell['ratio_same_layout']:.0f}%" in notes
     svg = (tmp_path / "svgs" / "gemm_sweep.svg").read_text()
     assert step["title"] in svg and "cuBLAS TF32, B K-major" in svg and "cuBLAS TF32, B row-major" in svg
     # every other step a grey line, and one legend entry for all of them
-    assert svg.count("the other steps") == 1 and svg.count(figures.GROUP) == (len(KERNELS) - 1) + 1
+    assert svg.count("the other steps") == 1 and svg.count(kit.GROUP) == (len(KERNELS) - 1) + 1
 
     # held within 10% everywhere from 2048 up, the slide says so; a wrong size is shown in red
     for r in top["rows"]:
@@ -579,19 +579,19 @@ def test_code_slides_never_shrink_a_long_kernel_they_show_its_focus(deck):
     assert {int(px) for px in re.findall(r"slidev-code code\) \{ font-size: (\d+)px", deck["md"])} == {11}
     s = slides_of(deck["md"])
     for i, step in enumerate(catalogue.STEPS, 1):
-        view = build.code_view(step.source, step.focus)
+        view = gemm.code_view(step.source, step.focus)
         code = s[f"Kernel {i}: {step.title} — Code"]
         if not view["pages"]:
-            assert re.search(rf"<<< \S*{re.escape(step.source)}#kernel", code) and view["lines"] <= build.MAX_CODE_LINES
+            assert re.search(rf"<<< \S*{re.escape(step.source)}#kernel", code) and view["lines"] <= gemm.MAX_CODE_LINES
             continue
         shown = view["shown"].splitlines()
-        assert len(shown) <= build.MAX_CODE_LINES and step.focus[0] in shown[0] and step.focus[1] in shown[-1]
+        assert len(shown) <= gemm.MAX_CODE_LINES and step.focus[0] in shown[0] and step.focus[1] in shown[-1]
         assert view["shown"] in code and f"Lines {view['first']}–{view['last']} of the kernel's {view['lines']}" in code
-        lines = (build.ROOT / step.source).read_text().splitlines()
+        lines = (ROOT / step.source).read_text().splitlines()
         marks = [k for k, line in enumerate(lines) if "#region kernel" in line or "#endregion kernel" in line]
         region = [line.strip() for line in lines[marks[0] + 1:marks[1]]]
         backup = [line.strip() for page in view["pages"] for line in page.splitlines()]
-        assert backup == region and all(len(page.splitlines()) <= build.MAX_CODE_LINES for page in view["pages"])
+        assert backup == region and all(len(page.splitlines()) <= gemm.MAX_CODE_LINES for page in view["pages"])
         for j, page in enumerate(view["pages"], 1):
             assert page in s[f"Kernel {i}: {step.title} — Code ({j}/{len(view['pages'])})"]
 
@@ -599,6 +599,6 @@ def test_code_slides_never_shrink_a_long_kernel_they_show_its_focus(deck):
 def test_a_long_kernel_without_a_focus_is_a_build_error():
     step = next(s for s in catalogue.STEPS if s.focus)
     with pytest.raises(build.BuildError, match="do not fit on a slide"):
-        build.code_view(step.source, None)
+        gemm.code_view(step.source, None)
     with pytest.raises(build.BuildError, match="is not a run of at most"):
-        build.code_view(step.source, (step.focus[0], "no such line"))
+        gemm.code_view(step.source, (step.focus[0], "no such line"))

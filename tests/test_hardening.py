@@ -70,7 +70,8 @@ def test_what_the_schema_lets_through_and_a_slide_cannot_use_is_a_message(fixtur
     """The last guard: a context that fails for a reason no schema rule names is one line too."""
     out = tmp_path / "deck"
     _previous_deck(out)
-    monkeypatch.setattr(build, "hbm_context", lambda ctx, device: {}["best"])
+    from slides import hbm
+    monkeypatch.setattr(hbm, "context", lambda deck: {}["best"])
     assert build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(out), "--no-compare"]) == 1
     err = capsys.readouterr().err
     assert "the deck cannot be built from it (KeyError: 'best')" in err and _unchanged(out)

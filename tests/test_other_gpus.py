@@ -1,12 +1,12 @@
 """A GPU that is not Hopper: the Hopper-only benchmarks are skipped with their reason,
 everything else builds for it, and the deck says so on the skipped kernels' slides."""
 import copy
-import re
 
 import pytest
 
 import build
 from bench import catalogue, cuda, registry, runner
+from slides.device import PER_SM_FLOP_PER_CLK
 from tests.conftest import builds
 
 # Fixture devices as CUDA and NVML would describe them (figures from NVIDIA's data sheets).
@@ -91,6 +91,6 @@ def test_deck_of_a_non_hopper_gpu_says_why_kernels_are_missing(cc, fixture_doc, 
     # the headline and the peaks are this GPU's
     head = ctx["gemm"]["headline"]
     assert head["to"]["id"] == "gemm.cute_smem_k32"
-    tf32 = next(p for p in ctx["peaks"] if p["precision"] == "tf32")
+    tf32 = ctx["peaks"]["by"]["tf32"]
     assert tf32["tflops_max_clock"] == pytest.approx(
-        OTHER_GPUS[cc]["sm_count"] * build.PER_SM_FLOP_PER_CLK[cc]["tf32"] * OTHER_GPUS[cc]["sm_clock_max_mhz"] / 1e6)
+        OTHER_GPUS[cc]["sm_count"] * PER_SM_FLOP_PER_CLK[cc]["tf32"] * OTHER_GPUS[cc]["sm_clock_max_mhz"] / 1e6)

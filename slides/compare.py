@@ -1,0 +1,133 @@
+"""The GPUs side by side: this deck's GPU first, each other GPU's results (each built as its own
+deck) as a ratio to it, and what differs."""
+from __future__ import annotations
+
+from bench import schema
+from slides.kit import grouped_bars
+from slides.deck import BuildError, Deck
+
+
+def _peak(c: dict, precision: str, key: str):
+    row = c["peaks"]["by"].get(precision)
+    value = row and row[key]
+    return value["tflops"] if isinstance(value, dict) else value
+
+
+def _latency_ns(c: dict, level: str):
+    mem = c["memory_latency"]
+    return mem["by"][level]["ns"] if mem["levels"] and level in mem["by"] else None
+
+
+# What the comparison sets side by side: (group, label, unit, digits, value from one GPU's context).
+COMPARED = (
+    ("chip", "SMs", "", 0, lambda c: c["device"]["sm_count"]),
+    ("chip", "SM clock, max", "MHz", 0, lambda c: c["device"]["sm_clock_max_mhz"]),
+    ("chip", "L2 cache", "MiB", 0, lambda c: c["device"]["l2_bytes"] / 2**20),
+    ("chip", "HBM", "GiB", 0, lambda c: c["device"]["memory_bytes"] / 2**30),
+    ("chip", "power limit", "W", 0, lambda c: c["device"]["power_limit_w"]),
+    ("peak", "TF32 tensor peak, max clock", "TFLOPS", 1, lambda c: _peak(c, "tf32", "tflops_max_clock")),
+    ("peak", "HBM bandwidth, theoretical", "GB/s", 0, lambda c: c["device"]["hbm_peak_gbps"]),
+    ("measured", "cuBLAS TF32, fastest layout", "TFLOPS", 1, lambda c: _peak(c, "tf32", "measured")),
+    ("measured", "cuBLAS BF16, fastest layout", "TFLOPS", 1, lambda c: _peak(c, "bf16", "measured")),
+    ("measured", "SM clock while cuBLAS TF32 ran", "MHz", 0, lambda c: c["peaks"]["tf32_clock_mhz"]),
+    ("measured", "HBM copy, best kernel", "GB/s", 0, lambda c: c["hbm"]["best"]["gbps"] if c["hbm"]["rows"] else None),
+    ("measured", "cudaMemcpy", "GB/s", 0, lambda c: c["hbm"]["memcpy"]["gbps"] if c["hbm"]["rows"] else None),
+    ("measured", "L2 read, best", "GB/s", 0, lambda c: c["l2"]["best_read"]["read"]["gbps"] if c["l2"]["rows"] else None),
+    ("measured", "transpose, best kernel", "GB/s", 0, lambda c: c["transpose"]["best"]["gbps"] if c["transpose"]["rows"] else None),
+    ("measured", "L2 hit latency", "ns", 0, lambda c: _latency_ns(c, "L2")),
+    ("measured", "HBM latency", "ns", 0, lambda c: _latency_ns(c, "HBM")),
+)
+
+
+def _ratio(a, b):
+    return a / b if a and b else None
+
+
+def side_by_side(gpus: list) -> dict | None:
+    """The GPUs side by side: this deck's first, each other one as a ratio to it."""
+    if len(gpus) < 2:
+        return None
+    base = gpus[0]
+    rows = []
+    for group, label, unit, digits, value in COMPARED:
+        values = [value(c) for c in gpus]
+        rows.append({"group": group, "label": label, "unit": unit, "digits": digits, "per_gpu": values,
+                     "ratios": [_ratio(v, values[0]) for v in values[1:]]})
+    steps = []
+    for i, step in enumerate(base["gemm"]["steps"]):
+        bests = [c["gemm"]["steps"][i]["best"] for c in gpus]
+        ok = [b if b["tflops"] and not b["failed"] else None for b in bests]
+        steps.append({"title": step["title"], "name": step["name"], "beyond": step["beyond"], "gpus": ok,
+                      "ratios": [_ratio(b and b["tflops"], ok[0] and ok[0]["tflops"]) for b in ok[1:]]})
+    by = {r["label"]: r for r in rows}
+    others = []
+    for j, c in enumerate(gpus[1:]):
+        hand = [(s["ratios"][j], s["title"]) for s in steps if s["ratios"][j]]
+        others.append({
+            "name": c["device"]["name"],
+            "same_sms": c["device"]["sm_count"] == base["device"]["sm_count"],
+            "same_clock": c["device"]["sm_clock_max_mhz"] == base["device"]["sm_clock_max_mhz"],
+            "compute_ratio": _ratio(c["device"]["sm_count"] * c["device"]["sm_clock_max_mhz"],
+                                    base["device"]["sm_count"] * base["device"]["sm_clock_max_mhz"]),
+            **{key: by[label]["ratios"][j] for key, label in (
+                ("hbm_peak_ratio", "HBM bandwidth, theoretical"), ("copy_ratio", "HBM copy, best kernel"),
+                ("memcpy_ratio", "cudaMemcpy"), ("l2_ratio", "L2 read, best"), ("cublas_ratio", "cuBLAS TF32, fastest layout"),
+                ("clock_ratio", "SM clock while cuBLAS TF32 ran"), ("hbm_latency_ratio", "HBM latency"),
+                ("l2_size_ratio", "L2 cache"), ("memory_ratio", "HBM"))},
+            "copy_pct_peak": [100 * _ratio(by["HBM copy, best kernel"]["per_gpu"][k], by["HBM bandwidth, theoretical"]["per_gpu"][k])
+                              if by["HBM copy, best kernel"]["per_gpu"][k] else None for k in (j + 1, 0)],
+            "steps_lo": min(hand) if hand else None, "steps_hi": max(hand) if hand else None,
+        })
+        others[-1]["cublas_per_clock"] = _ratio(others[-1]["cublas_ratio"], others[-1]["clock_ratio"])
+    differing = ([(r["label"], r["ratios"]) for r in rows if r["group"] == "measured" and any(r["ratios"])]
+                 + [(f"GEMM: {s['title']}", s["ratios"]) for s in steps if any(s["ratios"])])
+    return {"names": [c["device"]["name"] for c in gpus], "rows": rows, "by": by, "steps": steps, "others": others,
+            "differing": differing}
+
+
+def context(deck) -> dict | None:
+    """This deck's GPU beside the others' (deck.others, (path, document) pairs). A document the
+    deck cannot be built from is left out with ``deck.warn(message)`` when a warning is asked
+    for, and is an error otherwise."""
+    accepted, section = [], None
+    for path, other in deck.others:
+        try:
+            candidate = Deck(other, deck.benchmarks)
+            section = side_by_side([deck, *accepted, candidate])
+        except Exception as e:      # a neighbour's fault must not stop this GPU's deck
+            message = f"{path}: cannot be compared ({type(e).__name__}: {schema.one_line(e, 200)})"
+            if deck.warn is None:
+                raise BuildError(message) from e
+            deck.warn(message)
+            continue
+        accepted.append(candidate)
+    return section
+
+
+# --- figures --------------------------------------------------------------------------------------
+
+def compare_gemm(compare: dict) -> str:
+    """Each step's best kernel and cuBLAS on every GPU compared."""
+    groups = [s["title"] for s in compare["steps"]] + ["cuBLAS TF32, fastest layout"]
+    cublas = compare["by"]["cuBLAS TF32, fastest layout"]["per_gpu"]
+    series = [(name, [s["gpus"][k] and s["gpus"][k]["tflops"] for s in compare["steps"]] + [cublas[k]])
+              for k, name in enumerate(compare["names"])]
+    return grouped_bars(groups, series, "TFLOPS at the reference shape")
+
+
+def compare_ratios(compare: dict) -> str:
+    """Each other GPU's measurements divided by this deck's GPU's: where they differ, and by how much."""
+    groups = [label for label, _ in compare["differing"]]
+    series = [(f"{name} ÷ {compare['names'][0]}", [ratios[j] for _, ratios in compare["differing"]])
+              for j, name in enumerate(compare["names"][1:])]
+    return grouped_bars(groups, series, "ratio: right of 1 is more, left is less", digits=2, origin=1.0)
+
+
+def draw(deck) -> dict[str, str]:
+    compare = deck["compare"]
+    if not compare:
+        return {}
+    svgs = {"compare_gemm.svg": compare_gemm(compare)}
+    if compare["differing"]:
+        svgs["compare_ratios.svg"] = compare_ratios(compare)
+    return svgs

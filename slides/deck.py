@@ -1,0 +1,255 @@
+"""The deck as one context: every section's data gathered and every derived number computed first,
+then each template in the outline rendered; the templates only format. Nothing is written unless
+everything renders (write_deck).
+
+A section module (slides/<name>.py) holds ``context(deck)``, what its template sees as ``<name>``,
+and may hold ``draw(deck)``, the figures it shows by file name. A section reads another's data as
+``deck["<other>"]``: each is computed once, when first asked for."""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import math
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import jinja2
+from markupsafe import Markup
+
+from slides import escape
+from slides.kit import fmt_bytes
+from slides.outline import SECTIONS
+
+SLIDES_DIR = Path(__file__).resolve().parent
+ROOT = SLIDES_DIR.parent
+
+
+class BuildError(Exception):
+    """The deck cannot be built from these results; the message names the file."""
+
+
+class Deck:
+    """One results file's sections, computed on demand, and what the results lack, by slide."""
+
+    def __init__(self, doc: dict, benchmarks: dict, node=None, others=(), warn=None):
+        self.doc = doc
+        self.benchmarks = benchmarks
+        self.node = node              # (path, document) of a node's results file, or None
+        self.others = others          # (path, document) of other GPUs' results files, to compare with
+        self.warn = warn              # how a comparison reports a file it leaves out (None: an error)
+        self.missing: dict[str, list[str]] = {}
+        self._sections: dict[str, dict] = {}
+        self._asked: list[str] = []
+
+    def __getitem__(self, name: str) -> dict:
+        if name not in self._sections:
+            if name in self._asked:
+                raise BuildError(f"sections that need each other: {' -> '.join(self._asked + [name])}")
+            self._asked.append(name)
+            self._sections[name] = importlib.import_module(f"slides.{name}").context(self)
+            self._asked.pop()
+        return self._sections[name]
+
+    def record(self, bid: str) -> dict:
+        """A result, summarized for the slides; ``measured`` is False when absent or skipped."""
+        rec = self.doc["benchmarks"].get(bid)
+        current = self.benchmarks.get(bid)
+        out = {"id": bid, "measured": False, "status": "absent", "reason": "not in the results",
+               "stale": False, "stale_why": "", "failed": False, "record": {},
+               "tflops": None, "time_ms": None, "check": None, "clock_mhz": None,
+               "pct_cublas": None, "baseline_tflops": None, "speedup": None}
+        if rec is None:
+            return out
+        out.update(status=rec["status"], reason=rec.get("reason", ""), record=rec,
+                   measured=rec["status"] != "skipped", failed=rec["status"] == "failed",
+                   tflops=rec.get("tflops"), time_ms=rec.get("time_ms"), check=rec.get("check"),
+                   clock_mhz=clock_during(rec))
+        if current is None or current.source_hash() != rec["source_hash"]:
+            out["stale"] = True
+            out["stale_why"] = ("no longer in the registry" if current is None
+                                else "its source changed after it was measured")
+        return out
+
+    def need(self, slide: str, *bids: str) -> list[dict]:
+        """The results a slide shows; those not measured are listed against it."""
+        recs = [self.record(b) for b in bids]
+        lacking = [r["id"] for r in recs if not r["measured"]]
+        if lacking:
+            self.missing.setdefault(slide, []).extend(lacking)
+        return recs
+
+    def sections(self) -> dict:
+        """What every template sees: each section module's context, then the run's own facts."""
+        for name in SECTIONS:
+            if hasattr(section_module(name), "context"):
+                self[name]
+        benchmarks = self.doc["benchmarks"]
+        return {**self._sections, "software": self.doc["software"], "measured_count": len(benchmarks),
+                "stale": sorted(bid for bid in benchmarks if self.record(bid)["stale"]),
+                "quick": sorted(bid for bid, rec in benchmarks.items() if rec.get("quick")),
+                "failed": [{"id": bid, "reason": rec["reason"]} for bid, rec in benchmarks.items()
+                           if rec["status"] == "failed"],
+                "missing": self.missing}
+
+    def figures(self) -> dict[str, str]:
+        """Every figure of the sections computed so far, by file name."""
+        svgs = {}
+        for name in list(self._sections):
+            draw = getattr(importlib.import_module(f"slides.{name}"), "draw", None)
+            if draw:
+                svgs.update(draw(self))
+        for name in SECTIONS:        # sections with figures and no data of their own
+            module = section_module(name)
+            if module and not hasattr(module, "context") and hasattr(module, "draw"):
+                svgs.update(module.draw(self))
+        return svgs
+
+
+def section_module(name: str):
+    """slides/<name>.py, or None when the section is its template alone."""
+    if not (SLIDES_DIR / f"{name}.py").exists():
+        return None
+    return importlib.import_module(f"slides.{name}")
+
+
+def clock_during(rec: dict) -> float | None:
+    during = (rec.get("telemetry") or {}).get("during")
+    return during["sm_clock_mhz"]["median"] if during else None
+
+
+# --- formatting: the templates' only arithmetic -------------------------------
+
+def fmt_num(x, digits: int = 1) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        raise ValueError(f"no number to format: {x!r}")
+    return f"{x:,.{digits}f}"
+
+
+def fmt_sig(x, sig: int = 3) -> str:
+    """Significant figures, never scientific notation: 0.234, 27.9, 2,981."""
+    if x == 0:
+        return "0"
+    digits = max(0, sig - 1 - int(math.floor(math.log10(abs(x)))))
+    return fmt_num(x, digits)
+
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """Compiled templates kept between runs (a third of build.py's time), where the checkout is
+    writable. Jinja checks a cached template against its source alone, so the folder is named
+    for the code that sets up the environment (filters, escaping) and the Jinja release."""
+    key = hashlib.sha256(b"".join(p.read_bytes() for p in (Path(__file__), SLIDES_DIR / "escape.py"))
+                         + jinja2.__version__.encode()).hexdigest()[:12]
+    folder = ROOT / ".cache" / "jinja" / key
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.parent.iterdir():
+            if old != folder:
+                shutil.rmtree(old, ignore_errors=True)
+    except OSError:
+        return None
+    return jinja2.FileSystemBytecodeCache(str(folder)) if os.access(folder, os.W_OK) else None
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(SLIDES_DIR), bytecode_cache=_bytecode_cache(),
+        # Slidev's markdown uses Vue's {{ }}; these delimiters cannot collide with it.
+        block_start_string="[%", block_end_string="%]",
+        variable_start_string="[[", variable_end_string="]]",
+        comment_start_string="[#", comment_end_string="#]",
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        keep_trailing_newline=True,
+        # Every [[ ]] output is data: escaped for Markdown, Vue and HTML unless it is markup the
+        # templates made (a macro's output); see slides/escape.py.
+        autoescape=True, finalize=escape.finalize)
+    env.filters.update(num=fmt_num, sig=fmt_sig, bytes=fmt_bytes, code_block=code_block,
+                       count=lambda n, noun: f"{n:,} {noun}{'' if n == 1 else 's'}",
+                       yaml_str=escape.yaml_string, join=_join,
+                       replace=lambda s, old, new: str(s).replace(old, new))   # plain text, escaped on output
+    return env
+
+
+def code_block(code: str, language: str) -> Markup:
+    """A kernel's own lines as a fenced block, verbatim: code is not data to escape, but it must
+    not close the fence it is in."""
+    if "```" in code:
+        raise BuildError("a kernel's code holds a Markdown fence (```)")
+    return Markup(f"```{language}\n{code}\n```")
+
+
+def _join(items, separator: str = "") -> Markup:
+    """Jinja's join escapes its items for HTML alone; these are escaped for the slide."""
+    return Markup(separator).join(escape.finalize(item if isinstance(item, Markup) else str(item)) for item in items)
+
+
+SVG_SIZE = re.compile(r'viewBox="0 0 ([\d.]+) ([\d.]+)"')
+
+
+def figure_tag(svgs: dict[str, str]):
+    """The templates' ``figure(name, classes)``: the figure shown at the width it was drawn, so
+    that the sizes of its text are the sizes a room sees (slides/kit.py draws to the slide)."""
+    def figure(name: str, classes: str = "") -> Markup:
+        if name not in svgs:
+            raise BuildError(f"a slide shows {name}, which no figure function drew")
+        width = SVG_SIZE.search(svgs[name]).group(1)
+        return Markup(f'<img src="./svgs/{name}" class="{classes}" style="width: {width}px; max-width: none" />')
+    return figure
+
+
+FRONTMATTER_START = re.compile(r"^[A-Za-z][\w-]*:")
+
+
+def render(context: dict, svgs: dict[str, str]) -> str:
+    """The outline's templates in order, joined by slide separators. A section that opens with its
+    own frontmatter (``layout: section``) follows the separator directly; any other starts after a
+    blank line, so Slidev does not read its first lines as frontmatter."""
+    env = environment()
+    env.globals["figure"] = figure_tag(svgs)
+    parts = [env.get_template(f"{name}.md.j2").render(**context).strip() for name in SECTIONS]
+    parts = [p for p in parts if p]            # a section with nothing to show (no comparison) is left out
+    return parts[0] + "".join("\n\n---\n" + ("" if FRONTMATTER_START.match(p) else "\n") + p
+                              for p in parts[1:]) + "\n"
+
+
+def write_deck(out_dir: Path, deck: str, svgs: dict[str, str]) -> None:
+    """Write slides.md and svgs/ all or nothing: everything is written into a staging folder
+    inside ``out_dir`` first, then renamed into place (the files it replaces kept as hard links
+    until the last rename, and put back if one fails). A staging folder left by a build that
+    was killed is removed first."""
+    from bench.results import write_atomic
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for leftover in out_dir.glob(".build-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    stage = Path(tempfile.mkdtemp(prefix=".build-", dir=out_dir))
+    moves = [(stage / "svgs" / name, out_dir / "svgs" / name) for name in svgs] + [(stage / "slides.md", out_dir / "slides.md")]
+    done, kept = [], []
+    try:
+        for name, svg in svgs.items():
+            write_atomic(stage / "svgs" / name, svg)
+        write_atomic(stage / "slides.md", deck)
+        (out_dir / "svgs").mkdir(exist_ok=True)
+        (stage / "old").mkdir()
+        for i, (_, target) in enumerate(moves):
+            if target.is_dir():
+                raise IsADirectoryError(f"{target} is a folder, where the deck writes a file")
+            if target.exists():
+                os.link(target, stage / "old" / str(i))
+                kept.append((stage / "old" / str(i), target))
+        for new, target in moves:
+            os.replace(new, target)
+            done.append(target)
+    except BaseException:
+        for old, target in kept:                # what was replaced comes back
+            if target in done:
+                os.replace(old, target)
+        replaced = {target for _, target in kept}
+        for target in done:
+            if target not in replaced:          # new this time: it goes again
+                target.unlink(missing_ok=True)
+        raise
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)

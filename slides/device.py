@@ -1,0 +1,57 @@
+"""The GPU model: what the deck knows of a GPU beyond what CUDA and NVML report (per-SM rates by
+architecture, the occupancy rules), and the device as the templates see it as ``device``."""
+from __future__ import annotations
+
+import math
+
+# Dense FLOP per clock per SM by compute capability (NVIDIA architecture
+# whitepapers): FP32 FMA on the CUDA cores, TF32 and BF16 on the tensor cores.
+PER_SM_FLOP_PER_CLK = {
+    "8.0": {"fp32": 128, "tf32": 1024, "bf16": 2048},
+    "8.6": {"fp32": 256, "tf32": 512, "bf16": 1024},
+    "8.9": {"fp32": 256, "tf32": 512, "bf16": 1024},
+    "9.0": {"fp32": 256, "tf32": 2048, "bf16": 4096},
+}
+ARCH_NAMES = {"7.0": "Volta", "7.5": "Turing", "8.0": "Ampere", "8.6": "Ampere", "8.7": "Ampere", "8.9": "Ada Lovelace",
+              "9.0": "Hopper", "10.0": "Blackwell", "10.3": "Blackwell", "12.0": "Blackwell"}
+PRECISION_NAMES = {"fp32": "FP32 (CUDA cores)", "tf32": "TF32 (tensor cores)", "bf16": "BF16 (tensor cores)"}
+SUBPARTITIONS_PER_SM = 4     # one warp scheduler each, every architecture since Volta
+WARP_SIZE = 32
+MAX_BLOCKS_PER_SM = 32       # every architecture since Volta except Turing's 16
+
+
+def context(deck) -> dict:
+    d = dict(deck.doc["device"])
+    cc = d["compute_capability"]
+    d["arch"] = ARCH_NAMES.get(cc, f"compute capability {cc}")
+    d["sm_name"] = "sm_" + cc.replace(".", "")
+    d["subpartitions"] = SUBPARTITIONS_PER_SM
+    d["warp_size"] = WARP_SIZE
+    rates = PER_SM_FLOP_PER_CLK.get(cc)
+    d["rates"] = rates
+    d["fp32_lanes_per_sm"] = rates["fp32"] // 2 if rates else None
+    d["hbm_peak_gbps"] = d["mem_clock_max_mhz"] * 1e6 * 2 * d["mem_bus_width_bits"] / 8 / 1e9
+    return d
+
+
+def peak_tflops(device: dict, per_sm_per_clk: int, clock_mhz: float) -> float:
+    return device["sm_count"] * per_sm_per_clk * clock_mhz * 1e6 / 1e12
+
+
+def occupancy(resources: dict, device: dict) -> dict:
+    """Resident blocks and warps per SM from the kernel's resources and the device
+    limits, and which limit binds (registers are allocated per warp in 256s; each
+    block reserves 1 KiB of shared memory)."""
+    threads = resources["threads_per_block"]
+    warps = math.ceil(threads / device["warp_size"])
+    regs_per_warp = math.ceil(resources["regs_per_thread"] * device["warp_size"] / 256) * 256
+    smem = resources["smem_static_bytes"] + resources["smem_dynamic_bytes"]
+    limits = {"threads": device["max_threads_per_sm"] // threads,
+              "registers": (device["regs_per_sm"] // regs_per_warp) // warps if regs_per_warp else MAX_BLOCKS_PER_SM,
+              "shared memory": device["smem_per_sm_bytes"] // (smem + 1024) if smem else MAX_BLOCKS_PER_SM,
+              "blocks": MAX_BLOCKS_PER_SM}
+    limiter = min(limits, key=limits.get)
+    blocks = limits[limiter]
+    max_warps = device["max_threads_per_sm"] // device["warp_size"]
+    return {"blocks_per_sm": blocks, "warps_per_sm": blocks * warps, "occupancy_pct": 100 * blocks * warps / max_warps,
+            "limited_by": limiter, "limits": limits}

@@ -1,0 +1,202 @@
+"""The GEMM steps as measured: each step of the catalogue (bench/catalogue.py) with its kernels'
+results, its baseline cuBLAS (timed in turns with it), occupancy, waves and profile, its code as
+the code slides show it, and the headline. Read by the setup, kernels, results, missing and backup
+sections; draws the progression and each step's diagram."""
+from __future__ import annotations
+
+import math
+import textwrap
+
+from bench import catalogue, cublas as cublas_lib
+from bench.harness import SHAPE
+from bench.timing import spread
+from slides.figures import DIAGRAMS
+from slides.kit import ACCENT, Bar, MISSING, REF, bar_chart
+from slides.deck import ROOT, BuildError
+from slides.device import occupancy
+
+
+def block_shape(resources: dict, shape: dict) -> tuple[int, int] | None:
+    """The launch's block (x over columns of C, y over rows), from the recorded grid."""
+    grid = resources.get("grid")
+    if not grid or len(grid) != 2:
+        return None
+    bx, by = math.ceil(shape["n"] / grid[0]), math.ceil(shape["m"] / grid[1])
+    return (bx, by) if bx * by == resources["threads_per_block"] else None
+
+
+# The profile counters that say how busy a unit is, and the unit's name on the slide.
+UTILIZATION = {"dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM",
+               "l1tex__throughput.avg.pct_of_peak_sustained_active": "L1 / shared memory",
+               "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": "tensor cores (HMMA/HGMMA pipe)",
+               "sm__instruction_throughput.avg.pct_of_peak_sustained_active": "SM instruction issue"}
+# (a tensor-core kernel's SM busy is its tensor pipe's: on a tie the tensor cores are named)
+TENSOR_PIPE = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
+
+
+def waves(resources: dict, occupancy_: dict | None, device: dict) -> dict | None:
+    """How the output tiles fall on the CTAs that run at once: a persistent kernel's grid, or
+    every SM's resident blocks. The last wave's idle CTAs are time no tile order wins back."""
+    tile = resources.get("tile") if resources else None
+    if not tile or not occupancy_:
+        return None
+    tiles = (SHAPE.m // tile["BM"]) * (SHAPE.n // tile["BN"])
+    at_once = resources.get("resident_ctas") or device["sm_count"] * occupancy_["blocks_per_sm"]
+    n = tiles / at_once
+    out = {"tiles": tiles, "at_once": at_once, "waves": n, "full_waves": math.ceil(n),
+           "last_wave_ctas": tiles - (math.ceil(n) - 1) * at_once, "idle_pct": 100 * (1 - n / math.ceil(n)),
+           "split": None}
+    split = resources.get("split_wave")
+    if split and split["left"]:
+        # the last wave lasts as long as an owner's part or a helper's run of tails, whichever is longer
+        k = split["k_tiles"]
+        last = max(split["split"], split["rounds"] * (k - split["split"])) / k
+        out["split"] = {**split, "last_wave": last, "split_pct": 100 * split["split"] / k,
+                        "idle_pct": 100 * (1 - n / (split["full_waves"] + last))}
+    return out
+
+
+def busiest_unit(profile: dict) -> dict:
+    """The unit closest to its peak: where a kernel's time goes."""
+    name = max(UTILIZATION, key=lambda m: profile["metrics"].get(m, -1))
+    return {"unit": UTILIZATION[name], "pct": profile["metrics"][name]}
+
+
+# Code on a slide is set at 11 px (line height 1.4) below the title and a line of prose: this many
+# lines fit. A longer kernel region shows its step's focus, and the whole region goes to backup slides.
+MAX_CODE_LINES = 22
+
+
+def code_view(source: str | None, focus: tuple[str, str] | None) -> dict | None:
+    """What a step's code slide shows of its kernel file: the lines between its #region kernel
+    markers when they fit, else the focus the catalogue names (first and last line, by a text each
+    holds); then the whole region in pages of MAX_CODE_LINES for the backup slides."""
+    if not source:
+        return None
+    lines = (ROOT / source).read_text().splitlines()
+    marks = [i for i, line in enumerate(lines) if "#region kernel" in line or "#endregion kernel" in line]
+    region = lines[marks[0] + 1:marks[1]] if len(marks) == 2 else lines
+    view = {"source": source, "snippet": source, "language": "python" if source.endswith(".py") else "cpp", "lines": len(region),
+            "shown": None, "first": 1, "pages": []}
+    if len(region) <= MAX_CODE_LINES:
+        return view
+    if not focus:
+        raise BuildError(f"{source}: {len(region)} lines of kernel do not fit on a slide ({MAX_CODE_LINES}); "
+                         f"name the step's focus in bench/catalogue.py")
+    start = next((i for i, line in enumerate(region) if focus[0] in line), None)
+    end = next((i for i, line in enumerate(region) if i >= (start or 0) and focus[1] in line), None)
+    if start is None or end is None or end - start + 1 > MAX_CODE_LINES:
+        raise BuildError(f"{source}: the focus {focus} is not a run of at most {MAX_CODE_LINES} lines of its kernel region")
+    per_page = math.ceil(len(region) / math.ceil(len(region) / MAX_CODE_LINES))     # as even as the pages can be
+    pages = [region[i:i + per_page] for i in range(0, len(region), per_page)]
+    return {**view, "shown": textwrap.dedent("\n".join(region[start:end + 1])), "first": start + 1,
+            "last": end + 1, "pages": [textwrap.dedent("\n".join(page)) for page in pages]}
+
+
+def context(deck) -> dict:
+    device = deck["device"]
+    cublas = {}
+    for precision in cublas_lib.PRECISIONS:
+        for layout in cublas_lib.LAYOUTS:
+            r = deck.record(cublas_lib.bench_id(precision, layout))
+            r.update(precision=precision, layout=layout, layout_name=cublas_lib.LAYOUTS[layout])
+            cublas[(precision, layout)] = r
+    tf32 = [r for (precision, _), r in cublas.items() if precision == "tf32" and r["measured"] and not r["failed"]]
+    best_tf32 = max(tf32, key=lambda r: r["tflops"]) if tf32 else None
+
+    by_id = {r["id"]: r for r in cublas.values()}
+    steps, prev = [], None
+    for i, step in enumerate(catalogue.STEPS, 1):
+        baseline = cublas[(step.precision, step.layout)]     # the naive FP32 kernel against cuBLAS FP32
+        title = f"Kernel {i}: {step.title}"
+        variants = []
+        for variant in step.variants:
+            r = deck.record(variant.id)
+            r["label"] = variant.label
+            # the baseline: cuBLAS of the kernel's precision and layout, on the same operands, timed
+            # in turns with it sample by sample (bench/harness.py); its figures are that timing's
+            versus = r["record"].get("cublas")
+            r["baseline"], r["ratio_spread"] = None, None
+            if versus and r["tflops"]:
+                base = by_id[versus["id"]]
+                r["baseline"] = {"id": versus["id"], "precision": base["precision"].upper(),
+                                 "layout_name": base["layout_name"], "timing": "in turns",
+                                 "tflops": versus["tflops"], "time_ms": versus["time_ms"],
+                                 "error": versus["check"]["rel_error"], "check": versus["check"]}
+                r["baseline_tflops"] = versus["tflops"]
+                r["pct_cublas"] = 100 * r["tflops"] / versus["tflops"]
+                # turn by turn: what is left of the spread once both meet the same clock
+                r["ratio_spread"] = spread(versus["ratio_by_turn"])
+            res = r["record"].get("resources")
+            r["resources"] = res
+            r["occupancy"] = occupancy(res, device) if res else None
+            r["odd_shape"] = r["record"].get("odd_shape")
+            prof = r["record"].get("profile")
+            r["profile"] = [{"name": prof["names"][m], "value": v} for m, v in prof["metrics"].items()] if prof else None
+            r["busiest"] = busiest_unit(prof) if prof else None
+            r["tensor_pct"] = prof["metrics"].get(TENSOR_PIPE) if prof else None
+            variants.append(r)
+        for slide in ("Code", "Diagram", "Performance"):
+            deck.need(f"{title} — {slide}", *(v["id"] for v in variants))
+        best = variants[-1]
+        usable = best["tflops"] and not best["failed"]
+        # the diagram is drawn from the launch configuration the measured run recorded
+        res = best["resources"] or {}
+        block = block_shape(res, {"m": SHAPE.m, "n": SHAPE.n}) if "tile" not in res and res else None
+        drawable = block or "tile" in res
+        diagram = f"gemm_{step.key}.svg" if drawable else None
+        if usable and prev:
+            best["speedup"] = best["tflops"] / prev["best"]["tflops"]
+            best["speedup_over"] = prev["title"]
+        source = next((deck.benchmarks[v["id"]].code for v in variants
+                       if v["id"] in deck.benchmarks and deck.benchmarks[v["id"]].code), None)
+        # a step of one kernel is named by its title; of several, by its title and its best's label
+        name = f"{step.title} ({best['label']})" if len(variants) > 1 else step.title
+        steps.append({"index": i, "key": step.key, "title": step.title, "name": name, "slide_title": title,
+                      "technique": step.technique, "layout": step.layout, "layout_name": cublas_lib.LAYOUTS[step.layout],
+                      "precision": step.precision, "baseline": baseline,
+                      "source": source, "code": code_view(source, step.focus), "beyond": step.beyond,
+                      "variants": variants, "best": best, "block": block, "diagram": diagram, "draw": step.diagram,
+                      "measured": any(v["measured"] for v in variants),
+                      "skip_reason": "; ".join(dict.fromkeys(v["reason"] for v in variants if v["status"] == "skipped"))})
+        if usable:
+            prev = steps[-1]
+    measured_steps = [s for s in steps if s["best"]["tflops"] and not s["best"]["failed"]]
+    headline = None
+    if len(measured_steps) >= 2:
+        first, top = measured_steps[0], max(measured_steps, key=lambda s: s["best"]["tflops"])
+        last = top["best"]
+        headline = {"from": first["best"], "to": last, "to_title": top["title"], "to_name": top["name"],
+                    "speedup": last["tflops"] / first["best"]["tflops"]}
+    # What the reference deck left on the table, as built here: its last step, then each step past it.
+    reference_last = [s for s in measured_steps if not s["beyond"]][-1:]
+    story = reference_last + [s for s in measured_steps if s["beyond"]]
+    story = story if len(story) >= 2 else []
+    top_waves = waves(headline["to"]["resources"], headline["to"]["occupancy"], device) if headline else None
+    staged_epilogue = any("EPILOGUE_N" in ((s["best"]["resources"] or {}).get("tile") or {}) for s in story)
+    return {"shape": {"m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "flops": SHAPE.flops,
+                      "intensity_fp32": SHAPE.flops / (4 * (SHAPE.m * SHAPE.k + SHAPE.k * SHAPE.n + SHAPE.m * SHAPE.n))},
+            "cublas": cublas, "cublas_rows": list(cublas.values()), "best_tf32": best_tf32,
+            "steps": steps, "headline": headline, "story": story, "waves": top_waves,
+            "staged_epilogue": staged_epilogue}
+
+
+# --- figures --------------------------------------------------------------------------------------
+
+def gemm_progression(gemm: dict) -> str:
+    """Each step's TFLOPS beside cuBLAS TF32 on both layouts."""
+    bars = [Bar(f"{s['title']} ({v['label']})" if len(s["variants"]) > 1 else s["title"], v["tflops"],
+                MISSING if v["failed"] else ACCENT, "check failed" if v["failed"] else "")
+            for s in gemm["steps"] for v in s["variants"]]
+    bars += [Bar(f"cuBLAS TF32, {r['layout_name']}", r["tflops"], REF)
+             for r in gemm["cublas_rows"] if r["precision"] == "tf32"]
+    return bar_chart(bars, "TFLOPS at the reference shape", height=380)
+
+
+def draw(deck) -> dict[str, str]:
+    gemm = deck["gemm"]
+    svgs = {"gemm_progression.svg": gemm_progression(gemm)}
+    for step in gemm["steps"]:
+        if step["diagram"]:
+            svgs[step["diagram"]] = DIAGRAMS[step["draw"]](step, gemm["shape"])
+    return svgs

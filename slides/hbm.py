@@ -1,0 +1,48 @@
+"""HBM bandwidth as SMs are added (bench/hbm.py), and Little's law from it and the memory latency."""
+from __future__ import annotations
+
+from slides.kit import Chart, Line, PALETTE, REF, Series, line_chart
+
+
+def context(deck) -> dict:
+    device = deck["device"]
+    (r,) = deck.need("HBM Bandwidth Scaling", "hbm.copy_scaling")
+    if "rows" not in r["record"]:
+        return {**r, "rows": None, "memcpy": None, "best": None, "params": None, "per_sm": None, "little": None}
+    rec = r["record"]
+    memcpy = rec["memcpy"]
+    rows = [{**row, "pct_memcpy": 100 * row["gbps"] / memcpy["gbps"],
+             "pct_peak": 100 * row["gbps"] / device["hbm_peak_gbps"]} for row in rec["rows"]]
+    best = max(rows, key=lambda row: row["gbps"])
+    per_sm = next((row for row in rows if row["threads"] > 32 and row["blocks"] == 1), None)
+    return {**r, "rows": rows, "memcpy": {**memcpy, "pct_peak": 100 * memcpy["gbps"] / device["hbm_peak_gbps"]},
+            "best": best, "params": rec["params"], "per_sm": per_sm,
+            "little": little(best, per_sm, deck["memory_latency"])}
+
+
+def little(best: dict, per_sm: dict | None, mem: dict) -> dict | None:
+    """Little's law: bytes in flight = bandwidth x latency, for the loads (half the copy's bytes)."""
+    if not (per_sm and mem["levels"] and "HBM" in mem["by"]):
+        return None
+    latency_ns = mem["by"]["HBM"]["ns"]
+    need = best["gbps"] / 2 * latency_ns                        # GB/s x ns = bytes
+    in_flight_per_sm = per_sm["gbps"] / 2 * latency_ns
+    return {"latency_ns": latency_ns, "bytes_needed": need, "bytes_per_sm": in_flight_per_sm,
+            "sms_needed": need / in_flight_per_sm, "per_sm_gbps": per_sm["gbps"]}
+
+
+# --- figures --------------------------------------------------------------------------------------
+
+def hbm_scaling(hbm: dict, device: dict) -> str:
+    """Copy bandwidth against the SMs used, one block per SM, beside cudaMemcpy and the peak."""
+    curve = [r for r in hbm["rows"] if r["blocks"] == r["sms_used"] and r["threads"] > 32]
+    full = [r for r in hbm["rows"] if r["blocks"] > r["sms_used"]]
+    series = [Series("1 block of threads per SM", [(r["sms_used"], r["gbps"]) for r in curve])]
+    series += [Series(r["label"], [(r["sms_used"], r["gbps"])], PALETTE[4 + i]) for i, r in enumerate(full)]
+    return line_chart(Chart("SMs used (log scale)", "GB/s (read + written)", series, [
+        Line("y", device["hbm_peak_gbps"], f"theoretical peak {device['hbm_peak_gbps']:,.0f}"),
+        Line("y", hbm["memcpy"]["gbps"], f"cudaMemcpy {hbm['memcpy']['gbps']:,.0f}", REF)], height=280))
+
+
+def draw(deck) -> dict[str, str]:
+    return {"hbm_scaling.svg": hbm_scaling(deck["hbm"], deck["device"])} if deck["hbm"]["rows"] else {}

@@ -1,0 +1,48 @@
+"""Instruction latency and issue rate (bench/latency.py): cycles per warp-instruction by independent
+chains, the full SM's rate, and the SASS each operation compiles to."""
+from __future__ import annotations
+
+from slides.kit import Chart, PALETTE, Series, line_chart
+
+
+def context(deck) -> dict:
+    (r,) = deck.need("Instruction Latency — Results", "latency.instruction")
+    if "rows" not in r["record"]:
+        return {**r, "rows": None}
+    rec = r["record"]
+    ilps = rec["params"]["ilps"]
+    rows = []
+    for row in rec["rows"]:
+        cycles = [(int(ilp), c) for ilp, c in sorted(row["cycles"].items(), key=lambda kv: int(kv[0]))]
+        best = min(c for _, c in cycles)
+        issue = row["issue_cycles_per_subpartition"]
+        sass1 = row["sass"][str(ilps[0])]      # the worker hands records over as JSON: string keys
+        rows.append({
+            "op": row["op"], "name": row["name"], "cycles": cycles, "latency": cycles[0][1],
+            "single_warp_best": best, "at_highest_ilp": cycles[-1][1], "issue": issue,
+            # the fewest chains whose cycles/instruction come within 10% of the best one warp reaches
+            "ilp_to_best": next(i for i, c in cycles if c <= 1.1 * best),
+            "vs_issue_pct": 100 * (cycles[-1][1] / issue - 1),
+            "sass_per_op": sass1["per_op"], "mix": sass1["mix_per_op"],
+            "multi": sass1["per_op"] >= 1.5, "warps_per_sm": row["warps_per_sm"],
+            "no_overlap": cycles[-1][1] >= 0.8 * cycles[0][1],
+        })
+    by_op = {row["op"]: row for row in rows}
+    simple = [by_op[o] for o in ("FADD", "FMUL", "FFMA") if o in by_op]
+    return {**r, "rows": rows, "ilps": [int(i) for i in ilps], "params": rec["params"], "by_op": by_op,
+            "simple_latency": max(x["latency"] for x in simple) if simple else None,
+            "multi": [x for x in rows if x["multi"]], "no_overlap": [x for x in rows if x["no_overlap"]]}
+
+
+# --- figures --------------------------------------------------------------------------------------
+
+def instruction_latency(instr: dict) -> str:
+    series = [Series(r["name"], [(ilp, c) for ilp, c in r["cycles"]], PALETTE[i % len(PALETTE)])
+              for i, r in enumerate(instr["rows"])]
+    return line_chart(Chart("independent chains per thread (ILP, log scale)", "cycles per warp-instruction (log)",
+                            series, y_log=True, height=400))
+
+
+def draw(deck) -> dict[str, str]:
+    instr = deck["instruction_latency"]
+    return {"instruction_latency.svg": instruction_latency(instr)} if instr["rows"] else {}

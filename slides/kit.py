@@ -1,0 +1,248 @@
+"""The deck's chart kit: one palette, one font, and the charts every section draws with (lines,
+bars, grouped bars), each drawn at the size the slide shows it so that its text sizes are what a
+room sees (at least 10 px; slides/deck.py's figure() shows a figure at its drawn width). What a
+figure shows comes from the results, never from numbers written here."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import svgwrite
+
+from slides.escape import plain_text
+
+FONT = "font-family:Inter,Helvetica,Arial,sans-serif"
+INK, MUTED, ACCENT, REF, GRID = "#1f2937", "#6b7280", "#2563eb", "#dc2626", "#e5e7eb"
+MISSING = "#9ca3af"
+GROUP = "#d1d5db"            # lines drawn as a group, behind the ones the figure is about
+PALETTE = ("#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#65a30d", "#475569", "#ea580c")
+
+
+def drawing(w: int, h: int) -> svgwrite.Drawing:
+    # debug=False: no attribute validation on every element (a fifth of build.py's time)
+    dwg = svgwrite.Drawing(size=(f"{w}px", f"{h}px"), viewBox=f"0 0 {w} {h}", profile="full", debug=False)
+    dwg.add(dwg.rect((0, 0), (w, h), fill="white"))
+    return dwg
+
+
+def text(dwg, xy, s, size=13, color=INK, anchor="start", weight="normal", **kw):
+    dwg.add(dwg.text(plain_text(s), insert=xy, style=f"{FONT};font-size:{size}px;font-weight:{weight}",
+                     fill=color, text_anchor=anchor, **kw))
+
+
+def nice_ticks(hi: float, count: int = 5) -> list[float]:
+    """Round tick values from 0 to at least ``hi``."""
+    raw = hi / count
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    return [i * step for i in range(int(math.ceil(hi / step)) + 1)]
+
+
+def log_ticks(lo: float, hi: float) -> list[float]:
+    """Powers of two (for sizes and counts) or of ten covering [lo, hi]."""
+    return [2.0 ** e for e in range(math.floor(math.log2(lo)), math.ceil(math.log2(hi)) + 1)]
+
+
+def _fmt(v: float) -> str:
+    return f"{v:,.0f}" if v >= 10 or v == 0 else f"{v:g}"
+
+
+def fmt_bytes(n: float) -> str:
+    """Three significant figures in binary units: 4 KiB, 22.6 MiB, 79.2 GiB."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n:.3g} B"
+
+
+@dataclass
+class Series:
+    label: str
+    points: list[tuple[float, float]]
+    color: str = ACCENT
+    marks: bool = True
+    dash: str | None = None       # an SVG stroke-dasharray: a peer or a model drawn beside a measurement
+    legend: bool = True           # False: drawn, but one of a group the legend names once
+
+
+@dataclass
+class Line:
+    """A horizontal (axis 'y') or vertical (axis 'x') reference line."""
+    axis: str
+    value: float
+    label: str
+    color: str = MUTED
+
+
+@dataclass
+class Chart:
+    x_label: str
+    y_label: str
+    series: list[Series]
+    lines: list[Line] = field(default_factory=list)
+    x_log: bool = True
+    y_log: bool = False
+    x_format: callable = _fmt
+    width: int = 860             # the size the slide shows it at: its text sizes are what a room sees
+    height: int = 400
+    legend: str | None = "right"  # "right", "below" (a narrow chart) or None
+
+
+def text_width(s: str, size: float) -> float:
+    """About how wide a label is set: for keeping it inside its figure."""
+    return 0.58 * size * len(s)
+
+
+def line_chart(c: Chart) -> str:
+    w, h = c.width, c.height
+    named = [s for s in c.series if s.legend] if c.legend and len(c.series) > 1 else []
+    legend_w = max((text_width(s.label, 12) for s in named), default=0) + 50
+    per_row = max(1, int((w - 60) // legend_w)) if c.legend == "below" else 0
+    below = 20 * math.ceil(len(named) / per_row) if per_row and named else 0
+    left, right, top = 72, 24 + (legend_w if named and c.legend == "right" else 0), 24
+    bottom = 56 + below
+    dwg = drawing(w, h)
+    xs = [x for s in c.series for x, _ in s.points] + [l.value for l in c.lines if l.axis == "x"]
+    ys = [y for s in c.series for _, y in s.points] + [l.value for l in c.lines if l.axis == "y"]
+    if c.x_log:
+        xt = log_ticks(min(xs), max(xs))
+        if len(xt) > 12:
+            xt = xt[:: math.ceil(len(xt) / 12)]
+        x0, x1 = math.log2(xt[0]), math.log2(max(xt[-1], max(xs)))
+        x_of = lambda x: left + (w - left - right) * (math.log2(x) - x0) / ((x1 - x0) or 1)
+    else:
+        xt = nice_ticks(max(xs))
+        x_of = lambda x: left + (w - left - right) * x / xt[-1]
+    if c.y_log:
+        yt = [10.0 ** e for e in range(math.floor(math.log10(min(ys))), math.ceil(math.log10(max(ys))) + 1)]
+        y0, y1 = math.log10(yt[0]), math.log10(yt[-1])
+        y_of = lambda y: h - bottom - (h - top - bottom) * (math.log10(y) - y0) / ((y1 - y0) or 1)
+    else:
+        yt = nice_ticks(max(ys))
+        y_of = lambda y: h - bottom - (h - top - bottom) * y / yt[-1]
+    for t in yt:
+        dwg.add(dwg.line((left, y_of(t)), (w - right, y_of(t)), stroke=GRID))
+        text(dwg, (left - 8, y_of(t) + 4), _fmt(t), size=11, color=MUTED, anchor="end")
+    for t in xt:
+        text(dwg, (x_of(t), h - bottom + 18), c.x_format(t), size=11, color=MUTED, anchor="middle")
+    text(dwg, ((w + left - right) / 2, h - bottom + 40), c.x_label, size=12, color=MUTED, anchor="middle")
+    text(dwg, (18, (h - bottom + top) / 2), c.y_label, size=12, color=MUTED, anchor="middle",
+          transform=f"rotate(-90 18 {(h - bottom + top) / 2})")
+    for i, l in enumerate(c.lines):
+        if l.axis == "y":
+            dwg.add(dwg.line((left, y_of(l.value)), (w - right, y_of(l.value)), stroke=l.color, stroke_dasharray="6,4"))
+            text(dwg, (left + 8, y_of(l.value) - 6), l.label, size=11, color=l.color)
+        else:
+            dwg.add(dwg.line((x_of(l.value), top), (x_of(l.value), h - bottom), stroke=l.color, stroke_dasharray="6,4"))
+            text(dwg, (x_of(l.value) - 6, top + 12 + 16 * i), l.label, size=11, color=l.color, anchor="end")
+    for s in sorted(c.series, key=lambda s: s.legend):       # a group in the background, the named lines over it
+        pts = [(x_of(x), y_of(y)) for x, y in s.points]
+        dwg.add(dwg.polyline(pts, fill="none", stroke=s.color, stroke_width=2,
+                             **({"stroke_dasharray": s.dash} if s.dash else {})))
+        if s.marks:
+            for p in pts:
+                dwg.add(dwg.circle(p, 3.5, fill=s.color))
+    for i, s in enumerate(named):
+        if per_row:
+            lx, ly = left + (i % per_row) * legend_w, h - below + 20 * (i // per_row) + 4
+        else:
+            lx, ly = w - right + 12, top + 8 + 20 * i
+        dwg.add(dwg.line((lx, ly), (lx + 20, ly), stroke=s.color, stroke_width=3,
+                         **({"stroke_dasharray": s.dash} if s.dash else {})))
+        text(dwg, (lx + 25, ly + 4), s.label, size=12)
+    return dwg.tostring()
+
+
+@dataclass
+class Bar:
+    label: str
+    value: float | None          # None: not measured
+    color: str = ACCENT
+    note: str = ""
+
+
+def bar_chart(bars: list[Bar], title: str, lines: list[Line] = (), width: int = 860, height: int | None = None) -> str:
+    """Horizontal bars, one per row, in ``height`` (or 30 px a row); missing values drawn as dashed
+    'not measured' boxes."""
+    top, bottom = 40, 46
+    h = height or top + 30 * len(bars) + bottom
+    row_h = (h - top - bottom) / len(bars)
+    size = 12 if row_h >= 18 else 11 if row_h >= 14 else 10
+    w = width
+    dwg = drawing(w, h)
+    left = min(max(text_width(b.label, size) for b in bars) + 16, 0.5 * w)
+    values = [b.value for b in bars if b.value] + [l.value for l in lines]
+    ticks = nice_ticks(max(values) if values else 1.0)
+    notes = max((text_width(f"{b.value:,.1f}  {b.note}", size) for b in bars if b.value), default=0)
+    scale = (w - left - max(notes + 10, 30)) / ticks[-1]
+    text(dwg, (left, 20), title, size=12, color=MUTED)
+    for t in ticks:
+        x = left + t * scale
+        dwg.add(dwg.line((x, top - 6), (x, h - bottom + 6), stroke=GRID))
+        text(dwg, (x, h - bottom + 22), _fmt(t), size=11, color=MUTED, anchor="middle")
+    for l in lines:
+        x = left + l.value * scale
+        dwg.add(dwg.line((x, top - 6), (x, h - bottom + 6), stroke=l.color, stroke_dasharray="6,4"))
+        text(dwg, (x + 4, top - 8), l.label, size=11, color=l.color)
+    for i, b in enumerate(bars):
+        y, mid = top + i * row_h, top + (i + 0.5) * row_h + size * 0.35
+        text(dwg, (left - 8, mid), b.label, size=size, anchor="end", color=INK if b.value else MISSING)
+        bar_h = max(row_h - 6, row_h * 0.7)
+        if b.value:
+            dwg.add(dwg.rect((left, y + (row_h - bar_h) / 2), (b.value * scale, bar_h), rx=2, fill=b.color))
+            text(dwg, (left + b.value * scale + 5, mid), f"{b.value:,.1f}" + (f"  {b.note}" if b.note else ""), size=size)
+        else:
+            dwg.add(dwg.rect((left, y + (row_h - bar_h) / 2), (120, bar_h), rx=2, fill="none", stroke=MISSING,
+                             stroke_dasharray="4,3"))
+            text(dwg, (left + 60, mid), "not measured", size=size, color=MISSING, anchor="middle")
+    return dwg.tostring()
+
+
+def grouped_bars(groups: list[str], series: list[tuple[str, list[float | None]]], title: str,
+                 digits: int = 1, origin: float = 0.0, width: int = 860, height: int = 420) -> str:
+    """Horizontal bars in groups, one bar per series in each group, a legend on top. Bars
+    start at ``origin`` (a ratio chart's 1: longer to the right is more, to the left less);
+    a missing value leaves its bar out with a 'not measured' note."""
+    n = len(series)
+    w, h, right, top, bottom = width, height, 50, 34 + 18 * n, 36
+    gap = 4
+    bar_h = (h - top - bottom) / len(groups) / n - gap / n
+    size = 12 if n * bar_h >= 18 else 11
+    left = min(max(text_width(g, size) for g in groups) + 16, 0.5 * w)
+    dwg = drawing(w, h)
+    values = [v for _, vs in series for v in vs if v]
+    if origin:      # the axis spans the data and the origin, in tenths
+        lo = math.floor(10 * min(values + [origin]) - 0.5) / 10
+        ticks = [lo + i / 10 for i in range(round(10 * (math.ceil(10 * max(values + [origin]) + 0.5) / 10 - lo)) + 1)]
+        ticks = ticks[:: math.ceil(len(ticks) / 10)]
+    else:
+        lo, ticks = 0.0, nice_ticks(max(values) if values else 1.0)
+    x_of = lambda v: left + (w - left - right) * (v - lo) / (ticks[-1] - lo)
+    text(dwg, (left, 16), title, size=12, color=MUTED)
+    for k, (label, _) in enumerate(series):
+        dwg.add(dwg.rect((left, 24 + 18 * k), (14, 10), fill=PALETTE[k % len(PALETTE)]))
+        text(dwg, (left + 20, 33 + 18 * k), label, size=12)
+    for t in ticks:
+        dwg.add(dwg.line((x_of(t), top - 4), (x_of(t), h - bottom + 4), stroke=INK if t == origin and origin else GRID))
+        text(dwg, (x_of(t), h - bottom + 20), _fmt(round(t, 2)), size=11, color=MUTED, anchor="middle")
+    value_size = 10 if bar_h < 12 else 11
+    for i, group in enumerate(groups):
+        y = top + i * (n * bar_h + gap)
+        text(dwg, (left - 8, y + n * bar_h / 2 + size * 0.35), group, size=size, anchor="end")
+        for k, (_, vs) in enumerate(series):
+            v, by = vs[i], y + k * bar_h
+            mid = by + bar_h / 2 + value_size * 0.35
+            if v:
+                a, b = sorted((x_of(origin), x_of(v)))
+                dwg.add(dwg.rect((a, by + 0.5), (max(b - a, 1), bar_h - 1), rx=2, fill=PALETTE[k % len(PALETTE)]))
+                text(dwg, (b + 4, mid), f"{v:,.{digits}f}", size=value_size)
+            else:
+                text(dwg, (x_of(origin) + 4, mid), "not measured", size=value_size, color=MISSING)
+    return dwg.tostring()
+
+
+def arrow(dwg, a, b, color=INK, width=1.5):
+    dwg.add(dwg.line(a, b, stroke=color, stroke_width=width))
+    ang = math.atan2(b[1] - a[1], b[0] - a[0])
+    tip = [(b[0] - 7 * math.cos(ang + d), b[1] - 7 * math.sin(ang + d)) for d in (-0.4, 0.4)]
+    dwg.add(dwg.polygon([b, *tip], fill=color))

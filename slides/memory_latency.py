@@ -1,0 +1,49 @@
+"""Memory latency by level (bench/latency.py): a pointer chase through L1, L2 and HBM, and the
+working-set sweep that shows where each level ends."""
+from __future__ import annotations
+
+import math
+
+from slides.kit import Chart, Line, REF, Series, fmt_bytes, line_chart
+
+
+def context(deck) -> dict:
+    (r,) = deck.need("Memory Latency", "latency.memory")
+    if "levels" not in r["record"]:
+        return {**r, "levels": None, "sweep": None, "hbm_step_bytes": None}
+    return {**r, **read(r["record"], deck["device"]["l2_bytes"])}
+
+
+def read(rec: dict, l2_bytes: int) -> dict:
+    """The levels, and where the working-set sweep leaves L2 and reaches HBM."""
+    levels = [{**lv, "ratio": lv["cycles"] / rec["levels"][0]["cycles"]} for lv in rec["levels"]]
+    by = {lv["level"]: lv for lv in levels}
+    sweep = rec["sweep"]
+    # Where the sweep reaches HBM latency: the first size within 10% of the largest sizes' plateau;
+    # the step is put halfway (geometrically) between it and the size before.
+    hbm_plateau = sorted(s["cycles"] for s in sweep[-3:])[1]
+    first = next(i for i, s in enumerate(sweep) if s["cycles"] >= 0.9 * hbm_plateau)
+    step = math.sqrt(sweep[first]["bytes"] * sweep[first - 1]["bytes"]) if first else None
+    # and where it first leaves the L2 plateau
+    l2 = by.get("L2", {}).get("cycles")
+    leave = next((s["bytes"] for s in sweep if l2 and s["bytes"] > 1 << 20 and s["cycles"] > 1.2 * l2), None)
+    middle = [s for s in sweep if leave and leave <= s["bytes"] < sweep[first]["bytes"]]
+    return {"levels": levels, "by": by, "sweep": sweep, "params": rec["params"],
+            "hbm_step_bytes": step, "hbm_step_vs_l2_pct": 100 * (step / l2_bytes - 1) if step else None,
+            "l2_leave_bytes": leave, "middle_cycles": sorted(s["cycles"] for s in middle)[len(middle) // 2] if middle else None,
+            "clock_mhz": 1000 * levels[0]["cycles"] / levels[0]["ns"]}
+
+
+# --- figures --------------------------------------------------------------------------------------
+
+def memory_sweep(mem: dict, device: dict) -> str:
+    series = [Series("pointer chase (ld.ca)", [(s["bytes"], s["cycles"]) for s in mem["sweep"]])]
+    lines = [Line("x", device["l2_bytes"], f"L2 as reported: {fmt_bytes(device['l2_bytes'])}", REF)]
+    if mem["hbm_step_bytes"]:
+        lines.append(Line("x", mem["hbm_step_bytes"], f"step read off the sweep: {fmt_bytes(mem['hbm_step_bytes'])}", "#059669"))
+    return line_chart(Chart("working set (log scale)", "cycles per load", series, lines, x_format=fmt_bytes, legend=None, height=330))
+
+
+def draw(deck) -> dict[str, str]:
+    mem = deck["memory_latency"]
+    return {"memory_sweep.svg": memory_sweep(mem, deck["device"])} if mem["sweep"] else {}

@@ -1,0 +1,53 @@
+"""The tuner (bench/tune.py): its space, its trials ranked by their ratio to cuBLAS (timed in
+turns), and the winner against the hand-picked configuration, head to head."""
+from __future__ import annotations
+
+from bench import catalogue
+from slides.kit import ACCENT, Bar, INK, Line, REF, bar_chart
+
+
+def context(deck) -> dict:
+    """The tuner's space, its trials ranked by their ratio to cuBLAS (timed in turns), and the
+    winner against the hand-picked configuration, head to head (bench/tune.py)."""
+    (r,) = deck.need("Tuning the Persistent Kernel", "tune.persistent")
+    if "trials" not in r["record"]:
+        return {**r, "trials": None}
+    rec = r["record"]
+    deepest = rec["params"]["stages_max"]          # by tile width: what STAGES DEEPEST came to
+
+    def stages(config: dict) -> int | None:
+        return deepest.get(str(config["BN"])) if config["STAGES"] == catalogue.DEEPEST else config["STAGES"]
+
+    trials = [{**t, "stages": stages(t["config"]), "winner": i == rec["winner"], "hand_picked": i == rec["hand_picked"]}
+              for i, t in enumerate(rec["trials"])]
+    ranked = sorted((t for t in trials if "ratio" in t), key=lambda t: -t["ratio"])
+    final = {name: {**f, "stages": stages(f["config"])} if "config" in f else f for name, f in rec["final"].items()}
+    gain = (final["winner"]["ratio"] / final["hand_picked"]["ratio"] - 1) * 100 if "hand_picked" in final else None
+    versus = deck.record(rec["params"]["kernel"])["record"].get("cublas")   # the hand-picked kernel on the GEMM slides
+    return {**r, "trials": trials, "ranked": ranked, "space": rec["params"]["space"], "bm": rec["params"]["bm"],
+            "table_pct": 100 * versus["ratio"] if versus else None,
+            "stages_max": deepest, "deepest": catalogue.DEEPEST, "final": final, "gain_pct": gain,
+            "same_as_hand_picked": rec["winner"] == rec["hand_picked"],
+            "errors": [t for t in trials if t["outcome"] == "error"],
+            "wrong": [t for t in trials if t["outcome"] == "wrong"]}
+
+
+# --- figures --------------------------------------------------------------------------------------
+
+def tune_label(trial: dict, bm: int) -> str:
+    config = trial["config"]
+    return f"{bm}×{config['BN']}, {trial['stages']} stages, cluster {config['CLUSTER_M']}, band {config['GROUP_M']}"
+
+
+def tuner_bars(tune: dict) -> str:
+    """Every configuration the tuner timed, best first, as % of cuBLAS timed in turns with it."""
+    bars = [Bar(tune_label(t, tune["bm"]), 100 * t["ratio"],
+                REF if t["winner"] else (ACCENT if not t["hand_picked"] else "#059669"),
+                "winner" if t["winner"] else ("hand-picked" if t["hand_picked"] else ""))
+            for t in tune["ranked"]]
+    return bar_chart(bars, "% of cuBLAS TF32, timed in turns with it", [Line("x", 100, "cuBLAS", INK)],
+                     width=440, height=430)
+
+
+def draw(deck) -> dict[str, str]:
+    return {"tuner.svg": tuner_bars(deck["tune"])} if deck["tune"]["trials"] else {}

@@ -1,0 +1,12 @@
+"""Why a GEMM: its arithmetic intensity at the reference shape against the machine's balance, the
+TF32 peak over the measured copy bandwidth."""
+from __future__ import annotations
+
+
+def context(deck) -> dict:
+    tf32, hbm = deck["peaks"]["by"].get("tf32"), deck["hbm"]
+    if not (tf32 and hbm["rows"]):
+        return {"balance": None}
+    balance = 1000 * tf32["tflops_max_clock"] / hbm["best"]["gbps"]
+    return {"balance": {"tflops": tf32["tflops_max_clock"], "gbps": hbm["best"]["gbps"], "flop_per_byte": balance,
+                        "margin": deck["gemm"]["shape"]["intensity_fp32"] / balance}}
