@@ -129,6 +129,12 @@ ALLOWED_IN_TEMPLATES = re.compile(
     r"^\*\*\d\. |\b\d·|× \d ×|\b100%")
 
 
+def test_every_template_is_a_section_of_the_outline_and_every_section_has_one():
+    from slides.outline import SECTIONS
+    templates = {p.name.removesuffix(".md.j2") for p in SLIDES_DIR.glob("*.md.j2") if not p.name.startswith("_")}
+    assert templates == set(SECTIONS) and len(SECTIONS) == len(set(SECTIONS))
+
+
 def test_templates_hold_no_measured_values():
     """Outside Jinja tags, styles, classes and file names, templates hold no digits but names like FP32."""
     for path in sorted(SLIDES_DIR.glob("*.md.j2")):
