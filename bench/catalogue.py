@@ -109,7 +109,7 @@ STEPS = (
          (Variant("gemm.warp_specialized", "3 stages", sm90(256, 3, BAND, **_WS)),
           Variant("gemm.warp_specialized_deep", "all the stages that fit", sm90(256, DEEPEST, BAND, **_WS))),
          "wgmma", _TMA, HOPPER, beyond=True),
-    Step("cluster", "Clusters + TMA Multicast",
+    Step("cluster", "Cluster Multicast",
          "+ clusters of 2 CTAs on vertically adjacent tiles: each loads half of their common B tile and "
          "multicasts it into both", "kernels/gemm_08_cluster_multicast.cu", "gemm_cluster_multicast",
          (Variant("gemm.cluster_multicast", "cluster of 2", sm90(256, DEEPEST, BAND, **_WS, cluster_m=2)),),

@@ -1,6 +1,7 @@
 // Opens every slide of a built deck in Chromium at Slidev's canvas size (980 x 552, scale 1) and
 // prints, as JSON, what a room would not see: elements past the slide's edges, code blocks that
-// scroll or clip, text under 12 px (code 11), and figure text under 10 px at the size it is shown. Usage: node deck_check.mjs <base url> <slides> <chromium>
+// scroll or clip, text under 12 px (code 11), figure text under 10 px at the size it is shown, and
+// titles that wrap. Usage: node deck_check.mjs <base url> <slides> <chromium>
 import { chromium } from 'playwright-chromium';
 
 const [base, count, executablePath] = process.argv.slice(2);
@@ -34,6 +35,13 @@ for (let n = 1; n <= Number(count); n++) {
       const px = parseFloat(getComputedStyle(e).fontSize);
       if ([...e.childNodes].some((c) => c.nodeType === 3 && c.textContent.trim()) && px < min - 0.05)
         out.push({ slide: n, title, what: `${name(e)} is set at ${px.toFixed(1)} px, under ${min}` });
+    }
+    const h1 = root.querySelector('h1');                            // a title on one line
+    if (h1 && visible(h1)) {
+      const range = document.createRange();
+      range.selectNodeContents(h1);
+      const lines = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+      if (lines.size > 1) out.push({ slide: n, title, what: `the title takes ${lines.size} lines` });
     }
     for (const pre of root.querySelectorAll('pre')) {
       if (pre.scrollHeight > pre.clientHeight + 1 || pre.scrollWidth > pre.clientWidth + 1)
