@@ -98,7 +98,8 @@ STEPS = (
           Variant("gemm.wgmma_pipe_128x256", "3 stages, 128x256", sm90(256, 3)),
           Variant("gemm.wgmma_pipe_swizzle", "+ CTA swizzle", sm90(256, 3, BAND))), "wgmma", ("HGMMA",), HOPPER),
     Step("wgmma_tma", "WGMMA + TMA", "+ TMA loads, each issued by one thread (the last warp to finish reading the "
-         "stage), full mbarriers counting the bytes, 3 stages", "kernels/gemm_06_wgmma_tma.cu", "gemm_wgmma_tma",
+         "stage), full mbarriers counting the bytes, 3 stages; the copy rounds FP32 to the nearest TF32 on its "
+         "way in, where wgmma would drop the low bits", "kernels/gemm_06_wgmma_tma.cu", "gemm_wgmma_tma",
          (Variant("gemm.wgmma_tma_128x128", "128x128 tile", sm90(128, 3, BAND)),
           Variant("gemm.wgmma_tma_128x256", "128x256 tile", sm90(256, 3, BAND))), "wgmma", _TMA, HOPPER,
          focus=("for (int k = 0; k < k_tiles; ++k) {", "copy(tCrC, tCgC);")),

@@ -37,19 +37,22 @@ def _numba_prepare(step: Step):
     return prepare
 
 
-def tensor_map_args(box_rows: int, box_cols: int) -> dict:
+def tensor_map_args(box_rows: int, box_cols: int, to_tf32: bool = False) -> dict:
     """cuTensorMapEncodeTiled's arguments for a row-major float32 matrix read in boxes of
     box_rows x box_cols, swizzled 128-byte rows in shared memory (the wgmma layout), before the
-    matrix's address and extent are known: the one place the TMA box is defined."""
+    matrix's address and extent are known: the one place the TMA box is defined. ``to_tf32``:
+    the copy rounds each float to the nearest TF32 on its way in (the TFLOAT32 type), where the
+    tensor cores, given the float, would drop its low 13 bits."""
     if box_cols * 4 != 128:
         raise ValueError(f"a 128-byte-swizzled box row is 128 bytes: {box_cols} floats is not")
-    return {"data_type": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32", "box": [box_cols, box_rows],   # innermost first
+    data_type = "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32" if to_tf32 else "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"
+    return {"data_type": data_type, "box": [box_cols, box_rows],   # innermost first
             "element_strides": [1, 1], "interleave": "CU_TENSOR_MAP_INTERLEAVE_NONE",
             "swizzle": "CU_TENSOR_MAP_SWIZZLE_128B", "l2_promotion": "CU_TENSOR_MAP_L2_PROMOTION_L2_256B",
             "oob_fill": "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE"}
 
 
-def tensor_map(x, box_rows: int, box_cols: int):
+def tensor_map(x, box_rows: int, box_cols: int, to_tf32: bool = False):
     """A TMA descriptor for the row-major float32 matrix ``x`` (cuda-bindings' cuTensorMapEncodeTiled),
     as a structured NumPy scalar that CuPy passes by value to a ``__grid_constant__ CUtensorMap``."""
     import ctypes
@@ -57,7 +60,7 @@ def tensor_map(x, box_rows: int, box_cols: int):
     from cuda.bindings import driver as cu
 
     opaque = np.dtype([(f"w{i}", "<u8") for i in range(16)])      # CUtensorMap: 128 opaque bytes
-    args = tensor_map_args(box_rows, box_cols)
+    args = tensor_map_args(box_rows, box_cols, to_tf32)
     rows, cols = x.shape
     err, tmap = cu.cuTensorMapEncodeTiled(
         getattr(cu.CUtensorMapDataType, args["data_type"]), 2, x.data.ptr,
@@ -143,9 +146,11 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
         compiled["STAGES"] = _exported(module, "RING_STAGES")    # STAGES 0 asks for the deepest that fits
         kernel.max_dynamic_shared_size_bytes = smem_dynamic
     uses_tma = "UTMALDG" in step.sass
-    boxes = {"a": (tile["BM"], tile["BK"]), "b": (tile["BN"] // cluster, tile["BK"])}   # (rows, cols)
+    # (rows, cols, rounded to TF32): the operands are, the FP32 result is not
+    to_tf32 = step.precision == "tf32"
+    boxes = {"a": (tile["BM"], tile["BK"], to_tf32), "b": (tile["BN"] // cluster, tile["BK"], to_tf32)}
     if tile.get("EPILOGUE_N"):       # C leaves in chunks of EPILOGUE_N columns of a warpgroup's rows
-        boxes["c"] = (tile["BM"] // tile["WARPGROUPS_M"], tile["EPILOGUE_N"])
+        boxes["c"] = (tile["BM"] // tile["WARPGROUPS_M"], tile["EPILOGUE_N"], False)
     resident = resident_ctas(kernel, threads, smem_dynamic, cluster) if tile.get("PERSISTENT") else None
 
     def prepare(a, b, c):

@@ -112,5 +112,7 @@ def test_a_constant_the_catalogue_did_not_pass_is_a_compile_error(compile_cu):
 def test_tensor_map_box_is_the_tile():
     args = launch.tensor_map_args(256, 32)
     assert args["box"] == [32, 256] and args["swizzle"] == "CU_TENSOR_MAP_SWIZZLE_128B"
+    assert args["data_type"] == "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"
+    assert launch.tensor_map_args(256, 32, to_tf32=True)["data_type"] == "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32"
     with pytest.raises(ValueError, match="128 bytes"):
         launch.tensor_map_args(128, 64)
