@@ -31,6 +31,7 @@ UTILIZATION = {"dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM",
                "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": "tensor cores (HMMA/HGMMA pipe)",
                "sm__instruction_throughput.avg.pct_of_peak_sustained_active": "SM instruction issue"}
 # (a tensor-core kernel's SM busy is its tensor pipe's: on a tie the tensor cores are named)
+TF32_TENSOR_MAP = "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32"     # a TMA copy that rounds FP32 to TF32
 TENSOR_PIPE = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
 
 
@@ -135,6 +136,12 @@ def context(deck) -> dict:
             r["profile"] = [{"name": prof["names"][m], "value": v} for m, v in prof["metrics"].items()] if prof else None
             r["busiest"] = busiest_unit(prof) if prof else None
             r["tensor_pct"] = prof["metrics"].get(TENSOR_PIPE) if prof else None
+            # how FP32 operands become TF32: rounded by the TMA copy, or cut to their top bits by a
+            # wgmma that reads them from shared memory as they are
+            rounded = ((res or {}).get("tma") or {}).get("a", {}).get("data_type") == TF32_TENSOR_MAP
+            r["error_before"] = r["precision_before"] = None      # the best's, against the step before's best
+            r["tf32_operands"] = (None if step.precision != "tf32" or "HGMMA" not in step.sass
+                                  else "rounded" if rounded else "truncated")
             variants.append(r)
         for slide in ("Code", "Diagram", "Performance"):
             deck.need(f"{title} — {slide}", *(v["id"] for v in variants))
@@ -148,6 +155,9 @@ def context(deck) -> dict:
         if usable and prev:
             best["speedup"] = best["tflops"] / prev["best"]["tflops"]
             best["speedup_over"] = prev["title"]
+            before = prev["best"]["check"]
+            best["error_before"] = before["rel_error"] if before and best["check"] else None
+            best["precision_before"] = prev["precision"]
         source = next((deck.benchmarks[v["id"]].code for v in variants
                        if v["id"] in deck.benchmarks and deck.benchmarks[v["id"]].code), None)
         # a step of one kernel is named by its title; of several, by its title and its best's label

@@ -377,6 +377,25 @@ def test_clock_bullet_quotes_the_clock_the_best_kernel_held(fixture_doc, write_r
     assert f"Under the {limit:,.0f} W cap the SM clock held 1,234 MHz (median) of its" in s
 
 
+def test_a_step_whose_error_moves_says_how_its_operands_become_tf32(fixture_doc, write_results, tmp_path):
+    """Error beside error: where a step's error differs from the step before's by half again, its
+    performance slide says so, and why when the run recorded it (precision, TMA rounding, wgmma
+    truncating FP32 read from shared memory)."""
+    b = fixture_doc["benchmarks"]
+    tma = b["gemm.wgmma_tma_128x256"]
+    tma["resources"]["tma"]["a"]["data_type"] = "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32"
+    tma["check"]["rel_error"] = 3.0e-4
+    build.build(write_results(fixture_doc), tmp_path)
+    s = slides_of((tmp_path / "slides.md").read_text())
+    perf = lambda i: s[f"Kernel {i}: {catalogue.STEPS[i - 1].title} — Performance"]
+    assert "from 2.3e-06 the step before: TF32 operands in place of FP32" in perf(2)
+    assert ("**Error 8.0e-04**, from 3.0e-04 the step before: wgmma reads the FP32 operands from shared memory "
+            "as they are") in perf(4)
+    assert ("**Error 3.0e-04**, from 8.0e-04 the step before: the TMA copy rounds each FP32 operand to the "
+            "nearest TF32") in perf(6)
+    assert "**Error" not in perf(5)                        # the same error as the step before
+
+
 def test_missing_slide_tells_what_each_step_past_the_reference_added(deck):
     """From the reference deck's last step on: each step's TFLOPS, gain and ratio, then the last
     wave computed from the best kernel's tiles and grid; the closing slide gives the final ratio."""
