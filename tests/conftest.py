@@ -36,10 +36,14 @@ def _fixture_results(path: Path = FIXTURE) -> dict:
     return doc
 
 
-@pytest.fixture
-def fixture_doc():
+def fixture_doc_copy() -> dict:
     """A fresh copy of the fixture results, for a test to change as it likes."""
     return copy.deepcopy(_fixture_results())
+
+
+@pytest.fixture
+def fixture_doc():
+    return fixture_doc_copy()
 
 
 @pytest.fixture

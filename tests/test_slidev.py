@@ -34,14 +34,14 @@ def deck_dir(tmp_path_factory):
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir()
     import yaml
-    from tests.conftest import FIXTURE
+    from tests.conftest import fixture_doc_copy
     from tests.test_compare import other_gpu
     from tests.test_hostile import hostile_doc
     folder = tmp_path_factory.mktemp("results")
     other = folder / "other.yaml"                                # so that the comparison section is exported too
-    other.write_text(yaml.safe_dump(other_gpu(yaml.safe_load(FIXTURE.read_text())), sort_keys=False))
+    other.write_text(yaml.safe_dump(other_gpu(fixture_doc_copy()), sort_keys=False))
     mine = folder / "hostile.yaml"                               # data that looks like markup, shown as text
-    mine.write_text(yaml.safe_dump(hostile_doc(yaml.safe_load(FIXTURE.read_text()), HOSTILE), sort_keys=False))
+    mine.write_text(yaml.safe_dump(hostile_doc(fixture_doc_copy(), HOSTILE), sort_keys=False))
     from tests.conftest import NODE_FIXTURE                      # and the multi-GPU section
     assert build.main(["--results", str(mine), "--out-dir", str(out), "--compare", str(other),
                        "--node", str(NODE_FIXTURE)]) == 0
