@@ -10,7 +10,7 @@ import textwrap
 from bench import catalogue, cublas as cublas_lib
 from bench.harness import SHAPE
 from bench.timing import spread
-from slides.figures import DIAGRAMS
+from slides.diagrams import DIAGRAMS
 from slides.kit import ACCENT, Bar, MISSING, REF, bar_chart
 from slides.deck import ROOT, BuildError
 from slides.device import occupancy

@@ -9,7 +9,7 @@ import pytest
 
 import build
 from bench import catalogue
-from slides import figures, gemm, kit, memory_latency, sweep
+from slides import diagrams, gemm, kit, memory_latency, sweep
 from slides.deck import ROOT, SLIDES_DIR
 from slides.device import occupancy
 from tests.conftest import _fixture_results, dump_results
@@ -330,7 +330,7 @@ def test_cute_diagram_follows_the_compiled_tile():
         step = {"best": {"resources": {"threads_per_block": 128, "smem_static_bytes": smem, "smem_dynamic_bytes": 0,
                 "tile": {"BM": bm, "BN": 128, "BK": bk, "MMA_ATOM": "SM80_16x8x8_F32TF32TF32F32_TN",
                          "WARPS_M": 2, "WARPS_N": 2, "atom_mnk": [16, 8, 8]}}}}
-        return figures.cute_diagram(step, {"m": 4096, "n": 8192, "k": 16384})
+        return diagrams.cute_diagram(step, {"m": 4096, "n": 8192, "k": 16384})
     small, big = draw(64, 8, 0), draw(128, 32, 36832)
     assert "C tile 64×128: 4×16 MMA atoms" in small and "512 steps" not in small and "2048 steps of 8" in small
     assert "C tile 128×128: 8×16 MMA atoms" in big and "512 steps of 32" in big and "36.0 KiB of shared memory" in big
@@ -351,11 +351,10 @@ def test_gemm_performance_slides_quote_resources_and_profile(deck):
 
 def test_wgmma_diagram_follows_the_compiled_tile(fixture_doc):
     """Warpgroups, stages, the fill path and the tile order come from the recorded constants."""
-    from slides import figures
     shape = {"m": 4096, "n": 8192, "k": 16384}
     tma = fixture_doc["benchmarks"]["gemm.wgmma_tma_128x256"]["resources"]
     pipe = copy.deepcopy(fixture_doc["benchmarks"]["gemm.wgmma_pipe"]["resources"])
-    draw = lambda res: figures.wgmma_diagram({"best": {"resources": res}}, shape)
+    draw = lambda res: diagrams.wgmma_diagram({"best": {"resources": res}}, shape)
     t = draw(tma)
     assert "3 shared stages × 48 KiB" in t and "full[2]" in t and "one thread → TMA" in t
     assert "empty[" not in t and "the 8th to count refills stage s" in t     # no empty barriers: the last reader refills
