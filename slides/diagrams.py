@@ -103,7 +103,7 @@ def wgmma_diagram(step: dict, shape: dict) -> str:
     dwg = drawing(w, h)
 
     # left: the C tile over warpgroups, A and B panels of one K-step
-    px = min(220 / bn, 150 / bm)
+    px = min(220 / bn, 120 / bm)
     kx = bk * px
     cx, cy = 40 + kx + 12, 40 + kx + 12
     dwg.add(dwg.rect((cx - kx - 12, cy), (kx, bm * px), fill="#dbeafe", stroke=ACCENT))

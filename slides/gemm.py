@@ -139,7 +139,7 @@ def context(deck) -> dict:
             # how FP32 operands become TF32: rounded by the TMA copy, or cut to their top bits by a
             # wgmma that reads them from shared memory as they are
             rounded = ((res or {}).get("tma") or {}).get("a", {}).get("data_type") == TF32_TENSOR_MAP
-            r["error_before"] = r["precision_before"] = None      # the best's, against the step before's best
+            r["error_before"] = r["precision_before"] = r["slower"] = None   # the best's, against the step before's best
             r["tf32_operands"] = (None if step.precision != "tf32" or "HGMMA" not in step.sass
                                   else "rounded" if rounded else "truncated")
             variants.append(r)
@@ -155,6 +155,10 @@ def context(deck) -> dict:
         if usable and prev:
             best["speedup"] = best["tflops"] / prev["best"]["tflops"]
             best["speedup_over"] = prev["title"]
+            # a step slower than the one before: within what the two timings spread, or not
+            noise = max(spread(best["time_ms"]), spread(prev["best"]["time_ms"]))
+            best["slower"] = ({"noise_pct": 100 * noise, "within_noise": 1 - best["speedup"] < noise}
+                              if best["speedup"] < 1 else None)
             before = prev["best"]["check"]
             best["error_before"] = before["rel_error"] if before and best["check"] else None
             best["precision_before"] = prev["precision"]

@@ -395,6 +395,19 @@ def test_a_step_whose_error_moves_says_how_its_operands_become_tf32(fixture_doc,
     assert "**Error" not in perf(5)                        # the same error as the step before
 
 
+def test_a_step_slower_than_the_one_before_says_whether_it_is_within_the_spread(fixture_doc, write_results, tmp_path):
+    b = fixture_doc["benchmarks"]
+    before, ws = b["gemm.wgmma_tma_128x256"], b["gemm.warp_specialized_deep"]
+    ws["tflops"] = before["tflops"] * 0.995
+    build.build(write_results(fixture_doc), tmp_path)
+    perf = slides_of((tmp_path / "slides.md").read_text())["Kernel 7: Warp Specialization — Performance"]
+    assert "**-0.5%** against WGMMA + TMA, the previous step measured: slower by less than the two timings" in perf
+    ws["tflops"] = before["tflops"] * 0.8
+    build.build(write_results(fixture_doc), tmp_path)
+    perf = slides_of((tmp_path / "slides.md").read_text())["Kernel 7: Warp Specialization — Performance"]
+    assert "slower by more than the two timings spread" in perf and "nothing recorded here says why" in perf
+
+
 def test_missing_slide_tells_what_each_step_past_the_reference_added(deck):
     """From the reference deck's last step on: each step's TFLOPS, gain and ratio, then the last
     wave computed from the best kernel's tiles and grid; the closing slide gives the final ratio."""
