@@ -109,24 +109,24 @@ STEPS = (
          "kernels/gemm_07_warp_specialized.cu", "gemm_warp_specialized",
          (Variant("gemm.warp_specialized", "3 stages", sm90(256, 3, BAND, **_WS)),
           Variant("gemm.warp_specialized_deep", "all the stages that fit", sm90(256, DEEPEST, BAND, **_WS))),
-         "warp_specialized", _TMA, HOPPER, beyond=True),
+         "producer_ring", _TMA, HOPPER, beyond=True),
     Step("cluster", "Cluster Multicast",
          "+ clusters of 2 CTAs on vertically adjacent tiles: each loads half of their common B tile and "
          "multicasts it into both", "kernels/gemm_08_cluster_multicast.cu", "gemm_cluster_multicast",
          (Variant("gemm.cluster_multicast", "cluster of 2", sm90(256, DEEPEST, BAND, **_WS, cluster_m=2)),),
-         "cluster", _TMA, HOPPER, beyond=True),
+         "multicast", _TMA, HOPPER, beyond=True),
     Step("persistent", "Persistent Kernel",
          "+ one CTA per SM for the whole run, walking output tiles in the swizzled order; the next tile's "
          "loads overlap this tile's epilogue", "kernels/gemm_09_persistent.cu", "gemm_persistent",
          (Variant("gemm.persistent_no_cluster", "no cluster", sm90(256, DEEPEST, BAND, **{**_PERSISTENT, "cluster_m": 1})),
           Variant("gemm.persistent", "2-CTA clusters", sm90(256, DEEPEST, BAND, **_PERSISTENT))),
-         "persistent", _TMA, HOPPER, beyond=True, focus=("warpgroup_reg_alloc<CONSUMER_REGS>", "copy(tCrC, thr.partition_C")),
+         "tile_schedule", _TMA, HOPPER, beyond=True, focus=("warpgroup_reg_alloc<CONSUMER_REGS>", "copy(tCrC, thr.partition_C")),
     Step("split_wave", "Split Last Wave",
          "+ the tiles past the last full wave split in two along K: their owners compute the first part, "
          "the clusters that would idle compute the rest and leave partial sums for the owners to add",
          "kernels/gemm_10_split_wave.cu", "gemm_split_wave",
          (Variant("gemm.split_wave", "split last wave", sm90(256, DEEPEST, BAND, **_PERSISTENT, SPLIT_WAVE=1)),),
-         "split_wave", _TMA, HOPPER, beyond=True, focus=("static_assert(decltype(size(tCrC))", "copy(tCrC, thr.partition_C")),
+         "split_tail", _TMA, HOPPER, beyond=True, focus=("static_assert(decltype(size(tCrC))", "copy(tCrC, thr.partition_C")),
     Step("tma_store", "TMA-Store Epilogue",
          "+ C leaves through shared memory: each warpgroup stages 32-column chunks that TMA stores while it "
          "writes the next, and goes back to wgmma as soon as its registers are in shared memory; and a leaner "
@@ -135,7 +135,7 @@ STEPS = (
          # C staged 32 columns (128 bytes) at a time, double-buffered
          (Variant("gemm.tma_store", "TMA-store epilogue",
                   sm90(256, DEEPEST, BAND, **_PERSISTENT, SPLIT_WAVE=1, EPILOGUE_N=32, EPILOGUE_BUFFERS=2)),),
-         "tma_store", (*_TMA, "UTMASTG"), HOPPER, beyond=True, focus=("for (int j = 0; j < BN / EPILOGUE_N", "tma_store_arrive();")),
+         "staged_store", (*_TMA, "UTMASTG"), HOPPER, beyond=True, focus=("for (int j = 0; j < BN / EPILOGUE_N", "tma_store_arrive();")),
 )
 
 KERNELS: dict[str, tuple[Step, Variant]] = {v.id: (s, v) for s in STEPS for v in s.variants}

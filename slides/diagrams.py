@@ -196,7 +196,7 @@ def _caption(dwg, lines: list[str], y: float = H - 14 - 20 * 2):
         text(dwg, (30, y + 20 * i), line, size=12, color=INK if i == 0 else MUTED)
 
 
-def warp_specialized(step: dict, shape: dict) -> str:
+def producer_ring(step: dict, shape: dict) -> str:
     """The CTA's warpgroups by role, and the ring of STAGES shared stages over time: the producer's
     TMA loads run STAGES ahead of the consumers' wgmmas, each stage handed over by its full barrier
     and handed back by its empty one."""
@@ -258,7 +258,7 @@ def warp_specialized(step: dict, shape: dict) -> str:
     return dwg.tostring()
 
 
-def cluster(step: dict, shape: dict) -> str:
+def multicast(step: dict, shape: dict) -> str:
     """Two CTAs of a cluster on vertically adjacent tiles of C: each loads its own A and one slice of
     their common B tile, and multicasts the slice into both CTAs' shared memory."""
     res = step["best"]["resources"]
@@ -310,7 +310,7 @@ def _schedule_axes(dwg, top, height, x0, x1, waves, label):
         text(dwg, (x, top - 8), str(wave), size=11, color=MUTED, anchor="middle")
 
 
-def persistent(step: dict, shape: dict) -> str:
+def tile_schedule(step: dict, shape: dict) -> str:
     """The persistent schedule: as many CTAs as fit, one row each, walking the output tiles (tile
     i, i + grid, ...) until none is left; the last wave leaves SMs idle."""
     res = step["best"]["resources"]
@@ -357,7 +357,7 @@ def persistent(step: dict, shape: dict) -> str:
     return dwg.tostring()
 
 
-def split_wave(step: dict, shape: dict) -> str:
+def split_tail(step: dict, shape: dict) -> str:
     """The last wave split along K: the clusters with a tile pair left compute its first K-tiles,
     the clusters that would idle compute the rest in a few rounds and leave partial sums."""
     res = step["best"]["resources"]
@@ -409,7 +409,7 @@ def split_wave(step: dict, shape: dict) -> str:
     return dwg.tostring()
 
 
-def tma_store(step: dict, shape: dict) -> str:
+def staged_store(step: dict, shape: dict) -> str:
     """One consumer warpgroup's epilogue: its accumulators leave in chunks of EPILOGUE_N columns, each
     written to one of EPILOGUE_BUFFERS shared buffers and stored by TMA while the next is written;
     the warpgroup is back at wgmma for the next tile as soon as its last chunk is in shared memory."""
@@ -461,5 +461,5 @@ def tma_store(step: dict, shape: dict) -> str:
 
 
 DIAGRAMS = {"naive": naive_diagram, "cute": cute_diagram, "wgmma": wgmma_diagram,
-            "warp_specialized": warp_specialized, "cluster": cluster, "persistent": persistent,
-            "split_wave": split_wave, "tma_store": tma_store}
+            "producer_ring": producer_ring, "multicast": multicast, "tile_schedule": tile_schedule,
+            "split_tail": split_tail, "staged_store": staged_store}

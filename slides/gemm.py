@@ -139,7 +139,7 @@ def context(deck) -> dict:
             # how FP32 operands become TF32: rounded by the TMA copy, or cut to their top bits by a
             # wgmma that reads them from shared memory as they are
             rounded = ((res or {}).get("tma") or {}).get("a", {}).get("data_type") == TF32_TENSOR_MAP
-            r["error_before"] = r["precision_before"] = r["slower"] = None   # the best's, against the step before's best
+            r["error_before"] = r["precision_before"] = r["change"] = None   # the best's, against the step before's best
             r["tf32_operands"] = (None if step.precision != "tf32" or "HGMMA" not in step.sass
                                   else "rounded" if rounded else "truncated")
             variants.append(r)
@@ -155,10 +155,10 @@ def context(deck) -> dict:
         if usable and prev:
             best["speedup"] = best["tflops"] / prev["best"]["tflops"]
             best["speedup_over"] = prev["title"]
-            # a step slower than the one before: within what the two timings spread, or not
+            # a change within what the two timings spread is a tie as far as the run can tell
             noise = max(spread(best["time_ms"]), spread(prev["best"]["time_ms"]))
-            best["slower"] = ({"noise_pct": 100 * noise, "within_noise": 1 - best["speedup"] < noise}
-                              if best["speedup"] < 1 else None)
+            best["change"] = {"noise_pct": 100 * noise, "within_noise": abs(best["speedup"] - 1) < noise,
+                              "slower": best["speedup"] < 1}
             before = prev["best"]["check"]
             best["error_before"] = before["rel_error"] if before and best["check"] else None
             best["precision_before"] = prev["precision"]
@@ -187,11 +187,21 @@ def context(deck) -> dict:
     story = reference_last + [s for s in measured_steps if s["beyond"]]
     story = story if len(story) >= 2 else []
     top_waves = waves(headline["to"]["resources"], headline["to"]["occupancy"], device) if headline else None
+    # cuBLAS in turns beside each kernel: its figure moves with the clock the pair leaves it
+    paired = [(s, v) for s in steps for v in s["variants"] if v["baseline"] and v["baseline"]["precision"] == "TF32"]
+    lo, hi = (min(paired, key=lambda p: p[1]["baseline_tflops"], default=None),
+              max(paired, key=lambda p: p[1]["baseline_tflops"], default=None))
+    baseline_range = None
+    if lo and hi[1]["baseline_tflops"] > 1.05 * lo[1]["baseline_tflops"]:
+        side = lambda p: {"tflops": p[1]["baseline_tflops"], "beside": p[0]["name"] if len(p[0]["variants"]) == 1
+                          else f"{p[0]['title']} ({p[1]['label']})", "clock_mhz": p[1]["clock_mhz"],
+                          "power_w": p[1]["record"]["telemetry"]["during"]["power_w"]["median"]}
+        baseline_range = {"lo": side(lo), "hi": side(hi), "power_limit_w": device["power_limit_w"]}
     staged_epilogue = any("EPILOGUE_N" in ((s["best"]["resources"] or {}).get("tile") or {}) for s in story)
     return {"shape": {"m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "flops": SHAPE.flops,
                       "intensity_fp32": SHAPE.flops / (4 * (SHAPE.m * SHAPE.k + SHAPE.k * SHAPE.n + SHAPE.m * SHAPE.n))},
             "cublas": cublas, "cublas_rows": list(cublas.values()), "best_tf32": best_tf32,
-            "steps": steps, "headline": headline, "story": story, "waves": top_waves,
+            "steps": steps, "headline": headline, "story": story, "waves": top_waves, "baseline_range": baseline_range,
             "staged_epilogue": staged_epilogue}
 
 

@@ -1,0 +1,165 @@
+"""The diagrams of the steps past the reference deck (slides/step_diagrams.py), drawn from the H100's
+recorded resources: at the slide's size, with legible text that stays inside and apart, showing the
+recorded numbers, and drawing a changed or missing field without failing."""
+import copy
+import itertools
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+
+from slides import step_diagrams
+
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "nvidia-h100-80gb-hbm3.yaml"
+SHAPE = {"m": 4096, "n": 8192, "k": 16384}
+IDS = {"warp_specialized": "warp_specialized_deep", "cluster": "cluster_multicast", "persistent": "persistent",
+       "split_wave": "split_wave", "tma_store": "tma_store"}
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture(scope="module")
+def recorded() -> dict:
+    doc = yaml.safe_load(RESULTS.read_text())
+    return {kind: doc["benchmarks"][f"gemm.{i}"]["resources"] for kind, i in IDS.items()}
+
+
+def resources(recorded, kind: str) -> dict:
+    return copy.deepcopy(recorded[kind])
+
+
+def draw(kind: str, res: dict, shape: dict = SHAPE) -> str:
+    return step_diagrams.DIAGRAMS[kind]({"best": {"resources": res}}, shape)
+
+
+def texts(svg: str) -> list[tuple[float, float, float, str, str]]:
+    """(x, y, font size, anchor, text) of every text element."""
+    out = []
+    for t in ET.fromstring(svg).iter(f"{SVG}text"):
+        size = float(re.search(r"font-size:([\d.]+)px", t.get("style")).group(1))
+        out.append((float(t.get("x")), float(t.get("y")), size, t.get("text-anchor", "start"), t.text or ""))
+    return out
+
+
+def extent(x, y, size, anchor, s) -> tuple[float, float, float, float]:
+    """The box a text is about to take: its estimated width, from cap height to descender."""
+    width = 0.58 * size * len(s)
+    left = x - (width if anchor == "end" else width / 2 if anchor == "middle" else 0)
+    return left, left + width, y - 0.75 * size, y + 0.2 * size
+
+
+def shown(svg: str) -> str:
+    return "\n".join(t[-1] for t in texts(svg))
+
+
+def check_legible(svg: str):
+    root = ET.fromstring(svg)
+    assert root.get("viewBox") == "0 0 860 400"
+    boxes = []
+    for x, y, size, anchor, s in texts(svg):
+        left, right, top, bottom = extent(x, y, size, anchor, s)
+        assert size >= 11, (s, size)
+        assert 0 <= left and right <= 860 and 0 <= top and y <= 400, (s, x, y)
+        boxes.append((left, right, top, bottom, s))
+    for a, b in itertools.combinations(boxes, 2):
+        overlap_x = min(a[1], b[1]) - max(a[0], b[0])
+        overlap_y = min(a[3], b[3]) - max(a[2], b[2])
+        assert overlap_x <= 1 or overlap_y <= 1, (a[4], b[4])
+    # a picture with a few labels, not a wall of text: few sentences, at most three caption lines
+    assert len([s for *_, s in boxes if len(s.split()) >= 5]) <= 12
+    assert len([top for _, _, top, _, _ in boxes if top >= 340]) <= 3
+
+
+def test_the_five_steps_are_drawn():
+    assert set(step_diagrams.DIAGRAMS) == set(IDS)
+
+
+@pytest.mark.parametrize("kind", sorted(IDS))
+def test_drawn_at_the_slides_size_with_legible_text_inside(kind, recorded):
+    check_legible(draw(kind, resources(recorded, kind)))
+
+
+def test_the_ring_follows_the_stages(recorded):
+    res = resources(recorded, "warp_specialized")
+    svg = shown(draw("warp_specialized", res))
+    assert "4 stages × 48 KiB shared memory" in svg and "384 threads" in svg
+    assert "warpgroup 0: producer" in svg and "warpgroups 1–2: consumers" in svg and "64×256" in svg
+    assert "stage 3" in svg and "stage 4" not in svg and "Load k + 4" in svg
+    res["tile"]["STAGES"] = 6
+    svg = draw("warp_specialized", res)
+    check_legible(svg)
+    assert "6 stages × 48 KiB" in shown(svg) and "stage 5" in shown(svg) and "Load k + 6" in shown(svg)
+
+
+def test_the_cluster_splits_b_by_its_tma_box(recorded):
+    res = resources(recorded, "cluster")
+    svg = shown(draw("cluster", res))
+    assert "Cluster of 2 CTAs" in svg and "2 slices of 32×128" in svg and "TMA box 32×128" in svg
+    assert "48 KiB" in svg and "32 KiB" in svg and "33% fewer L2 bytes" in svg
+    res["tile"]["CLUSTER_M"] = 4
+    res["tma"]["b"]["box"] = [32, 64]
+    svg = draw("cluster", res)
+    check_legible(svg)
+    assert "4 slices of 32×64" in shown(svg) and "CTA 3" in shown(svg) and "24 KiB" in shown(svg)
+
+
+def test_the_persistent_schedule_follows_the_resident_ctas(recorded):
+    res = resources(recorded, "persistent")
+    svg = shown(draw("persistent", res))
+    assert "132 CTAs" in svg and "1,024 tiles ÷ 132 CTAs" in svg and "= 7.76 waves" in svg
+    assert "the last runs 100 of 132 CTAs" in svg and "CTA 99" in svg and "32 SMs idle" in svg
+    res["resident_ctas"] = 128
+    svg = draw("persistent", res)
+    check_legible(svg)
+    assert "= 8.00 waves" in shown(svg) and "the last runs 128 of 128 CTAs" in shown(svg)
+    assert "idle" not in shown(svg)
+
+
+def test_the_split_wave_draws_the_recorded_plan(recorded):
+    res = resources(recorded, "split_wave")
+    plan = res["split_wave"]
+    svg = shown(draw("split_wave", res))
+    assert f"Split at K-tile {plan['split']} of {plan['k_tiles']}" in svg
+    assert f"{plan['left']} owners: K-tiles 0–{plan['split'] - 1}" in svg
+    assert f"{plan['helpers']} helpers: {plan['split']}–{plan['k_tiles'] - 1}" in svg
+    assert f"{plan['full_waves']} full waves" in svg and "last wave: 410 of 512" in svg
+    res["split_wave"] = {**plan, "left": 10, "helpers": 56, "rounds": 1, "split": 256}
+    svg = draw("split_wave", res)
+    check_legible(svg)
+    assert "Split at K-tile 256 of 512" in shown(svg) and "50% shorter" in shown(svg)
+    res["split_wave"] = {**plan, "left": 0, "helpers": 66, "rounds": 0, "split": 512}
+    svg = draw("split_wave", res)
+    check_legible(svg)
+    assert "no last wave to split" in shown(svg)
+
+
+def test_the_epilogue_follows_its_chunks_and_buffers(recorded):
+    res = resources(recorded, "tma_store")
+    svg = shown(draw("tma_store", res))
+    assert "8 chunks of 64×32" in svg and "8 chunks of 32 columns" in svg
+    assert "2 staging buffers (32 KiB a CTA)" in svg and "TMA, buffer 1" in svg and "buffer j mod 2" in svg
+    res["tile"].update(EPILOGUE_N=64, EPILOGUE_BUFFERS=3)
+    res["smem_static_bytes"] = 3 * 128 * 64 * 4
+    svg = draw("tma_store", res)
+    check_legible(svg)
+    assert "4 chunks of 64×64" in shown(svg) and "TMA, buffer 2" in shown(svg) and "96 KiB" in shown(svg)
+
+
+@pytest.mark.parametrize("kind", sorted(IDS))
+def test_optional_fields_may_be_missing(kind, recorded):
+    res = resources(recorded, kind)
+    for field in ("split_wave", "resident_ctas", "tma", "smem_static_bytes"):
+        res.pop(field, None)
+    svg = draw(kind, res)
+    check_legible(svg)
+    if kind == "split_wave":        # no plan recorded: the last wave its grid implies, drawn unsplit
+        assert "50 clusters: a whole unit" in shown(svg) and "No split plan recorded" in shown(svg)
+
+
+@pytest.mark.parametrize("kind", sorted(IDS))
+def test_another_shape_draws_its_own_numbers(kind, recorded):
+    svg = draw(kind, resources(recorded, kind), {"m": 8192, "n": 8192, "k": 8192})
+    check_legible(svg)
+    if kind == "persistent":
+        assert "2,048 tiles ÷ 132 CTAs" in shown(svg)
