@@ -212,7 +212,7 @@ def gemm_progression(gemm: dict) -> str:
     bars = [Bar(f"{s['title']} ({v['label']})" if len(s["variants"]) > 1 else s["title"], v["tflops"],
                 MISSING if v["failed"] else ACCENT, "check failed" if v["failed"] else "")
             for s in gemm["steps"] for v in s["variants"]]
-    bars += [Bar(f"cuBLAS TF32, {r['layout_name']}", r["tflops"], REF)
+    bars += [Bar(f"cuBLAS TF32, {r['layout_name']}, alone", r["tflops"], REF)
              for r in gemm["cublas_rows"] if r["precision"] == "tf32"]
     return bar_chart(bars, "TFLOPS at the reference shape", height=380)
 

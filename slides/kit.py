@@ -176,14 +176,18 @@ def bar_chart(bars: list[Bar], title: str, lines: list[Line] = (), width: int = 
     notes = max((text_width(f"{b.value:,.1f}  {b.note}", size) for b in bars if b.value), default=0)
     scale = (w - left - max(notes + 10, 30)) / ticks[-1]
     text(dwg, (left, 20), title, size=12, color=MUTED)
-    for t in ticks:
+    # a label on every tick that leaves room for it, the others unlabelled
+    every = math.ceil((text_width(_fmt(ticks[-1]), 11) + 10) / (scale * (ticks[1] - ticks[0])))
+    for i, t in enumerate(ticks):
         x = left + t * scale
         dwg.add(dwg.line((x, top - 6), (x, h - bottom + 6), stroke=GRID))
-        text(dwg, (x, h - bottom + 22), _fmt(t), size=11, color=MUTED, anchor="middle")
+        if i % every == 0:
+            text(dwg, (x, h - bottom + 22), _fmt(t), size=11, color=MUTED, anchor="middle")
     for l in lines:
         x = left + l.value * scale
         dwg.add(dwg.line((x, top - 6), (x, h - bottom + 6), stroke=l.color, stroke_dasharray="6,4"))
-        text(dwg, (x + 4, top - 8), l.label, size=11, color=l.color)
+        fits = x + 4 + text_width(l.label, 11) <= w        # else set to the line's left
+        text(dwg, (x + 4 if fits else x - 4, top - 8), l.label, size=11, color=l.color, anchor="start" if fits else "end")
     for i, b in enumerate(bars):
         y, mid = top + i * row_h, top + (i + 0.5) * row_h + size * 0.35
         text(dwg, (left - 8, mid), b.label, size=size, anchor="end", color=INK if b.value else MISSING)

@@ -28,6 +28,10 @@ def _kib(n: float) -> str:
     return f"{n / 1024:g} KiB"
 
 
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}{'' if n == 1 else 's'}"
+
+
 def _title(dwg, s: str):
     text(dwg, (20, 28), s, size=14, weight="bold")
 
@@ -38,12 +42,12 @@ def _caption(dwg, lines: list[str]):
         text(dwg, (20, H - 16 - 18 * (len(lines) - 1 - i)), line, size=12, color=INK if i == 0 else MUTED)
 
 
-def _box(dwg, x, y, w, h, color, labels=(), size=11, opacity=0.3, weight="normal", **kw):
+def _box(dwg, x, y, w, h, color, labels=(), size=11, opacity=0.3, **kw):
     """A tinted box with the first of ``labels`` that fits inside it (none if none does)."""
     dwg.add(dwg.rect((x, y), (max(w, 0.5), h), fill=color, fill_opacity=opacity, stroke=color, **kw))
     for s in [labels] if isinstance(labels, str) else labels:
         if text_width(s, size) <= w - 8 and h >= size + 2:
-            text(dwg, (x + w / 2, y + h / 2 + size * 0.35), s, size=size, anchor="middle", weight=weight)
+            text(dwg, (x + w / 2, y + h / 2 + size * 0.35), s, size=size, anchor="middle")
             break
 
 
@@ -71,13 +75,14 @@ def _waves(dwg, x0, unit, top, row_h, counts: list[int], waves: int):
     """Rows of whole work items (tiles, tile pairs) over time, one row per CTA or cluster: row r busy
     for counts[r] items, each ``unit`` wide; white lines mark where each wave ends."""
     for r, count in enumerate(counts):
-        dwg.add(dwg.rect((x0, top + r * row_h), (count * unit, max(row_h - 0.5, 0.6)), fill=MMA, fill_opacity=0.55))
+        dwg.add(dwg.rect((x0, top + r * row_h), (count * unit, max(row_h - 0.5, 0.6)), fill=MMA,
+                         fill_opacity=0.55))
     for j in range(1, waves if unit >= 4 else 0):       # too many to mark: the bars stay whole
         dwg.add(dwg.line((x0 + j * unit, top), (x0 + j * unit, top + row_h * len(counts)), stroke="white",
                          stroke_width=1.5))
 
 
-def warp_specialized(step: dict, shape: dict) -> str:
+def producer_ring(step: dict, shape: dict) -> str:
     """The CTA's warpgroups by role around the ring of STAGES shared stages, then the ring over time,
     a row per stage: the producer's TMA load of K-tile k fills stage k mod STAGES, full[s] hands it to
     the consumers' wgmma, and its end (empty[s]) lets the load of k + STAGES in, STAGES K-tiles ahead."""
@@ -128,24 +133,27 @@ def warp_specialized(step: dict, shape: dict) -> str:
             break
     for k, ((a, b), (c, d)) in enumerate(zip(loads, mmas)):
         ry = top + (k % stages) * (row_h + 6)
+        waiting = ("full, waiting",) if k == stages else ()      # said once, where the wait is long
         for (p, q), color, labels, opacity, dash in (((a, b), LOAD, (f"k{k}",), 0.45, None),
-                                                     ((b, c), LOAD, ("full, waiting",) if k == stages else (), 0.06, "3,3"),
+                                                     ((b, c), LOAD, waiting, 0.06, "3,3"),
                                                      ((c, d), MMA, (f"wgmma k{k}", f"k{k}"), 0.4, None)):
             if q > p and p < end:
                 _box(dwg, x0 + p * unit, ry, (min(q, end) - p) * unit - 2, row_h, color, labels, opacity=opacity,
                      **({"stroke_dasharray": dash} if dash else {}))
         if d < end:                               # its end releases the stage: empty[s]
-            dwg.add(dwg.line((x0 + d * unit - 2, ry), (x0 + d * unit - 2, ry + row_h), stroke=REF, stroke_width=2.5))
+            dwg.add(dwg.line((x0 + d * unit - 2, ry), (x0 + d * unit - 2, ry + row_h), stroke=REF,
+                             stroke_width=2.5))
     for s in range(stages):
         text(dwg, (x0 - 8, top + s * (row_h + 6) + row_h / 2 + 4), f"stage {s}", size=11, color=MUTED, anchor="end")
-    text(dwg, (x0, top - 10), "over time →   (a red edge: the wgmma is done, empty[s] frees its stage)", size=11, color=MUTED)
+    text(dwg, (x0, top - 10), "over time →   (a red edge: the wgmma is done, empty[s] frees its stage)", size=11,
+         color=MUTED)
     _caption(dwg, [f"Load k + {stages} starts the moment wgmma k frees its stage: the producer stays {stages} "
                    "K-tiles ahead,",
                    "so each wgmma finds its K-tile already landed (full) and the consumers never wait on memory."])
     return dwg.tostring()
 
 
-def cluster(step: dict, shape: dict) -> str:
+def multicast(step: dict, shape: dict) -> str:
     """A cluster's CTAs on vertically adjacent tiles of C, which share B's tile: each CTA loads its own
     A and one slice of B (its TMA box) and multicasts the slice into every CTA of the cluster, so L2
     serves B's tile once per cluster; beside it, the bytes one CTA reads from L2 per K-step."""
@@ -161,7 +169,8 @@ def cluster(step: dict, shape: dict) -> str:
     cx, cw = ax + bk * px + 10, bn * px
     text(dwg, (cx, by - 8), f"B: {bk}×{bn} per K-step, {n} slices of {bk}×{piece}", size=12)
     for i in range(n):
-        _box(dwg, cx + i * piece * px, by, piece * px - 2, bk * px, RANKS[i % 4], (f"slice {i}", f"{i}"), opacity=0.45)
+        _box(dwg, cx + i * piece * px, by, piece * px - 2, bk * px, RANKS[i % 4], (f"slice {i}", f"{i}"),
+             opacity=0.45)
     ty = by + bk * px + gap + 4
     for r in range(n):
         y = ty + r * (bm * px + gap)
@@ -176,24 +185,24 @@ def cluster(step: dict, shape: dict) -> str:
         for r in range(n):
             arrow(dwg, (sx, by + bk * px if r == 0 else ty + r * (bm * px + gap) - gap),
                   (sx, ty + r * (bm * px + gap) + 10), color=RANKS[i % 4], width=1.6)
-    # bytes from L2 per CTA and K-step, alone (step 7) and in the cluster: the peers' slices arrive by
+    # bytes from L2 per CTA and K-step, alone (step 7) and in the cluster; the peers' slices arrive by
     # multicast (dashed), not from L2
     a, b, own = bm * bk * 4, bn * bk * 4, piece * bk * 4
-    peers = ("from CTA 1" if n == 2 else "from peers", "peers")
-    bars = (("alone", ((a, ("A " + _kib(a), "A"), 1), (b, ("all of B " + _kib(b), "B"), 1))),
-            (f"CTA 0 in the cluster of {n}", ((a, ("A " + _kib(a), "A"), 1), (own, (f"slice 0 {_kib(own)}", "own"), 1),
-                                               (b - own, peers, 0))))
+    mine = RANKS[0], True
+    bars = (("alone", [(a, ("A " + _kib(a), "A"), *mine), (b, ("all of B " + _kib(b), "B"), *mine)]),
+            (f"CTA 0 in the cluster of {n}",
+             [(a, ("A " + _kib(a), "A"), *mine), (own, (f"slice 0 {_kib(own)}", "own"), *mine)]
+             + [(own, (f"from CTA {p}", f"CTA {p}"), RANKS[p % 4], False) for p in range(1, n)]))
     lx, scale = 430, 330 / (a + b)
     text(dwg, (lx, 110), "Read from L2 by one CTA per K-step", size=13, weight="bold")
     for row, (label, parts) in enumerate(bars):
         y, x = 146 + 66 * row, lx
         text(dwg, (lx, y - 8), label, size=12, color=MUTED)
-        for size, labels, from_l2 in parts:
-            if size:
-                _box(dwg, x, y, size * scale, 28, RANKS[0] if from_l2 else RANKS[1], labels,
-                     opacity=0.45 if from_l2 else 0.06, **({} if from_l2 else {"stroke_dasharray": "4,3"}))
-                x += size * scale
-        text(dwg, (x + 6, y + 19), _kib(sum(size for size, _, from_l2 in parts if from_l2)), size=12)
+        for size, labels, color, from_l2 in parts:
+            _box(dwg, x, y, size * scale, 28, color, labels, opacity=0.45 if from_l2 else 0.06,
+                 **({} if from_l2 else {"stroke_dasharray": "4,3"}))
+            x += size * scale
+        text(dwg, (x + 6, y + 19), _kib(sum(size for size, *_, from_l2 in parts if from_l2)), size=12)
     text(dwg, (lx, 286), f"{100 * (1 - (a + own) / (a + b)):.0f}% fewer L2 bytes for the same wgmma work",
          size=12, color=RANKS[0], weight="bold")
     every = "both" if n == 2 else f"all {n}"
@@ -204,7 +213,7 @@ def cluster(step: dict, shape: dict) -> str:
     return dwg.tostring()
 
 
-def persistent(step: dict, shape: dict) -> str:
+def tile_schedule(step: dict, shape: dict) -> str:
     """The persistent schedule: as many CTAs as the GPU holds at once, one thin row each, walking the
     output tiles cta, cta + grid, ... until none is left, so the last wave leaves SMs idle; beside it,
     one CTA's tile boundary, where the producer loads the next tile while the consumers store C."""
@@ -228,7 +237,8 @@ def persistent(step: dict, shape: dict) -> str:
         text(dwg, (x0 + (waves - 0.5) * unit, top + (busy + ctas) / 2 * row_h + 4), "idle", size=11, color=REF,
              anchor="middle", **HALO)
     bottom = top + ctas * row_h
-    _row_labels(dwg, x0 - 6, top, row_h, [(0, "CTA 0"), (busy - 1, f"CTA {busy - 1}"), (ctas - 1, f"CTA {ctas - 1}")])
+    _row_labels(dwg, x0 - 6, top, row_h, [(0, "CTA 0"), (busy - 1, f"CTA {busy - 1}"),
+                                          (ctas - 1, f"CTA {ctas - 1}")])
     every = math.ceil(waves / 12)               # a label every few waves where there are many
     for j in [*range(0, waves - every // 2, every), waves]:
         text(dwg, (x0 + j * unit, bottom + 16), f"{j}", size=11, color=MUTED, anchor="middle")
@@ -270,14 +280,15 @@ def _last_wave(res: dict, t: dict, shape: dict) -> tuple[dict, bool]:
             "left": units % clusters, "helpers": 0, "rounds": 0, "split": k_tiles}, False
 
 
-def split_wave(step: dict, shape: dict) -> str:
+def split_tail(step: dict, shape: dict) -> str:
     """The split last wave, a thin row per cluster: the full waves (drawn compressed), then the last
     wave zoomed, in K-tiles: the `left` owner clusters compute K-tiles [0, split) of their unit, the
     helper clusters compute [split, k_tiles) of those units, one after another, and leave partial sums
     for the owners; a dashed outline shows the unsplit last wave that the split shortens."""
     res, t = _resources(step)
     plan, recorded = _last_wave(res, t, shape)
-    clusters, k, split, left, full = plan["clusters"], plan["k_tiles"], plan["split"], plan["left"], plan["full_waves"]
+    clusters, k, split = plan["clusters"], plan["k_tiles"], plan["split"]
+    left, full = plan["left"], plan["full_waves"]
     helpers = plan["helpers"] if left and split < k else 0
     dwg = drawing(W, H)
     _title(dwg, f"Split last wave: {plan['units']} units of {t.get('CLUSTER_M', 1)} tiles on {clusters} clusters, "
@@ -321,7 +332,8 @@ def split_wave(step: dict, shape: dict) -> str:
     if helpers:
         items = [(MMA, f"{left} owners: K-tiles 0–{split - 1}", True),
                  (HELP, f"{helpers} helpers: {split}–{k - 1}", True),
-                 (None, f"one unit at a time, up to {plan['rounds']}", True), (INK, "unsplit last wave", False)]
+                 (None, f"at most {_count(plan['rounds'], 'unit')} each, in turn", True),
+                 (INK, "unsplit last wave", False)]
     else:
         items = [(MMA, f"{left} clusters: a whole unit", True), (None, f"{clusters - left} clusters idle", True)]
     _legend(dwg, 640, 90, items)
@@ -331,7 +343,7 @@ def split_wave(step: dict, shape: dict) -> str:
          else "K-tile times", size=12, color=MUTED)
     if helpers:
         _caption(dwg, [f"Split at K-tile {split} of {k}: an owner's {split} K-tiles take as long as a helper's "
-                       f"{plan['rounds']} runs of {k - split},",
+                       f"{_count(plan['rounds'], 'run')} of {k - split},",
                        "then each owner adds its helper's partial sums from global memory and stores the unit."])
     else:
         _caption(dwg, ["No split plan recorded for this run: its last wave drawn unsplit." if not recorded
@@ -339,7 +351,7 @@ def split_wave(step: dict, shape: dict) -> str:
     return dwg.tostring()
 
 
-def tma_store(step: dict, shape: dict) -> str:
+def staged_store(step: dict, shape: dict) -> str:
     """One consumer warpgroup's epilogue: its BM/WARPGROUPS_M x BN accumulators, drawn to scale, leave
     in chunks of EPILOGUE_N columns, each written from registers into one of EPILOGUE_BUFFERS shared
     staging buffers in turn and stored by TMA while the warpgroup writes the next chunk; after the
@@ -394,12 +406,14 @@ def tma_store(step: dict, shape: dict) -> str:
     text(dwg, (x0 + mma_t * u, top - 8), f"epilogue: {chunks} chunks →", size=11, color=MUTED)
     lanes = top + 36 + 30 * buffers
     dwg.add(dwg.line((x0 + back * u, top - 6), (x0 + back * u, lanes), stroke=REF, stroke_dasharray="4,3"))
-    text(dwg, (W - 20, lanes + 14), "back to wgmma for tile t + 1 while TMA finishes the stores", size=11, color=REF, anchor="end")
+    text(dwg, (W - 20, lanes + 14), "back to wgmma for tile t + 1 while TMA finishes the stores", size=11,
+         color=REF, anchor="end")
     _caption(dwg, [f"Registers → buffer j mod {buffers} → one thread's TMA store; a buffer is reused once TMA "
                    f"has read the chunk {buffers} before.",
                    "The warpgroup's registers are free as soon as its last chunk is in shared memory."])
     return dwg.tostring()
 
 
-DIAGRAMS = {"warp_specialized": warp_specialized, "cluster": cluster, "persistent": persistent,
-            "split_wave": split_wave, "tma_store": tma_store}
+# By the kind of diagram a step names in the catalogue (bench/catalogue.py, Step.diagram).
+IDEAS = {"producer_ring": producer_ring, "multicast": multicast, "tile_schedule": tile_schedule,
+         "split_tail": split_tail, "staged_store": staged_store}
