@@ -95,16 +95,13 @@ class Deck:
                 "missing": self.missing}
 
     def figures(self) -> dict[str, str]:
-        """Every figure of the sections computed so far, by file name."""
+        """Every figure, by file name: those of the modules computed so far (the outline's and the
+        data they read), and of the outline's sections with figures and no data of their own."""
         svgs = {}
-        for name in list(self._sections):
-            draw = getattr(importlib.import_module(f"slides.{name}"), "draw", None)
+        for name in dict.fromkeys([*self._sections, *SECTIONS]):
+            draw = getattr(section_module(name), "draw", None)
             if draw:
                 svgs.update(draw(self))
-        for name in SECTIONS:        # sections with figures and no data of their own
-            module = section_module(name)
-            if module and not hasattr(module, "context") and hasattr(module, "draw"):
-                svgs.update(module.draw(self))
         return svgs
 
 

@@ -164,9 +164,10 @@ def context(deck) -> dict:
             best["precision_before"] = prev["precision"]
         source = next((deck.benchmarks[v["id"]].code for v in variants
                        if v["id"] in deck.benchmarks and deck.benchmarks[v["id"]].code), None)
-        # a step of one kernel is named by its title; of several, by its title and its best's label
-        name = f"{step.title} ({best['label']})" if len(variants) > 1 else step.title
-        steps.append({"index": i, "key": step.key, "title": step.title, "name": name, "slide_title": title,
+        # a step of one kernel is named by its title; of several, each kernel by its title and label
+        for v in variants:
+            v["name"] = f"{step.title} ({v['label']})" if len(variants) > 1 else step.title
+        steps.append({"index": i, "key": step.key, "title": step.title, "name": best["name"], "slide_title": title,
                       "technique": step.technique, "layout": step.layout, "layout_name": cublas_lib.LAYOUTS[step.layout],
                       "precision": step.precision, "baseline": baseline,
                       "source": source, "code": code_view(source, step.focus), "beyond": step.beyond,
@@ -188,14 +189,13 @@ def context(deck) -> dict:
     story = story if len(story) >= 2 else []
     top_waves = waves(headline["to"]["resources"], headline["to"]["occupancy"], device) if headline else None
     # cuBLAS in turns beside each kernel: its figure moves with the clock the pair leaves it
-    paired = [(s, v) for s in steps for v in s["variants"] if v["baseline"] and v["baseline"]["precision"] == "TF32"]
-    lo, hi = (min(paired, key=lambda p: p[1]["baseline_tflops"], default=None),
-              max(paired, key=lambda p: p[1]["baseline_tflops"], default=None))
+    paired = [v for s in steps for v in s["variants"] if v["baseline"] and v["baseline"]["precision"] == "TF32"]
+    lo, hi = (min(paired, key=lambda v: v["baseline_tflops"], default=None),
+              max(paired, key=lambda v: v["baseline_tflops"], default=None))
     baseline_range = None
-    if lo and hi[1]["baseline_tflops"] > 1.05 * lo[1]["baseline_tflops"]:
-        side = lambda p: {"tflops": p[1]["baseline_tflops"], "beside": p[0]["name"] if len(p[0]["variants"]) == 1
-                          else f"{p[0]['title']} ({p[1]['label']})", "clock_mhz": p[1]["clock_mhz"],
-                          "power_w": p[1]["record"]["telemetry"]["during"]["power_w"]["median"]}
+    if lo and hi["baseline_tflops"] > 1.05 * lo["baseline_tflops"]:
+        side = lambda v: {"tflops": v["baseline_tflops"], "beside": v["name"], "clock_mhz": v["clock_mhz"],
+                          "power_w": v["record"]["telemetry"]["during"]["power_w"]["median"]}
         baseline_range = {"lo": side(lo), "hi": side(hi), "power_limit_w": device["power_limit_w"]}
     staged_epilogue = any("EPILOGUE_N" in ((s["best"]["resources"] or {}).get("tile") or {}) for s in story)
     return {"shape": {"m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "flops": SHAPE.flops,
@@ -209,7 +209,7 @@ def context(deck) -> dict:
 
 def gemm_progression(gemm: dict) -> str:
     """Each step's TFLOPS beside cuBLAS TF32 on both layouts."""
-    bars = [Bar(f"{s['title']} ({v['label']})" if len(s["variants"]) > 1 else s["title"], v["tflops"],
+    bars = [Bar(v["name"], v["tflops"],
                 MISSING if v["failed"] else ACCENT, "check failed" if v["failed"] else "")
             for s in gemm["steps"] for v in s["variants"]]
     bars += [Bar(f"cuBLAS TF32, {r['layout_name']}, alone", r["tflops"], REF)
