@@ -1,4 +1,4 @@
-"""The diagrams of the steps past the reference deck (slides/step_diagrams.py), drawn from the H100's
+"""The diagrams of the steps past the reference deck (slides/step_diagrams.py), drawn from the H100's and the fixture's
 recorded resources: at the slide's size, with legible text that stays inside and apart, showing the
 recorded numbers, and drawing a changed or missing field without failing."""
 import copy
@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from bench import catalogue
-from slides import step_diagrams
+from slides import diagrams, step_diagrams
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "nvidia-h100-80gb-hbm3.yaml"
 SHAPE = {"m": 4096, "n": 8192, "k": 16384}
@@ -74,11 +74,13 @@ def check_legible(svg: str):
 
 def test_every_step_past_the_reference_is_drawn():
     assert set(step_diagrams.IDEAS) == set(BEYOND) and len(BEYOND) == 5
+    assert all(step.diagram in diagrams.DIAGRAMS for step in catalogue.STEPS)    # every step has its kind
 
 
 @pytest.mark.parametrize("kind", sorted(BEYOND))
-def test_drawn_at_the_slides_size_with_legible_text_inside(kind, recorded):
+def test_drawn_at_the_slides_size_with_legible_text_inside(kind, recorded, fixture_doc):
     check_legible(draw(kind, resources(recorded, kind)))
+    check_legible(draw(kind, fixture_doc["benchmarks"][BEYOND[kind]]["resources"]))     # the fixture's too
 
 
 def test_the_ring_follows_the_stages(recorded):
