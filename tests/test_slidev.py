@@ -106,12 +106,16 @@ def test_pdf_export_has_one_page_per_slide(deck_dir):
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium) or set CHROMIUM")
     pdf = deck_dir / "deck.pdf"
-    _slidev("export", "slides.md", "--executable-path", CHROMIUM, "--output", str(pdf), "--timeout", "120000",
-            cwd=deck_dir)
+    script = shlex.split(json.loads((ROOT / "package.json").read_text())["scripts"]["export"])
+    assert script[:2] == ["slidev", "export"] and "--wait" in script       # as `npm run export` exports it
+    args = [CHROMIUM if a == "/usr/bin/chromium" else a for a in script[2:script.index("--output")]]
+    _slidev("export", "slides.md", *args, "--output", str(pdf), cwd=deck_dir)
     from pypdf import PdfReader     # a test extra: `pytest -m gpu` collects without it
     titles = headings((deck_dir / "slides.md").read_text())
     pages = PdfReader(pdf).pages
     assert "What Differs, and Why" in titles and "NCCL Beside nccl-tests" in titles and len(pages) == len(titles)
+    blank = [title for title, page in zip(titles, pages) if not page.extract_text().strip()]
+    assert not blank, f"exported before these slides had loaded (no text on their pages): {blank}"
     title_page = " ".join(pages[0].extract_text().split())
     assert HOSTILE in title_page and "GPU 49" not in title_page
     # each code slide's last line is on its page: nothing cut off below the slide's edge
