@@ -7,7 +7,7 @@ tuner, the settling run, the deck's step list and the tests' lists of kernels al
 Adding a step: its kernel file in kernels/ and one Step below (CONTRIBUTING.md)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 HOPPER = (9, 0)      # wgmma, TMA, clusters: compute capability 9.0 (sm_90a)
 
@@ -34,6 +34,7 @@ class Step:
     layout: str = "b_kmajor"      # the B layout its kernel reads
     precision: str = "tf32"
     beyond: bool = False          # past the reference deck's last step: what it left on the table
+    also_in: tuple[str, ...] = ()  # other precisions its best kernel is built in (the BF16 track)
     reps: int | None = None       # timed samples, when the harness's default would take too long
     # The part of its kernel region the code slide shows when the whole does not fit on a slide: the
     # first and the last line, by a text each holds (the whole region goes to backup slides).
@@ -53,9 +54,6 @@ class Step:
         return name if self.precision.upper() in name else f"{name} ({self.precision.upper()})"
 
 
-# The MMA atoms the steps use, and their (M, N, K) shape.
-ATOM_SHAPES = {"SM80_16x8x8_F32TF32TF32F32_TN": (16, 8, 8),
-               "SM90_64x128x8_F32TF32TF32_SS_TN": (64, 128, 8), "SM90_64x256x8_F32TF32TF32_SS_TN": (64, 256, 8)}
 SM80 = {"BM": 128, "BN": 128, "MMA_ATOM": "SM80_16x8x8_F32TF32TF32F32_TN", "WARPS_M": 2, "WARPS_N": 2}
 # The swizzle band: a wave of 132 tiles of 128 x 256 spans 16 tile rows by 8.25 tile columns, so it
 # reads 16 panels of A and 8.25 of B, each of the full K: fewer bytes than the 8 x 16.5 of a band of
@@ -64,19 +62,32 @@ BAND = 16
 DEEPEST = 0          # STAGES: as many as the shared memory holds, which the kernel works out and exports
 
 
+# What A and B hold in a Hopper step, by precision: the CuTe type wgmma reads (the kernel picks its
+# wgmma atom for it) and BK, the K-tile of them that makes one 128-byte swizzle row.
+ELEMENTS = {"tf32": {"ELEMENT": "tfloat32_t", "BK": 32}, "bf16": {"ELEMENT": "bfloat16_t", "BK": 64}}
+
+
 def sm90(bn: int, stages: int, group_m: int = 0, producers: int = 0, cluster_m: int = 1, **beyond) -> dict:
-    """A Hopper step's constants: two consumer warpgroups, each a 64 x BN slice of the CTA tile;
-    BK = 32 floats, one 128-byte swizzle row; STAGES shared buffers in the ring; GROUP_M the CTA
-    swizzle's band of tile rows (0: none); PRODUCER_WARPGROUPS issuing TMA loads; CLUSTER_M CTAs
-    sharing B's tile by multicast."""
-    return {"BM": 128, "BN": bn, "BK": 32, "STAGES": stages, "GROUP_M": group_m, "WARPGROUPS_M": 2,
-            "PRODUCER_WARPGROUPS": producers, "CLUSTER_M": cluster_m,
-            "MMA_ATOM": f"SM90_64x{bn}x8_F32TF32TF32_SS_TN", **beyond}
+    """A Hopper step's constants, in TF32: two consumer warpgroups, each a 64 x BN slice of the CTA
+    tile; a K-tile of BK elements, one 128-byte swizzle row; STAGES shared buffers in the ring;
+    GROUP_M the CTA swizzle's band of tile rows (0: none); PRODUCER_WARPGROUPS issuing TMA loads;
+    CLUSTER_M CTAs sharing B's tile by multicast."""
+    return {"BM": 128, "BN": bn, **ELEMENTS["tf32"], "STAGES": stages, "GROUP_M": group_m, "WARPGROUPS_M": 2,
+            "PRODUCER_WARPGROUPS": producers, "CLUSTER_M": cluster_m, **beyond}
+
+
+def in_precision(step: Step, precision: str) -> Step:
+    """The step's best kernel built for ``precision``: the same source, tile and plan, its operands
+    of that type (its own benchmark, "<id>_<precision>")."""
+    best = step.best
+    retyped = Variant(f"{best.id}_{precision}", best.label, {**best.tile, **ELEMENTS[precision]})
+    return replace(step, precision=precision, variants=(retyped,), also_in=())
 
 
 _WS = {"producers": 1}
 _PERSISTENT = {**_WS, "cluster_m": 2, "PERSISTENT": 1}
 _TMA = ("HGMMA", "UTMALDG")
+_BF16 = ("bf16",)
 
 STEPS = (
     Step("naive", "Naive FP32", "FP32 scalar, one thread per element of C", "kernels/gemm_01_naive.py",
@@ -90,18 +101,18 @@ STEPS = (
           Variant("gemm.cute_smem_k32", "K-tile 32", {**SM80, "BK": 32})), "cute", ("HMMA",),
          focus=("for (int k = 0;", "copy(tCrC, tCgC);")),
     Step("wgmma", "CuTe WGMMA", "SM90 wgmma reading swizzled shared memory", "kernels/gemm_04_wgmma.cu",
-         "gemm_wgmma", (Variant("gemm.wgmma", "WGMMA", sm90(128, 1)),), "wgmma", ("HGMMA",), HOPPER,
+         "gemm_wgmma", (Variant("gemm.wgmma", "WGMMA", sm90(128, 1)),), "wgmma", ("HGMMA",), HOPPER, also_in=_BF16,
          focus=("// shared -> tensor cores", "copy(tCrC, tCgC);")),
     Step("wgmma_pipe", "WGMMA Pipelined", "+ a ring of shared buffers: cp.async of K-tile k+1 overlaps the wgmma of k",
          "kernels/gemm_05_wgmma_pipe.cu", "gemm_wgmma_pipe",
          (Variant("gemm.wgmma_pipe", "2 stages, 128x128", sm90(128, 2)),
           Variant("gemm.wgmma_pipe_128x256", "3 stages, 128x256", sm90(256, 3)),
-          Variant("gemm.wgmma_pipe_swizzle", "+ CTA swizzle", sm90(256, 3, BAND))), "wgmma", ("HGMMA",), HOPPER),
+          Variant("gemm.wgmma_pipe_swizzle", "+ CTA swizzle", sm90(256, 3, BAND))), "wgmma", ("HGMMA",), HOPPER, also_in=_BF16),
     Step("wgmma_tma", "WGMMA + TMA", "+ TMA loads, each issued by one thread (the last warp to finish reading the "
          "stage), full mbarriers counting the bytes, 3 stages; the copy rounds FP32 to the nearest TF32 on its "
          "way in, where wgmma would drop the low bits", "kernels/gemm_06_wgmma_tma.cu", "gemm_wgmma_tma",
          (Variant("gemm.wgmma_tma_128x128", "128x128 tile", sm90(128, 3, BAND)),
-          Variant("gemm.wgmma_tma_128x256", "128x256 tile", sm90(256, 3, BAND))), "wgmma", _TMA, HOPPER,
+          Variant("gemm.wgmma_tma_128x256", "128x256 tile", sm90(256, 3, BAND))), "wgmma", _TMA, HOPPER, also_in=_BF16,
          focus=("for (int k = 0; k < k_tiles; ++k) {", "copy(tCrC, tCgC);")),
     Step("warp_specialized", "Warp Specialization",
          "+ a producer warpgroup issuing the TMA loads, full/empty mbarrier pairs, two consumer warpgroups "
@@ -109,24 +120,24 @@ STEPS = (
          "kernels/gemm_07_warp_specialized.cu", "gemm_warp_specialized",
          (Variant("gemm.warp_specialized", "3 stages", sm90(256, 3, BAND, **_WS)),
           Variant("gemm.warp_specialized_deep", "all the stages that fit", sm90(256, DEEPEST, BAND, **_WS))),
-         "producer_ring", _TMA, HOPPER, beyond=True),
+         "producer_ring", _TMA, HOPPER, beyond=True, also_in=_BF16),
     Step("cluster", "Cluster Multicast",
          "+ clusters of 2 CTAs on vertically adjacent tiles: each loads half of their common B tile and "
          "multicasts it into both", "kernels/gemm_08_cluster_multicast.cu", "gemm_cluster_multicast",
          (Variant("gemm.cluster_multicast", "cluster of 2", sm90(256, DEEPEST, BAND, **_WS, cluster_m=2)),),
-         "multicast", _TMA, HOPPER, beyond=True),
+         "multicast", _TMA, HOPPER, beyond=True, also_in=_BF16),
     Step("persistent", "Persistent Kernel",
          "+ one CTA per SM for the whole run, walking output tiles in the swizzled order; the next tile's "
          "loads overlap this tile's epilogue", "kernels/gemm_09_persistent.cu", "gemm_persistent",
          (Variant("gemm.persistent_no_cluster", "no cluster", sm90(256, DEEPEST, BAND, **{**_PERSISTENT, "cluster_m": 1})),
           Variant("gemm.persistent", "2-CTA clusters", sm90(256, DEEPEST, BAND, **_PERSISTENT))),
-         "tile_schedule", _TMA, HOPPER, beyond=True, focus=("warpgroup_reg_alloc<CONSUMER_REGS>", "copy(tCrC, thr.partition_C")),
+         "tile_schedule", _TMA, HOPPER, beyond=True, also_in=_BF16, focus=("warpgroup_reg_alloc<CONSUMER_REGS>", "copy(tCrC, thr.partition_C")),
     Step("split_wave", "Split Last Wave",
          "+ the tiles past the last full wave split in two along K: their owners compute the first part, "
          "the clusters that would idle compute the rest and leave partial sums for the owners to add",
          "kernels/gemm_10_split_wave.cu", "gemm_split_wave",
          (Variant("gemm.split_wave", "split last wave", sm90(256, DEEPEST, BAND, **_PERSISTENT, SPLIT_WAVE=1)),),
-         "split_tail", _TMA, HOPPER, beyond=True, focus=("static_assert(decltype(size(tCrC))", "copy(tCrC, thr.partition_C")),
+         "split_tail", _TMA, HOPPER, beyond=True, also_in=_BF16, focus=("static_assert(decltype(size(tCrC))", "copy(tCrC, thr.partition_C")),
     Step("tma_store", "TMA-Store Epilogue",
          "+ C leaves through shared memory: each warpgroup stages 32-column chunks that TMA stores while it "
          "writes the next, and goes back to wgmma as soon as its registers are in shared memory; and a leaner "
@@ -135,11 +146,15 @@ STEPS = (
          # C staged 32 columns (128 bytes) at a time, double-buffered
          (Variant("gemm.tma_store", "TMA-store epilogue",
                   sm90(256, DEEPEST, BAND, **_PERSISTENT, SPLIT_WAVE=1, EPILOGUE_N=32, EPILOGUE_BUFFERS=2)),),
-         "staged_store", (*_TMA, "UTMASTG"), HOPPER, beyond=True, focus=("for (int j = 0; j < BN / EPILOGUE_N", "tma_store_arrive();")),
+         "staged_store", (*_TMA, "UTMASTG"), HOPPER, beyond=True, also_in=_BF16, focus=("for (int j = 0; j < BN / EPILOGUE_N", "tma_store_arrive();")),
 )
 
-KERNELS: dict[str, tuple[Step, Variant]] = {v.id: (s, v) for s in STEPS for v in s.variants}
+# The BF16 track: the Hopper steps again, BF16 in, FP32 accumulated and out.
+BF16_STEPS = tuple(in_precision(s, "bf16") for s in STEPS if "bf16" in s.also_in)
+TRACKS = {"tf32": STEPS, "bf16": BF16_STEPS}
+KERNELS: dict[str, tuple[Step, Variant]] = {v.id: (s, v) for s in (*STEPS, *BF16_STEPS) for v in s.variants}
 HEADLINE = STEPS[-1].best.id           # the last step's best kernel: the talk's headline
+HEADLINE_BF16 = BF16_STEPS[-1].best.id
 TUNED = "gemm.persistent"              # the kernel the tuner searches around (bench/tune.py)
 
 

@@ -13,7 +13,8 @@ def bench_id(precision: str, layout: str) -> str:
 
 
 def gemm(a, b, c, layout: str, precision: str) -> None:
-    """C = A B for row-major C through column-major cuBLAS: compute C^T = B^T A^T."""
+    """C = A B for row-major C through column-major cuBLAS: compute C^T = B^T A^T. C is FP32, or
+    BF16 where it holds BF16 bit patterns (uint16)."""
     import cupy
     import numpy as np
     from cupy_backends.cuda.libs import cublas
@@ -29,5 +30,5 @@ def gemm(a, b, c, layout: str, precision: str) -> None:
     ldb = k if layout == "b_kmajor" else n
     cublas.gemmEx(handle, trans_b, cublas.CUBLAS_OP_N, n, m, k,
                   one.ctypes.data, b.data.ptr, dtype, ldb, a.data.ptr, dtype, k,
-                  zero.ctypes.data, c.data.ptr, _CUDA_R_32F, n,
+                  zero.ctypes.data, c.data.ptr, _CUDA_R_16BF if c.dtype == cupy.uint16 else _CUDA_R_32F, n,
                   getattr(cublas, _COMPUTE[precision]), -1)   # -1: CUBLAS_GEMM_DEFAULT

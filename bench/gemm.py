@@ -52,6 +52,5 @@ def _register_kernel(step: Step, variant: Variant):
                                 reps=min(step.reps or harness.REPS, harness.REPS), against_cublas=True)
 
 
-for _step in catalogue.STEPS:
-    for _variant in _step.variants:
-        _register_kernel(_step, _variant)
+for _step, _variant in catalogue.KERNELS.values():
+    _register_kernel(_step, _variant)

@@ -56,6 +56,9 @@ SETTLE_RULE = {"window": SETTLE_WINDOW, "spread": SETTLED_SPREAD, "min_s": SETTL
 # operand to 10 mantissa bits (unit roundoff 2^-11); BF16 operands are exact in the reference, so
 # only the FP32 accumulation errs.
 TOLERANCE = {"fp32": 1e-5, "tf32": 2e-3, "bf16": 1e-4}
+# ... and what rounding C to its output type adds: BF16 keeps 8 bits (unit roundoff 2^-9).
+OUTPUT_ROUNDING = {"fp32": 0.0, "bf16": 2.0**-8}
+BF16_NAN = 0x7FC0
 
 
 @dataclass
@@ -108,20 +111,25 @@ class Operands:
             self._norm = float(cupy.linalg.norm(self._reference))
         return self._reference, self._norm
 
-    def poisoned_c(self):
+    def poisoned_c(self, output: str = "fp32", rows: int | None = None, cols: int | None = None):
+        """C full of NaN: FP32 (M x N), or BF16 bit patterns (of rows x cols, for a column-major C)."""
         import cupy
+        if output == "bf16":
+            return cupy.full((rows or self.shape.m, cols or self.shape.n), BF16_NAN, dtype=cupy.uint16)
         return cupy.full((self.shape.m, self.shape.n), cupy.nan, dtype=cupy.float32)
 
     def check(self, c) -> dict:
-        """Relative Frobenius error of C against the float64 product, and whether every element
-        of C was written (no NaN left of the poison)."""
+        """Relative Frobenius error of C (M x N, FP32 or BF16 bit patterns) against the float64
+        product, and whether every element of C was written (no NaN left of the poison)."""
         import cupy
         ref, norm = self.reference()
-        unwritten = int(cupy.isnan(c).sum())
-        err = float(cupy.linalg.norm(cupy.nan_to_num(c.astype(cupy.float64)) - ref) / norm)
-        tol = TOLERANCE[self.precision]
+        output = "bf16" if c.dtype == cupy.uint16 else "fp32"
+        c64 = _bf16_to_f64(c) if output == "bf16" else c.astype(cupy.float64)
+        unwritten = int(cupy.isnan(c64).sum())
+        err = float(cupy.linalg.norm(cupy.nan_to_num(c64) - ref) / norm)
+        tol = TOLERANCE[self.precision] + OUTPUT_ROUNDING[output]
         passed = unwritten == 0 and err <= tol
-        out = {"passed": passed, "rel_error": err, "tolerance": tol, "unwritten": unwritten,
+        out = {"passed": passed, "rel_error": err, "tolerance": tol, "unwritten": unwritten, "output": output,
                "reference": "float64 GEMM of the same operands, relative Frobenius norm"}
         if not passed:
             out["detail"] = (f"{unwritten} elements of C never written" if unwritten

@@ -3,7 +3,7 @@ step's constants, their TMA descriptors, persistent grids and split-wave plans; 
 kernel. ``prepare(step, variant, device)`` gives prepare(a, b, c) -> harness.Launch."""
 from __future__ import annotations
 
-from .catalogue import ATOM_SHAPES, Step, Variant
+from .catalogue import Step, Variant
 from .harness import Launch, Refused
 
 
@@ -37,30 +37,35 @@ def _numba_prepare(step: Step):
     return prepare
 
 
-def tensor_map_args(box_rows: int, box_cols: int, to_tf32: bool = False) -> dict:
-    """cuTensorMapEncodeTiled's arguments for a row-major float32 matrix read in boxes of
-    box_rows x box_cols, swizzled 128-byte rows in shared memory (the wgmma layout), before the
-    matrix's address and extent are known: the one place the TMA box is defined. ``to_tf32``:
-    the copy rounds each float to the nearest TF32 on its way in (the TFLOAT32 type), where the
-    tensor cores, given the float, would drop its low 13 bits."""
-    if box_cols * 4 != 128:
-        raise ValueError(f"a 128-byte-swizzled box row is 128 bytes: {box_cols} floats is not")
-    data_type = "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32" if to_tf32 else "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"
+# A matrix's element as the copy writes it to shared memory: its tensor-map type and its bytes.
+# TFLOAT32 reads FP32 and rounds each float to the nearest TF32 on its way in, where the tensor
+# cores, given the float, would drop its low 13 bits.
+TMA_TYPES = {"fp32": ("CU_TENSOR_MAP_DATA_TYPE_FLOAT32", 4), "tf32": ("CU_TENSOR_MAP_DATA_TYPE_TFLOAT32", 4),
+             "bf16": ("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2)}
+
+
+def tensor_map_args(box_rows: int, box_cols: int, element: str = "fp32") -> dict:
+    """cuTensorMapEncodeTiled's arguments for a row-major matrix of ``element`` (TMA_TYPES) read in
+    boxes of box_rows x box_cols, swizzled 128-byte rows in shared memory (the wgmma layout), before
+    the matrix's address and extent are known: the one place the TMA box is defined."""
+    data_type, size = TMA_TYPES[element]
+    if box_cols * size != 128:
+        raise ValueError(f"a 128-byte-swizzled box row is 128 bytes: {box_cols} elements of {size} bytes are not")
     return {"data_type": data_type, "box": [box_cols, box_rows],   # innermost first
             "element_strides": [1, 1], "interleave": "CU_TENSOR_MAP_INTERLEAVE_NONE",
             "swizzle": "CU_TENSOR_MAP_SWIZZLE_128B", "l2_promotion": "CU_TENSOR_MAP_L2_PROMOTION_L2_256B",
             "oob_fill": "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE"}
 
 
-def tensor_map(x, box_rows: int, box_cols: int, to_tf32: bool = False):
-    """A TMA descriptor for the row-major float32 matrix ``x`` (cuda-bindings' cuTensorMapEncodeTiled),
+def tensor_map(x, box_rows: int, box_cols: int, element: str = "fp32"):
+    """A TMA descriptor for the row-major matrix ``x`` (cuda-bindings' cuTensorMapEncodeTiled),
     as a structured NumPy scalar that CuPy passes by value to a ``__grid_constant__ CUtensorMap``."""
     import ctypes
     import numpy as np
     from cuda.bindings import driver as cu
 
     opaque = np.dtype([(f"w{i}", "<u8") for i in range(16)])      # CUtensorMap: 128 opaque bytes
-    args = tensor_map_args(box_rows, box_cols, to_tf32)
+    args = tensor_map_args(box_rows, box_cols, element)
     rows, cols = x.shape
     err, tmap = cu.cuTensorMapEncodeTiled(
         getattr(cu.CUtensorMapDataType, args["data_type"]), 2, x.data.ptr,
@@ -103,10 +108,11 @@ def split_wave(units: int, clusters: int, k_tiles: int) -> dict:
             "split": split if left else k_tiles}
 
 
-def _exported(module, name: str) -> int:
-    """An ``extern "C" __constant__ int`` the kernel exports (its shared memory, its ring's depth)."""
+def _exported(module, name: str, count: int = 1) -> list[int]:
+    """An ``extern "C" __constant__ int`` (or array of ``count``) the kernel exports: its shared
+    memory, its ring's depth, its MMA atom's shape."""
     import cupy
-    return int(cupy.ndarray((1,), cupy.int32, memptr=module.get_global(name)).get()[0])
+    return [int(v) for v in cupy.ndarray((count,), cupy.int32, memptr=module.get_global(name)).get()]
 
 
 def _cute_prepare(step: Step, variant: Variant, device: dict):
@@ -131,10 +137,15 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
 
     tile, name = variant.tile, step.function
     module, cubin = load_module(ROOT / step.source, device, tile)
-    counts = histogram(disassemble(cubin)[name])
+    instructions = disassemble(cubin)[name]
+    counts = histogram(instructions)
     missing = [op for op in step.sass if not counts[op]]
     if missing:
         raise RuntimeError(f"{name}: no {', '.join(missing)} in its SASS: a slower path was compiled")
+    # the tensor-core instructions name the operands' type and the atom: HGMMA.64x256x16.F32.BF16
+    mma = sorted({i.opcode for i in instructions if i.mnemonic in ("HMMA", "HGMMA")})
+    if any(not op.endswith("." + step.precision.upper()) for op in mma):
+        raise RuntimeError(f"{name}: its tensor-core instructions {mma} are not all {step.precision.upper()}")
     kernel = module.get_function(name)
     hopper = "WARPGROUPS_M" in tile
     threads = (128 * (tile["WARPGROUPS_M"] + tile["PRODUCER_WARPGROUPS"]) if hopper
@@ -142,15 +153,15 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
     cluster = tile.get("CLUSTER_M", 1)
     smem_dynamic, compiled = 0, dict(tile)
     if hopper:
-        smem_dynamic = _exported(module, "SMEM_BYTES")
-        compiled["STAGES"] = _exported(module, "RING_STAGES")    # STAGES 0 asks for the deepest that fits
+        [smem_dynamic] = _exported(module, "SMEM_BYTES")
+        [compiled["STAGES"]] = _exported(module, "RING_STAGES")    # STAGES 0 asks for the deepest that fits
         kernel.max_dynamic_shared_size_bytes = smem_dynamic
+    compiled["atom_mnk"] = _exported(module, "ATOM_MNK", 3)
     uses_tma = "UTMALDG" in step.sass
-    # (rows, cols, rounded to TF32): the operands are, the FP32 result is not
-    to_tf32 = step.precision == "tf32"
-    boxes = {"a": (tile["BM"], tile["BK"], to_tf32), "b": (tile["BN"] // cluster, tile["BK"], to_tf32)}
+    # (rows, cols, element): the operands in the step's precision, the result in FP32
+    boxes = {"a": (tile["BM"], tile["BK"], step.precision), "b": (tile["BN"] // cluster, tile["BK"], step.precision)}
     if tile.get("EPILOGUE_N"):       # C leaves in chunks of EPILOGUE_N columns of a warpgroup's rows
-        boxes["c"] = (tile["BM"] // tile["WARPGROUPS_M"], tile["EPILOGUE_N"], False)
+        boxes["c"] = (tile["BM"] // tile["WARPGROUPS_M"], tile["EPILOGUE_N"], "fp32")
     resident = resident_ctas(kernel, threads, smem_dynamic, cluster) if tile.get("PERSISTENT") else None
 
     def prepare(a, b, c):
@@ -176,8 +187,9 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
                      "regs_per_thread": int(attrs["num_regs"]),
                      "smem_static_bytes": int(attrs["shared_size_bytes"]), "smem_dynamic_bytes": smem_dynamic,
                      "local_bytes": int(attrs["local_size_bytes"]),
-                     "tile": {**compiled, "atom_mnk": list(ATOM_SHAPES[tile["MMA_ATOM"]])},
-                     "sass": {**{op: counts[op] for op in step.sass}, "instructions": sum(counts.values())}}
+                     "tile": compiled,
+                     "sass": {**{op: counts[op] for op in step.sass}, "instructions": sum(counts.values()),
+                              "mma": mma}}
         if uses_tma:
             resources["tma"] = {operand: tensor_map_args(*box) for operand, box in boxes.items()}
         if resident:

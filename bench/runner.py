@@ -57,7 +57,7 @@ def skip_reason(bench: Benchmark, device: dict) -> str | None:
     if bench.gpus > device.get("gpu_count", 1):
         return f"needs {bench.gpus}+ GPUs, this machine has {device.get('gpu_count', 1)}"
     if bench.peer and not os.environ.get(bench.peer):
-        return f"no checkout of the peer: set {bench.peer} to one (README: Past one GPU)"
+        return f"no checkout of the peer: set {bench.peer} to one (README says where to get it)"
     if bench.peer and not Path(os.environ[bench.peer]).is_dir():
         return f"{bench.peer}={os.environ[bench.peer]} is not a folder"
     return None

@@ -13,7 +13,7 @@ from pathlib import Path
 
 _FUNCTION = re.compile(r"^\s*Function : (\S+)\s*$")
 # /*0130*/   @!P0 BRA 0x990 ;
-_INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P[0-9T]\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\s*([^;]*);")
+_INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P[0-9T]\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)\s*([^;]*);")
 
 
 @dataclass(frozen=True)

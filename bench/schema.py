@@ -48,6 +48,8 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         #        same turns; both keep their samples, turn i of each being sample i),
         #        settle {seconds, samples, settled, window_spread, first_ms, last_ms}: run until steady
         #        before timing (bench/harness.py);
+        # peers.fastcu: shapes[] {shape, fastcu, cublas_bf16_out, cublas, ours: {time_ms, tflops,
+        #     check}}, the four timed in turns (bench/fastcu.py);
         # hbm: memcpy; latency.instruction: rows[].cycles/sass by ILP; latency.memory: levels, sweep;
         # transpose: copy (bench/hbm.py, bench/latency.py, bench/transpose.py);
         # sweep.<step>: rows[] {shape, outcome: correct | wrong | refused, tflops/time_ms by kernel and
@@ -110,7 +112,11 @@ NODE = {"gpu_count": int, "gpus": [{"index": int, "name": str, "pci_bus_id": str
 # What the deck reads from an ok record, by id prefix (the first that matches): a mapping's
 # keys, "?" marking one that may be absent; [spec] a list of at least one entry, each
 # following spec. The record's own fields (status, time_ms, check, ...) are checked above.
+_PEER_RUN = {"time_ms": _TIMED, "tflops": NUM, "check": {"passed": bool, "rel_error": NUM}}
 RECORDS = {
+    "peers.fastcu": {"params": {"commit": str, "ours": str},
+                         "shapes": [{"shape": [int], **{who: _PEER_RUN for who in ("fastcu", "cublas_bf16_out",
+                                                                                    "cublas", "ours")}}]},
     "gemm.cublas_": {"time_ms": _TIMED, "tflops": NUM},
     "gemm.": {"time_ms": _TIMED, "tflops": NUM,
               "resources?": {"threads_per_block": int, "regs_per_thread": int, "smem_static_bytes": int,

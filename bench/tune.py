@@ -26,7 +26,7 @@ FINAL_WARM_S, FINAL_REPS = (0.3, 6) if quick() else (1.0, 20)
 
 def configurations(base: dict) -> list[dict]:
     """Every point of SPACE as a complete tile."""
-    return [{**base, **point, "MMA_ATOM": f"SM90_64x{point['BN']}x8_F32TF32TF32_SS_TN"}
+    return [{**base, **point}
             for point in (dict(zip(SPACE, values)) for values in itertools.product(*SPACE.values()))]
 
 

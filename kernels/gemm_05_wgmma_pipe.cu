@@ -6,11 +6,11 @@
 
 static_assert(RING >= 2, "overlap needs a second buffer");
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_wgmma_pipe(const float* A, const float* B, float* C,
+extern "C" __global__ void __launch_bounds__(THREADS, 1) gemm_wgmma_pipe(const Element* A, const Element* B, float* C,
                                                                        int M, int N, int K) {
     SharedStorage& smem = shared_storage();
     auto [gA, gB, gC] = cta_tiles(A, B, C, M, N, K);                         // (BM,BK,k), (BN,BK,k), (BM,BN)
-    Tensor sA = make_tensor(make_smem_ptr(smem.A), SmemLayoutA{});           // (BM,BK,PIPE) floats, swizzled
+    Tensor sA = make_tensor(make_smem_ptr(smem.A), SmemLayoutA{});           // (BM,BK,PIPE), swizzled
     Tensor sB = make_tensor(make_smem_ptr(smem.B), SmemLayoutB{});           // (BN,BK,PIPE)
 
     auto cp = cp_async_partitions(gA, gB, sA, sB);

@@ -28,8 +28,8 @@ using SmemLayoutC = decltype(composition(Swizzle<3, 2, 3>{}, make_layout(Shape<I
 // for every wgmma (about a fifth fewer instructions per K-tile).
 __device__ inline auto lean_fragments(SharedStorage& smem) {
     const int warpgroup = __shfl_sync(0xffffffff, (threadIdx.x - 128 * PRODUCER_WARPGROUPS) / 128, 0);
-    Tensor sA = make_tensor(make_smem_ptr(reinterpret_cast<tfloat32_t*>(smem.A)), SmemLayoutA{});   // (BM,BK,PIPE)
-    Tensor sB = make_tensor(make_smem_ptr(reinterpret_cast<tfloat32_t*>(smem.B)), SmemLayoutB{});   // (BN,BK,PIPE)
+    Tensor sA = make_tensor(make_smem_ptr(smem.A), SmemLayoutA{});        // (BM,BK,PIPE)
+    Tensor sB = make_tensor(make_smem_ptr(smem.B), SmemLayoutB{});        // (BN,BK,PIPE)
     TiledMMA mma = make_tiled_mma(MmaAtom{}, WarpgroupLayout{});
     ThrMMA thr = mma.get_slice(warpgroup * 128);
     return cute::make_tuple(mma, thr.make_fragment_A(thr.partition_A(sA)),        // (MMA,MMA_M,MMA_K,PIPE) descriptors
@@ -53,7 +53,8 @@ struct Epilogue {
     __device__ void store(FragC const& tCrC, CUtensorMap const& tmaC, int tm, int tn) {
         // The 64 x EPILOGUE_N wgmma atom maps threads to C as the 64 x BN one does, over fewer columns:
         // the (row, column) in a chunk of each of this thread's values, in the accumulators' order.
-        auto chunk_mma = make_tiled_mma(SM90_64x32x8_F32TF32TF32_SS_TN<>{}, WarpgroupLayout{});
+        using ChunkAtom = decltype(GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<EPILOGUE_N>, Int<BK>>>());
+        auto chunk_mma = make_tiled_mma(ChunkAtom{}, WarpgroupLayout{});
         Tensor coords = chunk_mma.get_slice(threadIdx.x - 128 * PRODUCER_WARPGROUPS)
                                  .partition_C(make_identity_tensor(Shape<Int<BM>, Int<EPILOGUE_N>>{}));   // (MMA,1,1)
         constexpr int PER_CHUNK = decltype(size(coords))::value;

@@ -18,6 +18,8 @@ constexpr int THREADS = 32 * size(WarpLayout{});
 using AtomMNK = typename MMA_Traits<MmaAtom>::Shape_MNK;
 static_assert(BM % (size<0>(AtomMNK{}) * WARPS_M) == 0 && BN % (size<1>(AtomMNK{}) * WARPS_N) == 0 &&
               BK % size<2>(AtomMNK{}) == 0, "the CTA tile is whole MMA tiles");
+// Read back by the launcher (bench/launch.py): the MMA atom's M x N x K.
+extern "C" __constant__ int ATOM_MNK[3] = {size<0>(AtomMNK{}), size<1>(AtomMNK{}), size<2>(AtomMNK{})};
 
 // This CTA's tiles: A (BM,BK,k), B (BN,BK,k) over the K steps, and C (BM,BN).
 __device__ inline auto cta_tiles(const float* A, const float* B, float* C, int M, int N, int K) {

@@ -1,7 +1,7 @@
 // What the Hopper (wgmma) GEMM steps share: the tile constants (from the step catalogue, bench/catalogue.py),
-// the SM90 TF32 wgmma atom tiled over warpgroups, the 128-byte-swizzled shared-memory layout that
-// wgmma and TMA both read and write, the CTA tile order, and the shared-memory carve-up.
-// A (M,K) and B stored as (N,K) are both K-major: TF32 wgmma takes no other layout.
+// the SM90 wgmma atom of the operands' type tiled over warpgroups, the 128-byte-swizzled shared-memory
+// layout that wgmma and TMA both read and write, the CTA tile order, and the shared-memory carve-up.
+// A (M,K) and B stored as (N,K) are both K-major: TF32 wgmma takes no other layout, and BF16 takes it too.
 #pragma once
 #include <cute/tensor.hpp>
 #include <cutlass/arch/barrier.h>   // fence_view_async_shared, fence_barrier_init
@@ -9,12 +9,12 @@
 using namespace cute;
 
 // The step catalogue (bench/catalogue.py) passes every constant with -D; none has a default here.
-#if !defined(BM) || !defined(BN) || !defined(BK) || !defined(STAGES) || !defined(GROUP_M) || !defined(MMA_ATOM) \
+#if !defined(ELEMENT) || !defined(BM) || !defined(BN) || !defined(BK) || !defined(STAGES) || !defined(GROUP_M) \
     || !defined(WARPGROUPS_M) || !defined(PRODUCER_WARPGROUPS) || !defined(CLUSTER_M)
-#error "BM, BN, BK, STAGES, GROUP_M, MMA_ATOM, WARPGROUPS_M, PRODUCER_WARPGROUPS and CLUSTER_M come from the step catalogue"
+#error "ELEMENT, BM, BN, BK, STAGES, GROUP_M, WARPGROUPS_M, PRODUCER_WARPGROUPS and CLUSTER_M come from the step catalogue"
 #endif
+// ELEMENT: what A and B hold as wgmma reads them, tfloat32_t or bfloat16_t; BK of them make 128 bytes.
 // GROUP_M: the CTA swizzle, 0 walks M first, G > 0 walks bands of G tile rows, N first.
-// MMA_ATOM: one warpgroup's wgmma, 64xNx8, A and B from shared memory.
 // PRODUCER_WARPGROUPS: warp-specialized steps 1, a warpgroup that only issues TMA loads.
 // CLUSTER_M: CTAs per cluster, on vertically adjacent tiles that share B's tile.
 // STAGES: shared buffers in the ring; 0 asks for as many as fit (RING_STAGES, exported below).
@@ -22,33 +22,35 @@ using namespace cute;
 #define STATIC_SMEM_BYTES 0     // a step's own static shared memory beside the ring (step 11's staging)
 #endif
 
-using MmaAtom = MMA_ATOM<>;
+using Element = ELEMENT;
+// One warpgroup's wgmma, 64 x BN x (32 bytes of K), A and B from shared memory, chosen by CuTe for the type.
+using MmaAtom = decltype(GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<BN>, Int<BK>>>());
 using AtomMNK = typename MMA_Traits<MmaAtom>::Shape_MNK;
 using WarpgroupLayout = Layout<Shape<Int<WARPGROUPS_M>, _1, _1>>;    // warpgroups stacked over M
 constexpr int CONSUMER_THREADS = 128 * WARPGROUPS_M;                  // the threads that issue wgmma
 constexpr int THREADS = 128 * PRODUCER_WARPGROUPS + CONSUMER_THREADS;
 static_assert(BM == size<0>(AtomMNK{}) * WARPGROUPS_M, "each warpgroup owns 64 rows of the CTA tile");
 static_assert(BN % size<1>(AtomMNK{}) == 0 && BK % size<2>(AtomMNK{}) == 0, "the CTA tile is whole atoms");
-static_assert(BK * sizeof(float) == 128, "one K-tile row is one 128-byte swizzle row");
+static_assert(BK * sizeof(Element) == 128, "one K-tile row is one 128-byte swizzle row");
 
-// Shared tiles: rows of BK floats (128 bytes), 16-byte chunks XOR-swizzled within each 8-row,
+// Shared tiles: rows of BK elements (128 bytes), 16-byte chunks XOR-swizzled within each 8-row,
 // 1 KiB atom, the layout TMA writes with CU_TENSOR_MAP_SWIZZLE_128B and wgmma reads.
-constexpr int STAGE_BYTES = (BM + BN) * BK * sizeof(float);
+constexpr int STAGE_BYTES = (BM + BN) * BK * sizeof(Element);
 constexpr int SMEM_CAPACITY = 227 * 1024;     // the most shared memory a Hopper CTA may opt in to
 constexpr int ALIGN_SLACK = 1024;             // the dynamic base aligned up to the 1 KiB swizzle atom
 // The deepest ring: A and B tiles and two mbarriers a stage, SharedStorage rounded up to 1 KiB, the slack.
 constexpr int DEEPEST_RING = (SMEM_CAPACITY - STATIC_SMEM_BYTES - 2 * ALIGN_SLACK) / (STAGE_BYTES + 2 * 8);
 constexpr int RING = STAGES > 0 ? STAGES : DEEPEST_RING;
-using SmemLayoutA = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<tfloat32_t>{},
+using SmemLayoutA = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{},
                                            Shape<Int<BM>, Int<BK>, Int<RING>>{}));   // (BM,BK,PIPE)
-using SmemLayoutB = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<tfloat32_t>{},
+using SmemLayoutB = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{},
                                            Shape<Int<BN>, Int<BK>, Int<RING>>{}));   // (BN,BK,PIPE)
 static_assert(cosize_v<SmemLayoutA> == BM * BK * RING && cosize_v<SmemLayoutB> == BN * BK * RING,
               "stages are dense, so stage s starts s tiles into the buffer");
 
 struct alignas(1024) SharedStorage {          // 1 KiB: the swizzle atom's alignment
-    float A[cosize_v<SmemLayoutA>];
-    float B[cosize_v<SmemLayoutB>];
+    Element A[cosize_v<SmemLayoutA>];
+    Element B[cosize_v<SmemLayoutB>];
     uint64_t full[RING];                        // TMA steps: "stage s has landed" (the copy engine counts bytes)
     uint64_t empty[RING];                       // TMA steps: "stage s has been read" (every consumer warp arrives)
 };
@@ -65,8 +67,8 @@ __device__ inline SharedStorage& shared_storage() {
 // its wgmma descriptors of A and B in every stage of the ring. Consumer threads are numbered from
 // 0, after the producer warpgroup if there is one.
 __device__ inline auto consumer_fragments(SharedStorage& smem) {
-    Tensor sA = make_tensor(make_smem_ptr(reinterpret_cast<tfloat32_t*>(smem.A)), SmemLayoutA{});   // (BM,BK,PIPE)
-    Tensor sB = make_tensor(make_smem_ptr(reinterpret_cast<tfloat32_t*>(smem.B)), SmemLayoutB{});   // (BN,BK,PIPE)
+    Tensor sA = make_tensor(make_smem_ptr(smem.A), SmemLayoutA{});        // (BM,BK,PIPE)
+    Tensor sB = make_tensor(make_smem_ptr(smem.B), SmemLayoutB{});        // (BN,BK,PIPE)
     TiledMMA mma = make_tiled_mma(MmaAtom{}, WarpgroupLayout{});
     ThrMMA thr = mma.get_slice(threadIdx.x - 128 * PRODUCER_WARPGROUPS);
     return cute::make_tuple(mma, thr,
@@ -148,7 +150,7 @@ __device__ inline auto cta_tile_of_C(float* C, int M, int N, int tm, int tn) {
 }
 
 // This CTA's tiles in global memory: A (BM,BK,k), B (BN,BK,k) over the K steps, and C (BM,BN).
-__device__ inline auto cta_tiles(const float* A, const float* B, float* C, int M, int N, int K) {
+__device__ inline auto cta_tiles(const Element* A, const Element* B, float* C, int M, int N, int K) {
     Tensor mA = make_tensor(make_gmem_ptr(A), make_shape(M, K), make_stride(K, _1{}));   // (M,K)
     Tensor mB = make_tensor(make_gmem_ptr(B), make_shape(N, K), make_stride(K, _1{}));   // (N,K)
     auto [tm, tn] = cta_tile(M, N);
@@ -162,17 +164,17 @@ __device__ inline auto cta_tiles(const float* A, const float* B, float* C, int M
 // A and B in global (source) and shared (destination) memory.
 template <class GA, class GB, class SA, class SB>
 __device__ inline auto cp_async_partitions(GA gA, GB gB, SA sA, SB sB) {
-    constexpr int VEC = 4;                                                   // floats per cp.async
+    constexpr int VEC = 16 / sizeof(Element);                              // elements per cp.async
     using CopyThreads = Layout<Shape<Int<THREADS * VEC / BK>, Int<BK / VEC>>, Stride<Int<BK / VEC>, _1>>;
     static_assert(BM % size<0>(CopyThreads{}) == 0 && BN % size<0>(CopyThreads{}) == 0,
                   "the copy threads tile the CTA tile exactly");
-    auto copyAB = make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL<uint128_t>, float>{},
+    auto copyAB = make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL<uint128_t>, Element>{},
                                   CopyThreads{}, Layout<Shape<_1, Int<VEC>>>{});
     auto thr = copyAB.get_slice(threadIdx.x);
     return cute::make_tuple(copyAB, thr.partition_S(gA), thr.partition_D(sA), thr.partition_S(gB), thr.partition_D(sB));
 }
 
-// wgmma over one K-tile (BK/8 instructions per warpgroup), issued asynchronously; the caller
+// wgmma over one K-tile (BK / atom K instructions per warpgroup), issued asynchronously; the caller
 // waits with warpgroup_wait<N>() before reading the accumulators or reusing the stage.
 template <class TiledMma, class FragA, class FragB, class FragC>
 __device__ inline void mma_async(TiledMma& mma, FragA const& a, FragB const& b, FragC& c) {
@@ -195,7 +197,8 @@ __device__ inline void mma_stage(SharedStorage& smem, TiledMma& mma, FragA const
     if (release_previous) release_stage(smem, (fill - 1) % RING);
 }
 
-// Read back by the launcher (bench/launch.py): the dynamic shared memory a launch must ask for, and
-// the depth of the ring it holds.
+// Read back by the launcher (bench/launch.py): the dynamic shared memory a launch must ask for, the
+// depth of the ring it holds, and the wgmma's M x N x K.
 extern "C" __constant__ int SMEM_BYTES = SMEM_BYTES_NEEDED;
 extern "C" __constant__ int RING_STAGES = RING;
+extern "C" __constant__ int ATOM_MNK[3] = {size<0>(AtomMNK{}), size<1>(AtomMNK{}), size<2>(AtomMNK{})};

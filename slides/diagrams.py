@@ -174,7 +174,7 @@ def wgmma_diagram(step: dict, shape: dict) -> str:
              else "down M first, then along N")
     notes = [f"grid: {tiles:,} CTAs of {res['threads_per_block']} threads; tile order: {order}",
              f"K loop: {shape['k'] // bk:,} steps of {bk}; "
-             f"{(res['smem_static_bytes'] + res['smem_dynamic_bytes']) / 1024:.1f} KiB of shared memory; {t['MMA_ATOM']}"]
+             f"{(res['smem_static_bytes'] + res['smem_dynamic_bytes']) / 1024:.1f} KiB of shared memory; wgmma {am}×{an}×{ak}"]
     for i, line in enumerate(notes):
         text(dwg, (40, ty + 86 + 20 * i), line, size=12)
     return dwg.tostring()

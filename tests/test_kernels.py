@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import catalogue, cuda, hbm, latency, launch
+from bench import cuda, hbm, latency, launch
 from bench.catalogue import KERNELS, STEPS
 from tests.conftest import builds
 
@@ -97,8 +97,11 @@ def test_cute_gemm_compiles_with_its_tile_and_holds_its_instructions(bid, compil
     cubin = compile_cu(cuda.ROOT / step.source, "90a", variant.tile)
     counts = sass.histogram(sass.disassemble(cubin)[step.function])
     assert step.sass and all(counts[op] for op in step.sass), (bid, dict(counts))
-    if "HGMMA" in step.sass:    # a K-tile is BK / 8 wgmmas per warpgroup, issued as one batch
-        assert counts["HGMMA"] % (variant.tile["BK"] // catalogue.ATOM_SHAPES[variant.tile["MMA_ATOM"]][2]) == 0
+    if "HGMMA" in step.sass:    # a K-tile is 128 bytes of K, four wgmmas of 32 bytes each, issued as one batch
+        assert counts["HGMMA"] % 4 == 0
+    mma = {i.opcode for i in sass.disassemble(cubin)[step.function] if i.mnemonic in ("HMMA", "HGMMA")}
+    shape = f"64x{variant.tile['BN']}x{32 // {'tf32': 4, 'bf16': 2}[step.precision]}." if "HGMMA" in step.sass else ""
+    assert mma and all(shape in op and op.endswith("." + step.precision.upper()) for op in mma), (bid, mma)
 
 
 @builds((cuda.ROOT / STEPS[-1].source, "90a", {k: v for k, v in STEPS[-1].best.tile.items() if k != "EPILOGUE_N"}))
@@ -113,6 +116,9 @@ def test_tensor_map_box_is_the_tile():
     args = launch.tensor_map_args(256, 32)
     assert args["box"] == [32, 256] and args["swizzle"] == "CU_TENSOR_MAP_SWIZZLE_128B"
     assert args["data_type"] == "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"
-    assert launch.tensor_map_args(256, 32, to_tf32=True)["data_type"] == "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32"
+    assert launch.tensor_map_args(256, 32, "tf32")["data_type"] == "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32"
+    assert launch.tensor_map_args(256, 64, "bf16")["box"] == [64, 256]
     with pytest.raises(ValueError, match="128 bytes"):
         launch.tensor_map_args(128, 64)
+    with pytest.raises(ValueError, match="128 bytes"):
+        launch.tensor_map_args(128, 32, "bf16")

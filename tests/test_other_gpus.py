@@ -22,10 +22,11 @@ OTHER_GPUS = {
             "memory_bytes": 48305799168, "max_threads_per_sm": 1536, "regs_per_sm": 65536,
             "smem_per_sm_bytes": 102400, "power_limit_w": 350.0},
 }
-# The catalogue's Hopper steps: their kernels, their sweeps, and the tuner and settling run that use them.
-HOPPER_STEPS = [s for s in catalogue.STEPS if s.min_cc == catalogue.HOPPER]
-HOPPER_ONLY = {v.id for s in HOPPER_STEPS for v in s.variants} | {f"sweep.{s.key}" for s in HOPPER_STEPS} | {
-    "tune.persistent", "settle.headline"}
+# The catalogue's Hopper kernels (both tracks), their sweeps, the tuner and settling run that use
+# them, and the BF16 peer that runs beside them.
+HOPPER_ONLY = ({bid for bid, (s, v) in catalogue.KERNELS.items() if s.min_cc == catalogue.HOPPER}
+               | {f"sweep.{s.key}" for s in catalogue.STEPS if s.min_cc == catalogue.HOPPER}
+               | {"tune.persistent", "settle.headline", "peers.fastcu"})
 
 
 def on_gpu(doc: dict, cc: str) -> dict:
