@@ -30,7 +30,8 @@ OUTLINE = (["CUDA Performance Study", "Hopper SM Architecture", "Theoretical Pea
            + [f"Kernel {i}: {k} — {part}" for i, k in enumerate(KERNELS, 1)
               for part in ("Code", "Diagram", "Performance")]
            + ["GEMM — Results Table", "GEMM — Results Table, Beyond the Reference", "GEMM Across Sizes", "GEMM Across Sizes — Table", "Tuning the Persistent Kernel",
-              "Timing Under the Power Cap", "What's Missing?", "Still on the Table", "Takeaways", "Past One GPU", "Backup Slides"]
+              "Timing Under the Power Cap", "BF16: Each Step Against cuBLAS BF16", "BF16: Error Beside cuBLAS's",
+              "BF16 Beside fast.cu", "What's Missing?", "Still on the Table", "Takeaways", "Past One GPU", "Backup Slides"]
            + CODE_PAGES
            + [              "Instruction Latency — Methodology", "Instruction Latency — Results", "Instruction Latency — Plot",
               "Instruction Latency — Key Observations", "Memory Latency", "Memory Latency — Working-Set Sweep",
@@ -645,3 +646,35 @@ def test_a_long_kernel_without_a_focus_is_a_build_error():
         gemm.code_view(step.source, None)
     with pytest.raises(build.BuildError, match="is not a run of at most"):
         gemm.code_view(step.source, (step.focus[0], "no such line"))
+
+
+def test_the_bf16_track_stands_beside_cublas_bf16_and_the_peer(deck):
+    """Each BF16 step against the cuBLAS BF16 it took turns with, its error beside cuBLAS's; fast.cu
+    divided by cuBLAS of its own output type, every figure from the fixture."""
+    s = slides_of(deck["md"])
+    b = deck["doc"]["benchmarks"]
+    top = b[catalogue.HEADLINE_BF16]
+    pct = 100 * top["tflops"] / top["cublas"]["tflops"]
+    assert (f"**{top['tflops']:,.1f} TFLOPS**, {pct:.1f}% of cuBLAS BF16 ({top['cublas']['tflops']:,.1f} TFLOPS, "
+            f"in turns, FP32 out)") in s["BF16: Each Step Against cuBLAS BF16"]
+    rows = s["BF16: Error Beside cuBLAS's"]
+    for step in catalogue.BF16_STEPS:
+        r = b[step.best.id]
+        assert (f"| {step.title}  | {r['tflops']:,.1f} | {r['cublas']['tflops']:,.1f} | "
+                f"{100 * r['tflops'] / r['cublas']['tflops']:.1f}% | {r['check']['rel_error']:.1e} "
+                f"({r['cublas']['check']['rel_error']:.1e}) |") in rows
+    peer = s["BF16 Beside fast.cu"]
+    for shape in b["peers.fastcu"]["shapes"]:
+        fast, own = shape["fastcu"], shape["cublas_bf16_out"]
+        assert (f"| fast.cu kernel 12 | BF16 | {fast['tflops']:,.1f} | {own['tflops']:,.1f} | "
+                f"{100 * fast['tflops'] / own['tflops']:.1f}% | {fast['check']['rel_error']:.1e} |") in peer
+
+
+def test_without_a_checkout_the_peer_slide_says_why(fixture_doc, write_results, tmp_path):
+    fixture_doc["benchmarks"]["peers.fastcu"] = {**fixture_doc["benchmarks"]["peers.fastcu"], "status": "skipped",
+                                                  "reason": "no checkout of the peer: set FASTCU_DIR to one"}
+    for key in ("shapes", "params", "check", "telemetry"):
+        fixture_doc["benchmarks"]["peers.fastcu"].pop(key, None)
+    build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path)])
+    s = slides_of((tmp_path / "slides.md").read_text())["BF16 Beside fast.cu"]
+    assert "Not measured on this GPU: peers.fastcu (no checkout of the peer: set FASTCU_DIR to one)" in s

@@ -1,0 +1,84 @@
+"""Beyond TF32: the BF16 track (bench/catalogue.py's BF16_STEPS: each Hopper step's best kernel with
+BF16 operands), each against cuBLAS BF16 timed in turns with it and beside its TF32 twin, and the
+peer fast.cu (bench/fastcu.py) in turns with cuBLAS BF16 and the BF16 headline. Errors stand
+beside cuBLAS's on the same operands."""
+from __future__ import annotations
+
+from bench import catalogue
+from slides.kit import ACCENT, Bar, REF, bar_chart
+
+STEPS_SLIDE = "BF16: Each Step Against cuBLAS BF16"
+PEER_SLIDE = "BF16 Beside fast.cu"
+PEER = "peers.fastcu"
+# Who the peer slide shows, in its order, what each writes, and the cuBLAS of the same output it divides by.
+PEER_KERNEL = "kernel 12"
+PEER_ROWS = (("fastcu", f"fast.cu {PEER_KERNEL}", "BF16", "cublas_bf16_out"),
+             ("cublas_bf16_out", "cuBLAS BF16", "BF16", None),
+             ("ours", "this project's headline", "FP32", "cublas"),
+             ("cublas", "cuBLAS BF16", "FP32", None))
+
+
+def _versus(r: dict) -> dict | None:
+    versus = r["record"].get("cublas")
+    if not versus or not r["tflops"]:
+        return None
+    return {"tflops": versus["tflops"], "pct": 100 * r["tflops"] / versus["tflops"],
+            "error": versus["check"]["rel_error"]}
+
+
+def context(deck) -> dict:
+    tf32 = {s["key"]: s for s in deck["gemm"]["steps"]}
+    steps = []
+    records = deck.need(STEPS_SLIDE, *(s.best.id for s in catalogue.BF16_STEPS))
+    for step, r in zip(catalogue.BF16_STEPS, records):
+        twin = tf32[step.key]["best"]
+        steps.append({**r, "name": step.title, "versus": _versus(r),
+                      "error": r["check"]["rel_error"] if r["check"] else None,
+                      "over_tf32": r["tflops"] / twin["tflops"] if r["tflops"] and twin["tflops"] else None})
+    usable = [s for s in steps if s["tflops"] and not s["failed"] and s["versus"]]
+    headline = usable[-1] if usable and usable[-1]["id"] == catalogue.HEADLINE_BF16 else None
+    best = max(usable, key=lambda s: s["tflops"]) if usable else None
+    peaks = deck["peaks"]["by"]
+    bf16_peak = peaks.get("bf16")
+    return {"steps": steps if any(s["measured"] for s in steps) else [], "headline": headline, "best": best,
+            "peak": bf16_peak, "tolerance": headline["check"]["tolerance"] if headline else None,
+            "peer": _peer(deck), "peer_kernel": PEER_KERNEL,
+            "k_tile": {p: e["BK"] for p, e in catalogue.ELEMENTS.items()}, "k_tile_bytes": 4 * catalogue.ELEMENTS["tf32"]["BK"]}
+
+
+def _peer(deck) -> dict | None:
+    (r,) = deck.need(PEER_SLIDE, PEER)
+    if "shapes" not in r["record"]:
+        return {**r, "shapes": None}
+    shapes = []
+    for s in r["record"]["shapes"]:
+        rows = []
+        for who, name, output, base in PEER_ROWS:
+            run = s[who]
+            pct = 100 * run["tflops"] / s[base]["tflops"] if base else None
+            rows.append({"who": who, "name": name, "output": output, "tflops": run["tflops"], "time_ms": run["time_ms"],
+                         "base_tflops": s[base]["tflops"] if base else None, "pct": pct, "check": run["check"]})
+        by = {row["who"]: row for row in rows}
+        shapes.append({"shape": s["shape"], "rows": rows,
+                       "ours_over_peer": by["ours"]["tflops"] / by["fastcu"]["tflops"]})
+    params = r["record"]["params"]
+    return {**r, "shapes": shapes, "commit": params["commit"], "ours_id": params["ours"]}
+
+
+# --- figures --------------------------------------------------------------------------------------
+
+def bf16_steps_chart(precision: dict) -> str:
+    """Each BF16 step's TFLOPS, noted with its share of cuBLAS BF16 timed in turns with it, and the
+    last step's cuBLAS as a bar of its own."""
+    bars = [Bar(s["name"], s["tflops"] if not s["failed"] else None, ACCENT,
+                f"{s['versus']['pct']:.1f}% of cuBLAS" if s["versus"] else "")
+            for s in precision["steps"]]
+    if precision["headline"]:
+        bars.append(Bar("cuBLAS BF16", precision["headline"]["versus"]["tflops"], REF, "in turns with the last step"))
+    return bar_chart(bars, "TFLOPS, BF16 in, FP32 accumulated and out", height=300)
+
+
+def draw(deck) -> dict[str, str]:
+    precision = deck["precision"]
+    return {"precision_bf16_steps.svg": bf16_steps_chart(precision)} if precision["steps"] else {}
+
