@@ -69,8 +69,7 @@ class Deck:
                    clock_mhz=clock_during(rec))
         if current is None or current.source_hash() != rec["source_hash"]:
             out["stale"] = True
-            out["stale_why"] = ("no longer in the registry" if current is None
-                                else "its source changed after it was measured")
+            out["stale_why"] = "no longer registered" if current is None else "code changed"   # short: a badge in a table
         return out
 
     def need(self, slide: str, *bids: str) -> list[dict]:
