@@ -69,7 +69,7 @@ class Deck:
                    clock_mhz=clock_during(rec))
         if current is None or current.source_hash() != rec["source_hash"]:
             out["stale"] = True
-            out["stale_why"] = "no longer registered" if current is None else "code changed"   # short: a badge in a table
+            out["stale_why"] = "no longer registered" if current is None else "code changed"   # the stale badge's tooltip
         return out
 
     def need(self, slide: str, *bids: str) -> list[dict]:

@@ -181,7 +181,7 @@ def test_stale_source_is_flagged(fixture_doc, write_results, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "STALE: hbm.copy_scaling" in out and "STALE: gemm.cublas" not in out
     s = slides_of((tmp_path / "slides.md").read_text())
-    assert "stale: code changed" in s["HBM Bandwidth Scaling"]
+    assert 'title="code changed">stale</span>' in s["HBM Bandwidth Scaling"]
 
 
 def test_deck_without_any_gemm_or_hbm(fixture_doc, write_results, tmp_path):
