@@ -64,7 +64,9 @@ DEEPEST = 0          # STAGES: as many as the shared memory holds, which the ker
 
 # What A and B hold in a Hopper step, by precision: the CuTe type wgmma reads (the kernel picks its
 # wgmma atom for it) and BK, the K-tile of them that makes one 128-byte swizzle row.
-ELEMENTS = {"tf32": {"ELEMENT": "tfloat32_t", "BK": 32}, "bf16": {"ELEMENT": "bfloat16_t", "BK": 64}}
+ELEMENT_BYTES = {"tf32": 4, "bf16": 2}
+ELEMENTS = {p: {"ELEMENT": name, "BK": 128 // ELEMENT_BYTES[p]}
+            for p, name in (("tf32", "tfloat32_t"), ("bf16", "bfloat16_t"))}
 
 
 def sm90(bn: int, stages: int, group_m: int = 0, producers: int = 0, cluster_m: int = 1, **beyond) -> dict:

@@ -43,7 +43,7 @@ def context(deck) -> dict:
     return {"steps": steps if any(s["measured"] for s in steps) else [], "headline": headline, "best": best,
             "peak": bf16_peak, "tolerance": headline["check"]["tolerance"] if headline else None,
             "peer": _peer(deck), "peer_kernel": PEER_KERNEL,
-            "k_tile": {p: e["BK"] for p, e in catalogue.ELEMENTS.items()}, "k_tile_bytes": 4 * catalogue.ELEMENTS["tf32"]["BK"]}
+            "k_tile": {p: e["BK"] for p, e in catalogue.ELEMENTS.items()}, "k_tile_bytes": catalogue.ELEMENT_BYTES["tf32"] * catalogue.ELEMENTS["tf32"]["BK"]}
 
 
 def _peer(deck) -> dict | None:

@@ -84,7 +84,7 @@ def test_the_ring_read_back_is_the_catalogues_or_the_deepest_that_fits(path):
     checked = 0
     for device, bid, res, declared in _records(path):
         stages = res["tile"]["STAGES"]
-        stage_bytes = (declared["BM"] + declared["BN"]) * declared["BK"] * 4
+        stage_bytes = (declared["BM"] + declared["BN"]) * declared["BK"] * catalogue.ELEMENT_BYTES[catalogue.step_of(bid).precision]
         assert stages * stage_bytes <= res["smem_dynamic_bytes"], bid
         if declared["STAGES"] == catalogue.DEEPEST:
             used = res["smem_dynamic_bytes"] + res["smem_static_bytes"]
