@@ -50,7 +50,7 @@ def test_hostile_strings_stay_data(case, fixture_doc, write_results, tmp_path):
     deck = (tmp_path / "slides.md").read_text()
     assert headings(deck) == OUTLINE                                    # no slide added or lost
     head = yaml.safe_load(deck.split("---\n")[1])
-    assert set(head) == {"theme", "title", "info", "class", "drawings", "transition", "mdc", "fonts"}
+    assert set(head) == {"theme", "title", "info", "class", "drawings", "transition", "mdc", "exportFilename", "fonts"}
     assert "CUDA Performance Study — GPU " in head["title"]
     for table in _table_rows(deck):                                     # every row keeps its cells
         cells = {len(re.findall(r"(?<!\\)\|", row)) for row in table}
