@@ -153,7 +153,6 @@ STEPS = (
 
 # The BF16 track: the Hopper steps again, BF16 in, FP32 accumulated and out.
 BF16_STEPS = tuple(in_precision(s, "bf16") for s in STEPS if "bf16" in s.also_in)
-TRACKS = {"tf32": STEPS, "bf16": BF16_STEPS}
 KERNELS: dict[str, tuple[Step, Variant]] = {v.id: (s, v) for s in (*STEPS, *BF16_STEPS) for v in s.variants}
 HEADLINE = STEPS[-1].best.id           # the last step's best kernel: the talk's headline
 HEADLINE_BF16 = BF16_STEPS[-1].best.id

@@ -94,6 +94,25 @@ def code_view(source: str | None, focus: tuple[str, str] | None) -> dict | None:
             "last": end + 1, "pages": [textwrap.dedent("\n".join(page)) for page in pages]}
 
 
+def pair_with_cublas(r: dict, by_id: dict) -> dict:
+    """A kernel's result (a deck.record) with its baseline: cuBLAS of the kernel's precision and
+    layout, on the same operands, timed in turns with it sample by sample (bench/harness.py); its
+    figures are that timing's. ``by_id``: the cuBLAS records by benchmark id."""
+    versus = r["record"].get("cublas")
+    r["baseline"], r["ratio_spread"] = None, None
+    if versus and r["tflops"]:
+        base = by_id[versus["id"]]
+        r["baseline"] = {"id": versus["id"], "precision": base["precision"].upper(),
+                         "layout_name": base["layout_name"], "timing": "in turns",
+                         "tflops": versus["tflops"], "time_ms": versus["time_ms"],
+                         "error": versus["check"]["rel_error"], "check": versus["check"]}
+        r["baseline_tflops"] = versus["tflops"]
+        r["pct_cublas"] = 100 * r["tflops"] / versus["tflops"]
+        # turn by turn: what is left of the spread once both meet the same clock
+        r["ratio_spread"] = spread(versus["ratio_by_turn"])
+    return r
+
+
 def context(deck) -> dict:
     device = deck["device"]
     cublas = {}
@@ -114,20 +133,7 @@ def context(deck) -> dict:
         for variant in step.variants:
             r = deck.record(variant.id)
             r["label"] = variant.label
-            # the baseline: cuBLAS of the kernel's precision and layout, on the same operands, timed
-            # in turns with it sample by sample (bench/harness.py); its figures are that timing's
-            versus = r["record"].get("cublas")
-            r["baseline"], r["ratio_spread"] = None, None
-            if versus and r["tflops"]:
-                base = by_id[versus["id"]]
-                r["baseline"] = {"id": versus["id"], "precision": base["precision"].upper(),
-                                 "layout_name": base["layout_name"], "timing": "in turns",
-                                 "tflops": versus["tflops"], "time_ms": versus["time_ms"],
-                                 "error": versus["check"]["rel_error"], "check": versus["check"]}
-                r["baseline_tflops"] = versus["tflops"]
-                r["pct_cublas"] = 100 * r["tflops"] / versus["tflops"]
-                # turn by turn: what is left of the spread once both meet the same clock
-                r["ratio_spread"] = spread(versus["ratio_by_turn"])
+            pair_with_cublas(r, by_id)
             res = r["record"].get("resources")
             r["resources"] = res
             r["occupancy"] = occupancy(res, device) if res else None
@@ -200,7 +206,7 @@ def context(deck) -> dict:
     staged_epilogue = any("EPILOGUE_N" in ((s["best"]["resources"] or {}).get("tile") or {}) for s in story)
     return {"shape": {"m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "flops": SHAPE.flops,
                       "intensity_fp32": SHAPE.flops / (4 * (SHAPE.m * SHAPE.k + SHAPE.k * SHAPE.n + SHAPE.m * SHAPE.n))},
-            "cublas": cublas, "cublas_rows": list(cublas.values()), "best_tf32": best_tf32,
+            "cublas": cublas, "cublas_rows": list(cublas.values()), "cublas_by_id": by_id, "best_tf32": best_tf32,
             "steps": steps, "headline": headline, "story": story, "waves": top_waves, "baseline_range": baseline_range,
             "staged_epilogue": staged_epilogue}
 

@@ -5,6 +5,7 @@ beside cuBLAS's on the same operands."""
 from __future__ import annotations
 
 from bench import catalogue
+from slides.gemm import pair_with_cublas
 from slides.kit import ACCENT, Bar, REF, bar_chart
 
 STEPS_SLIDE = "BF16: Each Step Against cuBLAS BF16"
@@ -18,30 +19,20 @@ PEER_ROWS = (("fastcu", f"fast.cu {PEER_KERNEL}", "BF16", "cublas_bf16_out"),
              ("cublas", "cuBLAS BF16", "FP32", None))
 
 
-def _versus(r: dict) -> dict | None:
-    versus = r["record"].get("cublas")
-    if not versus or not r["tflops"]:
-        return None
-    return {"tflops": versus["tflops"], "pct": 100 * r["tflops"] / versus["tflops"],
-            "error": versus["check"]["rel_error"]}
-
-
 def context(deck) -> dict:
-    tf32 = {s["key"]: s for s in deck["gemm"]["steps"]}
+    gemm = deck["gemm"]
+    tf32 = {s["key"]: s for s in gemm["steps"]}
     steps = []
     records = deck.need(STEPS_SLIDE, *(s.best.id for s in catalogue.BF16_STEPS))
     for step, r in zip(catalogue.BF16_STEPS, records):
         twin = tf32[step.key]["best"]
-        steps.append({**r, "name": step.title, "versus": _versus(r),
+        steps.append({**pair_with_cublas(r, gemm["cublas_by_id"]), "name": step.title,
                       "error": r["check"]["rel_error"] if r["check"] else None,
                       "over_tf32": r["tflops"] / twin["tflops"] if r["tflops"] and twin["tflops"] else None})
-    usable = [s for s in steps if s["tflops"] and not s["failed"] and s["versus"]]
+    usable = [s for s in steps if s["tflops"] and not s["failed"] and s["baseline"]]
     headline = usable[-1] if usable and usable[-1]["id"] == catalogue.HEADLINE_BF16 else None
-    best = max(usable, key=lambda s: s["tflops"]) if usable else None
-    peaks = deck["peaks"]["by"]
-    bf16_peak = peaks.get("bf16")
-    return {"steps": steps if any(s["measured"] for s in steps) else [], "headline": headline, "best": best,
-            "peak": bf16_peak, "tolerance": headline["check"]["tolerance"] if headline else None,
+    return {"steps": steps if any(s["measured"] for s in steps) else [], "headline": headline,
+            "peak": deck["peaks"]["by"].get("bf16"), "tolerance": headline["check"]["tolerance"] if headline else None,
             "peer": _peer(deck), "peer_kernel": PEER_KERNEL,
             "k_tile": {p: e["BK"] for p, e in catalogue.ELEMENTS.items()}, "k_tile_bytes": catalogue.ELEMENT_BYTES["tf32"] * catalogue.ELEMENTS["tf32"]["BK"]}
 
@@ -71,10 +62,10 @@ def bf16_steps_chart(precision: dict) -> str:
     """Each BF16 step's TFLOPS, noted with its share of cuBLAS BF16 timed in turns with it, and the
     last step's cuBLAS as a bar of its own."""
     bars = [Bar(s["name"], s["tflops"] if not s["failed"] else None, ACCENT,
-                f"{s['versus']['pct']:.1f}% of cuBLAS" if s["versus"] else "")
+                f"{s['pct_cublas']:.1f}% of cuBLAS" if s["baseline"] else "")
             for s in precision["steps"]]
     if precision["headline"]:
-        bars.append(Bar("cuBLAS BF16", precision["headline"]["versus"]["tflops"], REF, "in turns with the last step"))
+        bars.append(Bar("cuBLAS BF16", precision["headline"]["baseline_tflops"], REF, "in turns with the last step"))
     return bar_chart(bars, "TFLOPS, BF16 in, FP32 accumulated and out", height=300)
 
 

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import cuda, hbm, latency, launch
+from bench import catalogue, cuda, hbm, latency, launch
 from bench.catalogue import KERNELS, STEPS
 from tests.conftest import builds
 
@@ -100,7 +100,7 @@ def test_cute_gemm_compiles_with_its_tile_and_holds_its_instructions(bid, compil
     if "HGMMA" in step.sass:    # a K-tile is 128 bytes of K, four wgmmas of 32 bytes each, issued as one batch
         assert counts["HGMMA"] % 4 == 0
     mma = {i.opcode for i in sass.disassemble(cubin)[step.function] if i.mnemonic in ("HMMA", "HGMMA")}
-    shape = f"64x{variant.tile['BN']}x{32 // {'tf32': 4, 'bf16': 2}[step.precision]}." if "HGMMA" in step.sass else ""
+    shape = f"64x{variant.tile['BN']}x{32 // catalogue.ELEMENT_BYTES[step.precision]}." if "HGMMA" in step.sass else ""
     assert mma and all(shape in op and op.endswith("." + step.precision.upper()) for op in mma), (bid, mma)
 
 
