@@ -36,6 +36,10 @@ class Step:
     beyond: bool = False          # past the reference deck's last step: what it left on the table
     also_in: tuple[str, ...] = ()  # other precisions its best kernel is built in (the BF16 track)
     reps: int | None = None       # timed samples, when the harness's default would take too long
+    # Where the best tile's CTAs would leave most SMs idle (small shapes), the tile these constants
+    # make of it instead, chosen per shape by tile_for(); the sweep records which it ran.
+    small_tile: dict | None = None
+    track: str = ""               # the suffix of its ids on another precision's track ("_bf16")
     # The part of its kernel region the code slide shows when the whole does not fit on a slide: the
     # first and the last line, by a text each holds (the whole region goes to backup slides).
     focus: tuple[str, str] | None = None
@@ -47,6 +51,16 @@ class Step:
     @property
     def cute(self) -> bool:
         return self.source.endswith(".cu")
+
+    @property
+    def tiles(self) -> tuple[dict, ...]:
+        """The tiles its best kernel is built with: the best's, and the small shapes' if it has one."""
+        return (self.best.tile, *([{**self.best.tile, **self.small_tile}] if self.small_tile else []))
+
+    @property
+    def sweep_id(self) -> str:
+        """Its best kernel across sizes (bench/sweep.py), for the steps in SWEPT."""
+        return f"sweep.{self.key}{self.track}"
 
     def title_of(self, variant: Variant) -> str:
         """The benchmark's title: the step's, and the variant's label where the step has several."""
@@ -83,7 +97,26 @@ def in_precision(step: Step, precision: str) -> Step:
     of that type (its own benchmark, "<id>_<precision>")."""
     best = step.best
     retyped = Variant(f"{best.id}_{precision}", best.label, {**best.tile, **ELEMENTS[precision]})
-    return replace(step, precision=precision, variants=(retyped,), also_in=())
+    return replace(step, precision=precision, variants=(retyped,), also_in=(), track=f"_{precision}")
+
+
+def ctas(tile: dict, m: int, n: int) -> int:
+    """The CTAs a tile makes of an M x N output, its ragged edges included, in whole clusters."""
+    rows = -(-m // tile["BM"])
+    return -(-rows // tile.get("CLUSTER_M", 1)) * tile.get("CLUSTER_M", 1) * -(-n // tile["BN"])
+
+
+# The small tile runs where the best tile's CTAs would number fewer than this share of the SMs.
+SMALL_TILE_BELOW = 0.5
+
+
+def tile_for(step: Step, m: int, n: int, sm_count: int) -> dict:
+    """The tile a step's best kernel runs an M x N output with: its best tile, unless the step has
+    a small tile and the best's CTAs would leave most SMs with nothing to do."""
+    big = step.best.tile
+    if step.small_tile is None or ctas(big, m, n) >= SMALL_TILE_BELOW * sm_count:
+        return big
+    return step.tiles[1]
 
 
 _WS = {"producers": 1}
@@ -148,7 +181,10 @@ STEPS = (
          # C staged 32 columns (128 bytes) at a time, double-buffered
          (Variant("gemm.tma_store", "TMA-store epilogue",
                   sm90(256, DEEPEST, BAND, **_PERSISTENT, SPLIT_WAVE=1, EPILOGUE_N=32, EPILOGUE_BUFFERS=2)),),
-         "staged_store", (*_TMA, "UTMASTG"), HOPPER, beyond=True, also_in=_BF16, focus=("for (int j = 0; j < BN / EPILOGUE_N", "tma_store_arrive();")),
+         "staged_store", (*_TMA, "UTMASTG"), HOPPER, beyond=True, also_in=_BF16, focus=("for (int j = 0; j < BN / EPILOGUE_N", "tma_store_arrive();"),
+         # 128 x 64: at 1024^3 the 128 x 256 tiles number 32 for the H100's 132 SMs, these 128 (the
+         # fastest there of six smaller tiles tried on the H100 in turns with cuBLAS)
+         small_tile={"BN": 64}),
 )
 
 # The BF16 track: the Hopper steps again, BF16 in, FP32 accumulated and out.
@@ -156,6 +192,7 @@ BF16_STEPS = tuple(in_precision(s, "bf16") for s in STEPS if "bf16" in s.also_in
 KERNELS: dict[str, tuple[Step, Variant]] = {v.id: (s, v) for s in (*STEPS, *BF16_STEPS) for v in s.variants}
 HEADLINE = STEPS[-1].best.id           # the last step's best kernel: the talk's headline
 HEADLINE_BF16 = BF16_STEPS[-1].best.id
+SWEPT = (*STEPS, BF16_STEPS[-1])       # across sizes: every step of the talk, and the BF16 headline
 TUNED = "gemm.persistent"              # the kernel the tuner searches around (bench/tune.py)
 
 

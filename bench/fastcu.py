@@ -107,6 +107,7 @@ def fastcu(ctx) -> dict:
     checkout = Path(os.environ[PEER_ENV])
     ctx.progress(f"building fast.cu's kernel 12 from {checkout} ({checkout_commit(checkout)[:12]})")
     peer = _peer(build(checkout))
+    harness.keep_busy()
     ours_prepare = launch.prepare(STEP, OURS, ctx.device)
     shapes = []
     for shape in SHAPES:

@@ -3,6 +3,9 @@ step's constants, their TMA descriptors, persistent grids and split-wave plans; 
 kernel. ``prepare(step, variant, device)`` gives prepare(a, b, c) -> harness.Launch."""
 from __future__ import annotations
 
+from dataclasses import replace
+
+from . import catalogue
 from .catalogue import Step, Variant
 from .harness import Launch, Refused
 
@@ -163,21 +166,29 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
     if tile.get("EPILOGUE_N"):       # C leaves in chunks of EPILOGUE_N columns of a warpgroup's rows
         boxes["c"] = (tile["BM"] // tile["WARPGROUPS_M"], tile["EPILOGUE_N"], "fp32")
     resident = resident_ctas(kernel, threads, smem_dynamic, cluster) if tile.get("PERSISTENT") else None
+    # TMA in and out: zeros are read past a ragged edge, and nothing is stored there
+    ragged = uses_tma and "c" in boxes
 
     def prepare(a, b, c):
         (m, k), n = a.shape, c.shape[1]
-        if m % (tile["BM"] * cluster) or n % tile["BN"] or k % tile["BK"]:
+        if ragged:
+            misaligned = [f"{what} = {count} elements of {size} bytes" for what, count, size in
+                          (("K", k, a.itemsize), ("N", n, c.itemsize)) if count * size % 16]
+            if misaligned:
+                raise Refused(f"{name} reads and writes through TMA, whose rows are multiples of 16 bytes: "
+                              f"{' and '.join(misaligned)} are not")
+        elif m % (tile["BM"] * cluster) or n % tile["BN"] or k % tile["BK"]:
             raise Refused(f"{name} takes whole {tile['BM'] * cluster}×{tile['BN']}×{tile['BK']} tiles only"
                           f"{' (a cluster of ' + str(cluster) + ' tiles over M)' if cluster > 1 else ''}; "
                           f"{m}×{n}×{k} is not")
-        tiles = (m // tile["BM"], n // tile["BN"])
-        grid = ((min(resident, tiles[0] * tiles[1]) if resident else tiles[0] * tiles[1]),) if hopper else tiles
+        ctas = catalogue.ctas(tile, m, n)
+        grid = ((min(resident, ctas) if resident else ctas),) if hopper else (m // tile["BM"], n // tile["BN"])
         operands = (tensor_map(a, *boxes["a"]), tensor_map(b, *boxes["b"])) if uses_tma else (a, b)
         args = (*operands, tensor_map(c, *boxes["c"]) if "c" in boxes else c, np.int32(m), np.int32(n), np.int32(k))
         plan = None
         if tile.get("SPLIT_WAVE"):       # per CTA: one tile's partial sums, a ready flag per consumer thread
             consumers = 128 * tile["WARPGROUPS_M"]
-            plan = split_wave(tiles[0] * tiles[1] // cluster, grid[0] // cluster, k // tile["BK"])
+            plan = split_wave(ctas // cluster, grid[0] // cluster, -(-k // tile["BK"]))
             args += (cupy.empty(grid[0] * tile["BM"] * tile["BN"], cupy.float32), cupy.zeros(grid[0] * consumers, cupy.int32),
                      *(np.int32(plan[key]) for key in ("full_units", "left", "split")))
         run = lambda: kernel(grid, (threads,), args, shared_mem=smem_dynamic)
@@ -203,3 +214,16 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
 def prepare(step: Step, variant: Variant, device: dict):
     """prepare(a, b, c) -> Launch for a kernel of the catalogue, built for ``device``."""
     return _cute_prepare(step, variant, device) if step.cute else _numba_prepare(step)
+
+
+def prepare_by_shape(step: Step, device: dict):
+    """prepare(a, b, c) for a step's best kernel, built with each of its tiles, that launches the one
+    the catalogue picks for the shape (catalogue.tile_for); its resources name that tile."""
+    if not step.small_tile:
+        return prepare(step, step.best, device)
+    prepares = [prepare(step, replace(step.best, tile=tile), device) for tile in step.tiles]
+
+    def pick(a, b, c):
+        tile = catalogue.tile_for(step, a.shape[0], c.shape[1], device["sm_count"])
+        return prepares[step.tiles.index(tile)](a, b, c)
+    return pick

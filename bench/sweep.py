@@ -9,9 +9,11 @@ refuses the other sizes, and the refusal is recorded. The steps share each size'
 reference (bench/harness.py keeps them), and the chip stays warm from one size to the next."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from . import catalogue, cublas, gemm, launch
 from .catalogue import Step
-from .harness import SHAPE, Refused, Shape, checked_launch, tflops, warm
+from .harness import SHAPE, Refused, Shape, checked_launch, keep_busy, tflops, warm
 from .registry import register
 from .timing import quick, time_gpu_alternating
 
@@ -33,6 +35,9 @@ def measure(step: Step, prepare, shape: Shape) -> dict:
         launch_, check, ops, c = checked_launch(shape, step.layout, step.precision, prepare)
     except Refused as e:
         return {**row, "outcome": "refused", "reason": str(e)}
+    tile = (launch_.resources or {}).get("tile")
+    if tile:        # the tile the catalogue picked for the shape
+        row["tile"] = {key: tile[key] for key in ("BM", "BN", "CLUSTER_M") if key in tile}
     if not check["passed"]:
         return {**row, "outcome": "wrong", "check": check}
     other = "b_row" if step.layout == "b_kmajor" else "b_kmajor"
@@ -62,11 +67,13 @@ def measure(step: Step, prepare, shape: Shape) -> dict:
 def _register_sweep(step: Step) -> None:
     best = step.best
 
-    @register(f"sweep.{step.key}", sources=gemm.kernel_sources(step), definition=gemm.kernel_definition(step, best),
-              builds=gemm.builds(step, best), timeout_s=600, min_cc=step.min_cc,
-              title=f"{step.title}{f' ({best.label})' if len(step.variants) > 1 else ''} across sizes")
+    @register(step.sweep_id, sources=gemm.kernel_sources(step),
+              definition={**gemm.kernel_definition(step, best), "small_tile": step.small_tile},
+              builds=tuple(b for tile in step.tiles for b in gemm.builds(step, replace(best, tile=tile))),
+              timeout_s=600, min_cc=step.min_cc, title=f"{step.title_of(best)} across sizes")
     def run(ctx) -> dict:
-        prepare = launch.prepare(step, best, ctx.device)
+        keep_busy()
+        prepare = launch.prepare_by_shape(step, ctx.device)
         rows = []
         for shape in shapes():
             row = measure(step, prepare, shape)
@@ -77,6 +84,7 @@ def _register_sweep(step: Step) -> None:
         wrong = [f"{'×'.join(map(str, r['shape']))}: {r['check'].get('detail', 'wrong')}"
                  for r in rows if r["outcome"] == "wrong"]
         return {"params": {"kernel": best.id, "label": best.label, "layout": step.layout, "precision": step.precision,
+                           "tiles": list(step.tiles), "small_tile_below_sms": catalogue.SMALL_TILE_BELOW,
                            "cublas": f"{step.precision}, both layouts, same operands", "sizes": list(SIZES),
                            "warm_s": WARM_S, "timed_s": TIMED_S, "min_reps": MIN_REPS, "max_reps": MAX_REPS},
                 "check": {"passed": not wrong, "method": "each size against a float64 GEMM of its operands",
@@ -84,5 +92,5 @@ def _register_sweep(step: Step) -> None:
                 "rows": rows}
 
 
-for _step in catalogue.STEPS:
+for _step in catalogue.SWEPT:
     _register_sweep(_step)

@@ -9,7 +9,7 @@ import itertools
 
 from . import catalogue, cublas, cuda, gemm, launch
 from .catalogue import DEEPEST
-from .harness import SHAPE, checked_launch, operands, tflops, warm
+from .harness import SHAPE, checked_launch, keep_busy, operands, tflops, warm
 from .registry import register
 from .timing import batch_filling, quick, time_gpu_alternating
 
@@ -57,6 +57,7 @@ def tune(ctx) -> dict:
     for i, tile in enumerate(TILES):
         trial = {"config": _point(tile)}
         try:
+            keep_busy()
             prepare = launch.prepare(STEP, _variant(tile), ctx.device)
             kernel, check, _, _ = checked_launch(SHAPE, STEP.layout, STEP.precision, prepare)
             trial["check"] = check

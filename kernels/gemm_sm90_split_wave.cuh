@@ -14,7 +14,7 @@ struct Piece { int unit, k0, k1; };
 struct Schedule {
     int k_tiles, clusters, cluster, full_units, left, helpers, split;
     __device__ Schedule(int K, int full_units, int left, int split)
-        : k_tiles(K / BK), clusters(gridDim.x / CLUSTER_M), cluster(blockIdx.x / CLUSTER_M),
+        : k_tiles(ceil_div(K, BK)), clusters(gridDim.x / CLUSTER_M), cluster(blockIdx.x / CLUSTER_M),
           full_units(full_units), left(left), helpers(clusters - left), split(split) {}
     __device__ bool piece(int i, Piece& p) const {          // this cluster's i-th piece; false past the last
         int whole = full_units / clusters;

@@ -132,10 +132,11 @@ static_assert(CONSUMER_REGS >= BN / 2 + 40, "room for the accumulator and the lo
 // Output tile number `id` as (tile row, tile column). Tiles are numbered in the order they are
 // launched (one CTA each) or visited (persistent CTAs); neighbours in that order run together, so
 // it decides which A and B tiles they share in L2. M is walked first, so tiles 2i and 2i+1 share a
-// column (B's tile) whenever the tile rows of a band are even.
+// column (B's tile) whenever the tile rows of a band are even. A ragged edge is a tile too (the
+// TMA steps read zeros past it and store nothing there), and tile rows come in whole clusters.
 static_assert(GROUP_M % CLUSTER_M == 0, "a cluster's tiles lie in one band");
 __device__ inline cute::tuple<int, int> cta_tile(int M, int N, int id = blockIdx.x) {
-    int tiles_m = M / BM, tiles_n = N / BN;
+    int tiles_m = ceil_div(ceil_div(M, BM), CLUSTER_M) * CLUSTER_M, tiles_n = ceil_div(N, BN);
     if (GROUP_M == 0) return {id % tiles_m, id / tiles_m};
     int band = id / (GROUP_M * tiles_n), first_m = band * GROUP_M;
     int rows = min(tiles_m - first_m, GROUP_M);             // the last band may be narrower

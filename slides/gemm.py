@@ -173,7 +173,7 @@ def context(deck) -> dict:
         # a step of one kernel is named by its title; of several, each kernel by its title and label
         for v in variants:
             v["name"] = f"{step.title} ({v['label']})" if len(variants) > 1 else step.title
-        steps.append({"index": i, "key": step.key, "title": step.title, "name": best["name"], "slide_title": title,
+        steps.append({"index": i, "key": step.key, "sweep_id": step.sweep_id, "title": step.title, "name": best["name"], "slide_title": title,
                       "technique": step.technique, "layout": step.layout, "layout_name": cublas_lib.LAYOUTS[step.layout],
                       "precision": step.precision, "baseline": baseline,
                       "source": source, "code": code_view(source, step.focus), "beyond": step.beyond,

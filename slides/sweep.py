@@ -16,8 +16,8 @@ def context(deck) -> dict:
     gemm, device = deck["gemm"], deck["device"]
     """Each step's best kernel across sizes (bench/sweep.py), cuBLAS TF32 timed in turns beside it,
     and how close the best kernel stays to cuBLAS from WITHIN_FROM up."""
-    recs = deck.need("GEMM Across Sizes", *(f"sweep.{s['key']}" for s in gemm["steps"]))
-    steps = [{"title": s["title"], "key": s["key"], "step": s, "summary": r, "record": r["record"]}
+    recs = deck.need("GEMM Across Sizes", *(s["sweep_id"] for s in gemm["steps"]))
+    steps = [{"title": s["title"], "key": s["key"], "sweep_id": s["sweep_id"], "step": s, "summary": r, "record": r["record"]}
              for s, r in zip(gemm["steps"], recs) if r["measured"] and "rows" in r["record"]]
     if not steps:
         return {"steps": [], "sizes": [], "best": None, "top": None, "correct_everywhere": []}

@@ -469,7 +469,7 @@ def test_split_wave_schedule_gives_every_cluster_one_piece_of_the_last_wave():
 def test_sweep_slides_follow_the_data(fixture_doc, write_results, tmp_path):
     ctx = build.build(write_results(fixture_doc), tmp_path)
     step = ctx["sweep"]["top"]          # the headline kernel's step
-    top = fixture_doc["benchmarks"][f"sweep.{step['key']}"]
+    top = fixture_doc["benchmarks"][step["sweep_id"]]
     rows = [r for r in top["rows"] if r["outcome"] == "correct" and min(r["shape"]) >= sweep.WITHIN_FROM]
     worst = min(rows, key=lambda r: r["ratio_same_layout"])
     md = slides_of((tmp_path / "slides.md").read_text())

@@ -17,7 +17,7 @@ RESULTS = sorted(p for p in (ROOT / "results").glob("*.yaml") if not re.search(r
 def _step_of(text: str) -> str | None:
     """The step a string names: by its key, title, a kernel's id or its sweep's id."""
     return next((s.key for s in catalogue.STEPS
-                 if text in {s.key, s.title, f"sweep.{s.key}", *(v.id for v in s.variants)}), None)
+                 if text in {s.key, s.title, s.sweep_id, *(v.id for v in s.variants)}), None)
 
 
 def _lists_of_steps(tree: ast.AST) -> list[list[str]]:
@@ -62,10 +62,24 @@ def test_every_variant_is_registered_once_and_swept_once():
     for step in catalogue.STEPS:
         for variant in step.variants:
             assert benches[variant.id].title == step.title_of(variant)
-        sweep = benches[f"sweep.{step.key}"]
-        assert sweep.definition == benches[step.best.id].definition   # the sweep runs the step's best kernel
+        sweep = benches[step.sweep_id]
+        # the sweep runs the step's best kernel, and its small tile where the catalogue picks it
+        assert sweep.definition == {**benches[step.best.id].definition, "small_tile": step.small_tile}
     gemm_kernels = {bid for bid in benches if bid.startswith("gemm.") and not bid.startswith("gemm.cublas_")}
     assert gemm_kernels == set(catalogue.KERNELS)
+
+
+def test_the_small_tile_runs_only_where_the_best_leaves_most_sms_idle():
+    step = catalogue.step_of(catalogue.HEADLINE)
+    assert step.small_tile, "the headline has a tile for small shapes"
+    sms = 132
+    assert catalogue.tile_for(step, 1024, 1024, sms) == step.tiles[1]          # 32 CTAs of 128 x 256
+    assert catalogue.tile_for(step, 2048, 2048, sms) == step.best.tile         # 128 of them
+    assert catalogue.tile_for(step, 1024, 1024, 40) == step.best.tile          # a GPU of 40 SMs
+    assert catalogue.ctas(step.best.tile, 3000, 3000) == 24 * 12               # ragged edges, whole clusters
+    plain = catalogue.STEPS[0]
+    assert catalogue.tile_for(catalogue.STEPS[-2], 1024, 1024, sms) == catalogue.STEPS[-2].best.tile
+    assert plain.tiles == (plain.best.tile,)
 
 
 def _records(path: Path):

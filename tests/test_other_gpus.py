@@ -25,7 +25,7 @@ OTHER_GPUS = {
 # The catalogue's Hopper kernels (both tracks), their sweeps, the tuner and settling run that use
 # them, and the BF16 peer that runs beside them.
 HOPPER_ONLY = ({bid for bid, (s, v) in catalogue.KERNELS.items() if s.min_cc == catalogue.HOPPER}
-               | {f"sweep.{s.key}" for s in catalogue.STEPS if s.min_cc == catalogue.HOPPER}
+               | {s.sweep_id for s in catalogue.SWEPT if s.min_cc == catalogue.HOPPER}
                | {"tune.persistent", "settle.headline", "peers.fastcu"})
 
 
