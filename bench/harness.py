@@ -38,19 +38,25 @@ class Shape:
 SHAPE = Shape(m=4096, n=8192, k=16384)
 ODD_SHAPE = Shape(m=1031, n=1553, k=1291)    # multiples of no tile
 SEED = 2026
-# A timed sample is as many GEMMs back to back as fill SAMPLE_MS: the power cap moves the clock by
-# several percent within milliseconds, and a sample this long averages over the swings. A kernel and
-# cuBLAS take turns, sample by sample, so that both meet the same clock: their ratio is per clock.
-SAMPLE_MS = 50.0 if quick() else 200.0
-REPS = 5 if quick() else 10
-# Before timing, the kernel runs alone until it is steady: the last SETTLE_WINDOW samples
-# spread (p10 to p90) less than SETTLED_SPREAD of their median. From a rest, a tensor-core GEMM at
-# the power cap loses clock for ten seconds or more as the chip warms (settle.headline); the run
-# keeps the chip warm from one GEMM to the next, so this mostly takes the window's length. Timed
-# anyway, marked unsettled, after SETTLE_MAX_S: cuBLAS in turns meets the same clock regardless.
-SETTLE_WINDOW, SETTLED_SPREAD = 8, 0.02
+# A kernel and cuBLAS take turns, sample by sample, so that both meet the same clock: their ratio is
+# per clock. The turns are short: a sample is as many GEMMs back to back as fill SAMPLE_MS. Under the
+# power cap the clock swings with a period of about a second (settle.headline); turns of 200 ms fed
+# that swing (the load stepped between two GEMMs of different power every turn) and spread the
+# samples by 3-5%, where turns of 25 ms, far quicker than the controller, left it under 1% (a trial
+# on the H100, 2026-11-25).
+SAMPLE_MS = 10.0 if quick() else 25.0
+REPS = 20 if quick() else 80
+# Before timing, the GEMMs run in turns as they will be timed until the first is steady: its last
+# SETTLE_WINDOW samples (SETTLE_WINDOW_S, a swing of the controller) spread (p10 to p90) less than
+# SETTLED_SPREAD of their median. From a rest, a tensor-core GEMM at the power cap swings for ten
+# seconds or more (settle.headline); the run keeps the chip busy from one GEMM to the next
+# (keep_busy), so this mostly takes the window's length. Timed anyway, marked unsettled, after
+# SETTLE_MAX_S: cuBLAS in turns meets the same clock regardless.
+SETTLE_WINDOW_S, SETTLED_SPREAD = (0.25 if quick() else 1.0), 0.02
+SETTLE_WINDOW = round(SETTLE_WINDOW_S * 1e3 / SAMPLE_MS)
 SETTLE_MIN_S, SETTLE_MAX_S = (0.25, 1.0) if quick() else (1.0, 6.0)
-SETTLE_RULE = {"window": SETTLE_WINDOW, "spread": SETTLED_SPREAD, "min_s": SETTLE_MIN_S, "max_s": SETTLE_MAX_S}
+SETTLE_RULE = {"window": SETTLE_WINDOW, "window_s": SETTLE_WINDOW_S, "spread": SETTLED_SPREAD,
+               "min_s": SETTLE_MIN_S, "max_s": SETTLE_MAX_S}
 
 # Relative Frobenius error allowed, by arithmetic: FP32 accumulates in FP32; TF32 rounds each
 # operand to 10 mantissa bits (unit roundoff 2^-11); BF16 operands are exact in the reference, so
@@ -254,7 +260,7 @@ def run_gemm(ctx, *, precision: str, layout: str, prepare, reps: int = REPS, aga
         cublas_run, cublas_check = checked_cublas(ops)
         runs.append(cublas_run)
     batch = batch_filling(runs, SAMPLE_MS)
-    settled = settle(runs[:1], batch)
+    settled = settle(runs, batch)
     times = time_gpu_alternating(runs, warmup=1, reps=reps, batch=batch, keep_samples=True)
     t = times[0]
     odd = _odd_shape(layout, precision, prepare)

@@ -389,10 +389,18 @@ def load(path) -> dict:
 
 
 class Dumper(yaml.SafeDumper):
-    """Writes a value that appears twice in full both times: a results file holds no aliases."""
+    """Writes a value that appears twice in full both times: a results file holds no aliases; and a
+    list of numbers (a timing's samples) on as few lines as fit, not one number a line."""
 
     def ignore_aliases(self, data) -> bool:
         return True
+
+    def represent_list(self, data):
+        numbers = data and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in data)
+        return self.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=bool(numbers))
+
+
+Dumper.add_representer(list, Dumper.represent_list)
 
 
 def dump(doc) -> str:

@@ -1,23 +1,26 @@
 """The headline kernel and cuBLAS under the power cap, from a rest to a steady state.
 
-Each GEMM, after REST_S idle, runs for DURATION_S as back-to-back samples of harness.SAMPLE_MS
-(the GEMM family's sample), each timed with the one timer and followed by an NVML reading of
-the clock, power and temperature. The record keeps every sample in order; build.py computes
-the spread of WINDOW consecutive samples by when they start, which says how long a GEMM must
-run before its timings settle, and how much of the GEMM slides' spread is that drift."""
+Each GEMM, after REST_S idle, runs for DURATION_S as back-to-back samples of SERIES_MS, each
+timed with the one timer and followed by an NVML reading of the clock, power and temperature.
+The record keeps every sample in order; the deck computes the spread over the GEMM harness's
+settling window (harness.SETTLE_WINDOW_S) of consecutive samples by when they end, which says how
+long a GEMM must run from a rest before its timings settle."""
 from __future__ import annotations
 
 import time
 
 from . import catalogue, gemm, harness, launch
 from .device import telemetry
-from .harness import SAMPLE_MS, SHAPE, checked_cublas, checked_launch
+from .harness import SHAPE, checked_cublas, checked_launch
 from .registry import register
 from .timing import batch_filling, quick, time_gpu
 
 STEP, HEADLINE = catalogue.KERNELS[catalogue.HEADLINE]
 REST_S = 0.5 if quick() else 5.0             # idle before each GEMM's run
 DURATION_S = 1.5 if quick() else 15.0        # each GEMM's run of samples
+# Longer than the GEMM family's samples: the series shows the drift over seconds, and a reading of
+# NVML after each sample would otherwise leave the GPU idle for a good part of the time.
+SERIES_MS = 200.0
 
 
 def series(run, batch: int, seconds: float) -> list[dict]:
@@ -39,7 +42,7 @@ def run(ctx) -> dict:
     runs = {"kernel": kernel.run, "cublas": checked_cublas(ops)[0]}
     out = {}
     for name, fn in runs.items():
-        batch = batch_filling([fn], SAMPLE_MS)
+        batch = batch_filling([fn], SERIES_MS)
         time.sleep(REST_S)
         rows = series(fn, batch, DURATION_S)
         out[name] = {"batch": batch, "rows": rows}
@@ -47,5 +50,6 @@ def run(ctx) -> dict:
                      f"{rows[-1]['ms']:.3f} at the end; {rows[0]['sm_clock_mhz']} → {rows[-1]['sm_clock_mhz']} MHz")
     return {"params": {"kernel": HEADLINE.id, "cublas": f"{STEP.precision}, {STEP.layout}, same operands",
                        "m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "rest_s": REST_S, "duration_s": DURATION_S,
-                       "sample_ms": SAMPLE_MS, "gemm_settle_rule": harness.SETTLE_RULE, "gemm_reps": harness.REPS},
+                       "sample_ms": SERIES_MS, "gemm_settle_rule": harness.SETTLE_RULE, "gemm_reps": harness.REPS,
+                       "gemm_sample_ms": harness.SAMPLE_MS},
             "check": check, "series": out}

@@ -19,7 +19,8 @@ def context(deck) -> dict:
         return {**r, "runs": None}
     rec = r["record"]
     rule = rec["params"]["gemm_settle_rule"]
-    width = rule["window"]
+    # the harness's settling window, in this run's samples (longer than the GEMMs' since 2026-11-25)
+    width = max(2, round(1e3 * rule["window_s"] / rec["params"]["sample_ms"])) if "window_s" in rule else rule["window"]
     runs = []
     for name, series in rec["series"].items():
         rows = series["rows"]

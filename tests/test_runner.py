@@ -154,21 +154,22 @@ def test_gemm_settles_until_the_window_is_steady(monkeypatch):
         it = iter(values)
 
         def sample(runs, *, warmup, reps, batch):
-            clock[0] += 0.2
-            timing.TIMED_SPANS.append((clock[0] - 0.2, clock[0]))
+            clock[0] += step
+            timing.TIMED_SPANS.append((clock[0] - step, clock[0]))
             return [{"median": next(it)}]
         monkeypatch.setattr(harness, "time_gpu_alternating", sample)
 
+    step = harness.SAMPLE_MS / 1e3
     # 1% slower every sample, for half of the longest settling: never steady
-    drift = [3.0 * (1 + 0.01 * i) for i in range(int(harness.SETTLE_MAX_S / 0.2 / 2))]
-    steady = [3.3 * (1 + 0.002 * (-1) ** i) for i in range(100)]
+    drift = [3.0 * (1 + 0.01 * i) for i in range(int(harness.SETTLE_MAX_S / step / 2))]
+    steady = [3.3 * (1 + 0.002 * (-1) ** i) for i in range(4 * harness.SETTLE_WINDOW)]
     fake_samples(drift + steady)
     spans = len(timing.TIMED_SPANS)
     s = harness.settle([None], batch=1)
     assert s["settled"] and len(drift) < s["samples"] <= len(drift) + harness.SETTLE_WINDOW and s["window_spread"] < harness.SETTLED_SPREAD
     assert s["seconds"] >= harness.SETTLE_MIN_S and len(timing.TIMED_SPANS) == spans
 
-    fake_samples([3.0 * (1 + 0.05 * (i % 2)) for i in range(1000)])   # 5% apart, sample to sample
+    fake_samples([3.0 * (1 + 0.05 * (i % 2)) for i in range(round(2 * harness.SETTLE_MAX_S / step))])   # 5% apart
     s = harness.settle([None], batch=1)
     assert not s["settled"] and harness.SETTLE_MAX_S <= s["seconds"] < harness.SETTLE_MAX_S + 0.5
     assert harness.window_spread([1.0] * (harness.SETTLE_WINDOW - 1)) is None
