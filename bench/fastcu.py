@@ -92,11 +92,12 @@ def measure(shape: Shape, peer, ours_prepare) -> dict:
     checks = {"fastcu": ops.check(c_peer.T), "cublas_bf16_out": ops.check(c_bf16), "cublas": ops.check(c_fp32),
               "ours": ours_check}
     fns = list(runs.values())
-    batch = batch_filling(fns, harness.SAMPLE_MS)
-    settled = harness.settle(fns[:1], batch)
-    times = time_gpu_alternating(fns, warmup=1, reps=harness.REPS, batch=batch)
+    batch = batch_filling(fns, harness.TURN_MS)
+    turns = harness.turns_filling(fns, batch)
+    settled = harness.settle(fns, batch, turns)
+    times = time_gpu_alternating(fns, warmup=0, reps=harness.REPS, batch=batch, turns=turns)
     entries = {name: _entry(shape, t, checks[name]) for name, t in zip(runs, times)}
-    return {"shape": shape.dims, "batch": batch, "settle": settled, **entries}
+    return {"shape": shape.dims, "batch": batch, "turns": turns, "settle": settled, **entries}
 
 
 @register("peers.fastcu", sources=(str(ENTRY.relative_to(ROOT)), *gemm.kernel_sources(STEP)),
@@ -119,7 +120,7 @@ def fastcu(ctx) -> dict:
              for name in ("fastcu", "cublas_bf16_out", "cublas", "ours") if not s[name]["check"]["passed"]]
     return {"params": {"checkout": str(checkout), "commit": checkout_commit(checkout), "kernel": "matmulKernel12",
                        "ours": OURS.id, "layout": LAYOUT, "precision": "bf16", "reps": harness.REPS,
-                       "sample_ms": harness.SAMPLE_MS, "timing": "the four in turns, sample by sample",
+                       "turn_ms": harness.TURN_MS, "round_s": harness.ROUND_S, "timing": "the four in turns",
                        "outputs": {"fastcu": "bf16, column-major", "cublas_bf16_out": "bf16", "cublas": "fp32",
                                    "ours": "fp32"}},
             "check": {"passed": not wrong, **({"detail": "; ".join(wrong)} if wrong else {})},

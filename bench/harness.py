@@ -38,25 +38,22 @@ class Shape:
 SHAPE = Shape(m=4096, n=8192, k=16384)
 ODD_SHAPE = Shape(m=1031, n=1553, k=1291)    # multiples of no tile
 SEED = 2026
-# A kernel and cuBLAS take turns, sample by sample, so that both meet the same clock: their ratio is
-# per clock. The turns are short: a sample is as many GEMMs back to back as fill SAMPLE_MS. Under the
-# power cap the clock swings with a period of about a second (settle.headline); turns of 200 ms fed
-# that swing (the load stepped between two GEMMs of different power every turn) and spread the
-# samples by 3-5%, where turns of 25 ms, far quicker than the controller, left it under 1% (a trial
-# on the H100, 2026-11-25).
-SAMPLE_MS = 10.0 if quick() else 25.0
-REPS = 20 if quick() else 80
-# Before timing, the GEMMs run in turns as they will be timed until the first is steady: its last
-# SETTLE_WINDOW samples (SETTLE_WINDOW_S, a swing of the controller) spread (p10 to p90) less than
-# SETTLED_SPREAD of their median. From a rest, a tensor-core GEMM at the power cap swings for ten
-# seconds or more (settle.headline); the run keeps the chip busy from one GEMM to the next
-# (keep_busy), so this mostly takes the window's length. Timed anyway, marked unsettled, after
+# A kernel and cuBLAS take turns, so that both meet the same clock: their ratio is per clock. Under
+# the power cap the clock swings about once a second (settle.headline), and no turn of a few hundred
+# milliseconds averages that out: timed in turns of 200 ms, or of 25 ms each a sample, GEMMs spread
+# by 3-5% (the H100, 2026-11-25). So a turn is as many GEMMs as fill TURN_MS, far quicker than the
+# swing, and a sample is ROUND_S of turns (the kernel's, cuBLAS's, the kernel's, ...), a whole swing.
+TURN_MS = 10.0 if quick() else 25.0
+ROUND_S = 0.25 if quick() else 1.0
+REPS = 3 if quick() else 5
+# Before timing, the GEMMs run rounds as they will be timed until the first of them is steady: its
+# last two rounds within SETTLED_DRIFT of each other. From a rest, a tensor-core GEMM at the power
+# cap drifts for ten seconds or more (settle.headline); the run keeps the chip busy from one GEMM to
+# the next (keep_busy), so this mostly takes two rounds. Timed anyway, marked unsettled, after
 # SETTLE_MAX_S: cuBLAS in turns meets the same clock regardless.
-SETTLE_WINDOW_S, SETTLED_SPREAD = (0.25 if quick() else 1.0), 0.02
-SETTLE_WINDOW = round(SETTLE_WINDOW_S * 1e3 / SAMPLE_MS)
-SETTLE_MIN_S, SETTLE_MAX_S = (0.25, 1.0) if quick() else (1.0, 6.0)
-SETTLE_RULE = {"window": SETTLE_WINDOW, "window_s": SETTLE_WINDOW_S, "spread": SETTLED_SPREAD,
-               "min_s": SETTLE_MIN_S, "max_s": SETTLE_MAX_S}
+SETTLED_DRIFT = 0.01
+SETTLE_MAX_S = 1.0 if quick() else 6.0
+SETTLE_RULE = {"round_s": ROUND_S, "drift": SETTLED_DRIFT, "max_s": SETTLE_MAX_S}
 
 # Relative Frobenius error allowed, by arithmetic: FP32 accumulates in FP32; TF32 rounds each
 # operand to 10 mantissa bits (unit roundoff 2^-11); BF16 operands are exact in the reference, so
@@ -215,25 +212,26 @@ def warm(run, seconds: float) -> None:
         cupy.cuda.get_current_stream().synchronize()
 
 
-def window_spread(samples_ms) -> float | None:
-    """The settling rule's measure over the last SETTLE_WINDOW samples (None while there are fewer)."""
-    return spread(summarize(samples_ms[-SETTLE_WINDOW:])) if len(samples_ms) >= SETTLE_WINDOW else None
+def turns_filling(runs, batch: int) -> int:
+    """Turns of each of ``runs`` that make a round of about ROUND_S, their turns ``batch`` runs."""
+    return max(1, round(ROUND_S * 1e3 / (TURN_MS * len(runs))))
 
 
-def settle(runs, batch: int) -> dict:
-    """Run ``runs`` in turns, a sample of ``batch`` runs each, until the first of them is steady
-    (window_spread under SETTLED_SPREAD, after at least SETTLE_MIN_S) or SETTLE_MAX_S has passed.
-    Its samples are not timings: their spans are taken back out of TIMED_SPANS, so the telemetry
-    recorded "during" the run is that of the timed samples."""
-    began, samples, spans = time.monotonic(), [], len(TIMED_SPANS)
+def settle(runs, batch: int, turns: int) -> dict:
+    """Time rounds of ``runs`` as they will be timed until the first of them is steady (its last two
+    rounds within SETTLED_DRIFT) or SETTLE_MAX_S has passed. Its rounds are not timings: their spans
+    are taken back out of TIMED_SPANS, so the telemetry recorded "during" the run is that of the
+    timed rounds."""
+    began, rounds, spans = time.monotonic(), [], len(TIMED_SPANS)
     while True:
-        samples.append(time_gpu_alternating(runs, warmup=0, reps=1, batch=batch)[0]["median"])
-        elapsed, now = time.monotonic() - began, window_spread(samples)
-        steady = now is not None and now < SETTLED_SPREAD
-        if (steady and elapsed >= SETTLE_MIN_S) or elapsed >= SETTLE_MAX_S:
+        rounds.append(time_gpu_alternating(runs, warmup=0, reps=1, batch=batch, turns=turns)[0]["median"])
+        elapsed = time.monotonic() - began
+        drift = abs(rounds[-1] / rounds[-2] - 1) if len(rounds) > 1 else None
+        steady = drift is not None and drift < SETTLED_DRIFT
+        if steady or elapsed >= SETTLE_MAX_S:
             del TIMED_SPANS[spans:]
-            return {"seconds": round(elapsed, 2), "samples": len(samples), "settled": steady,
-                    "window_spread": now, "first_ms": samples[0], "last_ms": samples[-1]}
+            return {"seconds": round(elapsed, 2), "rounds": len(rounds), "settled": steady, "drift": drift,
+                    "first_ms": rounds[0], "last_ms": rounds[-1]}
 
 
 def tflops(shape: Shape, time_ms: dict) -> float:
@@ -259,27 +257,29 @@ def run_gemm(ctx, *, precision: str, layout: str, prepare, reps: int = REPS, aga
     if against_cublas:
         cublas_run, cublas_check = checked_cublas(ops)
         runs.append(cublas_run)
-    batch = batch_filling(runs, SAMPLE_MS)
-    settled = settle(runs, batch)
-    times = time_gpu_alternating(runs, warmup=1, reps=reps, batch=batch, keep_samples=True)
+    batch = batch_filling(runs, TURN_MS)
+    turns = turns_filling(runs, batch)
+    settled = settle(runs, batch, turns)
+    times = time_gpu_alternating(runs, warmup=0, reps=reps, batch=batch, turns=turns, keep_samples=True)
     t = times[0]
     odd = _odd_shape(layout, precision, prepare)
     if odd["outcome"] == "wrong":
         check = {**check, "passed": False, "detail": f"wrong at the odd shape {odd['shape']}: {odd['check']['detail']}"}
     record = {"params": {"m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "layout": layout, "precision": precision,
-                         "output": "fp32", "reps": reps, "sample_ms": SAMPLE_MS, "batch": batch, "seed": SEED,
+                         "output": "fp32", "reps": reps, "turn_ms": TURN_MS, "round_s": ROUND_S, "batch": batch,
+                         "turns": turns, "seed": SEED,
                          "settle_rule": SETTLE_RULE,
-                         "timing": "in turns with cuBLAS, sample by sample" if against_cublas else "alone"},
+                         "timing": "in turns with cuBLAS" if against_cublas else "alone"},
               "check": check, "settle": settled, "time_ms": t, "tflops": tflops(SHAPE, t), "odd_shape": odd}
     versus = ""
     if against_cublas:
         record["cublas"] = {"id": cublas.bench_id(precision, layout), "time_ms": times[1],
                             "tflops": tflops(SHAPE, times[1]), "ratio": times[1]["median"] / t["median"],
-                            # the ratio turn by turn: what is left of the spread once both meet the same clock
-                            "ratio_by_turn": summarize([c / k for k, c in zip(t["samples"], times[1]["samples"])]),
+                            # the ratio sample by sample: what is left of the spread once both meet the same clock
+                            "ratio_by_sample": summarize([c / k for k, c in zip(t["samples"], times[1]["samples"])]),
                             "check": cublas_check}
         versus = (f" = {100 * record['cublas']['ratio']:.1f}% of cuBLAS's {record['cublas']['tflops']:.1f} in turns "
-                  f"(turn by turn spread {100 * spread(record['cublas']['ratio_by_turn']):.1f}%); "
+                  f"(sample by sample spread {100 * spread(record['cublas']['ratio_by_sample']):.1f}%); "
                   f"error {check['rel_error']:.1e} vs cuBLAS {cublas_check['rel_error']:.1e}")
     steady = "steady" if settled["settled"] else "NOT steady"
     ctx.progress(f"{record['tflops']:.1f} TFLOPS{versus}; {steady} after {settled['seconds']:.1f} s, "

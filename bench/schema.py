@@ -43,10 +43,10 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         # family-specific fields, each described where the benchmark is defined:
         # GEMMs: resources {threads_per_block, grid, regs_per_thread, smem_*_bytes, local_bytes},
         #        odd_shape {shape, outcome: correct | wrong | refused, check | reason},
-        #        cublas {id, time_ms, tflops, ratio, ratio_by_turn, check}: cuBLAS of the same precision
+        #        cublas {id, time_ms, tflops, ratio, ratio_by_sample, check}: cuBLAS of the same precision
         #        and layout on the same operands, timed in turns with the kernel (whose time_ms is from the
         #        same turns; both keep their samples, turn i of each being sample i),
-        #        settle {seconds, samples, settled, window_spread, first_ms, last_ms}: run until steady
+        #        settle {seconds, rounds, settled, drift, first_ms, last_ms}: run until steady
         #        before timing (bench/harness.py);
         # peers.fastcu: shapes[] {shape, fastcu, cublas_bf16_out, cublas, ours: {time_ms, tflops,
         #     check}}, the four timed in turns (bench/fastcu.py);
@@ -123,7 +123,7 @@ RECORDS = {
                              "smem_dynamic_bytes": int, "tile?": _TILE,
                              "split_wave?": {"full_waves": int, "k_tiles": int, "left": int, "rounds": int,
                                              "split": int}},
-              "cublas?": {"id": str, "time_ms": _TIMED, "tflops": NUM, "ratio": NUM, "ratio_by_turn": _TIMED,
+              "cublas?": {"id": str, "time_ms": _TIMED, "tflops": NUM, "ratio": NUM, "ratio_by_sample?": _TIMED,
                           "check": {"passed": bool, "rel_error": NUM}},
               "odd_shape?": {"outcome": str, "shape": [int]},
               "settle?": {"seconds": NUM, "settled": bool},

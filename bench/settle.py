@@ -2,9 +2,9 @@
 
 Each GEMM, after REST_S idle, runs for DURATION_S as back-to-back samples of SERIES_MS, each
 timed with the one timer and followed by an NVML reading of the clock, power and temperature.
-The record keeps every sample in order; the deck computes the spread over the GEMM harness's
-settling window (harness.SETTLE_WINDOW_S) of consecutive samples by when they end, which says how
-long a GEMM must run from a rest before its timings settle."""
+The record keeps every sample in order; the deck computes the spread of a GEMM harness's round
+(harness.ROUND_S) of consecutive samples by when they end, and when the harness's settling rule
+would have started timing: how long a GEMM must run from a rest before its timings settle."""
 from __future__ import annotations
 
 import time
@@ -51,5 +51,5 @@ def run(ctx) -> dict:
     return {"params": {"kernel": HEADLINE.id, "cublas": f"{STEP.precision}, {STEP.layout}, same operands",
                        "m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "rest_s": REST_S, "duration_s": DURATION_S,
                        "sample_ms": SERIES_MS, "gemm_settle_rule": harness.SETTLE_RULE, "gemm_reps": harness.REPS,
-                       "gemm_sample_ms": harness.SAMPLE_MS},
+                       "gemm_turn_ms": harness.TURN_MS},
             "check": check, "series": out}

@@ -65,31 +65,38 @@ def batch_filling(fns, sample_ms: float) -> int:
     return max(1, round(sample_ms / max(t["median"] for t in probe)))
 
 
-def time_gpu_alternating(fns, *, warmup: int = 3, reps: int = 20, batch: int = 1, keep_samples: bool = False) -> list[dict]:
-    """Time each of ``fns`` ``reps`` times, taking turns within every repetition, so that
-    all of them meet the same clocks and temperatures (a GPU held at its power cap moves its
-    clock from one millisecond to the next): their ratio is then fair even where each
-    alone would drift. A sample is ``batch`` runs back to back between one pair of events, and
-    its time their mean: samples of tens of milliseconds average over the clock's swings.
-    ``keep_samples``: each summary also holds its samples in order (turn i of every fn is sample i)."""
+def time_gpu_alternating(fns, *, warmup: int = 3, reps: int = 20, batch: int = 1, turns: int = 1,
+                         keep_samples: bool = False) -> list[dict]:
+    """Time each of ``fns`` ``reps`` times, taking turns, so that all of them meet the same clocks
+    and temperatures: their ratio is then fair even where each alone would drift. A turn is
+    ``batch`` runs of one fn back to back between two events; a sample is ``turns`` turns of each
+    fn in order (f0, f1, f0, f1, ...) queued at once, and its time for a fn the mean of its runs.
+    Under the power cap the clock swings about once a second: turns much shorter than that keep the
+    fns at the same clock, and samples of a second of turns average over the swing.
+    ``keep_samples``: each summary also holds its samples in order (sample i of every fn together)."""
     import cupy
 
-    hold = _stream_holder(batch)
+    # the hold covers the host while it queues the first turn, or the whole sample of single turns
+    hold = _stream_holder(batch * (len(fns) if turns == 1 else 1))
     for _ in range(warmup):
         for fn in fns:
             fn()
     cupy.cuda.get_current_stream().synchronize()
-    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    marks = [cupy.cuda.Event() for _ in range(turns * len(fns) + 1)]
     times = [[] for _ in fns]
     began = time.monotonic()
     for _ in range(reps):
-        for fn, own in zip(fns, times):
-            hold()
-            start.record()
-            for _ in range(batch):
-                fn()
-            end.record()
-            end.synchronize()
-            own.append(cupy.cuda.get_elapsed_time(start, end) / batch)
+        hold()
+        marks[0].record()
+        for turn in range(turns):
+            for i, fn in enumerate(fns):
+                for _ in range(batch):
+                    fn()
+                marks[1 + turn * len(fns) + i].record()
+        marks[-1].synchronize()
+        spans = [cupy.cuda.get_elapsed_time(a, b) for a, b in zip(marks, marks[1:])]
+        for i, own in enumerate(times):
+            own.append(sum(spans[i::len(fns)]) / (turns * batch))
     TIMED_SPANS.append((began, time.monotonic()))
-    return [{**summarize(t), "batch": batch, **({"samples": t} if keep_samples else {})} for t in times]
+    return [{**summarize(t), "batch": batch, **({"turns": turns} if turns > 1 else {}),
+             **({"samples": t} if keep_samples else {})} for t in times]

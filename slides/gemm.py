@@ -96,7 +96,7 @@ def code_view(source: str | None, focus: tuple[str, str] | None) -> dict | None:
 
 def pair_with_cublas(r: dict, by_id: dict) -> dict:
     """A kernel's result (a deck.record) with its baseline: cuBLAS of the kernel's precision and
-    layout, on the same operands, timed in turns with it sample by sample (bench/harness.py); its
+    layout, on the same operands, timed in turns with it (bench/harness.py); its
     figures are that timing's. ``by_id``: the cuBLAS records by benchmark id."""
     versus = r["record"].get("cublas")
     r["baseline"], r["ratio_spread"] = None, None
@@ -109,7 +109,7 @@ def pair_with_cublas(r: dict, by_id: dict) -> dict:
         r["baseline_tflops"] = versus["tflops"]
         r["pct_cublas"] = 100 * r["tflops"] / versus["tflops"]
         # turn by turn: what is left of the spread once both meet the same clock
-        r["ratio_spread"] = spread(versus["ratio_by_turn"])
+        r["ratio_spread"] = spread(versus["ratio_by_sample"]) if "ratio_by_sample" in versus else None
     return r
 
 

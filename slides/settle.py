@@ -11,7 +11,7 @@ SETTLE_SPREAD = 0.03          # the p10-p90 spread a GEMM timing is held to (iss
 def context(deck) -> dict:
     gemm = deck["gemm"]
     """The headline kernel and cuBLAS from a rest to a steady state (bench/settle.py): the spread of
-    the GEMM harness's settling window of consecutive samples by when its last sample ends, when the
+    a GEMM harness's round of consecutive samples by when its last sample ends, when the
     harness's rule would start timing, when the spread stays under SETTLE_SPREAD, how far the clock
     fell, and the spread of the headline's own GEMM timing beside it."""
     (r,) = deck.need("Timing Under the Power Cap", "settle.headline")
@@ -19,8 +19,8 @@ def context(deck) -> dict:
         return {**r, "runs": None}
     rec = r["record"]
     rule = rec["params"]["gemm_settle_rule"]
-    # the harness's settling window, in this run's samples (longer than the GEMMs' since 2026-11-25)
-    width = max(2, round(1e3 * rule["window_s"] / rec["params"]["sample_ms"])) if "window_s" in rule else rule["window"]
+    # a harness round in this run's (longer) samples; records before 2026-11-25 had a window of samples
+    width = max(2, round(1e3 * rule["round_s"] / rec["params"]["sample_ms"])) if "round_s" in rule else rule["window"]
     runs = []
     for name, series in rec["series"].items():
         rows = series["rows"]
@@ -29,7 +29,11 @@ def context(deck) -> dict:
                    for i in range(len(rows) - width + 1)]
         calm = [w["spread"] < SETTLE_SPREAD for w in windows]
         settled = next((w["t_s"] for i, w in enumerate(windows) if all(calm[i:])), None) if windows else None
-        rule_s = next((w["t_s"] for w in windows if w["spread"] < rule["spread"] and w["t_s"] >= rule["min_s"]), None)
+        # the harness's rule: the mean of a round within its drift of the round's before
+        mean = lambda part: sum(part) / len(part)
+        rule_s = next((rows[i - 1]["t_s"] for i in range(2 * width, len(rows) + 1)
+                       if abs(mean(ms[i - width:i]) / mean(ms[i - 2 * width:i - width]) - 1) < rule["drift"]),
+                      None) if "drift" in rule else None
         first, last = rows[:width], rows[-width:]
         mid = lambda part, key: summarize([row[key] for row in part])["median"]
         runs.append({"name": name, "batch": series["batch"], "samples": len(rows), "windows": windows,

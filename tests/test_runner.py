@@ -141,38 +141,34 @@ def test_ncu_csv_is_read_by_metric_name():
     assert cmd[:3] == ["ncu", "--clock-control", "none"] and "regex:^gemm_cute_mma$" in cmd
 
 
-def test_gemm_settles_until_the_window_is_steady(monkeypatch):
-    """The harness times a GEMM only once its last SETTLE_WINDOW samples spread under
-    SETTLED_SPREAD; a GEMM that never settles is timed after SETTLE_MAX_S, marked so; the
-    settling samples leave no timed span behind (the telemetry "during" is the timed samples')."""
+def test_gemm_settles_until_two_rounds_agree(monkeypatch):
+    """The harness times a GEMM only once its last two rounds are within SETTLED_DRIFT; a GEMM that
+    never settles is timed after SETTLE_MAX_S, marked so; the settling rounds leave no timed span
+    behind (the telemetry "during" is the timed rounds')."""
     import time
     from bench import harness
     clock = [0.0]
     monkeypatch.setattr(time, "monotonic", lambda: clock[0])
 
-    def fake_samples(values):
+    def fake_rounds(values):
         it = iter(values)
 
-        def sample(runs, *, warmup, reps, batch):
-            clock[0] += step
-            timing.TIMED_SPANS.append((clock[0] - step, clock[0]))
+        def one_round(runs, *, warmup, reps, batch, turns):
+            clock[0] += harness.ROUND_S
+            timing.TIMED_SPANS.append((clock[0] - harness.ROUND_S, clock[0]))
             return [{"median": next(it)}]
-        monkeypatch.setattr(harness, "time_gpu_alternating", sample)
+        monkeypatch.setattr(harness, "time_gpu_alternating", one_round)
 
-    step = harness.SAMPLE_MS / 1e3
-    # 1% slower every sample, for half of the longest settling: never steady
-    drift = [3.0 * (1 + 0.01 * i) for i in range(int(harness.SETTLE_MAX_S / step / 2))]
-    steady = [3.3 * (1 + 0.002 * (-1) ** i) for i in range(4 * harness.SETTLE_WINDOW)]
-    fake_samples(drift + steady)
+    drift = [3.0 * (1 + 0.03 * i) for i in range(3)]        # 3% slower every round
+    fake_rounds(drift + [3.3, 3.3 * 1.002, 3.3])      # then two rounds in a row within 0.2%
     spans = len(timing.TIMED_SPANS)
-    s = harness.settle([None], batch=1)
-    assert s["settled"] and len(drift) < s["samples"] <= len(drift) + harness.SETTLE_WINDOW and s["window_spread"] < harness.SETTLED_SPREAD
-    assert s["seconds"] >= harness.SETTLE_MIN_S and len(timing.TIMED_SPANS) == spans
+    s = harness.settle([None], batch=1, turns=1)
+    assert s["settled"] and s["rounds"] == len(drift) + 2 and s["drift"] < harness.SETTLED_DRIFT
+    assert len(timing.TIMED_SPANS) == spans
 
-    fake_samples([3.0 * (1 + 0.05 * (i % 2)) for i in range(round(2 * harness.SETTLE_MAX_S / step))])   # 5% apart
-    s = harness.settle([None], batch=1)
-    assert not s["settled"] and harness.SETTLE_MAX_S <= s["seconds"] < harness.SETTLE_MAX_S + 0.5
-    assert harness.window_spread([1.0] * (harness.SETTLE_WINDOW - 1)) is None
+    fake_rounds([3.0 * (1 + 0.05 * (i % 2)) for i in range(100)])   # 5% apart, round to round
+    s = harness.settle([None], batch=1, turns=1)
+    assert not s["settled"] and harness.SETTLE_MAX_S <= s["seconds"] < harness.SETTLE_MAX_S + harness.ROUND_S
 
 
 def _alive(pid: int) -> bool:
