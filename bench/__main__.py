@@ -90,17 +90,27 @@ def main(argv=None) -> int:
 
 
 def precompile(chosen, device: dict) -> None:
-    """Every nvcc build the chosen benchmarks need, all at once before the first runs: each then
-    loads its cubin from the cache. A build that fails fails its benchmark, with nvcc's message."""
+    """Every nvcc build the chosen benchmarks need, and their peers' builds, all at once before the
+    first runs: each then loads its cubin or library from the cache. A build that fails fails its
+    benchmark, with the compiler's message."""
     import time
     from .cuda import arch_of, compile_all
     from .runner import skip_reason
-    builds = [b for bench in chosen if not skip_reason(bench, device) for b in bench.builds]
-    if not builds:
+    from concurrent.futures import ThreadPoolExecutor
+    runnable = [bench for bench in chosen if not skip_reason(bench, device)]
+    builds = [b for bench in runnable for b in bench.builds]
+    prebuilds = [bench for bench in runnable if bench.prebuild]
+    if not builds and not prebuilds:
         return
     t0 = time.monotonic()
-    print(f"compiling {len(builds)} kernel builds on {os.cpu_count()} cores ...", flush=True)
-    failed = compile_all(builds, arch_of(device["compute_capability"]))
+    print(f"compiling {len(builds)} kernel builds{f' and {len(prebuilds)} peer' if prebuilds else ''} "
+          f"on {os.cpu_count()} cores ...", flush=True)
+    with ThreadPoolExecutor(max(1, len(prebuilds))) as pool:
+        peers = {bench.id: pool.submit(bench.prebuild) for bench in prebuilds}
+        failed = compile_all(builds, arch_of(device["compute_capability"]))
+    for bid, future in peers.items():       # the benchmark builds again, and fails with the reason
+        if future.exception():
+            print(f"{bid}: its build failed: {str(future.exception()).splitlines()[0]}", flush=True)
     print(f"compiled in {time.monotonic() - t0:.0f} s" + (f"; {len(failed)} failed, their benchmarks will say why, "
                                                           f"the first: {next(iter(failed.values()))}" if failed else ""),
           flush=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 from . import catalogue, cublas, gemm, harness, launch
 from .harness import Shape
 from .registry import ROOT, register
-from .timing import batch_filling, spread, time_gpu_alternating
+from .timing import spread, time_gpu_alternating
 
 PEER_ENV = "FASTCU_DIR"
 ENTRY = ROOT / "bench" / "peers" / "fastcu.cu"
@@ -92,8 +92,7 @@ def measure(shape: Shape, peer, ours_prepare) -> dict:
     checks = {"fastcu": ops.check(c_peer.T), "cublas_bf16_out": ops.check(c_bf16), "cublas": ops.check(c_fp32),
               "ours": ours_check}
     fns = list(runs.values())
-    batch = batch_filling(fns, harness.TURN_MS)
-    turns = harness.turns_filling(fns, batch)
+    batch, turns = harness.pace(fns)
     settled = harness.settle(fns, batch, turns)
     times = time_gpu_alternating(fns, warmup=0, reps=harness.REPS, batch=batch, turns=turns)
     entries = {name: _entry(shape, t, checks[name]) for name, t in zip(runs, times)}
@@ -102,7 +101,8 @@ def measure(shape: Shape, peer, ours_prepare) -> dict:
 
 @register("peers.fastcu", sources=(str(ENTRY.relative_to(ROOT)), *gemm.kernel_sources(STEP)),
           definition={"shapes": [s.dims for s in SHAPES], "ours": OURS.id, "tile": OURS.tile},
-          builds=gemm.builds(STEP, OURS), title="fast.cu kernel 12 (BF16), the peer", timeout_s=600,
+          builds=gemm.builds(STEP, OURS), prebuild=lambda: build(Path(os.environ[PEER_ENV])),
+          title="fast.cu kernel 12 (BF16), the peer", timeout_s=600,
           min_cc=catalogue.HOPPER, peer=PEER_ENV)
 def fastcu(ctx) -> dict:
     checkout = Path(os.environ[PEER_ENV])

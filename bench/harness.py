@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from . import cublas
-from .timing import TIMED_SPANS, batch_filling, quick, spread, summarize, time_gpu, time_gpu_alternating
+from .timing import TIMED_SPANS, quick, spread, summarize, time_gpu, time_gpu_alternating
 
 
 @dataclass(frozen=True)
@@ -212,9 +212,12 @@ def warm(run, seconds: float) -> None:
         cupy.cuda.get_current_stream().synchronize()
 
 
-def turns_filling(runs, batch: int) -> int:
-    """Turns of each of ``runs`` that make a round of about ROUND_S, their turns ``batch`` runs."""
-    return max(1, round(ROUND_S * 1e3 / (TURN_MS * len(runs))))
+def pace(runs) -> tuple[int, int]:
+    """(batch, turns): runs of the slowest of ``runs`` that fill a turn of TURN_MS, and turns of each
+    that make a round of about ROUND_S."""
+    probe = [t["median"] for t in time_gpu_alternating(runs, warmup=1, reps=3)]
+    batch = max(1, round(TURN_MS / max(probe)))
+    return batch, max(1, round(ROUND_S * 1e3 / (batch * sum(probe))))
 
 
 def settle(runs, batch: int, turns: int) -> dict:
@@ -257,8 +260,7 @@ def run_gemm(ctx, *, precision: str, layout: str, prepare, reps: int = REPS, aga
     if against_cublas:
         cublas_run, cublas_check = checked_cublas(ops)
         runs.append(cublas_run)
-    batch = batch_filling(runs, TURN_MS)
-    turns = turns_filling(runs, batch)
+    batch, turns = pace(runs)
     settled = settle(runs, batch, turns)
     times = time_gpu_alternating(runs, warmup=0, reps=reps, batch=batch, turns=turns, keep_samples=True)
     t = times[0]

@@ -38,6 +38,7 @@ class Benchmark:
     peer: str | None = None                 # environment variable naming the peer's checkout it builds
     definition: dict | None = None          # what else defines the result (a kernel's tile constants): hashed too
     builds: tuple = ()                      # (source, defines) it compiles with nvcc: the run builds them up front
+    prebuild: Callable | None = None        # other host work it needs (a peer's build): done up front, beside them
 
     @property
     def family(self) -> str:

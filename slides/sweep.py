@@ -2,72 +2,106 @@
 beside it, and how close the headline kernel stays to cuBLAS from WITHIN_FROM up."""
 from __future__ import annotations
 
+from bench import catalogue
 from bench.harness import SHAPE
 from slides.kit import ACCENT, Chart, GROUP, INK, Series, line_chart
 
-WITHIN_FROM = 2048      # the size from which the best kernel is held to cuBLAS (issue 6: within 10%)
+WITHIN_FROM = 1024      # the size from which the best kernel is held to cuBLAS (issue 22: within 10%)
 
 
 def size_label(shape: list[int]) -> str:
     return str(shape[0]) if len(set(shape)) == 1 else "×".join(map(str, shape))
 
 
+def tile_label(tile: dict) -> str:
+    return f"{tile['BM']}×{tile['BN']}"
+
+
+def summary(title: str, record: dict, device: dict) -> dict:
+    """How close a step's best kernel stays to cuBLAS across sizes, from WITHIN_FROM up; where it is
+    correct, refused or wrong; and which of its tiles ran where (the catalogue picks one per shape)."""
+    all_rows = record["rows"]
+    rows = [r for r in all_rows if r["outcome"] == "correct"]
+    large = [r for r in rows if min(r["shape"]) >= WITHIN_FROM]
+    worst = min(large, key=lambda r: r["ratio_same_layout"]) if large else None
+    out = {"title": title, "within_from": WITHIN_FROM, "precision": record["params"]["precision"].upper(),
+           "worst": worst and {"size": size_label(worst["shape"]), "pct": 100 * worst["ratio_same_layout"]},
+           "above": [size_label(r["shape"]) for r in rows if r["ratio_same_layout"] >= 1],
+           "refused": [size_label(r["shape"]) for r in all_rows if r["outcome"] == "refused"],
+           "wrong": [size_label(r["shape"]) for r in all_rows if r["outcome"] == "wrong"],
+           "small": None, "small_tile": None, "at_reference": None}
+    at_reference = next((r for r in rows if r["shape"] == SHAPE.dims), None)
+    if at_reference:
+        out["at_reference"] = {"tflops": at_reference["tflops"]["kernel"], "pct": 100 * at_reference["ratio_same_layout"]}
+    tiles = record["params"].get("tiles") or []
+    if len(tiles) > 1:        # the sizes where the catalogue picked the small tile
+        big, small = tile_label(tiles[0]), tile_label(tiles[1])
+        at = [size_label(r["shape"]) for r in all_rows if r.get("tile") and tile_label(r["tile"]) == small]
+        out["small_tile"] = {"tile": small, "big": big, "at": at, "below_pct": 100 * record["params"]["small_tile_below_sms"],
+                             "sms": device["sm_count"]}
+    elif tiles and rows:      # one tile: what it leaves idle at the smallest size
+        n, tile = rows[0]["shape"], tiles[0]
+        count = (n[0] // tile["BM"]) * (n[1] // tile["BN"])
+        if count < device["sm_count"]:
+            out["small"] = {"size": size_label(n), "tiles": count, "sms": device["sm_count"], "tile": tile_label(tile)}
+    return out
+
+
+def cells(record: dict, small_tile: dict | None) -> dict:
+    """Each size's row, marked where the small tile ran."""
+    small = small_tile["tile"] if small_tile else None
+    return {size_label(r["shape"]): {**r, "small": bool(small and r.get("tile") and tile_label(r["tile"]) == small)}
+            for r in record["rows"]}
+
+
 def context(deck) -> dict:
+    """Each step's best kernel across sizes (bench/sweep.py), cuBLAS timed in turns beside it, and
+    how close the headline kernel stays to cuBLAS from WITHIN_FROM up; then the BF16 headline's."""
     gemm, device = deck["gemm"], deck["device"]
-    """Each step's best kernel across sizes (bench/sweep.py), cuBLAS TF32 timed in turns beside it,
-    and how close the best kernel stays to cuBLAS from WITHIN_FROM up."""
     recs = deck.need("GEMM Across Sizes", *(s["sweep_id"] for s in gemm["steps"]))
     steps = [{"title": s["title"], "key": s["key"], "sweep_id": s["sweep_id"], "step": s, "summary": r, "record": r["record"]}
              for s, r in zip(gemm["steps"], recs) if r["measured"] and "rows" in r["record"]]
+    bf16 = _bf16(deck)
     if not steps:
-        return {"steps": [], "sizes": [], "best": None, "top": None, "correct_everywhere": []}
+        return {"steps": [], "sizes": [], "best": None, "top": None, "correct_everywhere": [], "bf16": bf16}
     sizes = [size_label(row["shape"]) for row in steps[0]["record"]["rows"]]
-    for s in steps:
-        s["cells"] = {size_label(row["shape"]): row for row in s["record"]["rows"]}
     top = gemm["headline"] and next((s for s in steps if s["title"] == gemm["headline"]["to_title"]), None)
-    best = None
-    if top:
-        rows = [r for r in top["record"]["rows"] if r["outcome"] == "correct"]
-        large = [r for r in rows if min(r["shape"]) >= WITHIN_FROM]
-        worst = min(large, key=lambda r: r["ratio_same_layout"]) if large else None
-        best = {"title": top["title"], "within_from": WITHIN_FROM,
-                "worst": worst and {"size": size_label(worst["shape"]), "pct": 100 * worst["ratio_same_layout"]},
-                "above": [size_label(r["shape"]) for r in rows if r["ratio_same_layout"] >= 1],
-                "refused": [size_label(r["shape"]) for r in top["record"]["rows"] if r["outcome"] == "refused"],
-                "wrong": [size_label(r["shape"]) for r in top["record"]["rows"] if r["outcome"] == "wrong"],
-                "small": None}
-        at_reference = next((r for r in rows if r["shape"] == SHAPE.dims), None)
-        best["at_reference"] = at_reference and {"tflops": at_reference["tflops"]["kernel"],
-                                                 "pct": 100 * at_reference["ratio_same_layout"]}
-        tile = (top["step"]["best"]["resources"] or {}).get("tile")
-        if tile and rows:
-            n = rows[0]["shape"]
-            tiles = (n[0] // tile["BM"]) * (n[1] // tile["BN"])
-            if tiles < device["sm_count"]:
-                best["small"] = {"size": size_label(n), "tiles": tiles, "sms": device["sm_count"],
-                                 "tile": f"{tile['BM']}×{tile['BN']}"}
+    best = summary(top["title"], top["record"], device) if top else None
+    for s in steps:
+        s["cells"] = cells(s["record"], best["small_tile"] if s is top else None)
     correct_everywhere = [s["title"] for s in steps if all(r["outcome"] == "correct" for r in s["record"]["rows"])]
-    return {"steps": steps, "sizes": sizes, "best": best, "top": top, "correct_everywhere": correct_everywhere}
+    return {"steps": steps, "sizes": sizes, "best": best, "top": top, "correct_everywhere": correct_everywhere,
+            "bf16": bf16}
+
+
+def _bf16(deck) -> dict | None:
+    """The BF16 headline across sizes, beside cuBLAS BF16 on both layouts."""
+    step = catalogue.step_of(catalogue.HEADLINE_BF16)
+    (r,) = deck.need("BF16 Across Sizes", step.sweep_id)
+    if not r["measured"] or "rows" not in r["record"]:
+        return {**r, "best": None}
+    title = step.title_of(step.best)
+    best = summary(title, r["record"], deck["device"])
+    return {**r, "best": best, "title": title, "cells": cells(r["record"], best["small_tile"]),
+            "sizes": [size_label(row["shape"]) for row in r["record"]["rows"]]}
 
 
 # --- figures --------------------------------------------------------------------------------------
 
-def gemm_sweep(sweep: dict) -> str:
-    """TFLOPS against the size of square GEMMs: the headline kernel's step in colour, cuBLAS of its
-    precision on both layouts (timed in turns with it) in black, every other step in grey (the
-    table beside gives their figures); refused sizes leave gaps."""
+def gemm_sweep(top: dict | None, others: list[dict]) -> str:
+    """TFLOPS against the size of square GEMMs: a headline kernel in colour, cuBLAS of its precision
+    on both layouts (timed in turns with it) in black, every other step in grey (the table beside
+    gives their figures); refused sizes leave gaps."""
     def square(rows, key):
         return [(r["shape"][0], r["tflops"][key]) for r in rows
                 if r["outcome"] == "correct" and len(set(r["shape"])) == 1]
-    top = sweep["top"]
-    others = [Series("the other steps", square(s["record"]["rows"], "kernel"), GROUP, marks=False, legend=False)
-              for s in sweep["steps"] if s is not top]
-    others = [s for s in others if s.points]
-    if others:
-        others[0].legend = True
-    series = others
+    series = [Series("the other steps", square(s["record"]["rows"], "kernel"), GROUP, marks=False, legend=False)
+              for s in others]
+    series = [s for s in series if s.points]
+    if series:
+        series[0].legend = True
     if top:
-        rows, precision = top["record"]["rows"], top["step"]["precision"].upper()
+        rows, precision = top["record"]["rows"], top["record"]["params"]["precision"].upper()
         series += [Series(top["title"], square(rows, "kernel"), ACCENT),
                    Series(f"cuBLAS {precision}, B K-major", square(rows, "cublas_b_kmajor"), INK, marks=False),
                    Series(f"cuBLAS {precision}, B row-major", square(rows, "cublas_b_row"), INK, marks=False, dash="6,4")]
@@ -75,4 +109,9 @@ def gemm_sweep(sweep: dict) -> str:
 
 
 def draw(deck) -> dict[str, str]:
-    return {"gemm_sweep.svg": gemm_sweep(deck["sweep"])} if deck["sweep"]["steps"] else {}
+    sweep, figures = deck["sweep"], {}
+    if sweep["steps"]:
+        figures["gemm_sweep.svg"] = gemm_sweep(sweep["top"], [s for s in sweep["steps"] if s is not sweep["top"]])
+    if sweep["bf16"]["best"]:
+        figures["gemm_sweep_bf16.svg"] = gemm_sweep(sweep["bf16"], [])
+    return figures

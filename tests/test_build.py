@@ -29,7 +29,7 @@ OUTLINE = (["CUDA Performance Study", "Hopper SM Architecture", "Theoretical Pea
             "Why Matrix Multiply?", "GEMM Problem Setup"]
            + [f"Kernel {i}: {k} — {part}" for i, k in enumerate(KERNELS, 1)
               for part in ("Code", "Diagram", "Performance")]
-           + ["GEMM — Results Table", "GEMM — Results Table, Beyond the Reference", "GEMM Across Sizes", "GEMM Across Sizes — Table", "Tuning the Persistent Kernel",
+           + ["GEMM — Results Table", "GEMM — Results Table, Beyond the Reference", "GEMM Across Sizes", "GEMM Across Sizes — Table", "BF16 Across Sizes", "Tuning the Persistent Kernel",
               "Timing Under the Power Cap", "BF16: Each Step Against cuBLAS BF16", "BF16: Error Beside cuBLAS's",
               "BF16 Beside fast.cu", "What's Missing?", "Still on the Table", "Takeaways", "Past One GPU", "Backup Slides"]
            + CODE_PAGES
@@ -473,7 +473,7 @@ def test_sweep_slides_follow_the_data(fixture_doc, write_results, tmp_path):
     rows = [r for r in top["rows"] if r["outcome"] == "correct" and min(r["shape"]) >= sweep.WITHIN_FROM]
     worst = min(rows, key=lambda r: r["ratio_same_layout"])
     md = slides_of((tmp_path / "slides.md").read_text())
-    assert f"**{step['title']}**, from 2048 up" in md["GEMM Across Sizes"]
+    assert f"**{step['title']}**, from {sweep.WITHIN_FROM} up" in md["GEMM Across Sizes"]
     size = sweep.size_label(worst["shape"])
     pct = 100 * worst["ratio_same_layout"]
     assert (f"within {100 - pct:.0f}% of cuBLAS at every size" if pct >= 90
