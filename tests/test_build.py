@@ -499,7 +499,7 @@ def test_sweep_slides_follow_the_data(fixture_doc, write_results, tmp_path):
     top["rows"][1] = {**top["rows"][1], "outcome": "wrong"}
     build.build(write_results(fixture_doc), tmp_path)
     md = slides_of((tmp_path / "slides.md").read_text())
-    assert "from 2048 up: within 4% of cuBLAS at every size" in md["GEMM Across Sizes"]
+    assert f"from {sweep.WITHIN_FROM} up: within 4% of cuBLAS at every size" in md["GEMM Across Sizes"]
     assert "Wrong results at 2048" in md["GEMM Across Sizes"]
 
 
