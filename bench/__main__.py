@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 from pathlib import Path
 
 from . import registry, schema, timing, toolkit
@@ -67,7 +68,10 @@ def main(argv=None) -> int:
         node_out = args.node_out or out.with_name(f"{device['slug']}-x{device['gpu_count']}.yaml")
         runs.append((node_out, on_node, collect_node()))
     software = collect_software()
-    precompile(chosen, device)
+    # The builds run beside the benchmarks, in the order they need them: a benchmark whose cubin is
+    # not ready yet compiles it itself.
+    compiling = threading.Thread(target=precompile, args=(chosen, device), daemon=True)
+    compiling.start()
     bad = []
     for path, benchmarks, node in runs:
         if not benchmarks:
@@ -86,13 +90,14 @@ def main(argv=None) -> int:
         bad += failed
         print(f"wrote {path}: {len(benchmarks) - len(failed)} of {len(benchmarks)} benchmarks did not fail"
               + (f"; failed: {', '.join(failed)}" if failed else ""))
+    compiling.join()
     return 1 if bad else 0
 
 
 def precompile(chosen, device: dict) -> None:
-    """Every nvcc build the chosen benchmarks need, and their peers' builds, all at once before the
-    first runs: each then loads its cubin or library from the cache. A build that fails fails its
-    benchmark, with the compiler's message."""
+    """Every nvcc build the chosen benchmarks need, and their peers' builds, all at once, on all but
+    two cores (the benchmarks run meanwhile): each benchmark then loads its cubin or library from the
+    cache. A build that fails fails its benchmark, with the compiler's message."""
     import time
     from .cuda import arch_of, compile_all
     from .runner import skip_reason
@@ -107,7 +112,7 @@ def precompile(chosen, device: dict) -> None:
           f"on {os.cpu_count()} cores ...", flush=True)
     with ThreadPoolExecutor(max(1, len(prebuilds))) as pool:
         peers = {bench.id: pool.submit(bench.prebuild) for bench in prebuilds}
-        failed = compile_all(builds, arch_of(device["compute_capability"]))
+        failed = compile_all(builds, arch_of(device["compute_capability"]), workers=max(1, (os.cpu_count() or 4) - 2))
     for bid, future in peers.items():       # the benchmark builds again, and fails with the reason
         if future.exception():
             print(f"{bid}: its build failed: {str(future.exception()).splitlines()[0]}", flush=True)

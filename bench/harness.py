@@ -45,7 +45,7 @@ SEED = 2026
 # swing, and a sample is ROUND_S of turns (the kernel's, cuBLAS's, the kernel's, ...), a whole swing.
 TURN_MS = 10.0 if quick() else 25.0
 ROUND_S = 0.25 if quick() else 1.0
-REPS = 3 if quick() else 5
+REPS = 3 if quick() else 4
 # Before timing, the GEMMs run rounds as they will be timed until the first of them is steady: its
 # last two rounds within SETTLED_DRIFT of each other. From a rest, a tensor-core GEMM at the power
 # cap drifts for ten seconds or more (settle.headline); the run keeps the chip busy from one GEMM to
@@ -184,7 +184,7 @@ def checked_cublas(ops: Operands, precision: str | None = None):
 # timings would measure the swing. So GEMM benchmarks first queue BUSY_S of cuBLAS and then do their
 # host work while it runs. The first GEMM of a process warms the chip from its rest for FIRST_WARM_S.
 BUSY_S = 0.5        # about what loading a kernel and reading its SASS takes
-FIRST_WARM_S = 2.0 if quick() else 10.0
+FIRST_WARM_S = 2.0 if quick() else 8.0
 _busy: dict = {}
 
 

@@ -151,8 +151,7 @@ RECORDS = {
     "sweep.": {"rows": [{"shape": [int], "outcome": str, "ratio_same_layout?": NUM, "tflops?": dict}]},
     "tune.": {"params": {"bm": int, "space": dict, "stages_max": dict}, "trials": [{"config": dict}],
               "final": {"winner": {"config": dict, "ratio": NUM}, "hand_picked?": {"config": dict, "ratio": NUM}}},
-    "settle.": {"params": {"kernel": str, "gemm_settle_rule": {"min_s": NUM, "max_s": NUM, "spread": NUM,
-                                                                "window": int}},
+    "settle.": {"params": {"kernel": str, "gemm_settle_rule": {"max_s": NUM}},
                 "series": {who: {"batch": int, "rows": [{"t_s": NUM, "ms": NUM, "sm_clock_mhz": NUM,
                                                          "temperature_c": NUM}]} for who in ("kernel", "cublas")}},
 }

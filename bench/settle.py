@@ -16,8 +16,8 @@ from .registry import register
 from .timing import batch_filling, quick, time_gpu
 
 STEP, HEADLINE = catalogue.KERNELS[catalogue.HEADLINE]
-REST_S = 0.5 if quick() else 5.0             # idle before each GEMM's run
-DURATION_S = 1.5 if quick() else 12.0        # each GEMM's run of samples
+REST_S = 0.5 if quick() else 3.0             # idle before each GEMM's run
+DURATION_S = 1.5 if quick() else 10.0        # each GEMM's run of samples
 # Longer than the GEMM family's samples: the series shows the drift over seconds, and a reading of
 # NVML after each sample would otherwise leave the GPU idle for a good part of the time.
 SERIES_MS = 200.0

@@ -9,7 +9,7 @@ import itertools
 
 from . import catalogue, cublas, cuda, gemm, launch
 from .catalogue import DEEPEST
-from .harness import SHAPE, checked_launch, keep_busy, operands, tflops, warm
+from .harness import SHAPE, checked_launch, operands, tflops, warm
 from .registry import register
 from .timing import batch_filling, quick, time_gpu_alternating
 
@@ -20,7 +20,7 @@ SPACE = ({"BN": (256,), "STAGES": (DEEPEST,), "CLUSTER_M": (1, 2), "GROUP_M": (1
 # Timed in turns with cuBLAS, so the power cap's drift falls on both alike: shorter samples than the
 # GEMM family's keep two dozen trials within a minute; the chip is warm from the GEMMs before.
 SAMPLE_MS = 50.0
-TRIAL_WARM_S, TRIAL_REPS = (0.1, 4) if quick() else (0.2, 6)
+TRIAL_WARM_S, TRIAL_REPS = (0.1, 3) if quick() else (0.2, 4)
 FINAL_WARM_S, FINAL_REPS = (0.3, 6) if quick() else (1.0, 20)
 
 
@@ -57,7 +57,6 @@ def tune(ctx) -> dict:
     for i, tile in enumerate(TILES):
         trial = {"config": _point(tile)}
         try:
-            keep_busy()
             prepare = launch.prepare(STEP, _variant(tile), ctx.device)
             kernel, check, _, _ = checked_launch(SHAPE, STEP.layout, STEP.precision, prepare)
             trial["check"] = check
