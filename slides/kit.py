@@ -133,8 +133,11 @@ def line_chart(c: Chart) -> str:
             dwg.add(dwg.line((left, y_of(l.value)), (w - right, y_of(l.value)), stroke=l.color, stroke_dasharray="6,4"))
             text(dwg, (left + 8, y_of(l.value) - 6), l.label, size=11, color=l.color)
         else:
-            dwg.add(dwg.line((x_of(l.value), top), (x_of(l.value), h - bottom), stroke=l.color, stroke_dasharray="6,4"))
-            text(dwg, (x_of(l.value) - 6, top + 12 + 16 * i), l.label, size=11, color=l.color, anchor="end")
+            x = x_of(l.value)
+            dwg.add(dwg.line((x, top), (x, h - bottom), stroke=l.color, stroke_dasharray="6,4"))
+            fits_left = x - 6 - text_width(l.label, 11) > left         # else right of the line, clear of the axis
+            text(dwg, (x - 6 if fits_left else x + 6, top + 12 + 16 * i), l.label, size=11, color=l.color,
+                 anchor="end" if fits_left else "start")
     for s in sorted(c.series, key=lambda s: s.legend):       # a group in the background, the named lines over it
         pts = [(x_of(x), y_of(y)) for x, y in s.points]
         dwg.add(dwg.polyline(pts, fill="none", stroke=s.color, stroke_width=2,
