@@ -108,7 +108,7 @@ def pair_with_cublas(r: dict, by_id: dict) -> dict:
                          "error": versus["check"]["rel_error"], "check": versus["check"]}
         r["baseline_tflops"] = versus["tflops"]
         r["pct_cublas"] = 100 * r["tflops"] / versus["tflops"]
-        # turn by turn: what is left of the spread once both meet the same clock
+        # sample by sample: what is left of the spread once both meet the same clock
         r["ratio_spread"] = spread(versus["ratio_by_sample"]) if "ratio_by_sample" in versus else None
     return r
 

@@ -17,11 +17,14 @@ def tile_label(tile: dict) -> str:
     return f"{tile['BM']}×{tile['BN']}"
 
 
-def summary(title: str, record: dict, device: dict) -> dict:
+def summary(title: str, record: dict, device: dict, cublas_error: float | None = None) -> dict:
     """How close a step's best kernel stays to cuBLAS across sizes, from WITHIN_FROM up; where it is
-    correct, refused or wrong; and which of its tiles ran where (the catalogue picks one per shape)."""
+    correct, refused or wrong; its error against float64 across sizes, beside cuBLAS's on the
+    reference operands (``cublas_error``, from the GEMM records); and which of its tiles ran where
+    (the catalogue picks one per shape)."""
     all_rows = record["rows"]
     rows = [r for r in all_rows if r["outcome"] == "correct"]
+    errors = [r["check"]["rel_error"] for r in rows]
     large = [r for r in rows if min(r["shape"]) >= WITHIN_FROM]
     worst = min(large, key=lambda r: r["ratio_same_layout"]) if large else None
     out = {"title": title, "within_from": WITHIN_FROM, "precision": record["params"]["precision"].upper(),
@@ -29,7 +32,8 @@ def summary(title: str, record: dict, device: dict) -> dict:
            "above": [size_label(r["shape"]) for r in rows if r["ratio_same_layout"] >= 1],
            "refused": [size_label(r["shape"]) for r in all_rows if r["outcome"] == "refused"],
            "wrong": [size_label(r["shape"]) for r in all_rows if r["outcome"] == "wrong"],
-           "small": None, "small_tile": None, "at_reference": None}
+           "small": None, "small_tile": None, "at_reference": None,
+           "error": errors and {"lo": min(errors), "hi": max(errors), "cublas": cublas_error}}
     at_reference = next((r for r in rows if r["shape"] == SHAPE.dims), None)
     if at_reference:
         out["at_reference"] = {"tflops": at_reference["tflops"]["kernel"], "pct": 100 * at_reference["ratio_same_layout"]}
@@ -66,7 +70,8 @@ def context(deck) -> dict:
         return {"steps": [], "sizes": [], "best": None, "top": None, "correct_everywhere": [], "bf16": bf16}
     sizes = [size_label(row["shape"]) for row in steps[0]["record"]["rows"]]
     top = gemm["headline"] and next((s for s in steps if s["title"] == gemm["headline"]["to_title"]), None)
-    best = summary(top["title"], top["record"], device) if top else None
+    headline = gemm["headline"] and gemm["headline"]["to"].get("baseline")
+    best = summary(top["title"], top["record"], device, headline and headline["error"]) if top else None
     for s in steps:
         s["cells"] = cells(s["record"], best["small_tile"] if s is top else None)
     correct_everywhere = [s["title"] for s in steps if all(r["outcome"] == "correct" for r in s["record"]["rows"])]
@@ -81,7 +86,8 @@ def _bf16(deck) -> dict | None:
     if not r["measured"] or "rows" not in r["record"]:
         return {**r, "best": None}
     title = step.title_of(step.best)
-    best = summary(title, r["record"], deck["device"])
+    headline = deck["precision"]["headline"]
+    best = summary(title, r["record"], deck["device"], headline and headline["baseline"]["error"])
     return {**r, "best": best, "title": title, "cells": cells(r["record"], best["small_tile"]),
             "sizes": [size_label(row["shape"]) for row in r["record"]["rows"]]}
 

@@ -24,7 +24,10 @@ def context(deck) -> dict:
     final = {name: {**f, "stages": stages(f["config"])} if "config" in f else f for name, f in rec["final"].items()}
     gain = (final["winner"]["ratio"] / final["hand_picked"]["ratio"] - 1) * 100 if "hand_picked" in final else None
     versus = deck.record(rec["params"]["kernel"])["record"].get("cublas")   # the hand-picked kernel on the GEMM slides
-    return {**r, "trials": trials, "ranked": ranked, "space": rec["params"]["space"], "bm": rec["params"]["bm"],
+    checked = [t["check"]["rel_error"] for t in trials if t.get("check")]
+    return {**r, "error": checked and {"lo": min(checked), "hi": max(checked),
+                                       # cuBLAS on the same operands: the reference shape's, seeded alike
+                                       "cublas": versus["check"]["rel_error"] if versus else None}, "trials": trials, "ranked": ranked, "space": rec["params"]["space"], "bm": rec["params"]["bm"],
             "table_pct": 100 * versus["ratio"] if versus else None,
             "stages_max": deepest, "deepest": catalogue.DEEPEST, "final": final, "gain_pct": gain,
             "same_as_hand_picked": rec["winner"] == rec["hand_picked"],
