@@ -581,10 +581,9 @@ def test_each_percentage_names_and_shows_the_cublas_it_divides_by(deck):
     naive = s["Kernel 1: Naive FP32 — Performance"]
     assert "cuBLAS FP32, B row-major" in naive and "cuBLAS TF32, same layout" not in naive
     rows = [[c.strip() for c in line.strip(" |").split(" | ")]
-            for line in s["GEMM — Results Table"].splitlines() if line.startswith("| ") and "% |" in line]
-    assert rows[0][0].startswith("Naive FP32") and rows[0][-3].startswith("FP32 ")
-    for *_, tflops, base, pct, error in rows:
-        assert re.fullmatch(r"\d\.\de-\d\d \(\d\.\de-\d\d\)", error), error      # the kernel's error, cuBLAS's beside it
+            for line in s["GEMM — Results Table"].splitlines() if line.startswith("| ") and line.endswith("% |")]
+    assert rows[0][0].startswith("Naive FP32") and rows[0][-2].startswith("FP32 ")
+    for *_, tflops, base, pct in rows:
         if base != "—":
             assert abs(100 * float(tflops.replace(",", "")) / float(base.split()[1].replace(",", ""))
                        - float(pct.rstrip("%"))) < 0.15, (tflops, base, pct)
