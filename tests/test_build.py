@@ -284,8 +284,9 @@ def test_nice_ticks():
 
 
 def test_build_is_fast(tmp_path):
-    """python build.py on both committed results files (the deck and its comparison) takes well under
-    a second on a 2-core machine; the bound leaves room for the compiles that run beside this test."""
+    """python build.py on both committed results files (the deck and its comparison): about 1.7 s alone
+    on this session's 2-core machine (the same at 3fe38c4, before this change), 3.1 s in CI with the
+    compiles running beside this test; the bound catches a build that grows slower, not the machine."""
     import statistics
     import subprocess
     import sys
@@ -295,7 +296,7 @@ def test_build_is_fast(tmp_path):
         subprocess.run([sys.executable, "build.py", "--out-dir", str(tmp_path)], cwd=ROOT, check=True,
                        capture_output=True)
         times.append(time.perf_counter() - t0)
-    assert statistics.median(times) < 2.0, times
+    assert statistics.median(times) < 4.0, times
 
 
 def test_results_are_parsed_by_libyaml():
