@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import sys
 import time
 from pathlib import Path
@@ -36,28 +37,84 @@ def node_files(results: Path) -> list[Path]:
     return sorted(found, key=lambda p: -int(NODE_FILE.search(p.name).group(1)))
 
 
-def build(results: Path, out_dir: Path = ROOT, compare=(), warn=None, node=None) -> dict:
-    """Render the deck of ``results``, with a comparison section when ``compare`` holds other GPUs'
-    results ((path, loaded document) pairs; a file that cannot be compared is left out with
-    ``warn(message)``, or is an error when ``warn`` is None) and a multi-GPU section from ``node``,
-    the (path, document) of a node's file (``results`` itself when it is one)."""
-    doc = schema.load(results)
-    deck = Deck(doc, registry.discover(), node=node or ((results, doc) if "node" in doc else None),
-                others=compare, warn=warn)
+def _assemble(results: Path, doc: dict, out_dir: Path, compare, warn, node):
+    """The context, slides.md's text and the figures of one deck, or a BuildError naming ``results``:
+    whatever fails in a section's context, a figure or a template is one line."""
+    deck = Deck(doc, registry.discover(), node=node, others=compare, warn=warn)
     try:
         context = deck.sections()
+        for step in context["gemm"]["steps"]:      # Slidev resolves snippet paths from the deck's folder
+            if step["source"]:
+                step["source"] = Markup(os.path.relpath(ROOT / step["source"], Path(out_dir).resolve()))   # a path, not data
+                step["code"]["snippet"] = step["source"]
+        svgs = deck.figures()
+        return context, render(context, svgs), svgs
     except BuildError:
         raise
     except Exception as e:           # valid by the schema, yet missing what a slide needs
         raise BuildError(f"{results}: the deck cannot be built from it ({type(e).__name__}: "
                          f"{schema.one_line(e, 200)})") from e
-    for step in context["gemm"]["steps"]:      # Slidev resolves snippet paths from the deck's folder
-        if step["source"]:
-            step["source"] = Markup(os.path.relpath(ROOT / step["source"], Path(out_dir).resolve()))   # a path, not data
-            step["code"]["snippet"] = step["source"]
-    svgs = deck.figures()
-    write_deck(out_dir, render(context, svgs), svgs)      # renders fully before anything is written
+
+
+def build(results: Path, out_dir: Path = ROOT, compare=(), warn=None, node=None, node_named: bool = False) -> dict:
+    """Render the deck of ``results``, with a comparison section when ``compare`` holds other GPUs'
+    results ((path, loaded document) pairs) and a multi-GPU section from ``node``, the (path,
+    document) of a node's file (``results`` itself when it is one). A file beside ``results`` that the
+    deck cannot be built with, in any part of the build, is left out with ``warn(message)``; one that
+    was named (``warn`` None for the comparison, ``node_named`` for the node) is an error."""
+    doc = schema.load(results)
+    if node is None and "node" in doc:
+        node = (results, doc)
+    elif node is not None and node[1]["device"]["name"] != doc["device"]["name"]:
+        message = (f"{node[0]}: the node file of {node[1]['device']['name']!r}, not of "
+                   f"{doc['device']['name']!r}")
+        if node_named or warn is None:
+            raise BuildError(message)
+        warn(f"left out of the multi-GPU section: {message}")
+        node = None
+    nodes = [path for path, other in compare if "node" in other]
+    for path in nodes:
+        message = f"{path}: a node's results file, not a GPU's: pass it as --node"
+        if warn is None:
+            raise BuildError(message)
+        warn(f"left out of the comparison: {message}")
+    compare = [(path, other) for path, other in compare if path not in nodes]
+    while True:
+        try:
+            context, text, svgs = _assemble(results, doc, out_dir, compare, warn, node)
+            break
+        except BuildError as failure:
+            culprit = _culprit(results, doc, out_dir, compare, warn, node)
+            if culprit is None:
+                raise
+            section, (path, _) = culprit
+            cause = failure.__cause__ or failure
+            message = f"{path}: the deck cannot be built with it ({type(cause).__name__}: {schema.one_line(cause, 200)})"
+            if (section == "multi-GPU section" and node_named) or (section == "comparison" and warn is None):
+                raise BuildError(message) from failure
+            warn(f"left out of the {section}: {message}")
+            node = None if section == "multi-GPU section" else node
+            compare = [c for c in compare if c is not culprit[1]]
+    write_deck(out_dir, text, svgs)      # rendered fully before anything is written
     return context
+
+
+def _culprit(results, doc, out_dir, compare, warn, node):
+    """Which file beside ``results`` the deck fails with: ("multi-GPU section" or "comparison",
+    (path, document)), the first whose absence lets the deck build; None when none does."""
+    beside = ([("multi-GPU section", node)] if node and node[0] != results else []) + [("comparison", c) for c in compare]
+    for section, item in beside:
+        try:
+            _assemble(results, doc, out_dir, [c for c in compare if c is not item], warn,
+                      None if item is node else node)
+        except BuildError:
+            continue
+        return section, item
+    return None
+
+
+def _stop(signum, frame):
+    raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 def main(argv=None) -> int:
@@ -74,9 +131,10 @@ def main(argv=None) -> int:
                          "<results>-x<N>.yaml beside --results, the most GPUs; one that does not validate is "
                          "left out with a warning)")
     args = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, _stop)        # the deck is swapped in one rename: a stop leaves the old one whole
     t0 = time.perf_counter()
     compare = []
-    left_out = lambda message: print(f"build.py: left out of the comparison: {message}", file=sys.stderr)
+    warn = lambda message: print(f"build.py: {escape.plain_text(message, 2000)}", file=sys.stderr)
     try:
         if args.compare:                # named: each must validate and build
             compare = [(path, schema.load(path)) for path in args.compare]
@@ -85,21 +143,26 @@ def main(argv=None) -> int:
                 try:
                     compare.append((path, schema.load(path)))
                 except schema.ResultsError as e:
-                    left_out(e)
+                    warn(f"left out of the comparison: {e}")
         node = (args.node, schema.load(args.node)) if args.node else None
         for path in ([] if args.node else node_files(args.results)):
             try:
                 node = (path, schema.load(path))
                 break
             except schema.ResultsError as e:
-                print(f"build.py: left out of the multi-GPU section: {e}", file=sys.stderr)
-        context = build(args.results, args.out_dir, compare, warn=None if args.compare else left_out, node=node)
+                warn(f"left out of the multi-GPU section: {e}")
+        context = build(args.results, args.out_dir, compare, warn=None if args.compare else warn, node=node,
+                        node_named=bool(args.node))
     except (schema.ResultsError, BuildError) as e:
-        print(f"build.py: {e}\nNothing was written.", file=sys.stderr)
+        print(f"build.py: {escape.plain_text(e, 2000)}\nNothing was written.", file=sys.stderr)
         return 1
     except OSError as e:
         print(f"build.py: cannot write the deck into {args.out_dir}: {e}\nNothing was written.", file=sys.stderr)
         return 1
+    except KeyboardInterrupt as e:
+        name = e.args[0] if e.args else "SIGINT"
+        print(f"build.py: stopped by {name}; the previous deck in {args.out_dir} is as it was.", file=sys.stderr)
+        return 128 + signal.Signals[name].value
     n_missing = sum(len(v) for v in context["missing"].values())
     say = lambda text: print(escape.plain_text(text, 2000))   # names and reasons from the file: no escapes
     say(f"wrote slides.md and svgs/ for {context['device']['name']} in {time.perf_counter() - t0:.2f} s"

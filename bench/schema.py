@@ -15,6 +15,7 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
       l2_bytes: 52428800
       smem_per_block_optin_bytes: 232448
       memory_bytes: 85...
+      power_limit_w: 700          # NVML's enforced power limit
     software: {driver, cuda_runtime, python, cupy, numba, nvcc, git_commit}   # strings or null
     node: {gpu_count, gpus: [..], pairs: [{a, b, nvlinks, via, nvlink_gbps_per_direction}], multicast}
                                   # only in a node's file, results/<gpu-slug>-x<N>.yaml (bench/topology.py)
@@ -86,10 +87,11 @@ DEVICE_FIELDS = {
     "mem_clock_max_mhz": (int, float), "mem_bus_width_bits": int, "l2_bytes": int,
     "smem_per_block_optin_bytes": int, "memory_bytes": int,
     "max_threads_per_sm": int, "regs_per_sm": int, "smem_per_sm_bytes": int,
+    "power_limit_w": (int, float),      # NVML's enforced limit: the cap the deck's clock claims refer to
 }
 # Device fields the deck divides by or multiplies into a peak: zero would make every figure 0 or inf.
 POSITIVE_DEVICE_FIELDS = ("sm_count", "sm_clock_max_mhz", "mem_clock_max_mhz", "mem_bus_width_bits", "l2_bytes",
-                          "max_threads_per_sm", "regs_per_sm", "smem_per_sm_bytes")
+                          "max_threads_per_sm", "regs_per_sm", "smem_per_sm_bytes", "power_limit_w")
 CAPABILITY = re.compile(r"\d{1,2}\.\d")
 LARGEST = 1e15          # past any byte count, clock, counter or time a GPU run records
 # What a results file may hold before it is even parsed: ours are ~300 KB, 10 levels deep,
@@ -101,58 +103,70 @@ TIME_FIELDS = ("median", "p10", "p90", "n")
 
 
 NUM = (int, float)
-_TIMED = {"median": NUM}
-_TILE = {"BM": int, "BN": int}
+
+
+class Positive:
+    """A leaf of a spec (RECORDS, NODE) that must be > 0: the deck divides by it or takes its logarithm."""
+
+    def __init__(self, t=NUM):
+        self.t = t
+
+
+POS, POS_INT = Positive(), Positive(int)
+_TIMED = {"median": POS}
+_TILE = {"BM": POS_INT, "BN": POS_INT}
 _P2P = ("copy_engine", "copy_engine_both_ways", "sm_read", "sm_write")
 _BUSBW = {"algbw_gbps": NUM, "busbw_gbps": NUM}
 # A node's file (results/<gpu-slug>-x<N>.yaml) also holds the node: its GPUs and their links.
 NODE = {"gpu_count": int, "gpus": [{"index": int, "name": str, "pci_bus_id": str, "nvlinks": int}],
-        "pairs": [{"a": int, "b": int, "nvlinks": int, "via": str, "nvlink_gbps_per_direction?": NUM}],
-        "multicast": dict}
+        "pairs": [{"a": int, "b": int, "nvlinks": int, "via": str, "nvlink_gbps_per_direction?": POS,
+                   "pcie_path?": str}],
+        "multicast": {"NCCL_NVLS_ENABLE?": str}}
 # What the deck reads from an ok record, by id prefix (the first that matches): a mapping's
 # keys, "?" marking one that may be absent; [spec] a list of at least one entry, each
 # following spec. The record's own fields (status, time_ms, check, ...) are checked above.
-_PEER_RUN = {"time_ms": _TIMED, "tflops": NUM, "check": {"passed": bool, "rel_error": NUM}}
+_PEER_RUN = {"time_ms": _TIMED, "tflops": POS, "check": {"passed": bool, "rel_error": NUM}}
 RECORDS = {
     "peers.fastcu": {"params": {"commit": str, "ours": str},
                          "shapes": [{"shape": [int], **{who: _PEER_RUN for who in ("fastcu", "cublas_bf16_out",
                                                                                     "cublas", "ours")}}]},
     "gemm.cublas_": {"time_ms": _TIMED, "tflops": NUM},
     "gemm.": {"time_ms": _TIMED, "tflops": NUM,
-              "resources?": {"threads_per_block": int, "regs_per_thread": int, "smem_static_bytes": int,
+              "resources?": {"threads_per_block": POS_INT, "regs_per_thread": int, "smem_static_bytes": int,
                              "smem_dynamic_bytes": int, "tile?": _TILE,
-                             "split_wave?": {"full_waves": int, "k_tiles": int, "left": int, "rounds": int,
+                             "split_wave?": {"full_waves": int, "k_tiles": POS_INT, "left": int, "rounds": int,
                                              "split": int}},
-              "cublas?": {"id": str, "time_ms": _TIMED, "tflops": NUM, "ratio": NUM, "ratio_by_sample?": _TIMED,
+              "cublas": {"id": str, "time_ms": _TIMED, "tflops": POS, "ratio": NUM, "ratio_by_sample?": _TIMED,
                           "check": {"passed": bool, "rel_error": NUM}},
               "odd_shape?": {"outcome": str, "shape": [int]},
               "settle?": {"seconds": NUM, "settled": bool},
               "profile?": {"metrics": dict, "names": dict}},
-    "hbm.": {"params": {"buffer_bytes": int}, "memcpy": {"gbps": NUM},
-             "rows": [{"label": str, "blocks": int, "threads": int, "sms_used": int, "gbps": NUM}]},
+    "hbm.": {"params": {"buffer_bytes": int}, "memcpy": {"gbps": POS},
+             "rows": [{"label": str, "blocks": POS_INT, "threads": int, "sms_used": POS_INT, "gbps": POS}]},
     "l2.": {"params": {"read_bytes": int, "copy_bytes": int},
-            "rows": [{"label": str, "sms": int, "blocks": int, "read": {"gbps": NUM}, "copy": {"gbps": NUM}}]},
+            "rows": [{"label": str, "sms": POS_INT, "blocks": POS_INT, "read": {"gbps": NUM}, "copy": {"gbps": NUM}}]},
     "latency.instruction": {"params": {"ilps": [int], "iters": int, "ops_per_iter": int, "subpartitions": int},
                             "rows": [{"op": str, "name": str, "cycles": dict, "sass": dict, "warps_per_sm": NUM,
-                                      "issue_cycles_per_subpartition": NUM}]},
-    "latency.memory": {"params": {"line_bytes": int}, "levels": [{"label": str, "cycles": NUM}],
-                       "sweep": [{"bytes": int, "cycles": NUM}]},
+                                      "issue_cycles_per_subpartition": POS}]},
+    "latency.memory": {"params": {"line_bytes": int}, "levels": [{"label": str, "cycles": POS}],
+                       "sweep": [{"bytes": POS_INT, "cycles": POS}]},
     "transpose.": {"params": {"n": int, "bytes": int}, "copy": {"gbps": NUM, "kernel": str, "time_ms": _TIMED},
-                   "rows": [{"key": str, "label": str, "note": str, "gbps": NUM, "pct_of_copy": NUM,
+                   "rows": [{"key": str, "label": str, "note": str, "gbps": POS, "pct_of_copy": NUM,
                              "check_passed": bool, "time_ms": _TIMED}]},
     "multigpu.p2p": {"params": {"bytes": int},
-                     "rows": [{"src": int, "dst": int, "peer_access": bool, "nvlink_gbps_per_direction?": NUM,
+                     "rows": [{"src": int, "dst": int, "peer_access": bool, "nvlink_gbps_per_direction?": POS,
                                **{f"{how}?": {"gbps": NUM} for how in _P2P},
                                "latency_ns?": {"peer": NUM, "local": NUM}}]},
     "multigpu.nccl_tests": {"params": {"ranks": int, "version": str},
-                            "rows": [{"collective": str, "mode": str, "bytes": int, "time_us": NUM, **_BUSBW}]},
-    "multigpu.nccl": {"params": {"ranks": int}, "rows": [{"collective": str, "bytes": int, "time_ms": _TIMED,
+                            "rows": [{"collective": str, "mode": str, "bytes": POS_INT, "time_us": POS, **_BUSBW}]},
+    "multigpu.nccl": {"params": {"ranks": int}, "rows": [{"collective": str, "bytes": POS_INT, "time_ms": _TIMED,
                                                           "wrong": int, **_BUSBW}]},
     "sweep.": {"rows": [{"shape": [int], "outcome": str, "ratio_same_layout?": NUM, "tflops?": dict}]},
     "tune.": {"params": {"bm": int, "space": dict, "stages_max": dict}, "trials": [{"config": dict}],
-              "final": {"winner": {"config": dict, "ratio": NUM}, "hand_picked?": {"config": dict, "ratio": NUM}}},
+              "winner": int, "hand_picked": int,
+              "final": {"winner": {"config": dict, "ratio": POS}, "hand_picked": {"config": dict, "ratio": POS}}},
     "settle.": {"params": {"kernel": str, "gemm_settle_rule": {"max_s": NUM}},
-                "series": {who: {"batch": int, "rows": [{"t_s": NUM, "ms": NUM, "sm_clock_mhz": NUM,
+                "series": {who: {"batch": int, "rows": [{"t_s": NUM, "ms": POS, "sm_clock_mhz": NUM,
                                                          "temperature_c": NUM}]} for who in ("kernel", "cublas")}},
 }
 
@@ -180,6 +194,8 @@ def _type_name(t) -> str:
 
 
 def _spec_name(spec) -> str:
+    if isinstance(spec, Positive):
+        return f"{_type_name(spec.t)} > 0"
     return "a mapping" if isinstance(spec, dict) else "a list" if isinstance(spec, list) else _type_name(spec)
 
 
@@ -250,6 +266,8 @@ class _Validator:
                 self.require(t, f, int if f == "n" else (int, float), f"{path}.time_ms")
             if "batch" in t and not (isinstance(t["batch"], int) and t["batch"] >= 1):
                 self.fail(f"{path}.time_ms.batch", "a whole number of runs per sample, at least 1", t["batch"])
+            if not t["median"] > 0:
+                self.fail(f"{path}.time_ms.median", "a number > 0 (a time)", t["median"])
             if not t["p10"] <= t["median"] <= t["p90"]:
                 self.fail(f"{path}.time_ms", "p10 <= median <= p90",
                           f"p10={t['p10']}, median={t['median']}, p90={t['p90']}")
@@ -266,6 +284,10 @@ class _Validator:
         spec = next((spec for prefix, spec in RECORDS.items() if bid.startswith(prefix)), None)
         if status == "ok" and spec is not None:
             self.shape(rec, spec, path)
+            if bid.startswith("sweep."):          # a correct size was timed: its speeds are what the slide shows
+                for i, row in enumerate(rec["rows"]):
+                    if row["outcome"] == "correct":
+                        self.shape(row, {"ratio_same_layout": POS, "tflops": {"kernel": POS}}, f"{path}.rows[{i}]")
 
     def shape(self, value, spec, path: str) -> None:
         """``value`` follows ``spec`` (see RECORDS)."""
@@ -282,6 +304,9 @@ class _Validator:
                 self.fail(path, f"a list of at least one entry, each {_spec_name(spec[0])}", value)
             for i, item in enumerate(value):
                 self.shape(item, spec[0], f"{path}[{i}]")
+        elif isinstance(spec, Positive):
+            if not self.expect(value, spec.t, path) > 0:
+                self.fail(path, _spec_name(spec), value)
         else:
             self.expect(value, spec, path)
 
@@ -316,6 +341,16 @@ class _Validator:
             self.shape(doc["node"], NODE, "node")
             if doc["node"]["gpu_count"] < 2:
                 self.fail("node.gpu_count", "2 or more (a node's file)", doc["node"]["gpu_count"])
+            indices = set()
+            for i, gpu in enumerate(doc["node"]["gpus"]):
+                if gpu["index"] in indices:
+                    self.fail(f"node.gpus[{i}].index", "an index no other GPU of the node has", gpu["index"])
+                indices.add(gpu["index"])
+            for i, pair in enumerate(doc["node"]["pairs"]):
+                for end in ("a", "b"):
+                    if pair[end] not in indices:
+                        self.fail(f"node.pairs[{i}].{end}", f"the index of one of the node's GPUs "
+                                  f"({', '.join(map(str, sorted(indices)))})", pair[end])
         unknown = set(doc) - {"schema_version", "device", "software", "benchmarks", "node"}
         if unknown:
             self.fail(sorted(unknown)[0], "no such top-level field", doc[sorted(unknown)[0]])

@@ -98,7 +98,7 @@ def context(deck) -> dict | None:
             message = f"{path}: cannot be compared ({type(e).__name__}: {schema.one_line(e, 200)})"
             if deck.warn is None:
                 raise BuildError(message) from e
-            deck.warn(message)
+            deck.warn(f"left out of the comparison: {message}")
             continue
         accepted.append(candidate)
     return section

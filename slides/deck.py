@@ -163,7 +163,7 @@ def environment() -> jinja2.Environment:
         autoescape=True, finalize=escape.finalize)
     env.filters.update(num=fmt_num, sig=fmt_sig, bytes=fmt_bytes, code_block=code_block,
                        count=lambda n, noun: f"{n:,} {noun}{'' if n == 1 else 's'}",
-                       yaml_str=escape.yaml_string, join=_join,
+                       yaml_str=escape.yaml_string, yaml_plain=escape.yaml_plain, join=_join,
                        replace=lambda s, old, new: str(s).replace(old, new))   # plain text, escaped on output
     return env
 

@@ -13,9 +13,10 @@ from markupsafe import Markup
 from bench.schema import one_line
 
 MAX_CHARS = 1000       # a guard: the runner already bounds the reasons it records
-# Markdown's inline punctuation (emphasis, code, links, tables, escapes, strikethrough) and
-# KaTeX's $: as character references, which Markdown shows but does not interpret.
-_MARKDOWN = re.compile(r"[|*`\[\]\\~$]")
+# Markdown's inline punctuation (emphasis, code, links, tables, escapes, strikethrough), KaTeX's $
+# and the braces of MDC's {attributes}: as character references, which Markdown shows but does not
+# interpret. (The deck turns MDC off too; the braces are escaped in case a template turns it on.)
+_MARKDOWN = re.compile(r"[|*`\[\]\\~${}]")
 _UNDERSCORE_AT_EDGE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")     # inside a word it is literal
 _COMPONENT = re.compile(r"(?:(?<=\s)|^):(?=[A-Za-z])")                      # MDC's :component
 # What would change the deck's structure at the start of a line: a heading, a quote, a rule, a
@@ -31,14 +32,15 @@ def _reference(match: re.Match) -> str:
 
 def markdown_text(value) -> Markup:
     """``value`` for a slide: HTML-escaped, Markdown's punctuation as character references, and
-    braces kept from Vue's {{ }} interpolation by v-pre."""
+    braces (which Markdown hands on to Vue as they are) kept from Vue's {{ }} interpolation by v-pre."""
     text = "".join(_HTML.get(c, c) for c in one_line(value, MAX_CHARS))
+    braces = "{" in text or "}" in text
     text = _MARKDOWN.sub(_reference, text)
     text = _UNDERSCORE_AT_EDGE.sub(_reference, text)
     text = _COMPONENT.sub(_reference, text)
     if _BLOCK_START.match(text):
         text = f"&#{ord(text[0])};{text[1:]}"
-    if "{" in text or "}" in text:
+    if braces:
         text = f"<span v-pre>{text}</span>"
     return Markup(text)
 
@@ -47,6 +49,12 @@ def yaml_string(value) -> Markup:
     """``value`` as a double-quoted YAML scalar for the headmatter (JSON is a subset of YAML);
     Slidev renders the title as Markdown too, so it is escaped as slide text first."""
     return Markup(json.dumps(str(markdown_text(value)), ensure_ascii=False))
+
+
+def yaml_plain(value) -> Markup:
+    """``value`` as a double-quoted YAML scalar of plain text, for a headmatter field that Slidev
+    puts into an HTML attribute (escaped there) and never renders as Markdown."""
+    return Markup(json.dumps(one_line(value, MAX_CHARS), ensure_ascii=False))
 
 
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")

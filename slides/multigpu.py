@@ -101,11 +101,11 @@ def _p2p(rec: dict) -> dict:
         if not r["peer_access"]:
             rows.append({**r, "kinds": {}})
             continue
-        link = r.get("nvlink_gbps_per_direction")
-        kinds = {k: r[k]["gbps"] / (2 if k == "copy_engine_both_ways" else 1) for k in P2P_KINDS}
+        link = r.get("nvlink_gbps_per_direction")          # absent where the pair has no NVLink
+        kinds = {k: r[k]["gbps"] / (2 if k == "copy_engine_both_ways" else 1) for k in P2P_KINDS if k in r}
         rows.append({**r, "kinds": kinds, "pct_link": {k: 100 * v / link for k, v in kinds.items()} if link else {}})
     first = next((r for r in rows if r["kinds"]), None)
-    worst_pct = min((r["pct_link"]["copy_engine"] for r in rows if r.get("pct_link")), default=None)
+    worst_pct = min((r["pct_link"]["copy_engine"] for r in rows if "copy_engine" in r.get("pct_link", {})), default=None)
     return {"rec": rec, "rows": rows, "first": first, "kinds": P2P_KINDS, "target_pct": 100 * PEER_COPY_TARGET,
             "met": worst_pct is not None and worst_pct >= 100 * PEER_COPY_TARGET}
 
@@ -152,13 +152,20 @@ def section(doc: dict, records: dict) -> dict:
     node = doc["node"]
     nccl, peer = records["multigpu.nccl"], records["multigpu.nccl_tests"]
     n = node["gpu_count"]
+    nvls = node["multicast"].get("NCCL_NVLS_ENABLE")
     c = {"measured": True, "ids": list(IDS), "device": doc["device"], "node": node, "n": n,
-         "multicast_off": node["multicast"].get("NCCL_NVLS_ENABLE") == "0",
-         "p2p": _p2p(records["multigpu.p2p"]), "nccl": nccl, "peer": peer, "fit": None, "dp": []}
+         "multicast_off": nvls == "0", "nvls": nvls,
+         "multicast": "not recorded" if nvls is None else "off" if nvls == "0" else "on",
+         "pairs": [{**p, "pcie_path": p.get("pcie_path", "not recorded"),
+                    "nvlink_gbps_per_direction": p.get("nvlink_gbps_per_direction")} for p in node["pairs"]],
+         "p2p": _p2p(records["multigpu.p2p"]), "nccl": nccl, "peer": peer, "fit": None, "fit_reason": "", "dp": []}
     c.update(_collectives(nccl, peer, n))
     reduce = [r for r in c["ours"] if r["collective"] == "all_reduce"]
-    if reduce:
-        fit = alpha_beta([r["bytes"] for r in reduce], [r["time_ms"]["median"] * 1e-3 for r in reduce])
+    try:
+        fit = reduce and alpha_beta([r["bytes"] for r in reduce], [r["time_ms"]["median"] * 1e-3 for r in reduce])
+    except ValueError as e:         # sizes the model cannot be fitted to: the slide says why
+        fit, c["fit_reason"] = None, f"the α–β model: {e}"
+    if fit:
         fit["busbw_gbps"] = fit["beta_gbps"] * BUS_FACTOR["all_reduce"](n)
         largest = max(reduce, key=lambda r: r["bytes"])
         fit["check"] = {"bytes": largest["bytes"], "measured_ms": largest["time_ms"]["median"],
@@ -211,7 +218,8 @@ def topology(c: dict) -> str:
 
 def p2p_bars(c: dict) -> str:
     first = c["p2p"]["first"]
-    bars = [fig.Bar(label, first["kinds"][k], fig.PALETTE[i]) for i, (k, label) in enumerate(P2P_KINDS.items())]
+    bars = [fig.Bar(label, first["kinds"][k], fig.PALETTE[i]) for i, (k, label) in enumerate(P2P_KINDS.items())
+            if k in first["kinds"]]
     lines = [fig.Line("x", c["link_gbps"], f"NVLink {c['link_gbps']:,.0f} per direction", fig.REF)] if c["link_gbps"] else []
     return fig.bar_chart(bars, f"GB/s per direction, GPU {first['src']} → GPU {first['dst']}", lines)
 

@@ -1,7 +1,8 @@
 // Opens every slide of a built deck in Chromium at Slidev's canvas size (980 x 552, scale 1) and
 // prints, as JSON, what a room would not see: elements past the slide's edges, code blocks that
 // scroll or clip, text under 12 px (code 11), figure text under 10 px at the size it is shown, and
-// titles that wrap. Usage: node deck_check.mjs <base url> <slides> <chromium>
+// titles that wrap; and what data must never become: an element with an event handler, a page title
+// changed by script. Usage: node deck_check.mjs <base url> <slides> <chromium>
 import { chromium } from 'playwright-chromium';
 
 const [base, count, executablePath] = process.argv.slice(2);
@@ -36,6 +37,11 @@ for (let n = 1; n <= Number(count); n++) {
       if ([...e.childNodes].some((c) => c.nodeType === 3 && c.textContent.trim()) && px < min - 0.05)
         out.push({ slide: n, title, what: `${name(e)} is set at ${px.toFixed(1)} px, under ${min}` });
     }
+    for (const e of root.querySelectorAll('*')) {                 // data never becomes a handler
+      const handlers = [...e.attributes].map((a) => a.name).filter((a) => a.startsWith('on'));
+      if (handlers.length) out.push({ slide: n, title, what: `${name(e)} carries ${handlers.join(', ')}` });
+    }
+    if (document.title === 'pwned') out.push({ slide: n, title, what: `script ran: the page title is "${document.title}"` });
     const h1 = root.querySelector('h1');                            // a title on one line
     if (h1 && visible(h1)) {
       const range = document.createRange();

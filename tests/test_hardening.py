@@ -1,11 +1,14 @@
 """build.py on unlucky input and an unlucky disk: one clear message, exit 1, and the previous
 deck untouched; a broken neighbour left out of the comparison instead of stopping the build."""
+import copy
 import errno
 import os
+from pathlib import Path
 
 import pytest
 
 import build
+from bench import schema
 from tests.test_compare import other_gpu
 
 
@@ -151,3 +154,106 @@ def test_an_output_folder_that_cannot_be_made_is_a_message(where, fixture_doc, w
     err = capsys.readouterr().err
     assert err.startswith(f"build.py: cannot write the deck into {out}: ") and "Nothing was written." in err
     assert blocker.read_text() == "x"
+
+
+# --- every field the deck reads: required by the schema, or shown without it -----------------------
+
+def _spec_paths(spec, want, path=()):
+    """The paths of a RECORDS/NODE spec's leaves that ``want(key, spec)`` picks ("[]": every item of a list)."""
+    if isinstance(spec, dict):
+        for key, sub in spec.items():
+            if want(key, sub):
+                yield path + (key.rstrip("?"),)
+            yield from _spec_paths(sub, want, path + (key.rstrip("?"),))
+    elif isinstance(spec, list):
+        yield from _spec_paths(spec[0], want, path + ("[]",))
+
+
+def _apply(value, path, change) -> int:
+    """``change(mapping, key)`` at every place ``path`` reaches in ``value``; how many it reached."""
+    key, rest = path[0], path[1:]
+    if key == "[]":
+        return sum(_apply(item, rest, change) for item in value) if isinstance(value, list) else 0
+    if not isinstance(value, dict) or key not in value:
+        return 0
+    if not rest:
+        change(value, key)
+        return 1
+    return _apply(value[key], rest, change)
+
+
+def _cases(want):
+    """(file, id prefix, path) for each leaf ``want`` picks that the fixtures hold."""
+    from tests.conftest import _fixture_results, NODE_FIXTURE
+    from bench.schema import NODE, RECORDS
+    cases = []
+    for file, doc in (("gpu", _fixture_results()), ("node", _fixture_results(NODE_FIXTURE))):
+        for prefix, spec in [*RECORDS.items(), *([("node", NODE)] if file == "node" else [])]:
+            recs = [doc["node"]] if prefix == "node" else [
+                rec for bid, rec in doc["benchmarks"].items()
+                if next((p for p in RECORDS if bid.startswith(p)), None) == prefix and rec["status"] == "ok"]
+            for path in dict.fromkeys(_spec_paths(spec, want)):
+                if any(_apply(copy.deepcopy(rec), path, lambda m, k: None) for rec in recs):
+                    cases.append(pytest.param(file, prefix, path, id=f"{file}:{prefix}{'.'.join(path)}"))
+    return cases
+
+
+def _deck_from(file, prefix, path, change, fixture_doc, node_doc):
+    """Apply ``change`` at ``path`` of every record ``prefix`` picks, then validate and build both
+    files' deck in memory: the schema's refusal (a ResultsError) or nothing."""
+    doc = node_doc if file == "node" else fixture_doc
+    from bench.schema import RECORDS
+    targets = [doc["node"]] if prefix == "node" else [
+        rec for bid, rec in doc["benchmarks"].items() if next((p for p in RECORDS if bid.startswith(p)), None) == prefix]
+    for rec in targets:
+        _apply(rec, path, change)
+    schema.validate(fixture_doc, "gpu.yaml")
+    schema.validate(node_doc, "node.yaml")
+    node_doc["device"]["name"] = fixture_doc["device"]["name"]
+    build._assemble(Path("gpu.yaml"), fixture_doc, build.ROOT, [], None, (Path("node.yaml"), node_doc))
+
+
+def _zero(mapping, key):
+    mapping[key] = 0
+
+
+@pytest.mark.parametrize("file, prefix, path", _cases(lambda key, sub: sub in (schema.NUM, int, float)
+                                                       or isinstance(sub, schema.Positive)))
+def test_a_number_the_deck_reads_at_zero_is_shown_or_refused_by_name(file, prefix, path, fixture_doc, node_doc):
+    """Zero where the deck divides or takes a logarithm is the schema's to refuse, naming the field:
+    never a bare ZeroDivisionError out of a slide."""
+    try:
+        _deck_from(file, prefix, path, _zero, fixture_doc, node_doc)
+    except schema.ResultsError as e:
+        assert f".{path[-1]}: expected " in str(e), e
+
+
+@pytest.mark.parametrize("file, prefix, path", _cases(lambda key, sub: key.endswith("?")))
+def test_a_field_the_schema_lets_be_absent_is_shown_without_it(file, prefix, path, fixture_doc, node_doc):
+    try:
+        _deck_from(file, prefix, path, lambda mapping, key: mapping.pop(key), fixture_doc, node_doc)
+    except schema.ResultsError as e:      # absent only where the record allows it (a sweep's refused size)
+        assert f".{path[-1]}: expected " in str(e) and "the field is missing" in str(e), e
+
+
+@pytest.mark.parametrize("field", [*schema.POSITIVE_DEVICE_FIELDS])
+def test_a_device_without_a_field_the_deck_reads_is_refused_by_name(field, fixture_doc, write_results, tmp_path, capsys):
+    del fixture_doc["device"][field]
+    out = tmp_path / "deck"
+    _previous_deck(out)
+    assert build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(out), "--no-compare"]) == 1
+    assert f"device.{field}: expected " in capsys.readouterr().err and _unchanged(out)
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_a_neighbour_whose_figure_fails_is_left_out_or_named(named, fixture_doc, write_results, tmp_path, capsys,
+                                                               monkeypatch):
+    """The same rule as for a node's file: any part of the build, not only the section's context."""
+    from slides import compare
+    monkeypatch.setattr(compare, "compare_gemm", lambda c: 1 / 0)
+    mine = write_results(fixture_doc, "mine.yaml")
+    other = write_results(other_gpu(fixture_doc), "other.yaml")
+    code = build.main(["--results", str(mine), "--out-dir", str(tmp_path / "deck"), *(["--compare", str(other)] if named else [])])
+    err = capsys.readouterr().err
+    assert f"{other}: the deck cannot be built with it (ZeroDivisionError: division by zero)" in err and "Traceback" not in err
+    assert code == (1 if named else 0) and (tmp_path / "deck" / "slides.md").exists() == (not named)

@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 import build
+from bench import schema
 from slides import escape
 from tests.test_build import OUTLINE, headings
 
@@ -18,6 +19,8 @@ HOSTILE = {
     "table": "a | b | c",
     "markdown": "**bold** _em_ `code` [link](http://x) $x^2$ :icon{name=x}",
     "controls": "bell\x07 escape\x1b[31m nul\x00 sep\u2028 end",
+    # MDC's attribute syntax: a class, a handler, a style on the element before the braces
+    "mdc": "x{.animate-spin onanimationstart=document.title='PWNED'} boom{onclick=alert(9) style=color:red} ${1+1}$",
 }
 
 
@@ -50,12 +53,16 @@ def test_hostile_strings_stay_data(case, fixture_doc, write_results, tmp_path):
     deck = (tmp_path / "slides.md").read_text()
     assert headings(deck) == OUTLINE                                    # no slide added or lost
     head = yaml.safe_load(deck.split("---\n")[1])
-    assert set(head) == {"theme", "title", "info", "class", "drawings", "transition", "mdc", "exportFilename", "fonts"}
+    assert set(head) == {"theme", "title", "seoMeta", "class", "drawings", "transition", "exportFilename", "fonts"}
+    assert head["seoMeta"]["ogDescription"] == f"Micro-benchmarks and a GEMM built step by step, measured on " \
+                                                f"GPU {schema.one_line(text, escape.MAX_CHARS)}."    # plain text
     assert "CUDA Performance Study — GPU " in head["title"]
     for table in _table_rows(deck):                                     # every row keeps its cells
         cells = {len(re.findall(r"(?<!\\)\|", row)) for row in table}
         assert len(cells) == 1, table
     body = re.sub(r"<span v-pre>.*?</span>", "", deck.split("---\n", 2)[2])   # v-pre: Vue leaves it as text
+    for brace in re.findall(r"\S*[{}]\S*", text):                      # no brace of the data reaches MDC or Vue
+        assert brace not in deck.split("---\n", 2)[2]
     assert "{{ 7" not in body and "<img src=x" not in body and "\x1b" not in deck and "\x00" not in deck
     for svg in (tmp_path / "svgs").glob("*.svg"):
         ET.fromstring(svg.read_text())                                 # well-formed XML

@@ -141,7 +141,8 @@ def test_node_section_is_validated(node_doc):
 
 @pytest.fixture
 def node_deck(fixture_doc, node_doc, write_results, tmp_path):
-    """The H100 fixture's deck with the node fixture beside it, found by its name."""
+    """The H100 fixture's deck, named for the node fixture's GPU, with the node fixture beside it, found by its name."""
+    fixture_doc["device"]["name"] = node_doc["device"]["name"]
     results = write_results(fixture_doc, "gpu.yaml")
     write_results(node_doc, "gpu-x2.yaml")
     assert build.comparable_files(results) == [] and build.node_files(results) == [results.with_name("gpu-x2.yaml")]
@@ -176,7 +177,8 @@ def test_multigpu_numbers_follow_the_results(fixture_doc, node_doc, write_result
     for r in node_doc["benchmarks"]["multigpu.p2p"]["rows"]:
         r["copy_engine"]["gbps"] = 123.0
     node = write_results(node_doc, "node.yaml")
-    build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path), "--node", str(node)])
+    fixture_doc["device"]["name"] = node_doc["device"]["name"]
+    assert build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path), "--node", str(node)]) == 0
     s = slides_of((tmp_path / "slides.md").read_text())
     assert "**123 GB/s**" in s["NVLink Peer to Peer"] and "27% of the 450 GB/s" in s["NVLink Peer to Peer"]
 
@@ -199,3 +201,84 @@ def test_a_broken_node_file_beside_is_left_out(fixture_doc, write_results, tmp_p
     assert build.main(["--results", str(results), "--out-dir", str(tmp_path)]) == 0
     assert "left out of the multi-GPU section" in capsys.readouterr().err
     assert "Past One GPU" in headings((tmp_path / "slides.md").read_text())
+
+
+def _skipped(rec, status):
+    return {k: rec[k] for k in ("family", "title", "source_hash", "measured_at", "telemetry")} | {
+        "status": status, "reason": "no checkout of the peer" if status == "skipped" else "exited with code 1"}
+
+
+# Node files python -m bench writes, or could: each builds its section, with what it lacks said so.
+NODE_CASES = {
+    "nccl-tests skipped": lambda d: d["benchmarks"].update(
+        {"multigpu.nccl_tests": _skipped(d["benchmarks"]["multigpu.nccl_tests"], "skipped")}),
+    "nccl-tests failed": lambda d: d["benchmarks"].update(
+        {"multigpu.nccl_tests": _skipped(d["benchmarks"]["multigpu.nccl_tests"], "failed")}),
+    "nccl-tests without graph rows": lambda d: d["benchmarks"]["multigpu.nccl_tests"].update(
+        rows=[r for r in d["benchmarks"]["multigpu.nccl_tests"]["rows"] if r["mode"] != "graph"]),
+    "a pair joined by PCIe alone": lambda d: [
+        p.update(nvlinks=0, via="pcie") or p.pop("nvlink_gbps_per_direction") for p in d["node"]["pairs"]] + [
+        r.pop("nvlink_gbps_per_direction") for r in d["benchmarks"]["multigpu.p2p"]["rows"]],
+    "no PCIe path": lambda d: [p.pop("pcie_path") for p in d["node"]["pairs"]],
+    "multicast not recorded": lambda d: d["node"].update(multicast={}),
+    "no copy engine rows": lambda d: [r.pop("copy_engine") for r in d["benchmarks"]["multigpu.p2p"]["rows"]],
+    "all-reduce below 64 MiB only": lambda d: d["benchmarks"]["multigpu.nccl"].update(
+        rows=[r for r in d["benchmarks"]["multigpu.nccl"]["rows"] if r["bytes"] < 64 << 20]),
+}
+
+
+@pytest.mark.parametrize("case", NODE_CASES)
+def test_a_node_file_missing_a_part_still_builds_its_section(case, fixture_doc, node_doc, write_results, tmp_path, capsys):
+    NODE_CASES[case](node_doc)
+    fixture_doc["device"]["name"] = node_doc["device"]["name"]
+    node = write_results(node_doc, "node.yaml")
+    assert build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path), "--no-compare",
+                       "--node", str(node)]) == 0, capsys.readouterr().err
+    assert "Past One GPU: 2 × NVIDIA H200" in headings((tmp_path / "slides.md").read_text())
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_a_node_link_to_no_gpu_is_refused_by_name(named, fixture_doc, node_doc, write_results, tmp_path, capsys):
+    node_doc["node"]["pairs"][0]["b"] = 7
+    fixture_doc["device"]["name"] = node_doc["device"]["name"]
+    results = write_results(fixture_doc, "gpu.yaml")
+    node = write_results(node_doc, "gpu-x2.yaml")
+    code = build.main(["--results", str(results), "--out-dir", str(tmp_path), "--no-compare",
+                       *(["--node", str(node)] if named else [])])
+    err = capsys.readouterr().err
+    assert "node.pairs[0].b: expected the index of one of the node's GPUs (0, 1), got 7" in err and "Traceback" not in err
+    assert code == (1 if named else 0)
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_a_node_file_whose_figure_fails_is_left_out_or_named(named, fixture_doc, node_doc, write_results, tmp_path,
+                                                              capsys, monkeypatch):
+    """Any part of the build that fails on the node's file (here its topology figure): the deck is
+    built without the section when the file was found beside, and is an error naming it when named."""
+    monkeypatch.setattr(section, "topology", lambda c: {}["gpus"][0])
+    fixture_doc["device"]["name"] = node_doc["device"]["name"]
+    results = write_results(fixture_doc, "gpu.yaml")
+    node = write_results(node_doc, "gpu-x2.yaml")
+    code = build.main(["--results", str(results), "--out-dir", str(tmp_path), "--no-compare",
+                       *(["--node", str(node)] if named else [])])
+    err = capsys.readouterr().err
+    assert f"{node}: the deck cannot be built with it (KeyError: 'gpus')" in err and "Traceback" not in err
+    if named:
+        assert code == 1 and not (tmp_path / "slides.md").exists()
+    else:
+        assert code == 0 and "left out of the multi-GPU section" in err
+        assert "Past One GPU" in headings((tmp_path / "slides.md").read_text())
+
+
+def test_another_gpus_node_file_is_refused(fixture_doc, node_doc, write_results, tmp_path, capsys):
+    node = write_results(node_doc, "node.yaml")
+    assert build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path), "--no-compare",
+                       "--node", str(node)]) == 1
+    assert f"{node}: the node file of 'NVIDIA H200', not of 'NVIDIA H100 80GB HBM3'" in capsys.readouterr().err
+
+
+def test_a_node_file_is_not_compared_as_a_gpu(fixture_doc, node_doc, write_results, tmp_path, capsys):
+    node = write_results(node_doc, "node.yaml")
+    assert build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path),
+                       "--compare", str(node)]) == 1
+    assert f"{node}: a node's results file, not a GPU's: pass it as --node" in capsys.readouterr().err

@@ -16,7 +16,7 @@ FAKE_DEVICE = {"name": "Fake GPU", "slug": "fake-gpu", "compute_capability": "9.
                "sm_clock_max_mhz": 1000, "sm_clock_mhz": 1000, "mem_clock_max_mhz": 1000,
                "mem_bus_width_bits": 256, "l2_bytes": 1 << 20, "smem_per_block_optin_bytes": 1 << 16,
                "memory_bytes": 1 << 30, "max_threads_per_sm": 2048, "regs_per_sm": 65536,
-               "smem_per_sm_bytes": 1 << 17}
+               "smem_per_sm_bytes": 1 << 17, "power_limit_w": 300}
 SOFTWARE = dict.fromkeys(schema.SOFTWARE_FIELDS)
 
 

@@ -20,8 +20,10 @@ from tests.test_build import headings
 pytestmark = pytest.mark.slidev
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 SLIDEV = ROOT / "node_modules" / ".bin" / "slidev"
-# Vue's interpolation, an HTML element with a handler, and Markdown: the title slide shows them as typed
-HOSTILE = "{{ 7*7 }} <img src=x onerror=\"document.title='pwned'\"> **not bold** | a cell"
+# Vue's interpolation, an HTML element with a handler, Markdown, MDC's attributes (a class whose
+# animation fires a handler, a handler and a style) and KaTeX: the title slide shows them as typed
+HOSTILE = ("{{ 7*7 }} <img src=x onerror=\"document.title='pwned'\"> **not bold** | a cell "
+           "x{.animate-spin onanimationstart=document.title='pwned'} boom{onclick=alert(9) style=color:red} ${1+1}$")
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +43,14 @@ def deck_dir(tmp_path_factory):
     other = folder / "other.yaml"                                # so that the comparison section is exported too
     other.write_text(yaml.safe_dump(other_gpu(fixture_doc_copy()), sort_keys=False))
     mine = folder / "hostile.yaml"                               # data that looks like markup, shown as text
-    mine.write_text(yaml.safe_dump(hostile_doc(fixture_doc_copy(), HOSTILE), sort_keys=False))
-    from tests.conftest import NODE_FIXTURE                      # and the multi-GPU section
+    doc = hostile_doc(fixture_doc_copy(), HOSTILE)
+    mine.write_text(yaml.safe_dump(doc, sort_keys=False))
+    from tests.conftest import NODE_FIXTURE                      # and the multi-GPU section, of the same GPU
+    node = yaml.safe_load(NODE_FIXTURE.read_text())
+    node["device"]["name"] = doc["device"]["name"]
+    (folder / "node.yaml").write_text(yaml.safe_dump(node, sort_keys=False))
     assert build.main(["--results", str(mine), "--out-dir", str(out), "--compare", str(other),
-                       "--node", str(NODE_FIXTURE)]) == 0
+                       "--node", str(folder / "node.yaml")]) == 0
     yield out
     shutil.rmtree(out, ignore_errors=True)
 
@@ -69,6 +75,9 @@ def test_npm_run_build_makes_a_hostable_site_with_the_pdf(site):
     assert (site / "index.html").exists()
     pdfs = list(site.glob("*.pdf"))
     assert [p.name for p in pdfs] == ["gpu-perf-study.pdf"] and pdfs[0].stat().st_size > 100_000, pdfs
+    head = (site / "index.html").read_text()
+    description = re.search(r'<meta property="og:description" content="([^"]*)"', head).group(1)
+    assert description.startswith("Micro-benchmarks and a GEMM") and description.endswith("${1+1}$."), description  # unquoted
     export = json.loads((ROOT / "package.json").read_text())["scripts"]["export"]
     assert export == "npm run build && cp dist/gpu-perf-study.pdf gpu-perf-study.pdf"    # the handout is this PDF
 
