@@ -56,7 +56,7 @@ def main(argv=None) -> int:
           f"SM clock {device['sm_clock_mhz']}/{device['sm_clock_max_mhz']} MHz) -> {out}", flush=True)
     print(f"kernels built with nvcc: {toolkit.describe()}", flush=True)
     from . import results
-    from .runner import Interrupted, run_all
+    from .runner import Interrupted, WriteFailed, run_all
     if args.profile:
         return profile_all(chosen, out, device)
     # Benchmarks of several GPUs write the node's own file, beside its topology; on a machine of
@@ -66,7 +66,23 @@ def main(argv=None) -> int:
     if on_node:
         from .topology import collect_node
         node_out = args.node_out or out.with_name(f"{device['slug']}-x{device['gpu_count']}.yaml")
+        if node_out.resolve() == out.resolve():
+            print(f"python -m bench: --node-out is the same file as --out ({out}): the node's records need a file "
+                  "of their own; nothing was run.", file=sys.stderr)
+            return 2
         runs.append((node_out, on_node, collect_node()))
+    runs = [(path, benchmarks, node) for path, benchmarks, node in runs if benchmarks]
+    earlier = {}
+    for path, _, node in runs:      # every target, before any GPU time is spent on records it could not keep
+        try:
+            results.check_target(path)
+            earlier[path] = results.existing(path, device, node is not None)
+        except OSError as e:
+            print(f"python -m bench: cannot write {path} ({e.strerror or e}); nothing was run.", file=sys.stderr)
+            return 1
+        except schema.ResultsError as e:
+            print(f"python -m bench: {e}; nothing was run.", file=sys.stderr)
+            return 1
     software = collect_software()
     # The builds run beside the benchmarks, in the order they need them: a benchmark whose cubin is
     # not ready yet compiles it itself.
@@ -74,11 +90,8 @@ def main(argv=None) -> int:
     compiling.start()
     bad = []
     for path, benchmarks, node in runs:
-        if not benchmarks:
-            continue
         try:
-            earlier = results.existing(path, device)  # refuse a bad target before spending GPU time
-            estimates = {bid: rec["duration_s"] for bid, rec in earlier.items() if rec.get("duration_s")}
+            estimates = {bid: rec["duration_s"] for bid, rec in earlier[path].items() if rec.get("duration_s")}
             doc = run_all(benchmarks, path, device, software, node=node, estimates=estimates)
         except schema.ResultsError as e:
             print(f"python -m bench: {e}", file=sys.stderr)
@@ -86,6 +99,9 @@ def main(argv=None) -> int:
         except Interrupted as stop:
             print(f"python -m bench: stopped by {stop}; the records measured so far are in {path}", file=sys.stderr)
             return 128 + stop.signum
+        except WriteFailed as e:
+            print(f"python -m bench: {e}; the run stopped there.", file=sys.stderr)
+            return 1
         failed = [b.id for b in benchmarks if doc["benchmarks"][b.id]["status"] == "failed"]
         bad += failed
         print(f"wrote {path}: {len(benchmarks) - len(failed)} of {len(benchmarks)} benchmarks did not fail"

@@ -3,6 +3,7 @@ family keeps the others and an interrupted run loses nothing already written."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import tempfile
@@ -34,10 +35,24 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def existing(path: Path, device: dict) -> dict:
+def check_target(path: Path) -> None:
+    """Raise OSError unless ``path`` can be written as a results file is (its folder made, a file
+    created beside it and its lock file opened): asked before the first benchmark spends GPU time."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a folder", str(path))
+    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".probe"):
+        pass
+    with open(path.with_name(f".{path.name}.lock"), "a"):
+        pass
+
+
+def existing(path: Path, device: dict, node_file: bool = False) -> dict:
     """The benchmarks already in ``path`` ({} if there is no file).
 
-    An existing file that is not valid, or that was measured on another GPU, is
+    An existing file that is not valid, that was measured on another GPU, or that is a node's file
+    where a GPU's is written (or the other way round: a merge would drop its node section) is
     reported and left untouched: earlier results are never overwritten blindly."""
     path = Path(path)
     if not path.exists():
@@ -47,6 +62,10 @@ def existing(path: Path, device: dict) -> dict:
         raise schema.ResultsError(
             f"{path}: holds results for {doc['device']['name']!r}, not {device['name']!r}; "
             "choose another --out")
+    if ("node" in doc) != node_file:
+        raise schema.ResultsError(f"{path}: " + ("a node's results file, where this run writes one GPU's; choose "
+                                                 "another --out" if "node" in doc else "one GPU's results file, "
+                                                 "where this run writes a node's; choose another --node-out"))
     return doc["benchmarks"]
 
 
@@ -65,16 +84,18 @@ def locked(path: Path):
 
 def merge(path: Path, device: dict, software: dict, records: dict, node: dict | None = None) -> dict:
     """Add ``records`` to the results file at ``path`` (created if absent), atomically; a node's
-    file (the records of benchmarks on several GPUs) also holds ``node``, its topology."""
+    file (the records of benchmarks on several GPUs) also holds ``node``, its topology. A document
+    that ``schema.load`` would refuse (too large, too deep, text not UTF-8) is a LimitError, and
+    nothing is written."""
     path = Path(path)
     with locked(path):
         merged = {
             "schema_version": schema.SCHEMA_VERSION,
             "device": device,
             "software": software,
-            "benchmarks": dict(sorted({**existing(path, device), **records}.items())),
+            "benchmarks": dict(sorted({**existing(path, device, node is not None), **records}.items())),
             **({"node": node} if node else {}),
         }
         schema.validate(merged, str(path))
-        write_atomic(path, schema.dump(merged))
+        write_atomic(path, schema.dump_loadable(merged, str(path)))
     return merged

@@ -215,13 +215,41 @@ def _raise_interrupted(signum, frame):
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
-def _merge(out: Path, device: dict, software: dict, records: dict, node: dict | None) -> dict:
-    """Merge with the stop signals held back: a signal then arrives once the file is whole."""
+class WriteFailed(Exception):
+    """The results file could not be written; the record was kept elsewhere (the message says where)."""
+
+
+def _merge(out: Path, device: dict, software: dict, bench: Benchmark, rec: dict, node: dict | None,
+           log_dir: Path, started: float) -> dict:
+    """Merge ``bench``'s record with the stop signals held back (a signal then arrives once the file
+    is whole). A record that would make the file unloadable (too large, too deep, not UTF-8) is
+    merged as a failed record saying why; where the file cannot be written at all, the record is
+    kept in ``log_dir`` (or the temporary folder) and WriteFailed says where."""
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
-        return results.merge(out, device, software, records, node)
+        try:
+            return results.merge(out, device, software, {bench.id: rec}, node)
+        except schema.LimitError as e:
+            rec = _failed(bench, f"its record cannot be written: {e}", started)
+            return results.merge(out, device, software, {bench.id: rec}, node)
+        except OSError as e:
+            raise WriteFailed(f"cannot write {out} ({e.strerror or e}); {bench.id}'s record is kept in "
+                              f"{_keep_record(bench.id, rec, log_dir)}") from e
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
+def _keep_record(bid: str, rec: dict, log_dir: Path) -> str:
+    text = json.dumps(rec, indent=1, ensure_ascii=True)
+    for folder in (log_dir, Path(tempfile.gettempdir())):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"{bid}.record.json"
+            results.write_atomic(path, text)
+            return str(path)
+        except OSError:
+            continue
+    return "no folder that could be written: it is lost"
 
 
 def _left(estimates: dict, remaining: list[Benchmark], done: list[float]) -> str:
@@ -255,7 +283,7 @@ def run_all(benchmarks: list[Benchmark], out: Path, device: dict, software: dict
         with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
             try:
                 for bench, rec in run_session(benchmarks, device, Path(tmp), log_dir, starting):
-                    merged = _merge(out, device, software, {bench.id: rec}, node)
+                    merged = _merge(out, device, software, bench, rec, node, log_dir, t0[0])
                     if rec["status"] != "skipped":
                         durations.append(time.monotonic() - t0[0])
                     log(f"[{index[bench.id]}/{len(benchmarks)}] {bench.id}: {_summary(rec)} "
@@ -264,7 +292,7 @@ def run_all(benchmarks: list[Benchmark], out: Path, device: dict, software: dict
                 bench = current[0]
                 if bench is not None:
                     rec = _failed(bench, f"interrupted: the runner got {stop}", t0[0])
-                    merged = _merge(out, device, software, {bench.id: rec}, node)
+                    merged = _merge(out, device, software, bench, rec, node, log_dir, t0[0])
                     log(f"[{index[bench.id]}/{len(benchmarks)}] {bench.id}: interrupted ({stop}); the records so far "
                         f"are in {out}", flush=True)
                 raise

@@ -73,6 +73,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
+import stat
 from pathlib import Path
 
 import yaml
@@ -398,28 +399,77 @@ def _check_shape(text: str, path) -> None:
             depth -= 1
 
 
+def _read(path: Path) -> str:
+    """The file's text, read no further than the limit: a device (/dev/zero) or a FIFO says 0 to
+    stat() and never ends, so only a regular file is read, and at most MAX_BYTES + 1 of it."""
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise ResultsError(f"{path}: not a regular file; a results file is one")
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError as e:
+        raise ResultsError(f"{path}: cannot read the results file ({e.strerror or e})") from e
+    if len(data) > MAX_BYTES:
+        raise ResultsError(f"{path}: more than the {MAX_BYTES // 2**20} MiB a results file may hold")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ResultsError(f"{path}: not a results file: byte {e.start} is not UTF-8 text") from e
+
+
 def load(path) -> dict:
     """Read, parse and validate a results file; anything wrong with it is a ResultsError that
     names the file and, where there is one, the field."""
     path = Path(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise ResultsError(f"{path}: {size / 2**20:.0f} MiB, more than the {MAX_BYTES // 2**20} MiB "
-                               "a results file may hold")
-        text = path.read_bytes().decode("utf-8")
-    except OSError as e:
-        raise ResultsError(f"{path}: cannot read the results file ({e.strerror or e})") from e
-    except UnicodeDecodeError as e:
-        raise ResultsError(f"{path}: not a results file: byte {e.start} is not UTF-8 text") from e
+    text = _read(path)
     if text and not text.endswith("\n"):          # every dump ends with one: a cut file loses rows silently
         raise ResultsError(f"{path}: ends in the middle of a line: the file looks truncated")
     try:
         _check_shape(text, path)
         doc = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as e:
-        raise ResultsError(f"{path}: not valid YAML: {e}") from e
+        raise ResultsError(f"{path}: not valid YAML: {one_line(e, 300)}") from e
+    except RecursionError as e:       # a loader that recurses before the depth check could refuse it
+        raise ResultsError(f"{path}: nested deeper than {MAX_DEPTH} levels") from e
     return validate(doc, str(path))
+
+
+class LimitError(ResultsError):
+    """A document that would make a results file ``load`` refuses: too large, too deep, or holding
+    text that is not UTF-8."""
+
+
+def _depth(value) -> int:
+    """Levels of nesting, counted as _check_shape counts them (a mapping or a list is one)."""
+    deepest, level = 0, [(value, 1)]
+    while level:
+        item, d = level.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, d)
+            level.extend((child, d + 1) for child in (item.values() if isinstance(item, dict) else item))
+            if isinstance(item, dict):
+                level.extend((key, d + 1) for key in item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as e:       # a lone surrogate: YAML writes it as an escape it then refuses
+                raise LimitError(f"holds text that is not UTF-8 ({one_line(ascii(item[max(0, e.start - 30):e.end + 10]), 80)})") from e
+    return deepest
+
+
+def dump_loadable(doc, source: str) -> str:
+    """``doc`` as the text of a results file that ``load`` accepts, or a LimitError naming ``source``:
+    one set of limits on the way in and on the way out."""
+    try:
+        if _depth(doc) > MAX_DEPTH:
+            raise LimitError(f"nested deeper than the {MAX_DEPTH} levels a results file may hold")
+        text = dump(doc)
+        if len(text.encode("utf-8")) > MAX_BYTES:
+            raise LimitError(f"{len(text.encode()) / 2**20:.0f} MiB, more than the {MAX_BYTES // 2**20} MiB a "
+                             "results file may hold")
+    except LimitError as e:
+        raise LimitError(f"{source}: {e}") from e
+    return text
 
 
 class Dumper(yaml.SafeDumper):

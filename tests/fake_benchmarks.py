@@ -95,3 +95,22 @@ def outlasts_the_runner(ctx):
 
 for _i in range(12):                  # quick, distinct records for two runners on one file
     register(f"fake.quick_{_i:02d}", sources=[], timeout_s=60)(lambda ctx: {"check": {"passed": True}})
+
+
+# Records that are valid yet would make a results file the loader refuses: each becomes a failed record.
+@register("fake.huge", sources=[], timeout_s=60)
+def huge(ctx):
+    return {"rows": [{"label": "x" * 1000, "i": i} for i in range(18_000)]}      # ~18 MiB written
+
+
+@register("fake.deep", sources=[], timeout_s=60)
+def deep(ctx):
+    nested = {"leaf": 1}
+    for _ in range(40):
+        nested = {"down": nested}
+    return {"params": nested}
+
+
+@register("fake.surrogate", sources=[], timeout_s=60)
+def surrogate(ctx):
+    return {"params": {"dir": os.fsdecode(b"/home/fast\xe9cu")}}     # a path with a byte that is not UTF-8

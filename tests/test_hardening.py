@@ -257,3 +257,21 @@ def test_a_neighbour_whose_figure_fails_is_left_out_or_named(named, fixture_doc,
     err = capsys.readouterr().err
     assert f"{other}: the deck cannot be built with it (ZeroDivisionError: division by zero)" in err and "Traceback" not in err
     assert code == (1 if named else 0) and (tmp_path / "deck" / "slides.md").exists() == (not named)
+
+
+@pytest.mark.parametrize("source", ["/dev/zero", "a FIFO"])
+def test_a_results_path_that_is_not_a_file_is_refused_without_reading_it(source, tmp_path, capsys):
+    """stat() says 0 bytes for a device or a FIFO: neither is read (/dev/zero would never end)."""
+    path = Path(source)
+    if source == "a FIFO":
+        path = tmp_path / "fifo.yaml"
+        os.mkfifo(path)
+    assert build.main(["--results", str(path), "--out-dir", str(tmp_path / "deck"), "--no-compare"]) == 1
+    assert capsys.readouterr().err == f"build.py: {path}: not a regular file; a results file is one\nNothing was written.\n"
+
+
+def test_a_results_file_past_the_limit_is_refused_having_read_no_more_than_it(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "big.yaml"
+    path.write_bytes(b"#" * (schema.MAX_BYTES + 10) + b"\n")
+    assert build.main(["--results", str(path), "--out-dir", str(tmp_path / "deck"), "--no-compare"]) == 1
+    assert "more than the 16 MiB a results file may hold" in capsys.readouterr().err

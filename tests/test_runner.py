@@ -1,5 +1,6 @@
 """The runner, with benchmarks that need no GPU: isolation, time limits, merge
 by id, and the command line."""
+import json
 import os
 import signal
 import subprocess
@@ -258,3 +259,71 @@ def test_two_processes_merging_record_by_record_lose_nothing(tmp_path):
     for proc in procs:
         assert proc.wait(timeout=120) == 0, proc.stderr.read()
     assert len(schema.load(out)["benchmarks"]) == 80
+
+
+@pytest.mark.parametrize("bid,why", [("fake.huge", "MiB, more than the 16 MiB a results file may hold"),
+                                     ("fake.deep", "nested deeper than the 32 levels"),
+                                     ("fake.surrogate", "holds text that is not UTF-8")])
+def test_a_record_that_would_make_the_file_unloadable_is_recorded_as_failed(bid, why, fakes, tmp_path):
+    """The writer keeps the loader's limits: the run never leaves a file that build.py and the next
+    run refuse, and goes on after such a record."""
+    out = tmp_path / "r.yaml"
+    runner.run_all(registry.select(fakes, [bid, "fake.ok"]), out, FAKE_DEVICE, SOFTWARE, log=lambda *a, **k: None)
+    b = schema.load(out)["benchmarks"]
+    assert b[bid]["status"] == "failed" and "its record cannot be written" in b[bid]["reason"], b[bid]["reason"]
+    assert why in b[bid]["reason"] and b["fake.ok"]["status"] == "ok"
+
+
+def test_a_write_that_fails_keeps_the_record_and_says_where(fakes, tmp_path, monkeypatch):
+    import errno
+    out = tmp_path / "r.yaml"
+    real = results.write_atomic
+
+    def full_disk(path, text):
+        if path == out:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, text)
+    monkeypatch.setattr(results, "write_atomic", full_disk)
+    with pytest.raises(runner.WriteFailed) as e:
+        runner.run_all(registry.select(fakes, ["fake.ok"]), out, FAKE_DEVICE, SOFTWARE, log=lambda *a, **k: None)
+    kept = tmp_path / "r.logs" / "fake.ok.record.json"
+    assert f"cannot write {out} (No space left on device); fake.ok's record is kept in {kept}" == str(e.value)
+    assert json.loads(kept.read_text())["gbps"] == 123.0
+
+
+def _cli(argv, fakes, monkeypatch, capsys, device=FAKE_DEVICE):
+    """python -m bench in this process, on a fake GPU, running the fake benchmarks."""
+    from bench import __main__ as cli, device as devices
+    monkeypatch.setattr(devices, "collect_device", lambda: {**device, "gpu_count": 1})
+    monkeypatch.setattr(devices, "collect_software", lambda: SOFTWARE)
+    code = cli.main(["--only", "fake.ok", *argv])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", ["under a file", "under /proc", "a folder"])
+def test_an_output_that_cannot_be_written_is_refused_before_anything_runs(where, fakes, tmp_path, monkeypatch, capsys):
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "folder.yaml").mkdir()
+    out = {"under a file": tmp_path / "file" / "r.yaml", "under /proc": Path("/proc/bench-results/r.yaml"),
+           "a folder": tmp_path / "folder.yaml"}[where]
+    code, err = _cli(["--out", str(out)], fakes, monkeypatch, capsys)
+    assert code == 1 and err.startswith(f"python -m bench: cannot write {out} (") and err.count("\n") == 1, err
+    assert err.strip().endswith("nothing was run.")
+
+
+def test_a_corrupt_output_is_one_line(fakes, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "r.yaml"
+    out.write_text("schema_version: 1\ndevice: [unclosed\n  - x: {\n")
+    code, err = _cli(["--out", str(out)], fakes, monkeypatch, capsys)
+    assert code == 1 and err.startswith(f"python -m bench: {out}: not valid YAML") and err.count("\n") == 1, err
+    assert out.read_text().startswith("schema_version: 1\ndevice: [unclosed")
+
+
+def test_a_node_file_is_never_merged_as_a_gpus_file(node_doc, tmp_path):
+    """A node's file written by a one-GPU run (--out naming it) would lose its node section."""
+    from tests.conftest import dump_results
+    out = tmp_path / "n-x2.yaml"
+    out.write_text(dump_results(node_doc))
+    with pytest.raises(schema.ResultsError, match="a node's results file, where this run writes one GPU's"):
+        results.merge(out, node_doc["device"], node_doc["software"], {})
+    assert schema.load(out)["node"] == node_doc["node"]
