@@ -7,19 +7,37 @@ one module per section beside its template); the templates in slides/ only forma
 written unless the results file validates and every template renders."""
 from __future__ import annotations
 
-import argparse
-import os
-import re
 import signal
 import sys
-import time
-from pathlib import Path
 
-from markupsafe import Markup
 
-from bench import registry, schema
-from slides import escape
-from slides.deck import ROOT, BuildError, Deck, render, write_deck
+def _stop(signum, frame):
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def _stopped(e: KeyboardInterrupt) -> int:
+    """A stop (Ctrl-C, SIGTERM) is one line: the deck changes in one rename, so the old one is whole."""
+    name = e.args[0] if e.args else "SIGINT"
+    print(f"build.py: stopped by {name}; the previous deck is as it was.", file=sys.stderr)
+    return 128 + signal.Signals[name].value
+
+
+if __name__ == "__main__":          # from here on, even during the imports
+    signal.signal(signal.SIGTERM, _stop)
+try:
+    import argparse
+    import os
+    import re
+    import time
+    from pathlib import Path
+
+    from markupsafe import Markup
+
+    from bench import registry, schema
+    from slides import escape
+    from slides.deck import ROOT, BuildError, Deck, render, write_deck
+except KeyboardInterrupt as stop:
+    sys.exit(_stopped(stop))
 
 DEFAULT_RESULTS = ROOT / "results" / "nvidia-h100-80gb-hbm3.yaml"
 NODE_FILE = re.compile(r"-x(\d+)\.yaml$")      # results/<gpu-slug>-x<GPUs>.yaml: a node's file
@@ -113,10 +131,6 @@ def _culprit(results, doc, out_dir, compare, warn, node):
     return None
 
 
-def _stop(signum, frame):
-    raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--results", type=Path, default=DEFAULT_RESULTS, help=f"results file (default {DEFAULT_RESULTS.relative_to(ROOT)})")
@@ -131,7 +145,6 @@ def main(argv=None) -> int:
                          "<results>-x<N>.yaml beside --results, the most GPUs; one that does not validate is "
                          "left out with a warning)")
     args = ap.parse_args(argv)
-    signal.signal(signal.SIGTERM, _stop)        # the deck is swapped in one rename: a stop leaves the old one whole
     t0 = time.perf_counter()
     compare = []
     warn = lambda message: print(f"build.py: {escape.plain_text(message, 2000)}", file=sys.stderr)
@@ -159,10 +172,8 @@ def main(argv=None) -> int:
     except OSError as e:
         print(f"build.py: cannot write the deck into {args.out_dir}: {e}\nNothing was written.", file=sys.stderr)
         return 1
-    except KeyboardInterrupt as e:
-        name = e.args[0] if e.args else "SIGINT"
-        print(f"build.py: stopped by {name}; the previous deck in {args.out_dir} is as it was.", file=sys.stderr)
-        return 128 + signal.Signals[name].value
+    except KeyboardInterrupt as stop:
+        return _stopped(stop)
     n_missing = sum(len(v) for v in context["missing"].values())
     say = lambda text: print(escape.plain_text(text, 2000))   # names and reasons from the file: no escapes
     say(f"wrote slides.md and svgs/ for {context['device']['name']} in {time.perf_counter() - t0:.2f} s"
@@ -179,4 +190,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt as stop:       # in the lines around the build: after it, the new deck is whole
+        sys.exit(_stopped(stop))

@@ -184,14 +184,31 @@ def _join(items, separator: str = "") -> Markup:
 SVG_SIZE = re.compile(r'viewBox="0 0 ([\d.]+) ([\d.]+)"')
 
 
+def figures_folder(svgs: dict[str, str]) -> str:
+    """The folder of svgs/ that holds these figures: named for their content, so that a deck's
+    slides.md and the figures it shows are never a mix of two builds (write_deck)."""
+    h = hashlib.sha256()
+    for name in sorted(svgs):
+        h.update(name.encode() + b"\0" + svgs[name].encode() + b"\0")
+    return h.hexdigest()[:12]
+
+
+def figures_dir(out_dir: Path) -> Path:
+    """Where the figures of the deck in ``out_dir`` are: the folder its slides.md shows them from."""
+    found = re.search(r'src="\./svgs/([0-9a-f]{12})/', (Path(out_dir) / "slides.md").read_text())
+    return Path(out_dir) / "svgs" / (found.group(1) if found else figures_folder({}))
+
+
 def figure_tag(svgs: dict[str, str]):
     """The templates' ``figure(name, classes)``: the figure shown at the width it was drawn, so
     that the sizes of its text are the sizes a room sees (slides/kit.py draws to the slide)."""
+    folder = figures_folder(svgs)
+
     def figure(name: str, classes: str = "") -> Markup:
         if name not in svgs:
             raise BuildError(f"a slide shows {name}, which no figure function drew")
         width = SVG_SIZE.search(svgs[name]).group(1)
-        return Markup(f'<img src="./svgs/{name}" class="{classes}" style="width: {width}px; max-width: none" />')
+        return Markup(f'<img src="./svgs/{folder}/{name}" class="{classes}" style="width: {width}px; max-width: none" />')
     return figure
 
 
@@ -210,42 +227,41 @@ def render(context: dict, svgs: dict[str, str]) -> str:
                               for p in parts[1:]) + "\n"
 
 
+FIGURES = re.compile(r"[0-9a-f]{12}")      # svgs/<figures_folder>/: one build's figures
+
+
 def write_deck(out_dir: Path, deck: str, svgs: dict[str, str]) -> None:
-    """Write slides.md and svgs/ all or nothing: everything is written into a staging folder
-    inside ``out_dir`` first, then renamed into place (the files it replaces kept as hard links
-    until the last rename, and put back if one fails). A staging folder left by a build that
-    was killed is removed first."""
-    from bench.results import write_atomic
+    """Write slides.md and its figures all or nothing, under a lock that builds into the same folder
+    take in turns. The figures go into a staging folder renamed to svgs/<figures_folder>/ (a name
+    of their content), then slides.md, which shows them from there, replaces the old one in one
+    rename; only then are the older builds' figures removed. Killed at any moment, the folder
+    holds a whole deck: the old slides.md with its figures, or the new one with its own. A staging
+    folder found under the lock is a killed build's, and is removed."""
+    from bench.results import locked, write_atomic
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    for leftover in out_dir.glob(".build-*"):
-        shutil.rmtree(leftover, ignore_errors=True)
-    stage = Path(tempfile.mkdtemp(prefix=".build-", dir=out_dir))
-    moves = [(stage / "svgs" / name, out_dir / "svgs" / name) for name in svgs] + [(stage / "slides.md", out_dir / "slides.md")]
-    done, kept = [], []
-    try:
-        for name, svg in svgs.items():
-            write_atomic(stage / "svgs" / name, svg)
-        write_atomic(stage / "slides.md", deck)
-        (out_dir / "svgs").mkdir(exist_ok=True)
-        (stage / "old").mkdir()
-        for i, (_, target) in enumerate(moves):
-            if target.is_dir():
-                raise IsADirectoryError(f"{target} is a folder, where the deck writes a file")
-            if target.exists():
-                os.link(target, stage / "old" / str(i))
-                kept.append((stage / "old" / str(i), target))
-        for new, target in moves:
-            os.replace(new, target)
-            done.append(target)
-    except BaseException:
-        for old, target in kept:                # what was replaced comes back
-            if target in done:
-                os.replace(old, target)
-        replaced = {target for _, target in kept}
-        for target in done:
-            if target not in replaced:          # new this time: it goes again
-                target.unlink(missing_ok=True)
-        raise
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+    if (out_dir / "slides.md").is_dir():
+        raise IsADirectoryError(f"{out_dir / 'slides.md'} is a folder, where the deck writes a file")
+    figures = out_dir / "svgs" / figures_folder(svgs)
+    with locked(out_dir / "slides.md"):
+        for leftover in [*out_dir.glob(".build-*"), *out_dir.glob("svgs/.build-*")]:
+            shutil.rmtree(leftover, ignore_errors=True)
+        made = not figures.is_dir()
+        if made:
+            figures.parent.mkdir(exist_ok=True)
+            stage = Path(tempfile.mkdtemp(prefix=".build-", dir=figures.parent))
+            try:
+                for name, svg in svgs.items():
+                    write_atomic(stage / name, svg)
+                os.replace(stage, figures)
+            finally:
+                shutil.rmtree(stage, ignore_errors=True)
+        try:
+            write_atomic(out_dir / "slides.md", deck)          # the deck changes here, in one rename
+        except BaseException:
+            if made:                                           # figures no slides.md shows
+                shutil.rmtree(figures, ignore_errors=True)
+            raise
+        for old in (out_dir / "svgs").iterdir():
+            if old != figures and (FIGURES.fullmatch(old.name) and old.is_dir() or old.suffix == ".svg"):
+                shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)

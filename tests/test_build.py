@@ -12,6 +12,7 @@ from bench import catalogue
 from slides import diagrams, gemm, kit, memory_latency, sweep
 from slides.deck import ROOT, SLIDES_DIR
 from slides.device import occupancy
+from slides.deck import figures_dir
 from tests.conftest import _fixture_results, dump_results
 
 # The reference deck's outline, in order (kernel slides: code, diagram, performance).
@@ -191,7 +192,7 @@ def test_deck_without_any_gemm_or_hbm(fixture_doc, write_results, tmp_path):
     assert headings(md)[:2] == OUTLINE[:2]
     assert "Nothing of the GEMM family is measured" in md
     assert "HBM Bandwidth Scaling — Little's Law" not in headings(md)
-    assert sorted(p.name for p in (tmp_path / "svgs").iterdir()) == ["gemm_progression.svg", "sm_hierarchy.svg"]
+    assert sorted(p.name for p in figures_dir(tmp_path).iterdir()) == ["gemm_progression.svg", "sm_hierarchy.svg"]
 
 
 def test_gpu_without_rate_table(fixture_doc, write_results, tmp_path):
@@ -227,7 +228,7 @@ def test_sweep_step_is_read_off_the_data():
 
 
 def test_figures_drawn_from_the_data(deck):
-    svgs = deck["dir"] / "svgs"
+    svgs = figures_dir(deck["dir"])
     instr = (svgs / "instruction_latency.svg").read_text()
     assert all(r["name"] in instr for r in deck["doc"]["benchmarks"]["latency.instruction"]["rows"])
     assert "L2 as reported: 50 MiB" in (svgs / "memory_sweep.svg").read_text()
@@ -248,11 +249,11 @@ def test_every_figure_is_shown_at_the_width_it_was_drawn_with_legible_text(deck)
     """Figures are drawn to the slide: shown at their drawn width (no scaling), inside the slide's
     content width, so each text's font size is what a room sees, and none is under 10 px."""
     md = deck["md"]
-    for svg in (deck["dir"] / "svgs").glob("*.svg"):
+    for svg in figures_dir(deck["dir"]).glob("*.svg"):
         text = svg.read_text()
         width = float(re.search(r'viewBox="0 0 ([\d.]+) ', text).group(1))
         assert width <= 868, (svg.name, width)        # 980 px less Slidev's padding
-        shown = rf'<img src="\./svgs/{re.escape(svg.name)}" class="[^"]*" style="width: {width:g}px; max-width: none" />'
+        shown = rf'<img src="\./svgs/{svg.parent.name}/{re.escape(svg.name)}" class="[^"]*" style="width: {width:g}px; max-width: none" />'
         assert re.search(shown, md), svg.name
         sizes = [float(x) for x in re.findall(r"font-size:([\d.]+)px", text)]
         assert sizes and min(sizes) >= 10, (svg.name, min(sizes, default=None))
@@ -321,10 +322,10 @@ def test_naive_diagram_follows_the_recorded_launch(fixture_doc, write_results, t
     """The diagram is drawn from the block the measured run launched: change it and the figure changes."""
     naive = fixture_doc["benchmarks"]["gemm.naive_fp32"]
     build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path)])
-    assert "one block: 16 × 16 threads" in (tmp_path / "svgs" / "gemm_naive.svg").read_text()
+    assert "one block: 16 × 16 threads" in (figures_dir(tmp_path) / "gemm_naive.svg").read_text()
     naive["resources"]["grid"] = [256, 512]                # a 32 x 8 block over the same C
     build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path)])
-    svg = (tmp_path / "svgs" / "gemm_naive.svg").read_text()
+    svg = (figures_dir(tmp_path) / "gemm_naive.svg").read_text()
     assert "one block: 32 × 8 threads" in svg and "grid: 256 × 512 blocks" in svg
     s = slides_of((tmp_path / "slides.md").read_text())
     assert "gemm_naive.svg" in s["Kernel 1: Naive FP32 — Diagram"]
@@ -492,7 +493,7 @@ def test_sweep_slides_follow_the_data(fixture_doc, write_results, tmp_path):
     assert f"| {cell['tflops']['kernel']:,.0f} |" in row                     # the share of cuBLAS goes to the notes
     notes = (tmp_path / "slides.md").read_text().split("# GEMM Across Sizes — Table")[1].split("-->")[0]
     assert f"{sweep.size_label(cell['shape'])} {100 * cell['ratio_same_layout']:.0f}%" in notes
-    svg = (tmp_path / "svgs" / "gemm_sweep.svg").read_text()
+    svg = (figures_dir(tmp_path) / "gemm_sweep.svg").read_text()
     assert step["title"] in svg and "cuBLAS TF32, B K-major" in svg and "cuBLAS TF32, B row-major" in svg
     # every other step a grey line, and one legend entry for all of them
     assert svg.count("the other steps") == 1 and svg.count(kit.GROUP) == (len(KERNELS) - 1) + 1
@@ -518,7 +519,7 @@ def test_tuner_slide_ranks_every_trial_and_names_the_winner(fixture_doc, write_r
     assert f"{100 * win['ratio']:.1f}% of cuBLAS" in slide and f"{len(rec['trials'])} configurations" in slide
     table = fixture_doc["benchmarks"][rec["params"]["kernel"]]["cublas"]["ratio"]
     assert f"not the results table's: there the hand-picked kernel does {100 * table:.1f}% of cuBLAS" in slide
-    svg = (tmp_path / "svgs" / "tuner.svg").read_text()
+    svg = (figures_dir(tmp_path) / "tuner.svg").read_text()
     timed = [t for t in rec["trials"] if "ratio" in t]
     assert svg.count("stages, cluster") == len(timed) and "winner" in svg
     # a configuration that did not build is named with its reason
@@ -559,7 +560,7 @@ def test_settle_slide_says_when_the_spread_stays_under_the_target(fixture_doc, w
     t = kernel["time_ms"]
     assert f"its timing's spread is {100 * (t['p90'] - t['p10']) / t['median']:.1f}%" in s
     assert f"steady after {kernel['settle']['seconds']:.0f} s" in s
-    svg = (tmp_path / "svgs" / "settle.svg").read_text()
+    svg = (figures_dir(tmp_path) / "settle.svg").read_text()
     assert "cuBLAS" in svg and "timing would start" in svg
 
     rows = rec["series"]["cublas"]["rows"]
@@ -572,7 +573,7 @@ def test_settle_slide_says_when_the_spread_stays_under_the_target(fixture_doc, w
     del fixture_doc["benchmarks"]["settle.headline"]
     build.build(write_results(fixture_doc), tmp_path / "without")
     s = slides_of((tmp_path / "without" / "slides.md").read_text())["Timing Under the Power Cap"]
-    assert "Not measured on this GPU: settle.headline" in s and not (tmp_path / "without" / "svgs" / "settle.svg").exists()
+    assert "Not measured on this GPU: settle.headline" in s and not (figures_dir(tmp_path / "without") / "settle.svg").exists()
 
 
 def test_each_percentage_names_and_shows_the_cublas_it_divides_by(deck):

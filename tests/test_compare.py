@@ -2,6 +2,7 @@
 import copy
 
 import build
+from slides.deck import figures_dir
 from tests.test_build import assert_every_slide_has_notes, headings, slides_of
 
 MEMORY_GAIN = 1.4
@@ -42,7 +43,7 @@ def test_comparison_sets_the_gpus_side_by_side(fixture_doc, write_results, tmp_p
     assert "memory-bound work gains what the memory gives" in why
     assert "The same 132 SMs at the same maximum clock" in why and "0.90× (CuTe WGMMA)" in why
     for svg in ("compare_gemm.svg", "compare_ratios.svg"):
-        assert "NVIDIA H200" in (out / "svgs" / svg).read_text()
+        assert "NVIDIA H200" in (figures_dir(out) / svg).read_text()
 
 
 def test_no_comparison_without_other_results(fixture_doc, write_results, tmp_path):
@@ -50,7 +51,7 @@ def test_no_comparison_without_other_results(fixture_doc, write_results, tmp_pat
     write_results(other_gpu(fixture_doc), "h200.yaml")
     out = tmp_path / "deck"
     assert build.main(["--results", str(mine), "--out-dir", str(out), "--no-compare"]) == 0
-    assert "Appendix" not in (out / "slides.md").read_text() and not (out / "svgs" / "compare_gemm.svg").exists()
+    assert "Appendix" not in (out / "slides.md").read_text() and not (figures_dir(out) / "compare_gemm.svg").exists()
 
 
 def test_a_broken_results_file_is_left_out_of_the_comparison_by_name(fixture_doc, write_results, tmp_path, capsys):

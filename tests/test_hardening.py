@@ -3,6 +3,11 @@ deck untouched; a broken neighbour left out of the comparison instead of stoppin
 import copy
 import errno
 import os
+import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -12,17 +17,27 @@ from bench import schema
 from tests.test_compare import other_gpu
 
 
+PREVIOUS = "a" * 12          # the folder of the previous build's figures
+
+
 def _previous_deck(out):
-    (out / "svgs").mkdir(parents=True)
-    (out / "svgs" / "gemm_naive.svg").write_text("<svg>previous</svg>")
-    (out / "slides.md").write_text("previous deck\n")
+    (out / "svgs" / PREVIOUS).mkdir(parents=True)
+    (out / "svgs" / PREVIOUS / "gemm_naive.svg").write_text("<svg>previous</svg>")
+    (out / "slides.md").write_text(f'previous deck <img src="./svgs/{PREVIOUS}/gemm_naive.svg">\n')
 
 
 def _unchanged(out) -> bool:
-    return ((out / "slides.md").read_text() == "previous deck\n"
-            and sorted(p.name for p in (out / "svgs").iterdir()) == ["gemm_naive.svg"]
-            and (out / "svgs" / "gemm_naive.svg").read_text() == "<svg>previous</svg>"
-            and not list(out.glob(".build-*")))
+    return ((out / "slides.md").read_text() == f'previous deck <img src="./svgs/{PREVIOUS}/gemm_naive.svg">\n'
+            and sorted(p.name for p in (out / "svgs").iterdir()) == [PREVIOUS]
+            and (out / "svgs" / PREVIOUS / "gemm_naive.svg").read_text() == "<svg>previous</svg>"
+            and not list(out.glob(".build-*")) and not list(out.glob("svgs/.build-*")))
+
+
+def _whole(out) -> bool:
+    """Every figure the folder's slides.md shows is there: a reader never sees two builds mixed."""
+    shown = re.findall(r'src="\./(svgs/[^"]+)"', (out / "slides.md").read_text())
+    return bool(shown) and all((out / path).is_file() and (out / path).read_text().startswith(("<svg", "<?xml"))
+                               for path in shown)
 
 
 def _drop(doc, bid, *keys):
@@ -97,10 +112,12 @@ def test_a_broken_neighbour_is_left_out_by_name(neighbour, fixture_doc, write_re
 
 def test_a_leftover_staging_folder_is_cleaned(fixture_doc, write_results, tmp_path):
     out = tmp_path / "deck"
-    (out / ".build-killed").mkdir(parents=True)
-    (out / ".build-killed" / "slides.md").write_text("half")
+    for killed in (out / ".build-killed", out / "svgs" / ".build-killed"):
+        killed.mkdir(parents=True)
+        (killed / "slides.md").write_text("half")
     build.build(write_results(fixture_doc), out)
-    assert not list(out.glob(".build-*")) and (out / "slides.md").read_text().startswith("---")
+    assert not list(out.glob(".build-*")) and not list(out.glob("svgs/.build-*"))
+    assert (out / "slides.md").read_text().startswith("---") and _whole(out)
 
 
 def test_slides_md_being_a_folder_changes_nothing(fixture_doc, write_results, tmp_path, capsys):
@@ -137,7 +154,7 @@ def test_a_failed_last_rename_puts_the_figures_back(fixture_doc, write_results, 
     real = os.replace
 
     def refuses_the_deck(src, dst):
-        if str(dst).endswith("slides.md") and ".build-" in str(src):
+        if str(dst).endswith("slides.md"):
             raise OSError(errno.EIO, "Input/output error")
         real(src, dst)
     monkeypatch.setattr(os, "replace", refuses_the_deck)
@@ -275,3 +292,46 @@ def test_a_results_file_past_the_limit_is_refused_having_read_no_more_than_it(tm
     path.write_bytes(b"#" * (schema.MAX_BYTES + 10) + b"\n")
     assert build.main(["--results", str(path), "--out-dir", str(tmp_path / "deck"), "--no-compare"]) == 1
     assert "more than the 16 MiB a results file may hold" in capsys.readouterr().err
+
+
+# --- builds all or nothing: beside each other, and stopped at any moment -----------------------------
+
+def _build_cmd(results, out):
+    return [sys.executable, str(build.ROOT / "build.py"), "--results", str(results), "--out-dir", str(out), "--no-compare"]
+
+
+def _two_decks(fixture_doc, write_results):
+    first = write_results(fixture_doc, "first.yaml")
+    fixture_doc["device"]["name"] = "Second GPU"
+    return first, write_results(fixture_doc, "second.yaml")
+
+
+def test_two_builds_into_one_folder_both_succeed_and_leave_a_whole_deck(fixture_doc, write_results, tmp_path):
+    out = tmp_path / "deck"
+    decks = _two_decks(fixture_doc, write_results)
+    for _ in range(4):
+        procs = [subprocess.Popen(_build_cmd(results, out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                 for results in decks]
+        for proc in procs:
+            assert proc.wait(timeout=120) == 0, proc.stderr.read()
+        assert _whole(out) and not list(out.glob("svgs/.build-*"))
+        assert len([p for p in (out / "svgs").iterdir() if p.is_dir()]) == 1      # the older build's figures went
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+def test_a_build_stopped_at_any_moment_leaves_a_whole_deck(signum, fixture_doc, write_results, tmp_path):
+    """Stopped anywhere from start-up to the last rename: the folder holds the previous deck or the
+    new one, each with its own figures; SIGTERM and SIGINT say so in one line."""
+    out = tmp_path / "deck"
+    first, second = _two_decks(fixture_doc, write_results)
+    assert subprocess.run(_build_cmd(first, out), capture_output=True).returncode == 0
+    for i, delay in enumerate((0.1, 0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.8)):    # start-up to the last rename
+        proc = subprocess.Popen(_build_cmd((second, first)[i % 2], out), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        proc.send_signal(signum)
+        code, err = proc.wait(timeout=120), proc.stderr.read()
+        assert _whole(out), (delay, err)
+        if signum != signal.SIGKILL and code != 0:
+            assert code == 128 + signum and err == (f"build.py: stopped by {signal.Signals(signum).name}; the previous "
+                                                    "deck is as it was.\n"), (delay, err)

@@ -9,6 +9,7 @@ import yaml
 import build
 from bench import schema
 from slides import escape
+from slides.deck import figures_dir
 from tests.test_build import OUTLINE, headings
 
 HOSTILE = {
@@ -64,7 +65,7 @@ def test_hostile_strings_stay_data(case, fixture_doc, write_results, tmp_path):
     for brace in re.findall(r"\S*[{}]\S*", text):                      # no brace of the data reaches MDC or Vue
         assert brace not in deck.split("---\n", 2)[2]
     assert "{{ 7" not in body and "<img src=x" not in body and "\x1b" not in deck and "\x00" not in deck
-    for svg in (tmp_path / "svgs").glob("*.svg"):
+    for svg in figures_dir(tmp_path).glob("*.svg"):
         ET.fromstring(svg.read_text())                                 # well-formed XML
 
 

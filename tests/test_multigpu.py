@@ -11,6 +11,7 @@ from bench import multigpu, runner, schema
 from bench.registry import discover
 from bench.topology import NO_MULTICAST, child_env, pairs_of
 from slides import multigpu as section
+from slides.deck import figures_dir
 from tests.test_build import deck, headings, slides_of  # noqa: F401 (deck: the fixture deck)
 
 
@@ -167,7 +168,7 @@ def test_multigpu_slides_come_from_the_node_results(node_deck):
     assert f"{ours[big]['busbw_gbps']:.1f} / {peer[big]['busbw_gbps']:.1f}" in s["NCCL Beside nccl-tests"]
     fit = section.alpha_beta(*zip(*[(b, r["time_ms"]["median"] * 1e-3) for (c, b), r in ours.items() if c == "all_reduce"]))
     assert f"**α = {fit['alpha_us']:.1f} µs**" in s["All-Reduce Time and the α–β Model"]
-    assert {"node_topology.svg", "p2p.svg", "nccl_busbw.svg", "nccl_latency.svg"} <= {p.name for p in (node_deck["dir"] / "svgs").iterdir()}
+    assert {"node_topology.svg", "p2p.svg", "nccl_busbw.svg", "nccl_latency.svg"} <= {p.name for p in figures_dir(node_deck["dir"]).iterdir()}
     # every slide of the section has presenter notes
     for title in titles[i + 1:i + 7]:
         assert "<!--" in s[title], title
