@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import threading
+import uuid
 from pathlib import Path
 
 from . import registry, schema, timing, toolkit
@@ -14,6 +15,23 @@ from .topology import NO_MULTICAST
 
 
 def main(argv=None) -> int:
+    """The run, under a token of its own: whatever it starts outside a worker (the compiles, a peer's
+    build, which runs that peer's Makefile) is ended with it, as a worker's processes are with the worker."""
+    from .runner import TOKEN, end_holding
+    token = uuid.uuid4().hex
+    previous = os.environ.get(TOKEN)
+    os.environ[TOKEN] = token           # workers get tokens of their own
+    try:
+        return _main(argv)
+    finally:
+        end_holding(token)
+        if previous is None:
+            os.environ.pop(TOKEN, None)
+        else:
+            os.environ[TOKEN] = previous
+
+
+def _main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     ap.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     ap.add_argument("--only", nargs="+", metavar="ID_OR_FAMILY",

@@ -88,6 +88,11 @@ def end_worker(proc: subprocess.Popen, token: str) -> None:
     except ProcessLookupError:
         pass
     proc.wait()
+    end_holding(token)
+
+
+def end_holding(token: str) -> None:
+    """Kill every process (but this one) holding ``token``, until none is left."""
     for _ in range(50):               # a process may fork while it is being killed
         left = _holding_token(token)
         if not left:

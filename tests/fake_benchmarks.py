@@ -114,3 +114,14 @@ def deep(ctx):
 @register("fake.surrogate", sources=[], timeout_s=60)
 def surrogate(ctx):
     return {"params": {"dir": os.fsdecode(b"/home/fast\xe9cu")}}     # a path with a byte that is not UTF-8
+
+
+def _peer_build():
+    """A peer's build that leaves a process behind (a make that forked a daemon)."""
+    _spawn_sleeper("peer_build", new_session=True)
+
+
+@register("fake.with_peer_build", sources=[], timeout_s=60, prebuild=_peer_build)
+def with_peer_build(ctx):
+    time.sleep(1)          # the build runs beside it
+    return {"gbps": 1.0}

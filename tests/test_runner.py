@@ -327,3 +327,15 @@ def test_a_node_file_is_never_merged_as_a_gpus_file(node_doc, tmp_path):
     with pytest.raises(schema.ResultsError, match="a node's results file, where this run writes one GPU's"):
         results.merge(out, node_doc["device"], node_doc["software"], {})
     assert schema.load(out)["node"] == node_doc["node"]
+
+
+def test_nothing_a_peers_build_started_outlives_the_run(fakes, tmp_path, monkeypatch, capsys):
+    """A peer's build runs in the runner's process, outside any worker: it is ended with the run."""
+    monkeypatch.setenv("FAKE_PID_DIR", str(tmp_path))
+    from bench import __main__ as cli, device as devices
+    monkeypatch.setattr(devices, "collect_device", lambda: {**FAKE_DEVICE, "gpu_count": 1})
+    monkeypatch.setattr(devices, "collect_software", lambda: SOFTWARE)
+    assert cli.main(["--only", "fake.with_peer_build", "--out", str(tmp_path / "r.yaml")]) == 0
+    pid = int((tmp_path / "peer_build").read_text())
+    time.sleep(0.1)
+    assert not _alive(pid), "the peer build's process outlived the run"
