@@ -83,7 +83,7 @@ def build(results: Path, out_dir: Path = ROOT, compare=(), warn=None, node=None,
     doc = schema.load(results)
     if node is None and "node" in doc:
         node = (results, doc)
-    elif node is not None and node[1]["device"]["name"] != doc["device"]["name"]:
+    elif node is not None and node[1]["device"]["slug"] != doc["device"]["slug"]:     # the GPU its files are named for
         message = (f"{node[0]}: the node file of {node[1]['device']['name']!r}, not of "
                    f"{doc['device']['name']!r}")
         if node_named or warn is None:

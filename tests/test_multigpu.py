@@ -143,7 +143,7 @@ def test_node_section_is_validated(node_doc):
 @pytest.fixture
 def node_deck(fixture_doc, node_doc, write_results, tmp_path):
     """The H100 fixture's deck, named for the node fixture's GPU, with the node fixture beside it, found by its name."""
-    fixture_doc["device"]["name"] = node_doc["device"]["name"]
+    fixture_doc["device"].update(name=node_doc["device"]["name"], slug=node_doc["device"]["slug"])
     results = write_results(fixture_doc, "gpu.yaml")
     write_results(node_doc, "gpu-x2.yaml")
     assert build.comparable_files(results) == [] and build.node_files(results) == [results.with_name("gpu-x2.yaml")]
@@ -178,7 +178,7 @@ def test_multigpu_numbers_follow_the_results(fixture_doc, node_doc, write_result
     for r in node_doc["benchmarks"]["multigpu.p2p"]["rows"]:
         r["copy_engine"]["gbps"] = 123.0
     node = write_results(node_doc, "node.yaml")
-    fixture_doc["device"]["name"] = node_doc["device"]["name"]
+    fixture_doc["device"].update(name=node_doc["device"]["name"], slug=node_doc["device"]["slug"])
     assert build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path), "--node", str(node)]) == 0
     s = slides_of((tmp_path / "slides.md").read_text())
     assert "**123 GB/s**" in s["NVLink Peer to Peer"] and "27% of the 450 GB/s" in s["NVLink Peer to Peer"]
@@ -231,7 +231,7 @@ NODE_CASES = {
 @pytest.mark.parametrize("case", NODE_CASES)
 def test_a_node_file_missing_a_part_still_builds_its_section(case, fixture_doc, node_doc, write_results, tmp_path, capsys):
     NODE_CASES[case](node_doc)
-    fixture_doc["device"]["name"] = node_doc["device"]["name"]
+    fixture_doc["device"].update(name=node_doc["device"]["name"], slug=node_doc["device"]["slug"])
     node = write_results(node_doc, "node.yaml")
     assert build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path), "--no-compare",
                        "--node", str(node)]) == 0, capsys.readouterr().err
@@ -241,7 +241,7 @@ def test_a_node_file_missing_a_part_still_builds_its_section(case, fixture_doc, 
 @pytest.mark.parametrize("named", [True, False])
 def test_a_node_link_to_no_gpu_is_refused_by_name(named, fixture_doc, node_doc, write_results, tmp_path, capsys):
     node_doc["node"]["pairs"][0]["b"] = 7
-    fixture_doc["device"]["name"] = node_doc["device"]["name"]
+    fixture_doc["device"].update(name=node_doc["device"]["name"], slug=node_doc["device"]["slug"])
     results = write_results(fixture_doc, "gpu.yaml")
     node = write_results(node_doc, "gpu-x2.yaml")
     code = build.main(["--results", str(results), "--out-dir", str(tmp_path), "--no-compare",
@@ -257,7 +257,7 @@ def test_a_node_file_whose_figure_fails_is_left_out_or_named(named, fixture_doc,
     """Any part of the build that fails on the node's file (here its topology figure): the deck is
     built without the section when the file was found beside, and is an error naming it when named."""
     monkeypatch.setattr(section, "topology", lambda c: {}["gpus"][0])
-    fixture_doc["device"]["name"] = node_doc["device"]["name"]
+    fixture_doc["device"].update(name=node_doc["device"]["name"], slug=node_doc["device"]["slug"])
     results = write_results(fixture_doc, "gpu.yaml")
     node = write_results(node_doc, "gpu-x2.yaml")
     code = build.main(["--results", str(results), "--out-dir", str(tmp_path), "--no-compare",
