@@ -57,7 +57,7 @@ def existing(path: Path, device: dict, node_file: bool = False) -> dict:
     path = Path(path)
     if not path.exists():
         return {}
-    doc = schema.load(path)
+    doc = _known(path) or schema.load(path)
     if doc["device"]["name"] != device["name"]:
         raise schema.ResultsError(
             f"{path}: holds results for {doc['device']['name']!r}, not {device['name']!r}; "
@@ -98,4 +98,23 @@ def merge(path: Path, device: dict, software: dict, records: dict, node: dict | 
         }
         schema.validate(merged, str(path))
         write_atomic(path, schema.dump_loadable(merged, str(path)))
+        _WRITTEN[path.resolve()] = (_signature(path), merged)
     return merged
+
+
+# What this process last wrote to each file, by the file's identity then: a run's next merge reads
+# it from here instead of parsing the whole file again, unless another process has replaced it since.
+_WRITTEN: dict[Path, tuple[tuple, dict]] = {}
+
+
+def _signature(path: Path) -> tuple:
+    st = path.stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _known(path: Path) -> dict | None:
+    written = _WRITTEN.get(path.resolve())
+    try:
+        return written[1] if written and written[0] == _signature(path) else None
+    except OSError:
+        return None

@@ -339,3 +339,22 @@ def test_nothing_a_peers_build_started_outlives_the_run(fakes, tmp_path, monkeyp
     pid = int((tmp_path / "peer_build").read_text())
     time.sleep(0.1)
     assert not _alive(pid), "the peer build's process outlived the run"
+
+
+def test_a_merge_reads_the_file_again_only_when_another_process_replaced_it(tmp_path, monkeypatch):
+    out = tmp_path / "r.yaml"
+    rec = lambda gbps: {"family": "x", "status": "ok", "source_hash": "h", "telemetry": {"before": None, "after": None},
+                        "gbps": gbps}
+    results.merge(out, FAKE_DEVICE, SOFTWARE, {"x.a": rec(1.0)})
+    loads = []
+    real = schema.load
+    monkeypatch.setattr(schema, "load", lambda path: loads.append(path) or real(path))
+    results.merge(out, FAKE_DEVICE, SOFTWARE, {"x.b": rec(2.0)})
+    assert loads == []                                     # what it wrote last is what the file holds
+    other = subprocess.run([sys.executable, "-c", "import sys; from bench import results; from tests.test_runner import "
+                            "FAKE_DEVICE, SOFTWARE; results.merge(sys.argv[1], FAKE_DEVICE, SOFTWARE, {'x.c': {'family': 'x', "
+                            "'status': 'ok', 'source_hash': 'h', 'telemetry': {'before': None, 'after': None}}})", str(out)],
+                           cwd=ROOT, capture_output=True, text=True)
+    assert other.returncode == 0, other.stderr
+    merged = results.merge(out, FAKE_DEVICE, SOFTWARE, {"x.d": rec(4.0)})
+    assert loads == [out] and set(merged["benchmarks"]) == {"x.a", "x.b", "x.c", "x.d"}
