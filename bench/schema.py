@@ -381,22 +381,29 @@ class _UniqueKeyLoader(YAML_LOADER):
         return super().construct_mapping(node, deep)
 
 
-def _check_shape(text: str, path) -> None:
+def _check_shape(text: str, path, loader=YAML_LOADER) -> None:
     """Refuse, before building any object, what no results file holds: anchors and aliases (an
     alias bomb expands exponentially) and nesting deeper than MAX_DEPTH. libyaml's event stream
-    is iterative, so this costs ~30 ms and no recursion."""
+    is iterative, so this costs ~30 ms and no recursion. Where libyaml stops first (PyYAML 6.0.4's
+    own nesting limit, at a thousand levels), the pure-Python parser, which reads no further than
+    asked, finds the depth this check refuses, so the refusal is the same whatever PyYAML does."""
     depth = 0
-    for event in yaml.parse(text, Loader=YAML_LOADER):
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-            raise ResultsError(f"{path}: holds a YAML anchor or alias (at line {event.start_mark.line + 1}); "
-                               "results files hold none")
-        if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise ResultsError(f"{path}: nested deeper than {MAX_DEPTH} levels (at line "
-                                   f"{event.start_mark.line + 1})")
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise ResultsError(f"{path}: holds a YAML anchor or alias (at line {event.start_mark.line + 1}); "
+                                   "results files hold none")
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise ResultsError(f"{path}: nested deeper than {MAX_DEPTH} levels (at line "
+                                       f"{event.start_mark.line + 1})")
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError:
+        if loader is not yaml.SafeLoader:
+            _check_shape(text, path, yaml.SafeLoader)
+        raise
 
 
 def _read(path: Path) -> str:
