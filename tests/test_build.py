@@ -11,33 +11,58 @@ import build
 from bench import catalogue
 from slides import diagrams, gemm, kit, memory_latency, sweep
 from slides.deck import ROOT, SLIDES_DIR
+from slides.outline import SECTIONS
 from slides.device import occupancy
 from slides.deck import figures_dir
 from tests.conftest import _fixture_results, dump_results
 
-# The reference deck's outline, in order (kernel slides: code, diagram, performance).
 KERNELS = [step.title for step in catalogue.STEPS]
 
 
 def fastest_tf32_step(benchmarks: dict) -> str:
     """The id of the fastest measured kernel of the TF32 story: the deck's headline."""
-    return max((v.id for s in catalogue.STEPS for v in s.variants if benchmarks[v.id]["status"] == "ok"),
+    return max((v.id for s in catalogue.STEPS for v in s.variants if benchmarks.get(v.id, {}).get("status") == "ok"),
                key=lambda bid: benchmarks[bid]["tflops"])
+
+
 # A kernel too long for its code slide is shown whole on backup slides, a page at a time.
 CODE_PAGES = [f"Kernel {i}: {step.title} — Code ({j}/{len(pages)})" for i, step in enumerate(catalogue.STEPS, 1)
               for pages in [gemm.code_view(step.source, step.focus)["pages"]] for j in range(1, len(pages) + 1)]
-OUTLINE = (["CUDA Performance Study", "Hopper SM Architecture", "Theoretical Peak Performance",
-            "Why Matrix Multiply?", "GEMM Problem Setup"]
-           + [f"Kernel {i}: {k} — {part}" for i, k in enumerate(KERNELS, 1)
-              for part in ("Code", "Diagram", "Performance")]
-           + ["GEMM — Results Table", "GEMM — Results Table, Beyond the Reference", "GEMM Across Sizes", "GEMM Across Sizes — Table", "BF16 Across Sizes", "Tuning the Persistent Kernel",
-              "Timing Under the Power Cap", "BF16: Each Step Against cuBLAS BF16", "BF16: Error Beside cuBLAS's",
-              "BF16 Beside fast.cu", "What's Missing?", "Still on the Table", "Takeaways", "Past One GPU", "Backup Slides"]
-           + CODE_PAGES
-           + [              "Instruction Latency — Methodology", "Instruction Latency — Results", "Instruction Latency — Plot",
-              "Instruction Latency — Key Observations", "Memory Latency", "Memory Latency — Working-Set Sweep",
-              "HBM Bandwidth Scaling", "HBM Bandwidth Scaling — Little's Law", "L2 Bandwidth Scaling",
-              "Matrix Transpose", "Matrix Transpose — Plot"])
+
+
+def template_titles(name: str) -> list[str]:
+    """The slide titles a section's template writes, in order (outside code fences and notes)."""
+    text = re.sub(r"<!--.*?-->", "", (SLIDES_DIR / f"{name}.md.j2").read_text(), flags=re.S)
+    titles, fenced = [], False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.startswith("# "):
+            titles.append(line[2:].strip())
+    return titles
+
+
+def fixture_outline() -> list[str]:
+    """The fixture deck's slides, in order, from the outline's sections and the catalogue: each
+    section's titles as its template writes them, those made from data expanded as the fixture makes
+    them (a slide per step, a backup page per page of code), and the sections the fixture has no
+    file for (the node's, other GPUs') as their templates show that."""
+    titles = []
+    for name in SECTIONS:
+        written = template_titles(name)
+        if name == "kernels":
+            titles += [f"Kernel {i}: {k} — {part}" for i, k in enumerate(KERNELS, 1) for part in ("Code", "Diagram", "Performance")]
+        elif name == "backup":
+            titles += written[:1] + CODE_PAGES
+        elif name == "multigpu":
+            titles += written[:1]                   # no node's file beside the fixture: the slide says so
+        elif name != "compare":                     # no other GPU's file beside it: no appendix
+            titles += [t.replace("[[ device.arch ]]", "Hopper") for t in written]
+    assert not [t for t in titles if "[[" in t], "a title made from data that fixture_outline does not expand"
+    return titles
+
+
+OUTLINE = fixture_outline()
 MICRO = ("latency.instruction", "latency.memory", "l2.bandwidth_scaling", "transpose.all")
 
 
@@ -449,7 +474,8 @@ def test_steps_are_named_by_their_label_only_when_they_have_several_kernels(deck
     """What's Missing? names a step of one kernel by its title alone ("Split Last Wave", not "Split
     Last Wave (split last wave)"), and a step of several by its title and its best kernel's label."""
     missing = slides_of(deck["md"])["What's Missing?"]
-    for step in (s for s in catalogue.STEPS if s.beyond):
+    measured = deck["doc"]["benchmarks"]
+    for step in (s for s in catalogue.STEPS if s.beyond and measured.get(s.best.id, {}).get("status") == "ok"):
         label = step.best.label
         assert (f"| {step.title} ({label}) |" in missing) == (len(step.variants) > 1)
         assert f"| {step.title}{f' ({label})' if len(step.variants) > 1 else ''} |" in missing
@@ -496,7 +522,8 @@ def test_sweep_slides_follow_the_data(fixture_doc, write_results, tmp_path):
     svg = (figures_dir(tmp_path) / "gemm_sweep.svg").read_text()
     assert step["title"] in svg and "cuBLAS TF32, B K-major" in svg and "cuBLAS TF32, B row-major" in svg
     # every other step a grey line, and one legend entry for all of them
-    assert svg.count("the other steps") == 1 and svg.count(kit.GROUP) == (len(KERNELS) - 1) + 1
+    swept = [s for s in catalogue.STEPS if fixture_doc["benchmarks"].get(s.sweep_id, {}).get("status") == "ok"]
+    assert svg.count("the other steps") == 1 and svg.count(kit.GROUP) == (len(swept) - 1) + 1
 
     # held within 10% everywhere from 2048 up, the slide says so; a wrong size is shown in red
     for r in top["rows"]:

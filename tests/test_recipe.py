@@ -1,0 +1,99 @@
+"""CONTRIBUTING's recipes, followed in a copy of the repository: a GEMM step is its kernel file and
+one catalogue entry, a deck section its template, its module and its line in the outline. The
+copy's deck builds and its Python-only tests pass with both, and no benchmark that existed before
+changes its id, its role or its source hash."""
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+# What a copy of the repository reports of its benchmarks: every id with its source hash, and the roles.
+REGISTRY = ("import json; from bench import catalogue, registry; "
+            "print(json.dumps({'hashes': {b.id: b.source_hash() for b in registry.discover().values()}, "
+            "'roles': catalogue.ROLES}))")
+NEW_STEP = '''    Step("recipe_copy", "Recipe Copy", "+ nothing: the last step's kernel again, added by CONTRIBUTING's recipe",
+         "kernels/gemm_12_recipe_copy.cu", "gemm_recipe_copy",
+         (Variant("gemm.recipe_copy", "a copy", {tile}),),
+         "staged_store", (*_TMA, "UTMASTG"), HOPPER, beyond=True, focus={focus}),
+)
+'''
+
+# A section: its template (words and layout), its module (the numbers) and its line in the outline.
+NEW_TEMPLATE = '''[% set r = recipe_note %]
+# A Section Added by the Recipe
+
+[% if r.gbps %]
+cudaMemcpy copies **[[ r.gbps | num(0) ]] GB/s** on this GPU.
+[% else %]
+Not measured on this GPU.
+[% endif %]
+
+<!--
+A section added by CONTRIBUTING's recipe: the copy bandwidth the HBM benchmark recorded.
+-->
+'''
+NEW_MODULE = '''"""A section added by CONTRIBUTING's recipe."""
+
+
+def context(deck) -> dict:
+    (rec,) = deck.need("A Section Added by the Recipe", "hbm.copy_scaling")
+    return {"gbps": rec["record"]["memcpy"]["gbps"] if rec["measured"] and not rec["failed"] else None}
+'''
+
+
+def _copy_of_the_repository(to):
+    """The working tree as git sees it (tracked files and new ones it does not ignore), with no
+    build products: what a contributor starts from."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    for rel in filter(None, listed):
+        if (ROOT / rel).is_file():
+            (to / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, to / rel)
+
+
+def _run(args, cwd, timeout=900):
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def test_a_step_and_a_section_added_by_the_recipes_build_and_the_suite_stays_green(tmp_path):
+    repo = tmp_path / "repo"
+    _copy_of_the_repository(repo)
+    before = json.loads(_run([sys.executable, "-c", REGISTRY], repo).stdout)
+
+    from bench import catalogue
+    last = catalogue.STEPS[-1]
+    # 1. the kernel: a copy of the last step's file under a new name and function
+    code = (ROOT / last.source).read_text().replace(f"{last.function}(", "gemm_recipe_copy(")
+    (repo / "kernels" / "gemm_12_recipe_copy.cu").write_text(code)
+    # 2. one catalogue entry, appended to STEPS
+    cat = repo / "bench" / "catalogue.py"
+    text = cat.read_text()
+    end = re.search(r"^\)\n\n# The BF16 track", text, flags=re.M)
+    assert end, "STEPS no longer ends where the recipe expects"
+    entry = NEW_STEP.format(tile=repr(last.best.tile), focus=repr(last.focus))
+    cat.write_text(text[:end.start()] + entry + text[end.start() + 2:])
+    # 3. a section: its template, its module, its line in the outline (before the appendix)
+    (repo / "slides" / "recipe_note.md.j2").write_text(NEW_TEMPLATE)
+    (repo / "slides" / "recipe_note.py").write_text(NEW_MODULE)
+    outline = repo / "slides" / "outline.py"
+    outline.write_text(outline.read_text().replace('"transpose",', '"transpose", "recipe_note",'))
+
+    after = json.loads(_run([sys.executable, "-c", REGISTRY], repo).stdout)
+    assert after["roles"] == before["roles"]
+    assert {bid: after["hashes"][bid] for bid in before["hashes"]} == before["hashes"]
+    assert set(after["hashes"]) - set(before["hashes"]) == {"gemm.recipe_copy", "sweep.recipe_copy"}
+
+    built = _run([sys.executable, "build.py", "--no-compare"], repo)
+    assert built.returncode == 0, built.stderr
+    deck = (repo / "slides.md").read_text()
+    assert "# Kernel 12: Recipe Copy — Code" in deck and "# A Section Added by the Recipe" in deck
+    assert "gemm.recipe_copy" in built.stdout                      # listed as not measured, with its sweep
+    suite = _run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m",
+                  "not gpu and not slidev and not nvcc", "--ignore=tests/test_recipe.py"], repo, timeout=1800)
+    assert suite.returncode == 0, suite.stdout[-4000:]
