@@ -199,11 +199,6 @@ def run_session(benchmarks: list[Benchmark], device: dict, workdir: Path, log_di
             pending.remove(bench)
 
 
-def run_isolated(bench: Benchmark, device: dict, workdir: Path, log_dir: Path | None = None) -> dict:
-    """Run one benchmark in a worker process of its own."""
-    return next(run_session([bench], device, workdir, log_dir))[1]
-
-
 def _summary(rec: dict) -> str:
     if rec["status"] != "ok":
         return f"{rec['status'].upper()}: {rec['reason']}"

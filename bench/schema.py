@@ -166,7 +166,7 @@ RECORDS = {
     "tune.": {"params": {"bm": int, "space": dict, "stages_max": dict}, "trials": [{"config": dict}],
               "winner": int, "hand_picked": int,
               "final": {"winner": {"config": dict, "ratio": POS}, "hand_picked": {"config": dict, "ratio": POS}}},
-    "settle.": {"params": {"kernel": str, "gemm_settle_rule": {"max_s": NUM}},
+    "settle.": {"params": {"kernel": str, "sample_ms": POS, "gemm_settle_rule": {"max_s": NUM, "round_s": POS, "drift": NUM}},
                 "series": {who: {"batch": int, "rows": [{"t_s": NUM, "ms": POS, "sm_clock_mhz": NUM,
                                                          "temperature_c": NUM}]} for who in ("kernel", "cublas")}},
 }

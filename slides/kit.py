@@ -39,7 +39,7 @@ def nice_ticks(hi: float, count: int = 5) -> list[float]:
 
 
 def log_ticks(lo: float, hi: float) -> list[float]:
-    """Powers of two (for sizes and counts) or of ten covering [lo, hi]."""
+    """Powers of two (for sizes and counts) covering [lo, hi]."""
     return [2.0 ** e for e in range(math.floor(math.log2(lo)), math.ceil(math.log2(hi)) + 1)]
 
 

@@ -9,18 +9,17 @@ SETTLE_SPREAD = 0.03          # the p10-p90 spread a GEMM timing is held to (iss
 
 
 def context(deck) -> dict:
-    gemm = deck["gemm"]
     """The headline kernel and cuBLAS from a rest to a steady state (bench/settle.py): the spread of
     a GEMM harness's round of consecutive samples by when its last sample ends, when the
     harness's rule would start timing, when the spread stays under SETTLE_SPREAD, how far the clock
     fell, and the spread of the headline's own GEMM timing beside it."""
+    gemm = deck["gemm"]
     (r,) = deck.need("Timing Under the Power Cap", "settle.headline")
-    if "series" not in r["record"]:
+    if not r["measured"] or r["failed"]:
         return {**r, "runs": None}
     rec = r["record"]
     rule = rec["params"]["gemm_settle_rule"]
-    # a harness round in this run's (longer) samples; records before 2026-11-25 had a window of samples
-    width = max(2, round(1e3 * rule["round_s"] / rec["params"]["sample_ms"])) if "round_s" in rule else rule["window"]
+    width = max(2, round(1e3 * rule["round_s"] / rec["params"]["sample_ms"]))     # a harness round, in this run's samples
     runs = []
     for name, series in rec["series"].items():
         rows = series["rows"]
@@ -33,7 +32,7 @@ def context(deck) -> dict:
         mean = lambda part: sum(part) / len(part)
         rule_s = next((rows[i - 1]["t_s"] for i in range(2 * width, len(rows) + 1)
                        if abs(mean(ms[i - width:i]) / mean(ms[i - 2 * width:i - width]) - 1) < rule["drift"]),
-                      None) if "drift" in rule else None
+                      None)
         first, last = rows[:width], rows[-width:]
         mid = lambda part, key: summarize([row[key] for row in part])["median"]
         runs.append({"name": name, "batch": series["batch"], "samples": len(rows), "windows": windows,

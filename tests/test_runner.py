@@ -60,7 +60,7 @@ def test_each_record_is_written_as_soon_as_it_exists(fakes, tmp_path):
 
 def test_gpu_too_old_is_skipped_with_reason(tmp_path):
     bench = registry.Benchmark(id="fake.hopper_only", run=lambda ctx: {}, sources=(), min_cc=(9, 0))
-    rec = runner.run_isolated(bench, {**FAKE_DEVICE, "compute_capability": "8.0"}, tmp_path)
+    _, rec = next(runner.run_session([bench], {**FAKE_DEVICE, "compute_capability": "8.0"}, tmp_path))
     assert rec["status"] == "skipped" and "needs compute capability 9.0+" in rec["reason"]
 
 
