@@ -41,7 +41,7 @@ def waves(resources: dict, occupancy_: dict | None, device: dict) -> dict | None
     tile = resources.get("tile") if resources else None
     if not tile or not occupancy_:
         return None
-    tiles = (SHAPE.m // tile["BM"]) * (SHAPE.n // tile["BN"])
+    tiles = catalogue.ctas(tile, SHAPE.m, SHAPE.n)            # as the kernel launches them: ragged edges, whole clusters
     at_once = resources.get("resident_ctas") or device["sm_count"] * occupancy_["blocks_per_sm"]
     n = tiles / at_once
     out = {"tiles": tiles, "at_once": at_once, "waves": n, "full_waves": math.ceil(n),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from bench.catalogue import ctas as ctas_of
 from slides.kit import GROUP, INK, MUTED, PALETTE, REF, arrow, drawing, text, text_width
 
 W, H = 860, 400
@@ -219,7 +220,7 @@ def tile_schedule(step: dict, shape: dict) -> str:
     one CTA's tile boundary, where the producer loads the next tile while the consumers store C."""
     res, t = _resources(step)
     ctas = res.get("resident_ctas") or res["grid"][0]
-    tiles = (shape["m"] // t["BM"]) * (shape["n"] // t["BN"])
+    tiles = ctas_of(t, shape["m"], shape["n"])
     counts = [len(range(c, tiles, ctas)) for c in range(ctas)]
     waves = math.ceil(tiles / ctas)
     busy = tiles - (waves - 1) * ctas            # CTAs with a tile in the last wave
@@ -273,7 +274,7 @@ def _last_wave(res: dict, t: dict, shape: dict) -> tuple[dict, bool]:
     if res.get("split_wave"):
         return res["split_wave"], True
     pair = t.get("CLUSTER_M", 1)
-    units = (shape["m"] // t["BM"]) * (shape["n"] // t["BN"]) // pair
+    units = ctas_of(t, shape["m"], shape["n"]) // pair
     clusters = (res.get("resident_ctas") or res["grid"][0]) // pair
     k_tiles = shape["k"] // t["BK"]
     return {"units": units, "clusters": clusters, "k_tiles": k_tiles, "full_waves": units // clusters,

@@ -45,7 +45,7 @@ def summary(title: str, record: dict, device: dict, cublas_error: float | None =
                              "sms": device["sm_count"]}
     elif tiles and rows:      # one tile: what it leaves idle at the smallest size
         n, tile = rows[0]["shape"], tiles[0]
-        count = (n[0] // tile["BM"]) * (n[1] // tile["BN"])
+        count = catalogue.ctas(tile, n[0], n[1])
         if count < device["sm_count"]:
             out["small"] = {"size": size_label(n), "tiles": count, "sms": device["sm_count"], "tile": tile_label(tile)}
     return out
