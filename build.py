@@ -26,12 +26,9 @@ if __name__ == "__main__":          # from here on, even during the imports
     signal.signal(signal.SIGTERM, _stop)
 try:
     import argparse
-    import os
     import re
     import time
     from pathlib import Path
-
-    from markupsafe import Markup
 
     from bench import registry, schema
     from slides import escape
@@ -58,13 +55,9 @@ def node_files(results: Path) -> list[Path]:
 def _assemble(results: Path, doc: dict, out_dir: Path, compare, warn, node):
     """The context, slides.md's text and the figures of one deck, or a BuildError naming ``results``:
     whatever fails in a section's context, a figure or a template is one line."""
-    deck = Deck(doc, registry.discover(), node=node, others=compare, warn=warn)
+    deck = Deck(doc, registry.discover(), node=node, others=compare, warn=warn, out_dir=out_dir)
     try:
         context = deck.sections()
-        for step in context["gemm"]["steps"]:      # Slidev resolves snippet paths from the deck's folder
-            if step["source"]:
-                step["source"] = Markup(os.path.relpath(ROOT / step["source"], Path(out_dir).resolve()))   # a path, not data
-                step["code"]["snippet"] = step["source"]
         svgs = deck.figures()
         return context, render(context, svgs), svgs
     except BuildError:

@@ -34,8 +34,9 @@ class BuildError(Exception):
 class Deck:
     """One results file's sections, computed on demand, and what the results lack, by slide."""
 
-    def __init__(self, doc: dict, benchmarks: dict, node=None, others=(), warn=None):
+    def __init__(self, doc: dict, benchmarks: dict, node=None, others=(), warn=None, out_dir: Path = ROOT):
         self.doc = doc
+        self.out_dir = Path(out_dir)      # where slides.md goes: Slidev resolves a code snippet's path from there
         self.benchmarks = benchmarks
         self.node = node              # (path, document) of a node's results file, or None
         self.others = others          # (path, document) of other GPUs' results files, to compare with

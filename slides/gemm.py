@@ -5,7 +5,11 @@ sections; draws the progression and each step's diagram."""
 from __future__ import annotations
 
 import math
+import os
 import textwrap
+from pathlib import Path
+
+from markupsafe import Markup
 
 from bench import catalogue, cublas as cublas_lib
 from bench.harness import SHAPE
@@ -68,16 +72,17 @@ def busiest_unit(profile: dict) -> dict:
 MAX_CODE_LINES = 22
 
 
-def code_view(source: str | None, focus: tuple[str, str] | None) -> dict | None:
+def code_view(source: str | None, focus: tuple[str, str] | None, out_dir: Path = ROOT) -> dict | None:
     """What a step's code slide shows of its kernel file: the lines between its #region kernel
     markers when they fit, else the focus the catalogue names (first and last line, by a text each
-    holds); then the whole region in pages of MAX_CODE_LINES for the backup slides."""
+    holds); then the whole region in pages of MAX_CODE_LINES for the backup slides. ``snippet`` is
+    the file's path from ``out_dir``, the deck's folder, where Slidev resolves it."""
     if not source:
         return None
     lines = (ROOT / source).read_text().splitlines()
     marks = [i for i, line in enumerate(lines) if "#region kernel" in line or "#endregion kernel" in line]
     region = lines[marks[0] + 1:marks[1]] if len(marks) == 2 else lines
-    view = {"source": source, "snippet": source, "language": "python" if source.endswith(".py") else "cpp", "lines": len(region),
+    view = {"source": source, "snippet": Markup(os.path.relpath(ROOT / source, out_dir.resolve())), "language": "python" if source.endswith(".py") else "cpp", "lines": len(region),
             "shown": None, "first": 1, "pages": []}
     if len(region) <= MAX_CODE_LINES:
         return view
@@ -176,7 +181,7 @@ def context(deck) -> dict:
         steps.append({"index": i, "key": step.key, "sweep_id": step.sweep_id, "title": step.title, "name": best["name"], "slide_title": title,
                       "technique": step.technique, "layout": step.layout, "layout_name": cublas_lib.LAYOUTS[step.layout],
                       "precision": step.precision, "baseline": baseline,
-                      "source": source, "code": code_view(source, step.focus), "beyond": step.beyond,
+                      "source": source, "code": code_view(source, step.focus, deck.out_dir), "beyond": step.beyond,
                       "variants": variants, "best": best, "block": block, "diagram": diagram, "draw": step.diagram,
                       "measured": any(v["measured"] for v in variants),
                       "skip_reason": "; ".join(dict.fromkeys(v["reason"] for v in variants if v["status"] == "skipped"))})

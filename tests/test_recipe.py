@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import sys
 
-import pytest
 
 from tests.conftest import ROOT
 
