@@ -101,6 +101,7 @@ def context(deck) -> dict | None:
             deck.warn(f"left out of the comparison: {message}")
             continue
         accepted.append(candidate)
+        deck.beside.append((path, other))
     return section
 
 

@@ -42,6 +42,7 @@ class Deck:
         self.others = others          # (path, document) of other GPUs' results files, to compare with
         self.warn = warn              # how a comparison reports a file it leaves out (None: an error)
         self.missing: dict[str, list[str]] = {}
+        self.beside: list[tuple[Path, dict]] = []   # other files whose records the slides show (node, comparison)
         self._sections: dict[str, dict] = {}
         self._asked: list[str] = []
 
@@ -73,6 +74,10 @@ class Deck:
             out["stale_why"] = "no longer registered" if current is None else "code changed"   # the stale badge's tooltip
         return out
 
+    def stale(self) -> list[str]:
+        """The ids of this file's records measured with code that has changed since."""
+        return sorted(bid for bid in self.doc["benchmarks"] if self.record(bid)["stale"])
+
     def need(self, slide: str, *bids: str) -> list[dict]:
         """The results a slide shows; those not measured are listed against it."""
         recs = [self.record(b) for b in bids]
@@ -87,8 +92,9 @@ class Deck:
             if hasattr(section_module(name), "context"):
                 self[name]
         benchmarks = self.doc["benchmarks"]
+        beside = [{"file": Path(path).name, "ids": Deck(doc, self.benchmarks).stale()} for path, doc in self.beside]
         return {**self._sections, "software": self.doc["software"], "measured_count": len(benchmarks),
-                "stale": sorted(bid for bid in benchmarks if self.record(bid)["stale"]),
+                "stale": self.stale(), "stale_beside": [b for b in beside if b["ids"]],
                 "quick": sorted(bid for bid, rec in benchmarks.items() if rec.get("quick")),
                 "failed": [{"id": bid, "reason": rec["reason"]} for bid, rec in benchmarks.items()
                            if rec["status"] == "failed"],

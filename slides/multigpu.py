@@ -140,6 +140,8 @@ def context(deck) -> dict:
     if "node" not in doc:
         raise BuildError(f"{path}: not a node's results file (it has no node section)")
     node_deck = Deck(doc, deck.benchmarks)
+    if doc is not deck.doc:
+        deck.beside.append((path, doc))
     try:
         return section(doc, {bid: node_deck.record(bid) for bid in IDS})
     except Exception as e:

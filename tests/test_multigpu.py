@@ -283,3 +283,17 @@ def test_a_node_file_is_not_compared_as_a_gpu(fixture_doc, node_doc, write_resul
     assert build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path),
                        "--compare", str(node)]) == 1
     assert f"{node}: a node's results file, not a GPU's: pass it as --node" in capsys.readouterr().err
+
+
+def test_stale_records_of_the_node_file_are_printed_and_on_the_title_slide(fixture_doc, node_doc, write_results,
+                                                                            tmp_path, capsys):
+    node_doc["benchmarks"]["multigpu.p2p"]["source_hash"] = "0" * 16         # measured with other code
+    fixture_doc["device"].update(name=node_doc["device"]["name"], slug=node_doc["device"]["slug"])
+    node = write_results(node_doc, "gpu-x2.yaml")
+    assert build.main(["--results", str(write_results(fixture_doc, "gpu.yaml")), "--out-dir", str(tmp_path),
+                       "--no-compare"]) == 0
+    out = capsys.readouterr().out
+    assert f"STALE: multigpu.p2p in {node.name} was measured with code that has changed since" in out
+    assert "multigpu.nccl in" not in out
+    title = slides_of((tmp_path / "slides.md").read_text())["CUDA Performance Study"]
+    assert f"Stale results in {node.name} (code changed since measured): multigpu.p2p" in title
