@@ -57,11 +57,12 @@ def test_the_deepest_ring_fills_the_shared_memory_of_this_gpu(bid, device):
     from bench import launch
     step, variant = catalogue.KERNELS[bid]
     prepare = launch.prepare(step, variant, device)
-    a = cupy.zeros((4096, 16384), cupy.float32)
-    b = cupy.zeros((8192, 16384), cupy.float32)
+    element = {4: cupy.float32, 2: cupy.uint16}[catalogue.ELEMENT_BYTES[step.precision]]   # BF16 as its bit patterns
+    a = cupy.zeros((4096, 16384), element)
+    b = cupy.zeros((8192, 16384), element)
     c = cupy.zeros((4096, 8192), cupy.float32)
     resources = prepare(a, b, c).resources
-    stage = (variant.tile["BM"] + variant.tile["BN"]) * variant.tile["BK"] * 4
+    stage = (variant.tile["BM"] + variant.tile["BN"]) * variant.tile["BK"] * catalogue.ELEMENT_BYTES[step.precision]
     used = resources["smem_dynamic_bytes"] + resources["smem_static_bytes"]
     assert resources["tile"]["STAGES"] * stage <= resources["smem_dynamic_bytes"]
     assert used <= device["smem_per_block_optin_bytes"] < used + stage
