@@ -43,6 +43,27 @@ def _ratio(a, b):
     return a / b if a and b else None
 
 
+SAME = 0.05             # two figures within 5% of each other: the same, as far as these runs tell
+PER_CLOCK_SAME = 0.03   # cuBLAS's work per MHz on the same SMs: past 3% apart, a difference to explain
+
+
+def _direction(ratio: float | None) -> str | None:
+    """'more', 'less' or 'same': a ratio to this deck's GPU, read with SAME's margin."""
+    if ratio is None:
+        return None
+    return "more" if ratio > 1 + SAME else "less" if ratio < 1 - SAME else "same"
+
+
+def _variant_ratios(base, other) -> list[tuple[dict, float]]:
+    """Each kernel measured on both GPUs, with its TFLOPS on ``other`` over those on ``base``."""
+    out = []
+    for mine, theirs in zip(base["gemm"]["steps"], other["gemm"]["steps"]):
+        for v, w in zip(mine["variants"], theirs["variants"]):
+            if v["tflops"] and w["tflops"] and not v["failed"] and not w["failed"]:
+                out.append((v, w["tflops"] / v["tflops"]))
+    return out
+
+
 def side_by_side(gpus: list) -> dict | None:
     """The GPUs side by side: this deck's first, each other one as a ratio to it."""
     if len(gpus) < 2:
@@ -78,10 +99,20 @@ def side_by_side(gpus: list) -> dict | None:
                               if by["HBM copy, best kernel"]["per_gpu"][k] else None for k in (j + 1, 0)],
             "steps_lo": min(hand) if hand else None, "steps_hi": max(hand) if hand else None,
         })
-        others[-1]["cublas_per_clock"] = _ratio(others[-1]["cublas_ratio"], others[-1]["clock_ratio"])
+        o = others[-1]
+        o["cublas_per_clock"] = _ratio(o["cublas_ratio"], o["clock_ratio"])
+        o["memory"] = _direction(o["copy_ratio"])
+        # a faster memory that is no nearer: the bandwidth grew, the latency did not shrink
+        o["not_nearer"] = bool(o["hbm_latency_ratio"] and o["hbm_latency_ratio"] > 1 - SAME and o["memory"] == "more")
+        o["per_clock_differs"] = bool(o["same_sms"] and o["cublas_per_clock"]
+                                      and abs(o["cublas_per_clock"] - 1) > PER_CLOCK_SAME)
+        # the kernels (every variant of every step) whose speed moved the way the memory did, by more
+        # than SAME: at this shape the memory is part of their time, where the others' stay with the compute
+        o["with_memory"] = ([v["name"] for v, ratio in _variant_ratios(base, c) if _direction(ratio) == o["memory"]]
+                            if o["memory"] in ("more", "less") else [])
     differing = ([(r["label"], r["ratios"]) for r in rows if r["group"] == "measured" and any(r["ratios"])]
                  + [(f"GEMM: {s['title']}", s["ratios"]) for s in steps if any(s["ratios"])])
-    return {"names": [c["device"]["name"] for c in gpus], "rows": rows, "by": by, "steps": steps, "others": others,
+    return {"names": [c["device"]["name"] for c in gpus], "same_pct": 100 * SAME, "rows": rows, "by": by, "steps": steps, "others": others,
             "differing": differing}
 
 

@@ -92,9 +92,10 @@ class Deck:
             if hasattr(section_module(name), "context"):
                 self[name]
         benchmarks = self.doc["benchmarks"]
-        beside = [{"file": Path(path).name, "ids": Deck(doc, self.benchmarks).stale()} for path, doc in self.beside]
+        beside = [{"file": Path(path).name, **listed(Deck(doc, self.benchmarks).stale())} for path, doc in self.beside]
         return {**self._sections, "software": self.doc["software"], "measured_count": len(benchmarks),
-                "stale": self.stale(), "stale_beside": [b for b in beside if b["ids"]],
+                "stale": self.stale(), "stale_listed": listed(self.stale()),
+                "stale_beside": [b for b in beside if b["ids"]],
                 "quick": sorted(bid for bid, rec in benchmarks.items() if rec.get("quick")),
                 "failed": [{"id": bid, "reason": rec["reason"]} for bid, rec in benchmarks.items()
                            if rec["status"] == "failed"],
@@ -109,6 +110,15 @@ class Deck:
             if draw:
                 svgs.update(draw(self))
         return svgs
+
+
+LISTED = 4       # ids a title slide's line names in full; of more, the first LISTED - 1 and a count
+
+
+def listed(ids: list[str]) -> dict:
+    """``ids`` as a line shows them: all of up to LISTED, else the first few and how many more."""
+    shown = ids if len(ids) <= LISTED else ids[:LISTED - 1]
+    return {"ids": shown, "more": len(ids) - len(shown)}
 
 
 def section_module(name: str):

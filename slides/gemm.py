@@ -67,6 +67,10 @@ def busiest_unit(profile: dict) -> dict:
     return {"unit": UTILIZATION[name], "pct": profile["metrics"][name]}
 
 
+PERCENT_BELOW = 0.1      # a step's change under a tenth is said in percent, else as a ratio
+ERROR_MOVED = 1.5        # an error 1.5x the step before's, or two thirds of it: a change the slide explains
+
+
 # Code on a slide is set at 11 px (line height 1.4) below the title and a line of prose: this many
 # lines fit. A longer kernel region shows its step's focus, and the whole region goes to backup slides.
 MAX_CODE_LINES = 22
@@ -151,6 +155,7 @@ def context(deck) -> dict:
             # wgmma that reads them from shared memory as they are
             rounded = ((res or {}).get("tma") or {}).get("a", {}).get("data_type") == TF32_TENSOR_MAP
             r["error_before"] = r["precision_before"] = r["change"] = None   # the best's, against the step before's best
+            r["error_moved"] = False
             r["tf32_operands"] = (None if step.precision != "tf32" or "HGMMA" not in step.sass
                                   else "rounded" if rounded else "truncated")
             variants.append(r)
@@ -169,9 +174,15 @@ def context(deck) -> dict:
             # a change within what the two timings spread is a tie as far as the run can tell
             noise = max(spread(best["time_ms"]), spread(prev["best"]["time_ms"]))
             best["change"] = {"noise_pct": 100 * noise, "within_noise": abs(best["speedup"] - 1) < noise,
-                              "slower": best["speedup"] < 1}
+                              "slower": best["speedup"] < 1,
+                              # under a tenth, a ratio to one decimal reads 1.0x: the change is said in percent
+                              "in_percent": abs(best["speedup"] - 1) < PERCENT_BELOW}
             before = prev["best"]["check"]
             best["error_before"] = before["rel_error"] if before and best["check"] else None
+            # the error moved with the step where it changed by more than ERROR_MOVED either way
+            best["error_moved"] = bool(best["error_before"] and best["check"]["rel_error"]
+                                       and max(best["error_before"] / best["check"]["rel_error"],
+                                               best["check"]["rel_error"] / best["error_before"]) > ERROR_MOVED)
             best["precision_before"] = prev["precision"]
         source = next((deck.benchmarks[v["id"]].code for v in variants
                        if v["id"] in deck.benchmarks and deck.benchmarks[v["id"]].code), None)
@@ -205,9 +216,13 @@ def context(deck) -> dict:
               max(paired, key=lambda v: v["baseline_tflops"], default=None))
     baseline_range = None
     if lo and hi["baseline_tflops"] > 1.05 * lo["baseline_tflops"]:
-        side = lambda v: {"tflops": v["baseline_tflops"], "beside": v["name"], "clock_mhz": v["clock_mhz"],
-                          "power_w": v["record"]["telemetry"]["during"]["power_w"]["median"]}
-        baseline_range = {"lo": side(lo), "hi": side(hi), "power_limit_w": device["power_limit_w"]}
+        side = lambda v: {"tflops": v["baseline_tflops"], "beside": v["name"], "partner_tflops": v["tflops"],
+                          "clock_mhz": v["clock_mhz"], "power_w": v["record"]["telemetry"]["during"]["power_w"]["median"]}
+        baseline_range = {"lo": side(lo), "hi": side(hi), "power_limit_w": device["power_limit_w"],
+                          # the clock explains the spread where cuBLAS ran faster at the higher clock; and the
+                          # partner does, where the faster cuBLAS took turns with the slower kernel
+                          "clock_follows": (hi["clock_mhz"] or 0) > (lo["clock_mhz"] or 0),
+                          "slower_partner": hi["tflops"] < lo["tflops"]}
     staged_epilogue = any("EPILOGUE_N" in ((s["best"]["resources"] or {}).get("tile") or {}) for s in story)
     return {"shape": {"m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "flops": SHAPE.flops,
                       "intensity_fp32": SHAPE.flops / (4 * (SHAPE.m * SHAPE.k + SHAPE.k * SHAPE.n + SHAPE.m * SHAPE.n))},

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from slides.kit import Chart, PALETTE, Series, line_chart
 
+MIX_SHOWN = 0.1          # an instruction issued less than once in ten calls is left out of an operation's mix
+
 
 def context(deck) -> dict:
     (r,) = deck.need("Instruction Latency — Results", "latency.instruction")
@@ -24,6 +26,9 @@ def context(deck) -> dict:
             "ilp_to_best": next(i for i, c in cycles if c <= 1.1 * best),
             "vs_issue_pct": 100 * (cycles[-1][1] / issue - 1),
             "sass_per_op": sass1["per_op"], "mix": sass1["mix_per_op"],
+            # the instructions an operation is issued as, leaving out those under MIX_SHOWN of one per call
+            "mix_shown": {m: n for m, n in sass1["mix_per_op"].items() if n >= MIX_SHOWN},
+            "mix_whole": {m: n for m, n in sass1["mix_per_op"].items() if n >= 0.5},     # shown as whole counts
             "multi": sass1["per_op"] >= 1.5, "warps_per_sm": row["warps_per_sm"],
             "no_overlap": cycles[-1][1] >= 0.8 * cycles[0][1],
         })

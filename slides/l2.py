@@ -12,8 +12,12 @@ def context(deck) -> dict:
     rec = r["record"]
     best_read = max(rec["rows"], key=lambda x: x["read"]["gbps"])
     best_copy = max(rec["rows"], key=lambda x: x["copy"]["gbps"])
+    sms = deck.doc["device"]["sm_count"]
     return {**r, "rows": rec["rows"], "params": rec["params"], "best_read": best_read, "best_copy": best_copy,
-            "read_vs_hbm": best_read["read"]["gbps"] / hbm["best"]["gbps"] if hbm["rows"] else None}
+            "read_vs_hbm": best_read["read"]["gbps"] / hbm["best"]["gbps"] if hbm["rows"] else None,
+            # what the fastest read took: every SM or fewer, one block each or several loads' worth
+            "every_sm": best_read["sms"] == sms, "sms": sms, "many_in_flight": best_read["blocks"] > best_read["sms"],
+            "hbm_every_sm": bool(hbm["rows"]) and hbm["best"]["sms_used"] == sms}
 
 
 # --- figures --------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ from bench import catalogue
 from bench.harness import SHAPE
 from slides.kit import ACCENT, Chart, GROUP, INK, Series, line_chart
 
-WITHIN_FROM = 1024      # the size from which the best kernel is held to cuBLAS (issue 22: within 10%)
+WITHIN_FROM = 1024      # the size from which the best kernel is held to cuBLAS
+HELD_TO = 0.9           # ... and the share of cuBLAS it is held to there
 
 
 def size_label(shape: list[int]) -> str:
@@ -28,7 +29,8 @@ def summary(title: str, record: dict, device: dict, cublas_error: float | None =
     large = [r for r in rows if min(r["shape"]) >= WITHIN_FROM]
     worst = min(large, key=lambda r: r["ratio_same_layout"]) if large else None
     out = {"title": title, "within_from": WITHIN_FROM, "precision": record["params"]["precision"].upper(),
-           "worst": worst and {"size": size_label(worst["shape"]), "pct": 100 * worst["ratio_same_layout"]},
+           "worst": worst and {"size": size_label(worst["shape"]), "pct": 100 * worst["ratio_same_layout"],
+                               "held": worst["ratio_same_layout"] >= HELD_TO},
            "above": [size_label(r["shape"]) for r in rows if r["ratio_same_layout"] >= 1],
            "refused": [size_label(r["shape"]) for r in all_rows if r["outcome"] == "refused"],
            "wrong": [size_label(r["shape"]) for r in all_rows if r["outcome"] == "wrong"],

@@ -13,7 +13,8 @@ def context(deck) -> dict:
     best = max(rec["rows"], key=lambda x: x["gbps"])
     padding_gain = by["smem_padded"]["gbps"] / by["smem"]["gbps"] if {"smem", "smem_padded"} <= by.keys() else None
     return {**r, "rows": rec["rows"], "copy": rec["copy"], "params": rec["params"], "best": best, "by": by,
-            "padding_gain": padding_gain}
+            "padding_gain": padding_gain,
+            "padding_effect": None if padding_gain is None else "faster" if padding_gain >= 1 else "slower"}
 
 
 # --- figures --------------------------------------------------------------------------------------

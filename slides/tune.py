@@ -6,6 +6,9 @@ from bench import catalogue
 from slides.kit import ACCENT, Bar, INK, Line, REF, bar_chart
 
 
+TIE_PCT = 1.0      # a tuner's winner within 1% of the hand-picked configuration: nothing to search for
+
+
 def context(deck) -> dict:
     """The tuner's space, its trials ranked by their ratio to cuBLAS (timed in turns), and the
     winner against the hand-picked configuration, head to head (bench/tune.py)."""
@@ -31,6 +34,8 @@ def context(deck) -> dict:
             "table_pct": 100 * versus["ratio"] if versus else None,
             "stages_max": deepest, "deepest": catalogue.DEEPEST, "final": final, "gain_pct": gain,
             "same_as_hand_picked": rec["winner"] == rec["hand_picked"],
+            # nothing left in these constants: the hand-picked one won, or the winner is within TIE_PCT of it
+            "nothing_left": rec["winner"] == rec["hand_picked"] or (gain is not None and abs(gain) < TIE_PCT),
             "errors": [t for t in trials if t["outcome"] == "error"],
             "wrong": [t for t in trials if t["outcome"] == "wrong"]}
 

@@ -714,3 +714,34 @@ def test_without_a_checkout_the_peer_slide_says_why(fixture_doc, write_results, 
     build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path)])
     s = slides_of((tmp_path / "slides.md").read_text())["BF16 Beside fast.cu"]
     assert "Not measured on this GPU: peers.fastcu (no checkout of the peer: set FASTCU_DIR to one)" in s
+
+
+# A comparison inside a template's tag against a number other than 0 or 1: a judgment (faster, held,
+# a tie, needs every SM) made in the template instead of the section's module.
+JUDGED_IN_TEMPLATE = re.compile(r"(?:<|>|<=|>=|==|!=)\s*-?(?![01](?![\d.]))\d[\d.]*|-?(?![01](?![\d.]))\d[\d.]*\s*(?:<|>|<=|>=)(?!-)")
+
+
+def test_templates_hold_no_judgment_against_a_literal():
+    """Every threshold a slide's wording turns on lives in the section's module, named, beside the
+    wording for the other outcome (templates may still ask "more than one?")."""
+    found = []
+    for template in sorted(SLIDES_DIR.glob("*.md.j2")):
+        for number, line in enumerate(template.read_text().splitlines(), 1):
+            for tag in re.findall(r"\[%.*?%\]", line):
+                if JUDGED_IN_TEMPLATE.search(tag):
+                    found.append(f"{template.name}:{number}: {tag}")
+    assert not found, "\n".join(found)
+
+
+def test_judgments_take_the_other_wording_when_the_data_turn(fixture_doc, write_results, tmp_path):
+    """The sentences that judge (padding helps, L2 needs every SM) follow the records either way."""
+    rows = {r["key"]: r for r in fixture_doc["benchmarks"]["transpose.all"]["rows"]}
+    rows["smem_padded"]["gbps"] = rows["smem"]["gbps"] / 2            # padding made it slower
+    l2 = fixture_doc["benchmarks"]["l2.bandwidth_scaling"]["rows"]
+    half = next(r for r in l2 if r["sms"] == 64)
+    half["read"]["gbps"] = 2 * max(r["read"]["gbps"] for r in l2)    # 64 SMs, one block each, beat all
+    build.build(write_results(fixture_doc), tmp_path)
+    s = slides_of((tmp_path / "slides.md").read_text())
+    assert "2.00× slower, which the conflicts alone do not explain" in s["Matrix Transpose"]
+    sms = fixture_doc["device"]["sm_count"]
+    assert f"it peaks on 64 of the {sms} SMs, one block each." in s["L2 Bandwidth Scaling"]
