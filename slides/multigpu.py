@@ -54,10 +54,14 @@ def targets(compared: list[dict]) -> dict:
                       "met": bool(smallest) and worst(smallest) <= SMALL_WITHIN}}
 
 
-# A data-parallel step: BF16 gradients all-reduced in PyTorch DDP's default 25 MiB buckets.
+# A data-parallel step: BF16 gradients all-reduced in PyTorch DDP's default 25 MiB buckets, for models
+# each GPU holds whole: mixed-precision Adam keeps 16 bytes a parameter (BF16 weights and gradients,
+# FP32 master weights and two moments), activations aside; the largest three that fit are shown.
 GRADIENT_BYTES = 2
 BUCKET_BYTES = 25 << 20
-MODEL_PARAMS = (1.3e9, 7e9, 70e9)
+TRAINING_BYTES_PER_PARAM = 16
+MODEL_PARAMS = (125e6, 350e6, 1.3e9, 2.7e9, 7e9, 13e9, 34e9, 70e9)
+MODELS_SHOWN = 3
 
 
 def alpha_beta(sizes, times_s, large_from: int = LARGE_FROM) -> dict:
@@ -85,13 +89,37 @@ def predict_ms(fit: dict, nbytes: float, buckets: int = 1) -> float:
     return 1e3 * (buckets * fit["alpha_us"] * 1e-6 + nbytes / (fit["beta_gbps"] * 1e9))
 
 
-def data_parallel(fit: dict) -> list[dict]:
+def all_reduce_ms(measured: list[tuple[int, float]], fit: dict | None, nbytes: float) -> tuple[float, str]:
+    """An all-reduce of ``nbytes``: interpolated (log-log) between the two measured sizes around it,
+    or past the largest measured, the α–β fit, which holds there; and which of the two it is."""
+    sizes = [s for s, _ in measured]
+    if sizes[0] <= nbytes <= sizes[-1]:
+        i = next(i for i, s in enumerate(sizes) if s >= nbytes)
+        if sizes[i] == nbytes or i == 0:
+            return measured[i][1], "measured"
+        (s0, t0), (s1, t1) = measured[i - 1], measured[i]
+        w = math.log(nbytes / s0) / math.log(s1 / s0)
+        return math.exp((1 - w) * math.log(t0) + w * math.log(t1)), "measured"
+    if fit is None or nbytes < sizes[0]:
+        raise ValueError(f"no all-reduce measured near {nbytes:.0f} bytes")
+    return predict_ms(fit, nbytes), "fit"
+
+
+def data_parallel(measured: list[tuple[int, float]], fit: dict | None, memory_bytes: float) -> list[dict]:
+    """The gradient all-reduce of a data-parallel step for the largest models a GPU of
+    ``memory_bytes`` trains whole: as one all-reduce, and in DDP's buckets (each bucket's time
+    measured at its size; the last one is the remainder)."""
+    fitting = [p for p in MODEL_PARAMS if p * TRAINING_BYTES_PER_PARAM <= memory_bytes][-MODELS_SHOWN:]
     rows = []
-    for params in MODEL_PARAMS:
+    for params in fitting:
         nbytes = params * GRADIENT_BYTES
         buckets = math.ceil(nbytes / BUCKET_BYTES)
-        rows.append({"params": params, "label": f"{params / 1e9:g}B", "bytes": nbytes, "one_ms": predict_ms(fit, nbytes),
-                     "buckets": buckets, "bucketed_ms": predict_ms(fit, nbytes, buckets)})
+        one, how = all_reduce_ms(measured, fit, nbytes)
+        full, _ = all_reduce_ms(measured, fit, BUCKET_BYTES)
+        last, _ = all_reduce_ms(measured, fit, nbytes - (buckets - 1) * BUCKET_BYTES)
+        rows.append({"params": params, "label": f"{params / 1e9:g}B", "bytes": nbytes, "one_ms": one, "one_from": how,
+                     "buckets": buckets, "bucketed_ms": (buckets - 1) * full + last,
+                     "training_bytes": params * TRAINING_BYTES_PER_PARAM})
     return rows
 
 
@@ -160,7 +188,8 @@ def section(doc: dict, records: dict) -> dict:
          "multicast": "not recorded" if nvls is None else "off" if nvls == "0" else "on",
          "pairs": [{**p, "pcie_path": p.get("pcie_path", "not recorded"),
                     "nvlink_gbps_per_direction": p.get("nvlink_gbps_per_direction")} for p in node["pairs"]],
-         "p2p": _p2p(records["multigpu.p2p"]), "nccl": nccl, "peer": peer, "fit": None, "fit_reason": "", "dp": []}
+         "p2p": _p2p(records["multigpu.p2p"]), "nccl": nccl, "peer": peer, "fit": None, "fit_reason": "", "dp": [],
+         "dp_reason": ""}
     c.update(_collectives(nccl, peer, n))
     reduce = [r for r in c["ours"] if r["collective"] == "all_reduce"]
     try:
@@ -172,8 +201,16 @@ def section(doc: dict, records: dict) -> dict:
         largest = max(reduce, key=lambda r: r["bytes"])
         fit["check"] = {"bytes": largest["bytes"], "measured_ms": largest["time_ms"]["median"],
                         "predicted_ms": predict_ms(fit, largest["bytes"])}
-        c["fit"], c["dp"] = fit, data_parallel(fit)
+        c["fit"] = fit
+    if reduce:
+        measured = sorted((r["bytes"], r["time_ms"]["median"]) for r in reduce)
+        try:
+            c["dp"] = data_parallel(measured, fit, doc["device"]["memory_bytes"])
+        except ValueError as e:        # the bucket's size was not measured and no fit reaches it
+            c["dp_reason"] = str(e)
+        c["bucket_ms"] = all_reduce_ms(measured, fit, BUCKET_BYTES)[0] if c["dp"] else None
         c["bucket_bytes"], c["gradient_bytes"] = BUCKET_BYTES, GRADIENT_BYTES
+        c["training_bytes_per_param"], c["memory_bytes"] = TRAINING_BYTES_PER_PARAM, doc["device"]["memory_bytes"]
     link_gbps = [p["nvlink_gbps_per_direction"] for p in node["pairs"] if p.get("nvlink_gbps_per_direction")]
     c["link_gbps"] = min(link_gbps) if link_gbps else None
     return c
@@ -244,9 +281,9 @@ def latency_chart(c: dict) -> str:
         pts = [(r["bytes"], r["time_us"]) for r in peer if r["collective"] == "all_reduce" and r["mode"] == mode]
         if pts:
             series.append(fig.Series(label, pts, color, marks=False, dash="6,4"))
-    if c["fit"]:
-        series.append(fig.Series("α + size/β", [(r["bytes"], 1e3 * predict_ms(c["fit"], r["bytes"])) for r in ours],
-                                 fig.REF, marks=False, dash="2,3"))
+    if c["fit"]:        # drawn where it was fitted and holds: from its large sizes up
+        series.append(fig.Series("α + size/β", [(r["bytes"], 1e3 * predict_ms(c["fit"], r["bytes"])) for r in ours
+                                                if r["bytes"] >= c["fit"]["large_from"]], fig.REF, marks=False, dash="2,3"))
     return fig.line_chart(fig.Chart("message size (log scale)", "all-reduce time, µs (log scale)", series,
                                     x_format=fig.fmt_bytes, y_log=True, width=760, height=320))
 

@@ -2,6 +2,7 @@
 the α–β fit, the data-parallel estimate, the comparison with the peer), its topology, its place in
 the results and the runner, and its slides on the node fixture (two H200s)."""
 import copy
+import math
 import json
 
 import pytest
@@ -73,13 +74,21 @@ def test_alpha_beta_recovers_a_latency_and_a_bandwidth():
         section.alpha_beta([8, 16], [1e-6, 1e-6])
 
 
-def test_data_parallel_step_from_the_fit():
+def test_data_parallel_step_from_the_measured_times():
+    """Each bucket's time is the measured all-reduce at its size (log-log between the sizes around
+    it); past the largest measured size, the fit; the models are those a GPU trains whole."""
     fit = {"alpha_us": 10.0, "beta_gbps": 100.0}
-    rows = section.data_parallel(fit)
-    seven = next(r for r in rows if r["params"] == 7e9)
-    assert seven["bytes"] == 14e9 and seven["one_ms"] == pytest.approx(0.01 + 140.0)
-    assert seven["buckets"] == -(-14_000_000_000 // (25 << 20))
-    assert seven["bucketed_ms"] == pytest.approx(seven["buckets"] * 0.01 + 140.0)
+    measured = [(8, 0.01), (16 << 20, 0.5), (32 << 20, 0.8), (1 << 30, 11.0)]
+    bucket, how = section.all_reduce_ms(measured, fit, 25 << 20)
+    w = math.log((25 << 20) / (16 << 20)) / math.log(2)
+    assert how == "measured" and bucket == pytest.approx(0.5 ** (1 - w) * 0.8 ** w)
+    assert section.all_reduce_ms(measured, fit, 4e9) == (pytest.approx(0.01 + 40.0), "fit")
+    rows = section.data_parallel(measured, fit, memory_bytes=80e9)          # 80 GB: up to 2.7B at 16 B a parameter
+    assert [r["params"] for r in rows] == [350e6, 1.3e9, 2.7e9]
+    big = rows[-1]
+    assert big["bytes"] == 5.4e9 and big["one_from"] == "fit" and big["buckets"] == -(-5_400_000_000 // (25 << 20))
+    last = 5.4e9 - (big["buckets"] - 1) * (25 << 20)
+    assert big["bucketed_ms"] == pytest.approx((big["buckets"] - 1) * bucket + section.all_reduce_ms(measured, fit, last)[0])
 
 
 def test_targets_against_the_peer():
