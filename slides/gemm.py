@@ -97,10 +97,29 @@ def code_view(source: str | None, focus: tuple[str, str] | None, out_dir: Path =
     end = next((i for i, line in enumerate(region) if i >= (start or 0) and focus[1] in line), None)
     if start is None or end is None or end - start + 1 > MAX_CODE_LINES:
         raise BuildError(f"{source}: the focus {focus} is not a run of at most {MAX_CODE_LINES} lines of its kernel region")
-    per_page = math.ceil(len(region) / math.ceil(len(region) / MAX_CODE_LINES))     # as even as the pages can be
-    pages = [region[i:i + per_page] for i in range(0, len(region), per_page)]
+    pages = code_pages(region, MAX_CODE_LINES)
     return {**view, "shown": textwrap.dedent("\n".join(region[start:end + 1])), "first": start + 1,
             "last": end + 1, "pages": [textwrap.dedent("\n".join(page)) for page in pages]}
+
+
+def _ends_statement(line: str) -> bool:
+    """A line a page may end after: its code (comments aside) closes a statement or a block, or is blank."""
+    code = line.split("//")[0].rstrip()
+    return not code or code.endswith((";", "{", "}"))
+
+
+def code_pages(region: list[str], most: int) -> list[list[str]]:
+    """``region`` in pages of at most ``most`` lines, as even as its statements allow: a page ends
+    only after a line that ends a statement, nearest the even split of what is left."""
+    pages, start = [], 0
+    while len(region) - start > most:
+        left = len(region) - start
+        even = start + math.ceil(left / math.ceil(left / most))
+        ends = [i for i in range(start + 1, start + most + 1) if _ends_statement(region[i - 1])]
+        cut = min(ends, key=lambda i: abs(i - even)) if ends else start + most
+        pages.append(region[start:cut])
+        start = cut
+    return pages + [region[start:]]
 
 
 def pair_with_cublas(r: dict, by_id: dict) -> dict:

@@ -52,11 +52,9 @@ def fixture_outline() -> list[str]:
         written = template_titles(name)
         if name == "kernels":
             titles += [f"Kernel {i}: {k} — {part}" for i, k in enumerate(KERNELS, 1) for part in ("Code", "Diagram", "Performance")]
-        elif name == "backup":
+        elif name == "kernel_pages":
             titles += written[:1] + CODE_PAGES
-        elif name == "multigpu":
-            titles += written[:1]                   # no node's file beside the fixture: the slide says so
-        elif name != "compare":                     # no other GPU's file beside it: no appendix
+        elif name not in ("multigpu", "compare"):   # no node's or other GPU's file beside the fixture: neither shows
             titles += [t.replace("[[ device.arch ]]", "Hopper") for t in written]
     assert not [t for t in titles if "[[" in t], "a title made from data that fixture_outline does not expand"
     return titles
