@@ -10,7 +10,7 @@ const browser = await chromium.launch({ executablePath });
 const page = await browser.newPage({ viewport: { width: 980, height: 552 } });
 const problems = [];
 for (let n = 1; n <= Number(count); n++) {
-  await page.goto(`${base}/${n}`, { waitUntil: 'load' });
+  await page.goto(`${base}/#/${n}`, { waitUntil: 'load' });
   await page.waitForSelector(`.slidev-page-${n}`, { state: 'visible' });
   await page.evaluate(() => Promise.all([document.fonts.ready,
     ...[...document.images].map((i) => i.complete ? null : new Promise((r) => { i.onload = i.onerror = r; }))]));

@@ -54,7 +54,8 @@ def test_hostile_strings_stay_data(case, fixture_doc, write_results, tmp_path):
     deck = (tmp_path / "slides.md").read_text()
     assert headings(deck) == OUTLINE                                    # no slide added or lost
     head = yaml.safe_load(deck.split("---\n")[1])
-    assert set(head) == {"theme", "title", "seoMeta", "class", "drawings", "transition", "exportFilename", "fonts"}
+    assert set(head) == {"theme", "title", "seoMeta", "class", "drawings", "transition", "exportFilename", "routerMode",
+                         "fonts"}
     assert head["seoMeta"]["ogDescription"] == f"Micro-benchmarks and a GEMM built step by step, measured on " \
                                                 f"GPU {schema.one_line(text, escape.MAX_CHARS)}."    # plain text
     assert "CUDA Performance Study — GPU " in head["title"]

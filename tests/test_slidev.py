@@ -63,12 +63,21 @@ def _slidev(*args, cwd):
 
 @pytest.fixture(scope="module")
 def site(deck_dir):
-    """The deck built as `npm run build` builds it (package.json's build script): a static site."""
+    """The deck built as `npm run build` builds it (package.json's build script, which finds Chromium
+    itself: $CHROMIUM here): a static site."""
     script = shlex.split(json.loads((ROOT / "package.json").read_text())["scripts"]["build"])
-    assert script[:2] == ["slidev", "build"] and "--download" in script
-    args = [CHROMIUM if a == "/usr/bin/chromium" else a for a in script[2:]]    # CHROMIUM: where this machine has it
-    _slidev("build", "slides.md", *args, "--out", str(deck_dir / "dist"), cwd=deck_dir)
+    assert script[:4] == ["node", "scripts/with-chromium.mjs", "build", "--download"], script
+    proc = subprocess.run([shutil.which("node"), str(ROOT / script[1]), "build", "slides.md", *script[3:], "--out",
+                           str(deck_dir / "dist")], cwd=deck_dir, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "CHROMIUM": CHROMIUM})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return deck_dir / "dist"
+
+
+def test_the_build_says_in_one_line_when_it_finds_no_chromium(tmp_path):
+    proc = subprocess.run([shutil.which("node"), str(ROOT / "scripts" / "with-chromium.mjs"), "build"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "CHROMIUM": str(tmp_path / "none")})
+    assert proc.returncode == 1 and proc.stderr == f"with-chromium: CHROMIUM={tmp_path / 'none'} does not exist\n"
 
 
 def test_npm_run_build_makes_a_hostable_site_with_the_pdf(site):
@@ -83,12 +92,7 @@ def test_npm_run_build_makes_a_hostable_site_with_the_pdf(site):
 
 
 class _Site(http.server.SimpleHTTPRequestHandler):
-    """A static host as Slidev's history routing needs it: an unknown path is the app's index.html."""
-    def send_head(self):
-        if not Path(self.translate_path(self.path)).exists():
-            self.path = "/index.html"
-        return super().send_head()
-
+    """A plain static host, as python -m http.server is: no route rewriting (the deck routes in the hash)."""
     def log_message(self, *args):
         pass
 
@@ -107,6 +111,23 @@ def _assert_every_slide_fits(site: Path, slides_md: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     problems = json.loads(proc.stdout)
     assert not problems, "\n".join(f"slide {p['slide']} ({p['title']}): {p['what']}" for p in problems)
+
+
+def test_a_plain_static_host_serves_a_slide_and_the_presenter_view_by_url(site, deck_dir):
+    """dist/ as python -m http.server serves it: slide 10 and the presenter view, with the first
+    slide's notes, open by their URLs (the deck routes in the URL's hash)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Site, directory=str(site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        proc = subprocess.run([shutil.which("node"), str(ROOT / "tests" / "presenter_check.mjs"),
+                               f"http://127.0.0.1:{server.server_address[1]}", "10", CHROMIUM],
+                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+    finally:
+        server.shutdown()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = json.loads(proc.stdout)
+    first_notes = re.search(r"<!--\s*(.*?)\s*-->", (deck_dir / "slides.md").read_text().split("\n---\n", 2)[1], re.S)
+    assert seen["slide"] and seen["notes"][:40] == " ".join(first_notes.group(1).split())[:40], seen
 
 
 def test_every_slide_fits_on_the_canvas_in_chromium(site, deck_dir):
