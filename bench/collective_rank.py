@@ -50,6 +50,9 @@ def main(argv) -> int:
                     "broadcast": (count, lambda: comm.broadcast(s, r, count, 0), (count, ONE_RANK, 0, 0)),
                     "send_recv": (count, lambda: comm.send_recv(s, r, count, nxt, prev), (count, ONE_RANK, prev, 0)),
                 }[name]
+                if spec.get("probe"):          # once, for NCCL to log what it chose (bench.multigpu.TUNING_ENV)
+                    run()
+                    continue
                 fill(grid(sent), (THREADS,), (send, np.int64(sent), np.int32(rank), np.int64(0)))
                 recv.view(cupy.uint32)[:expect[0]].fill(0xFFFFFFFF)     # NaN: an unwritten element fails
                 wrong.fill(0)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -79,15 +80,18 @@ def gpu_count() -> int:
 
 # --- NCCL, one process per GPU --------------------------------------------------------------
 
-def run_ranks(module: str, spec: dict, nranks: int, timeout_s: float, progress) -> list[dict]:
-    """Start ``python -m <module> SPEC RANK OUT`` for every rank; their JSON outputs, in rank order.
-    One rank that fails ends the others (they would wait in NCCL for it forever)."""
+def run_ranks(module: str, spec: dict, nranks: int, timeout_s: float, progress, env: dict | None = None) -> list[dict]:
+    """Start ``python -m <module> SPEC RANK OUT`` for every rank (``env`` added to their environment;
+    "{tmp}" in a value is the run's own folder); their JSON outputs, in rank order, each with "logs":
+    the text of the files they wrote there. One rank that fails ends the others (they would wait
+    in NCCL for it forever)."""
     with tempfile.TemporaryDirectory(prefix="ranks-") as tmp:
         spec_path = Path(tmp) / "spec.json"
         spec_path.write_text(json.dumps(spec))
         outs = [Path(tmp) / f"rank{r}.json" for r in range(nranks)]
+        extra = {k: v.replace("{tmp}", tmp) for k, v in (env or {}).items()}
         procs = [subprocess.Popen([sys.executable, "-m", module, str(spec_path), str(r), str(outs[r])],
-                                  cwd=ROOT, env=child_env()) for r in range(nranks)]
+                                  cwd=ROOT, env={**child_env(), **extra}) for r in range(nranks)]
         try:
             for r, p in enumerate(procs):
                 code = p.wait(timeout=timeout_s)
@@ -99,7 +103,29 @@ def run_ranks(module: str, spec: dict, nranks: int, timeout_s: float, progress) 
                     p.kill()
                     p.wait()
         progress(f"{nranks} ranks done")
-        return [json.loads(o.read_text()) for o in outs]
+        logs = "".join(p.read_text(errors="replace") for p in sorted(Path(tmp).glob("*.log")))
+        return [{**json.loads(o.read_text()), "logs": logs} for o in outs]
+
+
+# NCCL's choice for each call, as NCCL_DEBUG_SUBSYS=TUNING logs it on rank 0 ("AllReduce: 4096 Bytes
+# -> Algo TREE proto LL ..."; older releases give the numbers of its enums)
+TUNING_LINE = re.compile(r"(AllReduce|AllGather|ReduceScatter|Broadcast): +(\d+) Bytes -> Algo (\w+) proto (\w+)")
+NCCL_ALGOS = ("TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT")
+NCCL_PROTOS = ("LL", "LL128", "SIMPLE")
+NCCL_NAMES = {"AllReduce": "all_reduce", "AllGather": "all_gather", "ReduceScatter": "reduce_scatter",
+              "Broadcast": "broadcast"}
+
+
+def nccl_choices(log: str) -> dict[tuple[str, int], dict]:
+    """(collective, bytes the call moves) -> the algorithm and protocol NCCL chose, from its TUNING log.
+    NCCL logs a collective's size as the bytes of its largest buffer, as this project counts them."""
+    named = lambda value, names: names[int(value)] if value.isdigit() and int(value) < len(names) else value.upper()
+    return {(NCCL_NAMES[m[1]], int(m[2])): {"algorithm": named(m[3], NCCL_ALGOS), "protocol": named(m[4], NCCL_PROTOS)}
+            for m in TUNING_LINE.finditer(log)}
+
+
+# The probe: each collective and size once, with NCCL saying what it chose (the timed run logs nothing)
+TUNING_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "TUNING", "NCCL_DEBUG_FILE": "{tmp}/nccl.%p.log"}
 
 
 def combine(ranks: list[dict], nranks: int) -> list[dict]:
@@ -127,7 +153,12 @@ def collectives(ctx) -> dict:
     spec = {"nranks": n, "uid": nccl.unique_id().hex(), "cubin": str(cubin), "sizes": SIZES,
             "collectives": list(COLLECTIVES), "warmup": WARMUP, "reps": REPS}
     ctx.progress(f"NCCL {nccl.version()} from {nccl.home()}, {n} ranks, {len(SIZES)} sizes x {len(COLLECTIVES)} collectives")
+    probe = run_ranks("bench.collective_rank", {**spec, "probe": True}, n, timeout_s=300, progress=ctx.progress,
+                      env=TUNING_ENV)
+    chosen = nccl_choices(probe[0]["logs"])
     rows = combine(run_ranks("bench.collective_rank", spec, n, timeout_s=800, progress=ctx.progress), n)
+    for row in rows:                       # send/recv is point to point: NCCL chooses no algorithm for it
+        row.update(chosen.get((row["collective"], row["bytes"]), {}))
     bad = [f"{r['collective']} at {r['bytes']} B: {r['wrong']} of {r['checked']} wrong" for r in rows if r["wrong"]]
     for name in COLLECTIVES:
         last = [r for r in rows if r["collective"] == name][-1]
@@ -138,7 +169,9 @@ def collectives(ctx) -> dict:
                    "batch": f"back-to-back ops moving about {BATCH_BYTES >> 20} MiB per sample, 1 to {MAX_BATCH}",
                    "time": "median sample of the slowest rank (CUDA events, one timer)",
                    "gb": "1e9 bytes, as nccl-tests", "nccl": nccl.version(),
-                   "multicast": {k: os.environ.get(k) for k in ("NCCL_NVLS_ENABLE",)}},
+                   "multicast": {k: os.environ.get(k) for k in ("NCCL_NVLS_ENABLE",)},
+                   "choices": f"algorithm and protocol per size from NCCL's TUNING log of a probe run ("
+                              f"{len(chosen)} calls logged)"},
         "check": {"passed": not bad, "method": "every output element of every rank, each size, against the "
                                                "values the ranks sent (small integers: sums are exact)",
                   **({"detail": "; ".join(bad[:5])} if bad else {})},

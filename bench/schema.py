@@ -161,7 +161,7 @@ RECORDS = {
     "multigpu.nccl_tests": {"params": {"ranks": int, "version": str},
                             "rows": [{"collective": str, "mode": str, "bytes": POS_INT, "time_us": POS, **_BUSBW}]},
     "multigpu.nccl": {"params": {"ranks": int}, "rows": [{"collective": str, "bytes": POS_INT, "time_ms": _TIMED,
-                                                          "wrong": int, **_BUSBW}]},
+                                                          "wrong": int, "algorithm?": str, "protocol?": str, **_BUSBW}]},
     "sweep.": {"rows": [{"shape": [int], "outcome": str, "ratio_same_layout?": NUM, "tflops?": dict}]},
     "tune.": {"params": {"bm": int, "space": dict, "stages_max": dict}, "trials": [{"config": dict}],
               "winner": int, "hand_picked": int,

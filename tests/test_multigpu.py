@@ -308,3 +308,27 @@ def test_stale_records_of_the_node_file_are_printed_and_on_the_title_slide(fixtu
     assert "multigpu.nccl in" not in out
     title = slides_of((tmp_path / "slides.md").read_text())["CUDA Performance Study"]
     assert f"Stale results in {node.name} (code changed since measured): multigpu.p2p" in title
+
+
+def test_nccl_choices_are_read_from_its_tuning_log():
+    """Both the names newer NCCL logs and the enum numbers of older releases; rank 0's lines only
+    name a collective's total bytes, as the rows count them."""
+    log = ("host:1:1 [0] NCCL INFO AllReduce: 4096 Bytes -> Algo TREE proto LL channel{Lo..Hi}={0..1}\n"
+           "host:1:1 [0] NCCL INFO AllGather: 67108864 Bytes -> Algo 1 proto 2 time 123.4\n"
+           "host:1:1 [0] NCCL INFO Broadcast:    32768 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..0}\n"
+           "host:1:1 [0] NCCL INFO Init COMPLETE\n")
+    assert multigpu.nccl_choices(log) == {
+        ("all_reduce", 4096): {"algorithm": "TREE", "protocol": "LL"},
+        ("all_gather", 64 << 20): {"algorithm": "RING", "protocol": "SIMPLE"},
+        ("broadcast", 32768): {"algorithm": "RING", "protocol": "SIMPLE"}}
+
+
+def test_the_nccl_notes_name_its_choice_where_recorded(fixture_doc, node_doc, write_results, tmp_path):
+    for r in node_doc["benchmarks"]["multigpu.nccl"]["rows"]:
+        if r["collective"] == "all_reduce":
+            r.update(algorithm="RING", protocol="LL128" if r["bytes"] < 1 << 20 else "SIMPLE")
+    fixture_doc["device"].update(name=node_doc["device"]["name"], slug=node_doc["device"]["slug"])
+    assert build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path), "--no-compare",
+                       "--node", str(write_results(node_doc, "node.yaml"))]) == 0
+    notes = slides_of((tmp_path / "slides.md").read_text())["NCCL: Bus Bandwidth by Message Size"]
+    assert "(NCCL chose RING, SIMPLE)" in notes and "Its smallest size: RING, LL128." in notes
