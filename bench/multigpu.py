@@ -153,9 +153,11 @@ def collectives(ctx) -> dict:
     spec = {"nranks": n, "uid": nccl.unique_id().hex(), "cubin": str(cubin), "sizes": SIZES,
             "collectives": list(COLLECTIVES), "warmup": WARMUP, "reps": REPS}
     ctx.progress(f"NCCL {nccl.version()} from {nccl.home()}, {n} ranks, {len(SIZES)} sizes x {len(COLLECTIVES)} collectives")
-    probe = run_ranks("bench.collective_rank", {**spec, "probe": True}, n, timeout_s=300, progress=ctx.progress,
-                      env=TUNING_ENV)
+    # a unique id bootstraps one communicator: the probe gets one of its own
+    probe = run_ranks("bench.collective_rank", {**spec, "probe": True, "uid": nccl.unique_id().hex()}, n,
+                      timeout_s=300, progress=ctx.progress, env=TUNING_ENV)
     chosen = nccl_choices(probe[0]["logs"])
+    ctx.progress(f"NCCL's choice of algorithm and protocol logged for {len(chosen)} collective calls")
     rows = combine(run_ranks("bench.collective_rank", spec, n, timeout_s=800, progress=ctx.progress), n)
     for row in rows:                       # send/recv is point to point: NCCL chooses no algorithm for it
         row.update(chosen.get((row["collective"], row["bytes"]), {}))
