@@ -69,7 +69,9 @@ class Deck:
                    measured=rec["status"] != "skipped", failed=rec["status"] == "failed",
                    tflops=rec.get("tflops"), time_ms=rec.get("time_ms"), check=rec.get("check"),
                    clock_mhz=clock_during(rec))
-        if current is None or current.source_hash() != rec["source_hash"]:
+        # stale: measured with code that has changed since (a skipped record measured nothing: its
+        # reason is the runner's, such as a GPU too old or too few)
+        if rec["status"] != "skipped" and (current is None or current.source_hash() != rec["source_hash"]):
             out["stale"] = True
             out["stale_why"] = "no longer registered" if current is None else "code changed"   # the stale badge's tooltip
         return out

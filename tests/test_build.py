@@ -743,3 +743,13 @@ def test_judgments_take_the_other_wording_when_the_data_turn(fixture_doc, write_
     assert "2.00× slower, which the conflicts alone do not explain" in s["Matrix Transpose"]
     sms = fixture_doc["device"]["sm_count"]
     assert f"it peaks on 64 of the {sms} SMs, one block each." in s["L2 Bandwidth Scaling"]
+
+
+def test_a_skipped_record_is_never_stale(fixture_doc, write_results, tmp_path, capsys):
+    """A record the runner skipped (too few GPUs, a GPU too old) measured nothing: the code it names
+    changing since makes no result out of date."""
+    rec = fixture_doc["benchmarks"]["multigpu.nccl"]
+    assert rec["status"] == "skipped"
+    rec["source_hash"] = "0" * 16
+    build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path), "--no-compare"])
+    assert "STALE" not in capsys.readouterr().out and "Stale results" not in (tmp_path / "slides.md").read_text()
