@@ -64,7 +64,10 @@ def settle_spread(settle: dict) -> str:
     lines = [Line("y", settle["target_pct"], f"{settle['target_pct']:g}%", REF)]
     kernel = settle["by"].get("kernel")
     if kernel and kernel["rule_s"] is not None:
-        lines.append(Line("x", kernel["rule_s"], "kernel steady: timing would start", MUTED))
+        # the harness's rule is about the mean, not the spread: say which, so the line is not read as
+        # the point where the spread falls under the target
+        lines.append(Line("x", kernel["rule_s"], f"two rounds' means within {100 * settle['rule']['drift']:g}%: "
+                                                 "timing starts", MUTED))
     return line_chart(Chart(f"s after the rest, at the last of {settle['window']} consecutive samples",
                             f"p10–p90 spread of {settle['window']} samples, %", series, lines, x_log=False, height=290))
 

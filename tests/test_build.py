@@ -586,7 +586,7 @@ def test_settle_slide_says_when_the_spread_stays_under_the_target(fixture_doc, w
     assert f"its timing's spread is {100 * (t['p90'] - t['p10']) / t['median']:.1f}%" in s
     assert f"steady after {kernel['settle']['seconds']:.0f} s" in s
     svg = (figures_dir(tmp_path) / "settle.svg").read_text()
-    assert "cuBLAS" in svg and "timing would start" in svg
+    assert "cuBLAS" in svg and "timing starts" in svg and "two rounds' means within 1%" in svg
 
     rows = rec["series"]["cublas"]["rows"]
     for i, row in enumerate(rows):                     # a clock that never settles
