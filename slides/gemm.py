@@ -12,7 +12,6 @@ from pathlib import Path
 from markupsafe import Markup
 
 from bench import catalogue, cublas as cublas_lib
-from bench.harness import SHAPE
 from bench.timing import spread
 from slides.diagrams import DIAGRAMS
 from slides.kit import ACCENT, Bar, MISSING, REF, bar_chart
@@ -39,13 +38,26 @@ TF32_TENSOR_MAP = "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32"     # a TMA copy that round
 TENSOR_PIPE = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
 
 
-def waves(resources: dict, occupancy_: dict | None, device: dict) -> dict | None:
+def reference_shape(doc: dict) -> dict | None:
+    """The M x N x K the GEMM records were measured at, from their own params (cuBLAS's first: it runs
+    on every GPU); None when no GEMM record holds one."""
+    ids = [bid for bid in doc["benchmarks"] if bid.startswith("gemm.cublas_")] + list(catalogue.KERNELS)
+    for bid in ids:
+        params = (doc["benchmarks"].get(bid) or {}).get("params") or {}
+        if all(isinstance(params.get(d), int) and params[d] > 0 for d in "mnk"):
+            m, n, k = params["m"], params["n"], params["k"]
+            return {"m": m, "n": n, "k": k, "dims": [m, n, k], "flops": 2 * m * n * k,
+                    "intensity_fp32": 2 * m * n * k / (4 * (m * k + k * n + m * n))}
+    return None
+
+
+def waves(resources: dict, occupancy_: dict | None, device: dict, shape: dict) -> dict | None:
     """How the output tiles fall on the CTAs that run at once: a persistent kernel's grid, or
     every SM's resident blocks. The last wave's idle CTAs are time no tile order wins back."""
     tile = resources.get("tile") if resources else None
     if not tile or not occupancy_:
         return None
-    tiles = catalogue.ctas(tile, SHAPE.m, SHAPE.n)            # as the kernel launches them: ragged edges, whole clusters
+    tiles = catalogue.ctas(tile, shape["m"], shape["n"])      # as the kernel launches them: ragged edges, whole clusters
     at_once = resources.get("resident_ctas") or device["sm_count"] * occupancy_["blocks_per_sm"]
     n = tiles / at_once
     out = {"tiles": tiles, "at_once": at_once, "waves": n, "full_waves": math.ceil(n),
@@ -152,6 +164,7 @@ def context(deck) -> dict:
     tf32 = [r for (precision, _), r in cublas.items() if precision == "tf32" and r["measured"] and not r["failed"]]
     best_tf32 = max(tf32, key=lambda r: r["tflops"]) if tf32 else None
 
+    shape = reference_shape(deck.doc)
     by_id = {r["id"]: r for r in cublas.values()}
     steps, prev = [], None
     for i, step in enumerate(catalogue.STEPS, 1):
@@ -184,7 +197,7 @@ def context(deck) -> dict:
         usable = best["tflops"] and not best["failed"]
         # the diagram is drawn from the launch configuration the measured run recorded
         res = best["resources"] or {}
-        block = block_shape(res, {"m": SHAPE.m, "n": SHAPE.n}) if "tile" not in res and res else None
+        block = block_shape(res, shape) if "tile" not in res and res and shape else None
         drawable = block or "tile" in res
         diagram = f"gemm_{step.key}.svg" if drawable else None
         if usable and prev:
@@ -228,7 +241,7 @@ def context(deck) -> dict:
     reference_last = [s for s in measured_steps if not s["beyond"]][-1:]
     story = reference_last + [s for s in measured_steps if s["beyond"]]
     story = story if len(story) >= 2 else []
-    top_waves = waves(headline["to"]["resources"], headline["to"]["occupancy"], device) if headline else None
+    top_waves = waves(headline["to"]["resources"], headline["to"]["occupancy"], device, shape) if headline and shape else None
     # cuBLAS in turns beside each kernel: its figure moves with the clock the pair leaves it
     paired = [v for s in steps for v in s["variants"] if v["baseline"] and v["baseline"]["precision"] == "TF32"]
     lo, hi = (min(paired, key=lambda v: v["baseline_tflops"], default=None),
@@ -243,8 +256,7 @@ def context(deck) -> dict:
                           "clock_follows": (hi["clock_mhz"] or 0) > (lo["clock_mhz"] or 0),
                           "slower_partner": hi["tflops"] < lo["tflops"]}
     staged_epilogue = any("EPILOGUE_N" in ((s["best"]["resources"] or {}).get("tile") or {}) for s in story)
-    return {"shape": {"m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "flops": SHAPE.flops,
-                      "intensity_fp32": SHAPE.flops / (4 * (SHAPE.m * SHAPE.k + SHAPE.k * SHAPE.n + SHAPE.m * SHAPE.n))},
+    return {"shape": shape,
             "cublas": cublas, "cublas_rows": list(cublas.values()), "cublas_by_id": by_id, "best_tf32": best_tf32,
             "steps": steps, "headline": headline, "story": story, "waves": top_waves, "baseline_range": baseline_range,
             "staged_epilogue": staged_epilogue}

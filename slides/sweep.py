@@ -3,7 +3,6 @@ beside it, and how close the headline kernel stays to cuBLAS from WITHIN_FROM up
 from __future__ import annotations
 
 from bench import catalogue
-from bench.harness import SHAPE
 from slides.kit import ACCENT, Chart, GROUP, INK, Series, line_chart
 
 WITHIN_FROM = 1024      # the size from which the best kernel is held to cuBLAS
@@ -18,7 +17,8 @@ def tile_label(tile: dict) -> str:
     return f"{tile['BM']}×{tile['BN']}"
 
 
-def summary(title: str, record: dict, device: dict, cublas_error: float | None = None) -> dict:
+def summary(title: str, record: dict, device: dict, cublas_error: float | None = None,
+            reference: list[int] | None = None) -> dict:
     """How close a step's best kernel stays to cuBLAS across sizes, from WITHIN_FROM up; where it is
     correct, refused or wrong; its error against float64 across sizes, beside cuBLAS's on the
     reference operands (``cublas_error``, from the GEMM records); and which of its tiles ran where
@@ -36,7 +36,7 @@ def summary(title: str, record: dict, device: dict, cublas_error: float | None =
            "wrong": [size_label(r["shape"]) for r in all_rows if r["outcome"] == "wrong"],
            "small": None, "small_tile": None, "at_reference": None,
            "error": errors and {"lo": min(errors), "hi": max(errors), "cublas": cublas_error}}
-    at_reference = next((r for r in rows if r["shape"] == SHAPE.dims), None)
+    at_reference = next((r for r in rows if r["shape"] == reference), None)     # the GEMM slides' shape
     if at_reference:
         out["at_reference"] = {"tflops": at_reference["tflops"]["kernel"], "pct": 100 * at_reference["ratio_same_layout"]}
     tiles = record["params"].get("tiles") or []
@@ -73,7 +73,8 @@ def context(deck) -> dict:
     sizes = [size_label(row["shape"]) for row in steps[0]["record"]["rows"]]
     top = gemm["headline"] and next((s for s in steps if s["title"] == gemm["headline"]["to_title"]), None)
     headline = gemm["headline"] and gemm["headline"]["to"].get("baseline")
-    best = summary(top["title"], top["record"], device, headline and headline["error"]) if top else None
+    best = summary(top["title"], top["record"], device, headline and headline["error"],
+                   deck["gemm"]["shape"] and deck["gemm"]["shape"]["dims"]) if top else None
     for s in steps:
         s["cells"] = cells(s["record"], best["small_tile"] if s is top else None)
     correct_everywhere = [s["title"] for s in steps if all(r["outcome"] == "correct" for r in s["record"]["rows"])]
@@ -89,7 +90,8 @@ def _bf16(deck) -> dict | None:
         return {**r, "best": None}
     title = step.title_of(step.best)
     headline = deck["precision"]["headline"]
-    best = summary(title, r["record"], deck["device"], headline and headline["baseline"]["error"])
+    best = summary(title, r["record"], deck["device"], headline and headline["baseline"]["error"],
+                   deck["gemm"]["shape"] and deck["gemm"]["shape"]["dims"])
     return {**r, "best": best, "title": title, "cells": cells(r["record"], best["small_tile"]),
             "sizes": [size_label(row["shape"]) for row in r["record"]["rows"]]}
 

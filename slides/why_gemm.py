@@ -4,9 +4,9 @@ from __future__ import annotations
 
 
 def context(deck) -> dict:
-    tf32, hbm = deck["peaks"]["by"].get("tf32"), deck["hbm"]
-    if not (tf32 and hbm["rows"]):
+    tf32, hbm, shape = deck["peaks"]["by"].get("tf32"), deck["hbm"], deck["gemm"]["shape"]
+    if not (tf32 and hbm["rows"] and shape):
         return {"balance": None}
     balance = 1000 * tf32["tflops_max_clock"] / hbm["best"]["gbps"]
     return {"balance": {"tflops": tf32["tflops_max_clock"], "gbps": hbm["best"]["gbps"], "flop_per_byte": balance,
-                        "margin": deck["gemm"]["shape"]["intensity_fp32"] / balance}}
+                        "margin": shape["intensity_fp32"] / balance}}
