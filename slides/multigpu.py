@@ -211,6 +211,12 @@ def section(doc: dict, records: dict) -> dict:
         c["bucket_ms"] = all_reduce_ms(measured, fit, BUCKET_BYTES)[0] if c["dp"] else None
         c["bucket_bytes"], c["gradient_bytes"] = BUCKET_BYTES, GRADIENT_BYTES
         c["training_bytes_per_param"], c["memory_bytes"] = TRAINING_BYTES_PER_PARAM, doc["device"]["memory_bytes"]
+    # the pairs by how they are joined: one line for all of them where they all are joined alike
+    groups = {}
+    for p in c["pairs"]:
+        groups.setdefault((p["nvlinks"], p["via"], p["nvlink_gbps_per_direction"]), []).append(p)
+    c["links"] = [{"pairs": ps, "nvlinks": k[0], "via": k[1], "nvlink_gbps_per_direction": k[2], "every": len(groups) == 1}
+                  for k, ps in groups.items()]
     link_gbps = [p["nvlink_gbps_per_direction"] for p in node["pairs"] if p.get("nvlink_gbps_per_direction")]
     c["link_gbps"] = min(link_gbps) if link_gbps else None
     return c

@@ -332,3 +332,45 @@ def test_the_nccl_notes_name_its_choice_where_recorded(fixture_doc, node_doc, wr
                        "--node", str(write_results(node_doc, "node.yaml"))]) == 0
     notes = slides_of((tmp_path / "slides.md").read_text())["NCCL: Bus Bandwidth by Message Size"]
     assert "(NCCL chose RING, SIMPLE)" in notes and "Its smallest size: RING, LL128." in notes
+
+
+def node_of(node_doc: dict, n: int) -> dict:
+    """The node fixture as a node of ``n`` GPUs would record it: every GPU, every pair through the
+    NVSwitches, every ordered pair's peer-to-peer row, the collectives' bus bandwidth from their times
+    with the factors of n ranks (the times are the two GPUs', which is all a fixture can say)."""
+    doc = copy.deepcopy(node_doc)
+    node, gpu = doc["node"], doc["node"]["gpus"][0]
+    node["gpu_count"] = n
+    node["gpus"] = [{**gpu, "index": i, "pci_bus_id": f"0000:{i:02x}:00.0"} for i in range(n)]
+    pair = node["pairs"][0]
+    node["pairs"] = [{**pair, "a": a, "b": b} for a in range(n) for b in range(a + 1, n)]
+    row = doc["benchmarks"]["multigpu.p2p"]["rows"][0]
+    doc["benchmarks"]["multigpu.p2p"]["rows"] = [{**row, "src": s, "dst": d} for s in range(n) for d in range(n) if s != d]
+    for bid in ("multigpu.nccl", "multigpu.nccl_tests"):
+        rec = doc["benchmarks"][bid]
+        rec["params"]["ranks"] = n
+        for r in rec["rows"]:
+            ms = r["time_ms"]["median"] if "time_ms" in r else r["time_us"] / 1e3
+            r.update(multigpu.bandwidths(r["collective"], r["bytes"], ms, n))
+    return doc
+
+
+@pytest.mark.parametrize("n", [4, 8])
+def test_a_node_of_more_gpus_builds_its_section(n, fixture_doc, node_doc, write_results, tmp_path):
+    """The family is written for any number of GPUs of a host: a node of 4 or 8 draws every GPU, lists
+    every pair, and holds bus bandwidth to the factors of n ranks."""
+    doc = node_of(node_doc, n)
+    schema.validate(doc, "node")
+    fixture_doc["device"].update(name=doc["device"]["name"], slug=doc["device"]["slug"])
+    assert build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path), "--no-compare",
+                       "--node", str(write_results(doc, f"node-x{n}.yaml"))]) == 0
+    s = slides_of((tmp_path / "slides.md").read_text())
+    title = f"Past One GPU: {n} × NVIDIA H200"
+    assert title in s and f"Every pair of the {n} GPUs: **18 NVLinks** through NVSwitches" in s[title]
+    assert s[title].count("\n- ") == 3                               # one line for all the pairs joined alike
+    topology = (figures_dir(tmp_path) / "node_topology.svg").read_text()
+    assert all(f">GPU {i}<" in topology for i in range(n))
+    assert f"all-reduce {2 * (n - 1) / n:.2f} on {n} GPUs" in s["NCCL: Bus Bandwidth by Message Size"]
+    big = next(r for r in doc["benchmarks"]["multigpu.nccl"]["rows"] if r["collective"] == "all_reduce"
+               and r["bytes"] == 4 << 30)
+    assert big["busbw_gbps"] == pytest.approx(big["algbw_gbps"] * 2 * (n - 1) / n)
