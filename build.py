@@ -38,6 +38,7 @@ except KeyboardInterrupt as stop:
 
 DEFAULT_RESULTS = ROOT / "results" / "nvidia-h100-80gb-hbm3.yaml"
 NODE_FILE = re.compile(r"-x(\d+)\.yaml$")      # results/<gpu-slug>-x<GPUs>.yaml: a node's file
+NODE_SECTION, COMPARISON = "multi-GPU section", "comparison"      # where a file beside the results goes
 
 
 def comparable_files(results: Path) -> list[Path]:
@@ -74,21 +75,23 @@ def build(results: Path, out_dir: Path = ROOT, compare=(), warn=None, node=None,
     deck cannot be built with, in any part of the build, is left out with ``warn(message)``; one that
     was named (``warn`` None for the comparison, ``node_named`` for the node) is an error."""
     doc = schema.load(results)
+    named = {NODE_SECTION: node_named or warn is None, COMPARISON: warn is None}      # without warn, nowhere to say it
+
+    def leave_out(section: str, message: str) -> None:
+        """A file that cannot be used: an error where it was named, else left out with a warning."""
+        if named[section]:
+            raise BuildError(message)
+        warn(f"left out of the {section}: {message}")
+
     if node is None and "node" in doc:
         node = (results, doc)
     elif node is not None and node[1]["device"]["slug"] != doc["device"]["slug"]:     # the GPU its files are named for
-        message = (f"{node[0]}: the node file of {node[1]['device']['name']!r}, not of "
-                   f"{doc['device']['name']!r}")
-        if node_named or warn is None:
-            raise BuildError(message)
-        warn(f"left out of the multi-GPU section: {message}")
+        leave_out(NODE_SECTION, f"{node[0]}: the node file of {node[1]['device']['name']!r}, not of "
+                                f"{doc['device']['name']!r}")
         node = None
     nodes = [path for path, other in compare if "node" in other]
     for path in nodes:
-        message = f"{path}: a node's results file, not a GPU's: pass it as --node"
-        if warn is None:
-            raise BuildError(message)
-        warn(f"left out of the comparison: {message}")
+        leave_out(COMPARISON, f"{path}: a node's results file, not a GPU's: pass it as --node")
     compare = [(path, other) for path, other in compare if path not in nodes]
     while True:
         try:
@@ -100,20 +103,18 @@ def build(results: Path, out_dir: Path = ROOT, compare=(), warn=None, node=None,
                 raise
             section, (path, _) = culprit
             cause = failure.__cause__ or failure
-            message = f"{path}: the deck cannot be built with it ({type(cause).__name__}: {schema.one_line(cause, 200)})"
-            if (section == "multi-GPU section" and node_named) or (section == "comparison" and warn is None):
-                raise BuildError(message) from failure
-            warn(f"left out of the {section}: {message}")
-            node = None if section == "multi-GPU section" else node
+            leave_out(section, f"{path}: the deck cannot be built with it ({type(cause).__name__}: "
+                               f"{schema.one_line(cause, 200)})")
+            node = None if section == NODE_SECTION else node
             compare = [c for c in compare if c is not culprit[1]]
     write_deck(out_dir, text, svgs)      # rendered fully before anything is written
     return context
 
 
 def _culprit(results, doc, out_dir, compare, warn, node):
-    """Which file beside ``results`` the deck fails with: ("multi-GPU section" or "comparison",
+    """Which file beside ``results`` the deck fails with: (NODE_SECTION or COMPARISON,
     (path, document)), the first whose absence lets the deck build; None when none does."""
-    beside = ([("multi-GPU section", node)] if node and node[0] != results else []) + [("comparison", c) for c in compare]
+    beside = ([(NODE_SECTION, node)] if node and node[0] != results else []) + [(COMPARISON, c) for c in compare]
     for section, item in beside:
         try:
             _assemble(results, doc, out_dir, [c for c in compare if c is not item], warn,

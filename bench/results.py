@@ -42,9 +42,7 @@ def check_target(path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, "is a folder", str(path))
-    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".probe"):
-        pass
-    with open(path.with_name(f".{path.name}.lock"), "a"):
+    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".probe"), locked(path):
         pass
 
 

@@ -243,9 +243,8 @@ def _keep_record(bid: str, rec: dict, log_dir: Path) -> str:
     text = json.dumps(rec, indent=1, ensure_ascii=True)
     for folder in (log_dir, Path(tempfile.gettempdir())):
         try:
-            folder.mkdir(parents=True, exist_ok=True)
             path = folder / f"{bid}.record.json"
-            results.write_atomic(path, text)
+            results.write_atomic(path, text)           # makes the folder
             return str(path)
         except OSError:
             continue

@@ -436,8 +436,6 @@ def load(path) -> dict:
         doc = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as e:
         raise ResultsError(f"{path}: not valid YAML: {one_line(e, 300)}") from e
-    except RecursionError as e:       # a loader that recurses before the depth check could refuse it
-        raise ResultsError(f"{path}: nested deeper than {MAX_DEPTH} levels") from e
     return validate(doc, str(path))
 
 
@@ -447,7 +445,8 @@ class LimitError(ResultsError):
 
 
 def _depth(value) -> int:
-    """Levels of nesting, counted as _check_shape counts them (a mapping or a list is one)."""
+    """Levels of nesting, counted as _check_shape counts them (a mapping or a list is one); a LimitError
+    on the way for a string (key or value) that is not UTF-8, which the same walk meets."""
     deepest, level = 0, [(value, 1)]
     while level:
         item, d = level.pop()

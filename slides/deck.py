@@ -95,8 +95,9 @@ class Deck:
                 self[name]
         benchmarks = self.doc["benchmarks"]
         beside = [{"file": Path(path).name, **listed(Deck(doc, self.benchmarks).stale())} for path, doc in self.beside]
+        stale = self.stale()
         return {**self._sections, "software": self.doc["software"], "measured_count": len(benchmarks),
-                "stale": self.stale(), "stale_listed": listed(self.stale()),
+                "stale": stale, "stale_listed": listed(stale),
                 "stale_beside": [b for b in beside if b["ids"]],
                 "quick": sorted(bid for bid, rec in benchmarks.items() if rec.get("quick")),
                 "failed": [{"id": bid, "reason": rec["reason"]} for bid, rec in benchmarks.items()

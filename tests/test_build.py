@@ -30,16 +30,20 @@ CODE_PAGES = [f"Kernel {i}: {step.title} — Code ({j}/{len(pages)})" for i, ste
               for pages in [gemm.code_view(step.source, step.focus)["pages"]] for j in range(1, len(pages) + 1)]
 
 
-def template_titles(name: str) -> list[str]:
-    """The slide titles a section's template writes, in order (outside code fences and notes)."""
-    text = re.sub(r"<!--.*?-->", "", (SLIDES_DIR / f"{name}.md.j2").read_text(), flags=re.S)
-    titles, fenced = [], False
-    for line in text.splitlines():
+def headings(markdown: str) -> list[str]:
+    """H1 titles outside code fences: one per slide."""
+    out, fenced = [], False
+    for line in markdown.splitlines():
         if line.startswith("```"):
             fenced = not fenced
         elif not fenced and line.startswith("# "):
-            titles.append(line[2:].strip())
-    return titles
+            out.append(line[2:].strip())
+    return out
+
+
+def template_titles(name: str) -> list[str]:
+    """The slide titles a section's template writes, in order (outside code fences and notes)."""
+    return headings(re.sub(r"<!--.*?-->", "", (SLIDES_DIR / f"{name}.md.j2").read_text(), flags=re.S))
 
 
 def fixture_outline() -> list[str]:
@@ -62,17 +66,6 @@ def fixture_outline() -> list[str]:
 
 OUTLINE = fixture_outline()
 MICRO = ("latency.instruction", "latency.memory", "l2.bandwidth_scaling", "transpose.all")
-
-
-def headings(markdown: str) -> list[str]:
-    """H1 titles outside code fences: one per slide."""
-    out, fenced = [], False
-    for line in markdown.splitlines():
-        if line.startswith("```"):
-            fenced = not fenced
-        elif not fenced and line.startswith("# "):
-            out.append(line[2:].strip())
-    return out
 
 
 def slides_of(markdown: str) -> dict[str, str]:
