@@ -374,3 +374,18 @@ def test_a_node_of_more_gpus_builds_its_section(n, fixture_doc, node_doc, write_
     big = next(r for r in doc["benchmarks"]["multigpu.nccl"]["rows"] if r["collective"] == "all_reduce"
                and r["bytes"] == 4 << 30)
     assert big["busbw_gbps"] == pytest.approx(big["algbw_gbps"] * 2 * (n - 1) / n)
+
+
+def test_a_node_file_beside_that_fails_is_an_error_when_nothing_can_warn(fixture_doc, node_doc, write_results,
+                                                                         tmp_path, capsys, monkeypatch):
+    """With --compare named there is no warning to leave a file out with: a node file found beside
+    that cannot be built is one line naming it (it was a TypeError)."""
+    from tests.test_compare import other_gpu
+    monkeypatch.setattr(section, "topology", lambda c: {}["gpus"][0])
+    fixture_doc["device"].update(name=node_doc["device"]["name"], slug=node_doc["device"]["slug"])
+    other = write_results(other_gpu(fixture_doc), "other.yaml")
+    results = write_results(fixture_doc, "gpu.yaml")
+    node = write_results(node_doc, "gpu-x2.yaml")
+    assert build.main(["--results", str(results), "--out-dir", str(tmp_path / "deck"), "--compare", str(other)]) == 1
+    err = capsys.readouterr().err
+    assert f"build.py: {node}: the deck cannot be built with it (KeyError: 'gpus')" in err and "Traceback" not in err
