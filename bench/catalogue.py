@@ -35,7 +35,6 @@ class Step:
     precision: str = "tf32"
     beyond: bool = False          # past the reference deck's last step: what it left on the table
     also_in: tuple[str, ...] = ()  # other precisions its best kernel is built in (the BF16 track)
-    reps: int | None = None       # timed samples, when the harness's default would take too long
     # Where the best tile's CTAs would leave most SMs idle (small shapes), the tile these constants
     # make of it instead, chosen per shape by tile_for(); the sweep records which it ran.
     small_tile: dict | None = None
@@ -126,7 +125,7 @@ _BF16 = ("bf16",)
 
 STEPS = (
     Step("naive", "Naive FP32", "FP32 scalar, one thread per element of C", "kernels/gemm_01_naive.py",
-         "gemm_naive", (Variant("gemm.naive_fp32", "naive"),), "naive", layout="b_row", precision="fp32", reps=5),
+         "gemm_naive", (Variant("gemm.naive_fp32", "naive"),), "naive", layout="b_row", precision="fp32"),
     Step("cute_mma", "CuTe Simple MMA", "TF32 tensor cores (SM80 16x8x8 atom), operands from global memory",
          "kernels/gemm_02_cute_mma.cu", "gemm_cute_mma",
          (Variant("gemm.cute_mma_tf32", "simple MMA", {**SM80, "BK": 8}),), "cute", ("HMMA",)),
@@ -197,6 +196,19 @@ HEADLINE_BF16 = "gemm.tma_store_bf16"  # the BF16 track's headline: its sweep, a
 TUNED = "gemm.persistent"              # the kernel the tuner searches around (bench/tune.py)
 ROLES = {"headline": HEADLINE, "headline_bf16": HEADLINE_BF16, "tuned": TUNED}
 SWEPT = (*STEPS, KERNELS[HEADLINE_BF16][0])   # across sizes: every step of the talk, and the BF16 headline
+
+
+def before(bench_id: str) -> str | None:
+    """The kernel a kernel is timed in turns with to measure its gain: the variant before it in its
+    step, else the best of the step before it on its track (TF32: the naive FP32 kernel first);
+    None for the first of a track."""
+    step, variant = KERNELS[bench_id]
+    within = step.variants.index(variant)
+    if within:
+        return step.variants[within - 1].id
+    track = STEPS if step in STEPS else BF16_STEPS
+    at = track.index(step)
+    return track[at - 1].best.id if at else None
 
 
 def step_of(bench_id: str) -> Step:

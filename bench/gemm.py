@@ -1,6 +1,7 @@
 """The GEMM family's registrations: cuBLAS in every precision and layout, timed alone, and each
 kernel of the step catalogue (bench/catalogue.py), checked and timed in turns with the cuBLAS
-of its precision and layout, through the one harness (bench/harness.py)."""
+of its precision and layout and with the kernel before it (its gain is that pair's), through the
+one harness (bench/harness.py)."""
 from __future__ import annotations
 
 from . import catalogue, cublas, cuda, harness, launch
@@ -35,7 +36,20 @@ def kernel_sources(step: Step) -> tuple[str, ...]:
 def kernel_definition(step: Step, variant: Variant) -> dict:
     """What of the catalogue entry defines the result (its words do not): hashed with the sources."""
     return {"function": step.function, "tile": variant.tile, "sass": list(step.sass), "layout": step.layout,
-            "precision": step.precision, "reps": step.reps}
+            "precision": step.precision}
+
+
+def paired_sources(bench_id: str) -> tuple[str, ...]:
+    """A kernel's sources and those of the kernel before it, which it is timed in turns with."""
+    step = catalogue.step_of(bench_id)
+    before = catalogue.before(bench_id)
+    return tuple(dict.fromkeys((*kernel_sources(step), *(kernel_sources(catalogue.step_of(before)) if before else ()))))
+
+
+def paired_definition(bench_id: str) -> dict:
+    before = catalogue.before(bench_id)
+    own = kernel_definition(*catalogue.KERNELS[bench_id])
+    return {**own, "before": {"id": before, **kernel_definition(*catalogue.KERNELS[before])}} if before else own
 
 
 def builds(step: Step, variant: Variant) -> tuple:
@@ -44,14 +58,17 @@ def builds(step: Step, variant: Variant) -> tuple:
 
 
 def _register_kernel(step: Step, variant: Variant):
-    @register(variant.id, sources=kernel_sources(step), definition=kernel_definition(step, variant),
-              builds=builds(step, variant), code=step.source, title=step.title_of(variant), timeout_s=300,
-              min_cc=step.min_cc)
+    before = catalogue.before(variant.id)
+    before_kernel = catalogue.KERNELS[before] if before else None
+    @register(variant.id, sources=paired_sources(variant.id), definition=paired_definition(variant.id),
+              builds=(*builds(step, variant), *(builds(*before_kernel) if before else ())), code=step.source,
+              title=step.title_of(variant), timeout_s=300, min_cc=step.min_cc)
     def run(ctx) -> dict:
-        harness.keep_busy()         # while the kernel loads and its SASS is read
+        harness.keep_busy()         # while the kernels load and their SASS is read
+        paired = harness.Before(before, before_kernel[0].precision, before_kernel[0].layout,
+                                launch.prepare(*before_kernel, ctx.device)) if before else None
         return harness.run_gemm(ctx, precision=step.precision, layout=step.layout,
-                                prepare=launch.prepare(step, variant, ctx.device),
-                                reps=min(step.reps or harness.REPS, harness.REPS), against_cublas=True)
+                                prepare=launch.prepare(step, variant, ctx.device), against_cublas=True, before=paired)
 
 
 for _step, _variant in catalogue.KERNELS.values():

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from . import cublas
-from .timing import TIMED_SPANS, quick, spread, summarize, time_gpu, time_gpu_alternating
+from .timing import SM_CLOCKS, TIMED_SPANS, quick, spread, summarize, time_gpu, time_gpu_alternating
 
 
 @dataclass(frozen=True)
@@ -42,10 +42,12 @@ SEED = 2026
 # the power cap the clock swings about once a second (settle.headline), and no turn of a few hundred
 # milliseconds averages that out: timed in turns of 200 ms, or of 25 ms each a sample, GEMMs spread
 # by 3-5% (the H100, 2026-11-25). So a turn is as many GEMMs as fill TURN_MS, far quicker than the
-# swing, and a sample is ROUND_S of turns (the kernel's, cuBLAS's, the kernel's, ...), a whole swing.
+# swing, and a sample is ROUND_S of turns (the kernel's, cuBLAS's, the kernel's, ...). Their ratio,
+# sample by sample, is what the turns make fair; REPS samples give its median an interval (ten:
+# the 2nd and 9th hold the median 98% of the time), in the four seconds four samples of a second took.
 TURN_MS = 10.0 if quick() else 25.0
-ROUND_S = 0.25 if quick() else 1.0
-REPS = 3 if quick() else 4
+ROUND_S = 0.1 if quick() else 0.4
+REPS = 6 if quick() else 10
 # Before timing, the GEMMs run rounds as they will be timed until the first of them is steady: its
 # last two rounds within SETTLED_DRIFT of each other. From a rest, a tensor-core GEMM at the power
 # cap drifts for ten seconds or more (settle.headline); the run keeps the chip busy from one GEMM to
@@ -62,6 +64,16 @@ TOLERANCE = {"fp32": 1e-5, "tf32": 2e-3, "bf16": 1e-4}
 # ... and what rounding C to its output type adds: BF16 keeps 8 bits (unit roundoff 2^-9).
 OUTPUT_ROUNDING = {"fp32": 0.0, "bf16": 2.0**-8}
 BF16_NAN = 0x7FC0
+
+
+@dataclass(frozen=True)
+class Before:
+    """The kernel a kernel's gain is measured against, in turns with it: its benchmark id, its
+    precision and layout (its own operands), and prepare(a, b, c)."""
+    id: str
+    precision: str
+    layout: str
+    prepare: Callable
 
 
 @dataclass
@@ -220,21 +232,30 @@ def pace(runs) -> tuple[int, int]:
     return batch, max(1, round(ROUND_S * 1e3 / (batch * sum(probe))))
 
 
-def settle(runs, batch: int, turns: int) -> dict:
+def settle(runs, batch: int, turns: int, max_s: float = SETTLE_MAX_S) -> dict:
     """Time rounds of ``runs`` as they will be timed until the first of them is steady (its last two
-    rounds within SETTLED_DRIFT) or SETTLE_MAX_S has passed. Its rounds are not timings: their spans
-    are taken back out of TIMED_SPANS, so the telemetry recorded "during" the run is that of the
-    timed rounds."""
-    began, rounds, spans = time.monotonic(), [], len(TIMED_SPANS)
+    rounds within SETTLED_DRIFT) or ``max_s`` has passed. Its rounds are not timings: their spans
+    are taken back out of TIMED_SPANS and SM_CLOCKS, so the telemetry recorded "during" the run is
+    that of the timed rounds."""
+    began, rounds, spans, clocks = time.monotonic(), [], len(TIMED_SPANS), len(SM_CLOCKS)
     while True:
         rounds.append(time_gpu_alternating(runs, warmup=0, reps=1, batch=batch, turns=turns)[0]["median"])
         elapsed = time.monotonic() - began
         drift = abs(rounds[-1] / rounds[-2] - 1) if len(rounds) > 1 else None
         steady = drift is not None and drift < SETTLED_DRIFT
-        if steady or elapsed >= SETTLE_MAX_S:
-            del TIMED_SPANS[spans:]
+        if steady or elapsed >= max_s:
+            del TIMED_SPANS[spans:], SM_CLOCKS[clocks:]
             return {"seconds": round(elapsed, 2), "rounds": len(rounds), "settled": steady, "drift": drift,
                     "first_ms": rounds[0], "last_ms": rounds[-1]}
+
+
+def time_in_turns(runs, reps: int = REPS, settle_max_s: float = SETTLE_MAX_S) -> tuple[list[dict], dict, int, int]:
+    """The GEMM timing every GEMM figure comes from: ``runs`` in turns of TURN_MS, settled, then
+    ``reps`` rounds of ROUND_S, each summary keeping its samples. (times, settling, batch, turns)."""
+    batch, turns = pace(runs)
+    settled = settle(runs, batch, turns, settle_max_s)
+    times = time_gpu_alternating(runs, warmup=0, reps=reps, batch=batch, turns=turns, keep_samples=True)
+    return times, settled, batch, turns
 
 
 def tflops(shape: Shape, time_ms: dict) -> float:
@@ -250,42 +271,60 @@ def _odd_shape(layout: str, precision: str, prepare) -> dict:
     return {**odd, "shape": ODD_SHAPE.dims}
 
 
-def run_gemm(ctx, *, precision: str, layout: str, prepare, reps: int = REPS, against_cublas: bool = False) -> dict:
+def ratio(name: str, numerator: dict, denominator: dict) -> dict:
+    """Two fns' times from the same turns: the ratio of medians and, sample by sample, the ratio
+    with its interval (what is left of the spread once both met the same clock)."""
+    return {name: numerator["median"] / denominator["median"],
+            f"{name}_by_sample": summarize([n / d for n, d in zip(numerator["samples"], denominator["samples"])])}
+
+
+def run_gemm(ctx, *, precision: str, layout: str, prepare, reps: int = REPS, against_cublas: bool = False,
+             before: Before | None = None) -> dict:
     """Check at the reference shape, settle, time; then correctness (or a clear refusal) at ODD_SHAPE.
     ``against_cublas``: cuBLAS (same precision, layout and operands) is checked too, and, once the
-    kernel has settled, the two are timed in turns, so that both meet the same clock: the kernel's figures and cuBLAS's
-    come from the same samples, and their ratio is per unit of clock."""
+    kernel has settled, the two are timed in turns, so that both meet the same clock: the kernel's
+    figures and cuBLAS's come from the same samples, and their ratio is per unit of clock.
+    ``before``: the kernel before it in the talk joins the turns (checked on its own operands), and
+    the kernel's gain over it is that pair's."""
     launch, check, ops, _ = checked_launch(SHAPE, layout, precision, prepare)
     runs = [launch.run]
     if against_cublas:
         cublas_run, cublas_check = checked_cublas(ops)
         runs.append(cublas_run)
-    batch, turns = pace(runs)
-    settled = settle(runs, batch, turns)
-    times = time_gpu_alternating(runs, warmup=0, reps=reps, batch=batch, turns=turns, keep_samples=True)
+    if before:
+        before_launch, before_check, _, _ = checked_launch(SHAPE, before.layout, before.precision, before.prepare)
+        runs.append(before_launch.run)
+    times, settled, batch, turns = time_in_turns(runs, reps)
     t = times[0]
     odd = _odd_shape(layout, precision, prepare)
     if odd["outcome"] == "wrong":
         check = {**check, "passed": False, "detail": f"wrong at the odd shape {odd['shape']}: {odd['check']['detail']}"}
+    timing = " and ".join(["cuBLAS"] * against_cublas + [before.id] * bool(before))
     record = {"params": {"m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "layout": layout, "precision": precision,
                          "output": "fp32", "reps": reps, "turn_ms": TURN_MS, "round_s": ROUND_S, "batch": batch,
                          "turns": turns, "seed": SEED,
                          "settle_rule": SETTLE_RULE,
-                         "timing": "in turns with cuBLAS" if against_cublas else "alone"},
+                         "timing": f"in turns with {timing}" if timing else "alone"},
               "check": check, "settle": settled, "time_ms": t, "tflops": tflops(SHAPE, t), "odd_shape": odd}
-    versus = ""
+    said = []
     if against_cublas:
         record["cublas"] = {"id": cublas.bench_id(precision, layout), "time_ms": times[1],
-                            "tflops": tflops(SHAPE, times[1]), "ratio": times[1]["median"] / t["median"],
-                            # the ratio sample by sample: what is left of the spread once both meet the same clock
-                            "ratio_by_sample": summarize([c / k for k, c in zip(t["samples"], times[1]["samples"])]),
-                            "check": cublas_check}
-        versus = (f" = {100 * record['cublas']['ratio']:.1f}% of cuBLAS's {record['cublas']['tflops']:.1f} in turns "
-                  f"(sample by sample spread {100 * spread(record['cublas']['ratio_by_sample']):.1f}%); "
-                  f"error {check['rel_error']:.1e} vs cuBLAS {cublas_check['rel_error']:.1e}")
+                            "tflops": tflops(SHAPE, times[1]), **ratio("ratio", times[1], t), "check": cublas_check}
+        c = record["cublas"]
+        said.append(f" = {100 * c['ratio']:.1f}% of cuBLAS's {c['tflops']:.1f} in turns "
+                    f"(interval {100 * c['ratio_by_sample']['ci'][0]:.1f}-{100 * c['ratio_by_sample']['ci'][1]:.1f}%); "
+                    f"error {check['rel_error']:.1e} vs cuBLAS {cublas_check['rel_error']:.1e}")
+    if before:
+        record["before"] = {"id": before.id, "time_ms": times[-1], "tflops": tflops(SHAPE, times[-1]),
+                            **ratio("gain", times[-1], t),
+                            "check": {k: before_check[k] for k in ("passed", "rel_error")}}
+        g = record["before"]["gain_by_sample"]
+        said.append(f"; {100 * (g['median'] - 1):+.1f}% over {before.id} in turns "
+                    f"(interval {100 * (g['ci'][0] - 1):+.1f} to {100 * (g['ci'][1] - 1):+.1f}%)")
     steady = "steady" if settled["settled"] else "NOT steady"
-    ctx.progress(f"{record['tflops']:.1f} TFLOPS{versus}; {steady} after {settled['seconds']:.1f} s, "
-                 f"spread {100 * spread(t):.1f}%, odd shape {odd['outcome']}")
+    clock = f", SMs at {t['sm_clock_mhz']:.0f} MHz" if "sm_clock_mhz" in t else ""
+    ctx.progress(f"{record['tflops']:.1f} TFLOPS{''.join(said)}; {steady} after {settled['seconds']:.1f} s, "
+                 f"spread {100 * spread(t):.1f}%{clock}, odd shape {odd['outcome']}")
     if launch.resources:
         record["resources"] = launch.resources
     return record

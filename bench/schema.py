@@ -128,6 +128,7 @@ NODE = {"gpu_count": int, "gpus": [{"index": int, "name": str, "pci_bus_id": str
 # following spec. The record's own fields (status, time_ms, check, ...) are checked above.
 _PEER_RUN = {"time_ms": _TIMED, "tflops": POS, "check": {"passed": bool, "rel_error": NUM}}
 RECORDS = {
+    "checks.gpu_tests": {"tests": {"passed": int, "failed": int, "skipped": int, "failures": list}},
     "peers.fastcu": {"params": {"commit": str, "ours": str},
                          "shapes": [{"shape": [int], **{who: _PEER_RUN for who in ("fastcu", "cublas_bf16_out",
                                                                                     "cublas", "ours")}}]},

@@ -1,7 +1,8 @@
 """The headline kernel and cuBLAS under the power cap, from a rest to a steady state.
 
 Each GEMM, after REST_S idle, runs for DURATION_S as back-to-back samples of SERIES_MS, each
-timed with the one timer and followed by an NVML reading of the clock, power and temperature.
+timed with the one timer (which measures the SMs' clock over it) and followed by an NVML reading
+of the clock, power and temperature.
 The record keeps every sample in order; the deck computes the spread of a GEMM harness's round
 (harness.ROUND_S) of consecutive samples by when they end, and when the harness's settling rule
 would have started timing: how long a GEMM must run from a rest before its timings settle."""
@@ -30,7 +31,8 @@ def series(run, batch: int, seconds: float) -> list[dict]:
         t = time_gpu(run, warmup=0, reps=1, batch=batch)
         now = telemetry()
         rows.append({"t_s": round(time.monotonic() - began, 3), "ms": t["median"], "sm_clock_mhz": now["sm_clock_mhz"],
-                     "power_w": now["power_w"], "temperature_c": now["temperature_c"]})
+                     "sm_clock_measured_mhz": t["sm_clock_mhz"], "power_w": now["power_w"],
+                     "temperature_c": now["temperature_c"]})
     return rows
 
 

@@ -1,5 +1,7 @@
 """The one timer: CUDA events around the timed region, warm-up, many repetitions,
-median with p10/p90; optionally a batch of back-to-back runs per sample."""
+median with p10/p90 and a confidence interval of the median; optionally a batch of back-to-back
+runs per sample. Around each sample a probe reads every SM's cycle counter against the GPU's
+global timer: the clock the SMs ran at, measured, beside NVML's sampled one."""
 from __future__ import annotations
 
 import os
@@ -18,6 +20,11 @@ def quick() -> bool:
 # Host-clock spans of every timed loop in this process, so that telemetry
 # sampled meanwhile can be told apart from set-up and checks.
 TIMED_SPANS: list[tuple[float, float]] = []
+# The SMs' clock over each timed sample of this process: (MHz, the sample's length in ns).
+SM_CLOCKS: list[tuple[float, float]] = []
+# The confidence the interval of a median is asked for: the widest pair of order statistics
+# that covers the median at least this often (with too few samples, all of them, and less).
+CONFIDENCE = 0.95
 
 # Before each start event the stream is kept busy this long, so that the host's
 # launch overhead (Python, argument packing) overlaps GPU work instead of being
@@ -34,12 +41,51 @@ extern "C" __global__ void spin(long long cycles) {
 """
 
 
+_PROBE_SRC = r"""
+extern "C" __global__ void sm_clock_probe(unsigned long long* out) {
+    // one block per SM, one thread: its SM's cycle counter beside the global timer (ns)
+    unsigned int sm;
+    unsigned long long ns;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    const unsigned long long cycles = clock64();
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+    out[2 * sm] = cycles;
+    out[2 * sm + 1] = ns;
+}
+"""
+PROBE_SLOTS = 1024       # past any SM id
+
+
+def median_interval(n: int, confidence: float = CONFIDENCE) -> tuple[int, int, float]:
+    """The order statistics (0-based ranks lo, hi) of n samples that hold the median with at
+    least ``confidence``, distribution-free (the binomial's, p = 1/2), and their coverage; with
+    too few samples for it, the extremes and the coverage they have."""
+    from math import comb
+    below = 0.0           # P(Binomial(n, 1/2) <= j - 1) as j grows
+    best = (0, n - 1, 1 - 2 * 0.5**n)
+    for j in range(1, n // 2 + 1):
+        below += comb(n, j - 1) / 2**n
+        coverage = 1 - 2 * below
+        if coverage < confidence:
+            break
+        best = (j - 1, n - j, coverage)
+    return best
+
+
 def summarize(times_ms) -> dict:
     t = np.asarray(times_ms, dtype=float)
     if t.size == 0 or not np.all(np.isfinite(t)) or np.any(t < 0):
         raise ValueError(f"cannot summarize timings {times_ms!r}")
     p10, median, p90 = np.percentile(t, [10, 50, 90])
-    return {"median": float(median), "p10": float(p10), "p90": float(p90), "n": int(t.size)}
+    lo, hi, coverage = median_interval(t.size)
+    ranked = np.sort(t)
+    return {"median": float(median), "p10": float(p10), "p90": float(p90), "n": int(t.size),
+            "ci": [float(ranked[lo]), float(ranked[hi])], "ci_level": round(coverage, 4)}
+
+
+def overlap(a: dict, b: dict) -> bool:
+    """Two summaries' intervals of the median overlap: neither is told apart from the other."""
+    return a["ci"][0] <= b["ci"][1] and b["ci"][0] <= a["ci"][1]
 
 
 def spread(t: dict) -> float:
@@ -52,6 +98,53 @@ def _stream_holder(batch: int):
     spin = cupy.RawKernel(_SPIN_SRC, "spin")
     cycles = cupy.int64((HOLD_US + HOLD_PER_RUN_US * (batch - 1)) * 2000)   # at 2 GHz; a slower clock only holds longer
     return lambda: spin((1,), (1,), (cycles,))
+
+
+class _ClockProbe:
+    """The SMs' clock over a span of GPU work: a probe before it and one after it each write,
+    per SM, the cycle counter and the global timer; an SM's clock is its cycles over the ns
+    between the two, and the span's is the median over the SMs both probes reached."""
+
+    def __init__(self):
+        import cupy
+        self._kernel = cupy.RawKernel(_PROBE_SRC, "sm_clock_probe")
+        self._sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+        self._marks = [cupy.zeros(2 * PROBE_SLOTS, cupy.uint64) for _ in range(2)]
+
+    def clear(self) -> None:
+        for m in self._marks:
+            m.fill(0)
+
+    def mark(self, which: int) -> None:
+        self._kernel((self._sms,), (1,), (self._marks[which],))
+
+    def read(self) -> tuple[float, float] | None:
+        """(MHz, ns) of the span, after the stream has passed the second mark; None if no SM was
+        reached by both probes."""
+        (c0, t0), (c1, t1) = (m.get().astype(np.int64).reshape(-1, 2).T for m in self._marks)
+        both = (t0 > 0) & (t1 > t0)
+        if not both.any():
+            return None
+        mhz = 1e3 * (c1[both] - c0[both]) / (t1[both] - t0[both])
+        return float(np.median(mhz)), float(np.median(t1[both] - t0[both]))
+
+
+_probe: list[_ClockProbe] = []
+
+
+def clock_probe() -> _ClockProbe:
+    if not _probe:
+        _probe.append(_ClockProbe())
+    return _probe[0]
+
+
+def sm_clock(samples) -> dict | None:
+    """The SMs' clock over timed samples [(MHz, ns)]: its mean weighted by time, and its range."""
+    if not samples:
+        return None
+    mhz, ns = np.array(samples, dtype=float).T
+    return {"mean": float(np.sum(mhz * ns) / np.sum(ns)), "min": float(mhz.min()), "max": float(mhz.max()),
+            "samples": len(samples), "seconds": float(ns.sum() / 1e9)}
 
 
 def time_gpu(fn, *, warmup: int = 3, reps: int = 20, batch: int = 1) -> dict:
@@ -78,25 +171,35 @@ def time_gpu_alternating(fns, *, warmup: int = 3, reps: int = 20, batch: int = 1
 
     # the hold covers the host while it queues the first turn, or the whole sample of single turns
     hold = _stream_holder(batch * (len(fns) if turns == 1 else 1))
+    probe = clock_probe()
     for _ in range(warmup):
         for fn in fns:
             fn()
     cupy.cuda.get_current_stream().synchronize()
     marks = [cupy.cuda.Event() for _ in range(turns * len(fns) + 1)]
-    times = [[] for _ in fns]
+    times, clocks = [[] for _ in fns], []
     began = time.monotonic()
     for _ in range(reps):
+        probe.clear()
         hold()
+        probe.mark(0)
         marks[0].record()
         for turn in range(turns):
             for i, fn in enumerate(fns):
                 for _ in range(batch):
                     fn()
                 marks[1 + turn * len(fns) + i].record()
-        marks[-1].synchronize()
+        probe.mark(1)
+        cupy.cuda.get_current_stream().synchronize()
         spans = [cupy.cuda.get_elapsed_time(a, b) for a, b in zip(marks, marks[1:])]
         for i, own in enumerate(times):
             own.append(sum(spans[i::len(fns)]) / (turns * batch))
+        clock = probe.read()
+        if clock:
+            clocks.append(clock)
     TIMED_SPANS.append((began, time.monotonic()))
+    SM_CLOCKS.extend(clocks)
+    clock = sm_clock(clocks)
     return [{**summarize(t), "batch": batch, **({"turns": turns} if turns > 1 else {}),
+             **({"sm_clock_mhz": clock["mean"]} if clock else {}),
              **({"samples": t} if keep_samples else {})} for t in times]

@@ -9,21 +9,18 @@ import itertools
 
 from . import catalogue, cublas, cuda, gemm, launch
 from .catalogue import DEEPEST
-from .harness import SHAPE, checked_launch, operands, tflops, warm
+from .harness import REPS, SETTLE_MAX_S, SHAPE, checked_launch, operands, ratio, tflops, time_in_turns
 from .registry import register
-from .timing import batch_filling, quick, time_gpu_alternating
+from .timing import quick
 
 STEP, HAND_PICKED = catalogue.KERNELS[catalogue.TUNED]
 # STAGES DEEPEST: as many as the shared memory holds (the kernel works it out)
 SPACE = ({"BN": (256,), "STAGES": (DEEPEST,), "CLUSTER_M": (1, 2), "GROUP_M": (16,)} if quick() else
          {"BN": (128, 256), "STAGES": (3, DEEPEST), "CLUSTER_M": (1, 2, 4), "GROUP_M": (8, 16)})
-# Timed in turns with cuBLAS, so the power cap's drift falls on both alike: shorter samples than the
-# GEMM family's keep two dozen trials within a minute; the chip is warm from the GEMMs before.
-SAMPLE_MS = 50.0
-TRIAL_WARM_S, TRIAL_REPS = (0.1, 3) if quick() else (0.2, 4)
-FINAL_WARM_S, FINAL_REPS = (0.3, 6) if quick() else (1.0, 20)
-
-
+# Timed as the GEMM family times (harness.time_in_turns: turns with cuBLAS, settled, rounds), so a
+# configuration's figure here and in the results table come from one method; the trials take fewer
+# rounds and settle for less long (the chip is warm from the GEMMs before), the final all of them.
+TRIAL_REPS, TRIAL_SETTLE_S = (3, 0.5) if quick() else (4, 1.0)
 def configurations(base: dict) -> list[dict]:
     """Every point of SPACE as a complete tile."""
     return [{**base, **point}
@@ -34,10 +31,9 @@ def _point(tile: dict) -> dict:
     return {key: tile[key] for key in SPACE}
 
 
-def _time_against_cublas(runs, ops, warm_s: float, reps: int) -> list[dict]:
+def _time_against_cublas(runs, ops, reps: int, settle_max_s: float) -> list[dict]:
     fns = [*runs, lambda: cublas.gemm(ops.a, ops.b, ops.poisoned_c(), STEP.layout, STEP.precision)]
-    warm(lambda: [fn() for fn in fns], warm_s)
-    return time_gpu_alternating(fns, warmup=1, reps=reps, batch=batch_filling(fns, SAMPLE_MS))
+    return time_in_turns(fns, reps, settle_max_s)[0]
 
 
 def _variant(tile: dict) -> catalogue.Variant:
@@ -61,8 +57,9 @@ def tune(ctx) -> dict:
             kernel, check, _, _ = checked_launch(SHAPE, STEP.layout, STEP.precision, prepare)
             trial["check"] = check
             if check["passed"]:
-                t_kernel, t_cublas = _time_against_cublas([kernel.run], ops, TRIAL_WARM_S, TRIAL_REPS)
-                trial.update(time_ms=t_kernel, tflops=tflops(SHAPE, t_kernel), ratio=t_cublas["median"] / t_kernel["median"],
+                t_kernel, t_cublas = _time_against_cublas([kernel.run], ops, TRIAL_REPS, TRIAL_SETTLE_S)
+                trial.update(time_ms=t_kernel, tflops=tflops(SHAPE, t_kernel), **ratio("ratio", t_cublas, t_kernel),
+                             cublas_tflops=tflops(SHAPE, t_cublas),
                              stages=kernel.resources["tile"]["STAGES"],
                              regs_per_thread=kernel.resources["regs_per_thread"],
                              smem_bytes=kernel.resources["smem_dynamic_bytes"])
@@ -82,18 +79,18 @@ def tune(ctx) -> dict:
     contenders = {"winner": winner, "hand_picked": hand_picked}
     indices = [i for i in dict.fromkeys(contenders.values()) if i in prepared]
     runs = [prepared[i](ops.a, ops.b, ops.poisoned_c()).run for i in indices]
-    *times, cublas_time = _time_against_cublas(runs, ops, FINAL_WARM_S, FINAL_REPS)
+    *times, cublas_time = _time_against_cublas(runs, ops, REPS, SETTLE_MAX_S)
     by_index = dict(zip(indices, times))
     final = {name: {"config": trials[i]["config"], "time_ms": by_index[i], "tflops": tflops(SHAPE, by_index[i]),
-                    "ratio": cublas_time["median"] / by_index[i]["median"]}
+                    **ratio("ratio", cublas_time, by_index[i])}
              for name, i in contenders.items() if i in by_index}
     final["cublas_time_ms"] = cublas_time
     failed = [f"{t['config']}: {t['check'].get('detail')}" for t in trials if t["outcome"] == "wrong"]
     deepest = {str(t["config"]["BN"]): t["stages"] for t in trials if t["config"]["STAGES"] == DEEPEST and "stages" in t}
     return {"params": {"kernel": catalogue.TUNED, "bm": HAND_PICKED.tile["BM"], "space": {k: list(v) for k, v in SPACE.items()},
-                       "stages_max": deepest, "m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "trial_warm_s": TRIAL_WARM_S,
-                       "trial_reps": TRIAL_REPS, "final_warm_s": FINAL_WARM_S, "final_reps": FINAL_REPS,
-                       "sample_ms": SAMPLE_MS},
+                       "stages_max": deepest, "m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "trial_reps": TRIAL_REPS,
+                       "trial_settle_s": TRIAL_SETTLE_S, "final_reps": REPS, "final_settle_s": SETTLE_MAX_S,
+                       "timing": "in turns with cuBLAS TF32, as the GEMM family times"},
             "check": {"passed": not failed, "method": "every configuration against a float64 GEMM",
                       **({"detail": "; ".join(failed)} if failed else {})},
             "trials": trials, "winner": winner, "hand_picked": hand_picked, "final": final}

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import registry
 from .device import TelemetrySampler, telemetry
-from .timing import TIMED_SPANS
+from .timing import SM_CLOCKS, TIMED_SPANS, sm_clock
 
 
 @dataclass
@@ -38,8 +38,25 @@ def _telemetry_or_error():
         return None, f"{type(e).__name__}: {e}"
 
 
+# The SMs' measured clock may exceed the card's maximum by this much (the global timer's
+# granularity over short samples) before the measurement is refused as an error.
+CLOCK_SLACK = 0.005
+# ... judged over at least this much timed work: shorter, the timer's granularity dominates.
+CLOCK_JUDGED_S = 0.01
+
+
+def clock_error(clock: dict | None, device: dict) -> str | None:
+    """Why a measured SM clock cannot be right: above the card's maximum."""
+    top = device.get("sm_clock_max_mhz")
+    if clock and top and clock["seconds"] >= CLOCK_JUDGED_S and clock["mean"] > top * (1 + CLOCK_SLACK):
+        return (f"the SMs' clock measured at {clock['mean']:.0f} MHz, above the card's maximum of {top} MHz: "
+                "a measurement error")
+    return None
+
+
 def run_one(bench: registry.Benchmark, device: dict) -> dict:
     TIMED_SPANS.clear()
+    SM_CLOCKS.clear()
     record = {**bench.record_header(), "status": "ok"}
     before, err = _telemetry_or_error()
     record["telemetry"] = {"before": before, "during": None, "after": None}
@@ -50,11 +67,15 @@ def run_one(bench: registry.Benchmark, device: dict) -> dict:
         with TelemetrySampler(enabled=before is not None) as sampler:
             measured = bench.run(RunContext(device=device, bench_id=bench.id))
         record["telemetry"]["during"] = sampler.summary(TIMED_SPANS)
+        record["telemetry"]["sm_clock"] = sm_clock(SM_CLOCKS)       # measured over the timed samples
         record.update(measured)
         check = measured.get("check")
         if check is not None and not check["passed"]:
             record["status"] = "failed"
             record["reason"] = "check failed: " + check.get("detail", "output differs from the reference")
+        elif clock_error(record["telemetry"]["sm_clock"], device):
+            record["status"] = "failed"
+            record["reason"] = clock_error(record["telemetry"]["sm_clock"], device)
     except Exception as e:
         traceback.print_exc()
         record["status"] = "failed"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench import catalogue, registry
+from bench import catalogue, gemm, registry
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = sorted(p for p in (ROOT / "results").glob("*.yaml") if not re.search(r"-x\d+\.yaml$", p.name))
@@ -64,9 +64,22 @@ def test_every_variant_is_registered_once_and_swept_once():
             assert benches[variant.id].title == step.title_of(variant)
         sweep = benches[step.sweep_id]
         # the sweep runs the step's best kernel, and its small tile where the catalogue picks it
-        assert sweep.definition == {**benches[step.best.id].definition, "small_tile": step.small_tile}
+        own = {k: v for k, v in benches[step.best.id].definition.items() if k != "before"}
+        assert sweep.definition == {**own, "small_tile": step.small_tile}
     gemm_kernels = {bid for bid in benches if bid.startswith("gemm.") and not bid.startswith("gemm.cublas_")}
     assert gemm_kernels == set(catalogue.KERNELS)
+
+
+def test_each_kernel_is_timed_in_turns_with_the_one_before_it_on_its_track():
+    benches = registry.discover()
+    for track in (catalogue.STEPS, catalogue.BF16_STEPS):
+        ids = [v.id for s in track for v in s.variants]
+        assert catalogue.before(ids[0]) is None
+        for earlier, later in zip(ids, ids[1:]):
+            assert catalogue.before(later) == earlier
+            # the pair's result depends on both kernels: a change to the one before stales it
+            assert set(gemm.kernel_sources(catalogue.step_of(earlier))) <= set(benches[later].sources)
+            assert benches[later].definition["before"]["id"] == earlier
 
 
 def test_the_small_tile_runs_only_where_the_best_leaves_most_sms_idle():

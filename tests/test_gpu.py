@@ -81,3 +81,22 @@ def test_copy_kernel_copies_every_element_including_the_tail(device, unroll):
     kernel((7,), (96,), (src, dst, cupy.int64(n16), sm))
     assert bool(cupy.array_equal(src, dst))
     assert int(cupy.unique(sm).size) == 7
+
+
+def test_the_clock_probe_reads_every_sm_at_a_clock_the_card_can_run(device):
+    """Idle, and under a kernel on every SM, the probe's clock is one the card can run at: above
+    NVML's idle clock floor, at most its maximum (with the global timer's slack)."""
+    import cupy
+    from bench import timing, worker
+    spin = cupy.RawKernel(timing._SPIN_SRC, "spin")
+    for blocks in (1, device["sm_count"]):
+        t = timing.time_gpu(lambda: spin((blocks,), (1,), (cupy.int64(2_000_000),)), warmup=1, reps=10)
+        assert 100 < t["sm_clock_mhz"] <= device["sm_clock_max_mhz"] * (1 + worker.CLOCK_SLACK)
+    probe = timing.clock_probe()
+    probe.clear()
+    probe.mark(0)
+    spin((device["sm_count"],), (1,), (cupy.int64(20_000_000),))
+    probe.mark(1)
+    cupy.cuda.get_current_stream().synchronize()
+    mhz, ns = probe.read()
+    assert ns > 5e6 and mhz > 100

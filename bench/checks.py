@@ -1,0 +1,47 @@
+"""The GPU tests (python -m pytest -m gpu) on the GPU that measures, as a record of the run: CI has
+no GPU, so these tests pass or fail only here, and the deck says which on its title slide."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from .registry import ROOT, register
+
+TESTS = "tests/test_gpu.py"
+COMMAND = ("-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", TESTS)
+LISTED_FAILURES = 20     # failing tests named in the record; past that, a count
+
+
+def outcomes(report: Path) -> dict:
+    """Each test of a JUnit XML report by its outcome: passed, failed (failures and errors), skipped."""
+    out = {"passed": [], "failed": [], "skipped": []}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        name = case.get("name", "?")
+        tags = {child.tag for child in case}
+        out["failed" if tags & {"failure", "error"} else "skipped" if "skipped" in tags else "passed"].append(name)
+    return out
+
+
+@register("checks.gpu_tests", sources=(TESTS,), timeout_s=900,
+          title="The GPU tests (python -m pytest -m gpu) on this GPU")
+def gpu_tests(ctx) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.xml"
+        proc = subprocess.run([sys.executable, *COMMAND, f"--junitxml={report}"], cwd=ROOT,
+                              capture_output=True, text=True)
+        if not report.exists():
+            tail = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or ["no output"]
+            raise RuntimeError(f"pytest wrote no report (exit status {proc.returncode}): {tail[0]}")
+        seen = outcomes(report)
+    counts = {k: len(v) for k, v in seen.items()}
+    ctx.progress(f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
+    failing = seen["failed"][:LISTED_FAILURES]
+    passed = counts["failed"] == 0 and counts["passed"] > 0
+    return {"params": {"command": "python " + " ".join(COMMAND)},
+            "tests": {**counts, "failures": failing},
+            "check": {"passed": passed, "method": "every GPU test passes on this GPU",
+                      **({} if passed else {"detail": f"{counts['failed']} of {sum(counts.values())} GPU tests failed"
+                                                      + (f": {', '.join(failing[:3])}" if failing else "")})}}
