@@ -299,7 +299,8 @@ def run_gemm(ctx, *, precision: str, layout: str, prepare, reps: int = REPS, aga
     odd = _odd_shape(layout, precision, prepare)
     if odd["outcome"] == "wrong":
         check = {**check, "passed": False, "detail": f"wrong at the odd shape {odd['shape']}: {odd['check']['detail']}"}
-    timing = " and ".join(["cuBLAS"] * against_cublas + [before.id] * bool(before))
+    partners = ["cuBLAS"] * against_cublas + ([before.id] if before else [])
+    timing = " and ".join(partners)
     record = {"params": {"m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "layout": layout, "precision": precision,
                          "output": "fp32", "reps": reps, "turn_ms": TURN_MS, "round_s": ROUND_S, "batch": batch,
                          "turns": turns, "seed": SEED,
