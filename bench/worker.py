@@ -38,9 +38,10 @@ def _telemetry_or_error():
         return None, f"{type(e).__name__}: {e}"
 
 
-# The SMs' measured clock may exceed the card's maximum by this much (the global timer's
-# granularity over short samples) before the measurement is refused as an error.
-CLOCK_SLACK = 0.005
+# The SMs' measured clock may exceed NVML's maximum by this much before the measurement is refused
+# as an error: on the H100 the SMs' counter against the global timer reads 1,995 MHz where NVML
+# says 1,980, steadily, in the probe and in the pointer chase alike (2026-11-25).
+CLOCK_SLACK = 0.01
 # ... judged over at least this much timed work: shorter, the timer's granularity dominates.
 CLOCK_JUDGED_S = 0.01
 
