@@ -19,6 +19,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
+from bench import checks
 from slides import escape
 from slides.kit import fmt_bytes
 from slides.outline import SECTIONS
@@ -61,14 +62,14 @@ class Deck:
         current = self.benchmarks.get(bid)
         out = {"id": bid, "measured": False, "status": "absent", "reason": "not in the results",
                "stale": False, "stale_why": "", "failed": False, "record": {},
-               "tflops": None, "time_ms": None, "check": None, "clock_mhz": None,
+               "tflops": None, "time_ms": None, "check": None, "clock_mhz": None, "clock_measured": False,
                "pct_cublas": None, "baseline_tflops": None, "speedup": None}
         if rec is None:
             return out
         out.update(status=rec["status"], reason=rec.get("reason", ""), record=rec,
                    measured=rec["status"] != "skipped", failed=rec["status"] == "failed",
                    tflops=rec.get("tflops"), time_ms=rec.get("time_ms"), check=rec.get("check"),
-                   clock_mhz=clock_during(rec))
+                   clock_mhz=clock_during(rec), clock_measured=clock_measured(rec))
         # stale: measured with code that has changed since (a skipped record measured nothing: its
         # reason is the runner's, such as a GPU too old or too few)
         if rec["status"] != "skipped" and (current is None or current.source_hash() != rec["source_hash"]):
@@ -94,15 +95,30 @@ class Deck:
             if hasattr(section_module(name), "context"):
                 self[name]
         benchmarks = self.doc["benchmarks"]
-        beside = [{"file": Path(path).name, **listed(Deck(doc, self.benchmarks).stale())} for path, doc in self.beside]
+        beside = [{"file": Path(path).name, **self._stale_of(doc)} for path, doc in self.beside]
         stale = self.stale()
         return {**self._sections, "software": self.doc["software"], "measured_count": len(benchmarks),
-                "stale": stale, "stale_listed": listed(stale),
+                "stale": stale, "stale_listed": self._stale_of(self.doc),
                 "stale_beside": [b for b in beside if b["ids"]],
                 "quick": sorted(bid for bid, rec in benchmarks.items() if rec.get("quick")),
                 "failed": [{"id": bid, "reason": rec["reason"]} for bid, rec in benchmarks.items()
                            if rec["status"] == "failed"],
+                "gpu_tests": self.gpu_tests(),
                 "missing": self.missing}
+
+    def _stale_of(self, doc: dict) -> dict:
+        """Another file's stale records as a line lists them, and whether they are all it measured."""
+        stale = Deck(doc, self.benchmarks).stale()
+        measured = [bid for bid, rec in doc["benchmarks"].items() if rec["status"] != "skipped"]
+        return {**listed(stale), "count": len(stale), "all": bool(stale) and len(stale) == len(measured)}
+
+    def gpu_tests(self) -> dict:
+        """The GPU tests' outcome on the machine that measured (bench/checks.py), for the title slide."""
+        bid = next((b.id for b in self.benchmarks.values() if b.run is checks.gpu_tests), None)
+        r = self.record(bid)
+        tests = r["record"].get("tests") if r["measured"] else None
+        return {**r, "tests": tests, "total": sum(tests[k] for k in ("passed", "failed", "skipped")) if tests else 0,
+                "all_passed": bool(tests) and tests["failed"] == 0 and tests["passed"] > 0}
 
     def figures(self) -> dict[str, str]:
         """Every figure, by file name: those of the modules computed so far (the outline's and the
@@ -132,8 +148,17 @@ def section_module(name: str):
 
 
 def clock_during(rec: dict) -> float | None:
-    during = (rec.get("telemetry") or {}).get("during")
+    """The SMs' clock over the timed samples: measured (cycles against the global timer) where the
+    record has it, else NVML's median sample."""
+    telemetry = rec.get("telemetry") or {}
+    if telemetry.get("sm_clock"):
+        return telemetry["sm_clock"]["mean"]
+    during = telemetry.get("during")
     return during["sm_clock_mhz"]["median"] if during else None
+
+
+def clock_measured(rec: dict) -> bool:
+    return bool((rec.get("telemetry") or {}).get("sm_clock"))
 
 
 # --- formatting: the templates' only arithmetic -------------------------------

@@ -153,6 +153,20 @@ def pair_with_cublas(r: dict, by_id: dict) -> dict:
     return r
 
 
+def gain_in_turns(variants: list[dict], before_id: str) -> dict | None:
+    """A step's best over ``before_id`` (the best of the step before) from the pairs the run timed
+    in turns: each variant against the kernel before it, chained from ``before_id``; the interval
+    the product of theirs (wider than the chain's own). None where a link was not timed in turns."""
+    gain, lo, hi, expected = 1.0, 1.0, 1.0, before_id
+    for v in variants:
+        pair = v["record"].get("before")
+        if not pair or pair["id"] != expected:
+            return None
+        g = pair["gain_by_sample"]
+        gain, lo, hi, expected = gain * g["median"], lo * g["ci"][0], hi * g["ci"][1], v["id"]
+    return {"gain": gain, "ci": [lo, hi]}
+
+
 def context(deck) -> dict:
     device = deck["device"]
     cublas = {}
@@ -201,14 +215,19 @@ def context(deck) -> dict:
         drawable = block or "tile" in res
         diagram = f"gemm_{step.key}.svg" if drawable else None
         if usable and prev:
-            best["speedup"] = best["tflops"] / prev["best"]["tflops"]
             best["speedup_over"] = prev["title"]
-            # a change within what the two timings spread is a tie as far as the run can tell
-            noise = max(spread(best["time_ms"]), spread(prev["best"]["time_ms"]))
-            best["change"] = {"noise_pct": 100 * noise, "within_noise": abs(best["speedup"] - 1) < noise,
-                              "slower": best["speedup"] < 1,
-                              # under a tenth, a ratio to one decimal reads 1.0x: the change is said in percent
-                              "in_percent": abs(best["speedup"] - 1) < PERCENT_BELOW}
+            paired = gain_in_turns(variants, prev["best"]["id"])
+            if paired:       # timed in turns with the step before: a change is one its interval excludes
+                best["speedup"] = paired["gain"]
+                best["change"] = {"in_turns": True, "ci": paired["ci"], "within_noise": paired["ci"][0] <= 1 <= paired["ci"][1],
+                                  "slower": paired["ci"][1] < 1}
+            else:            # records timed apart (older runs): a change within their spread is a tie
+                best["speedup"] = best["tflops"] / prev["best"]["tflops"]
+                noise = max(spread(best["time_ms"]), spread(prev["best"]["time_ms"]))
+                best["change"] = {"in_turns": False, "noise_pct": 100 * noise,
+                                  "within_noise": abs(best["speedup"] - 1) < noise, "slower": best["speedup"] < 1}
+            # under a tenth, a ratio to one decimal reads 1.0x: the change is said in percent
+            best["change"]["in_percent"] = abs(best["speedup"] - 1) < PERCENT_BELOW
             before = prev["best"]["check"]
             best["error_before"] = before["rel_error"] if before and best["check"] else None
             # the error moved with the step where it changed by more than ERROR_MOVED either way

@@ -1,5 +1,6 @@
 """Theoretical peaks: SMs x per-SM rate x clock (slides/device.py), at the maximum SM clock and at
-the median clock NVML saw while cuBLAS ran, beside the fastest cuBLAS layout measured."""
+the clock the SMs ran at while cuBLAS ran (measured; NVML's median sample in records without it),
+beside the fastest cuBLAS layout measured."""
 from __future__ import annotations
 
 from slides.device import PRECISION_NAMES, peak_tflops
@@ -15,8 +16,10 @@ def context(deck) -> dict:
         clock = best["clock_mhz"] if best else None
         run_peak = peak_tflops(device, r, clock) if clock else None
         rows.append({"precision": p, "name": PRECISION_NAMES[p], "per_sm_per_clk": r, "tflops_max_clock": peak,
-                     "clock_mhz": clock, "tflops_run_clock": run_peak, "measured": best,
+                     "clock_mhz": clock, "clock_measured": bool(best and best["clock_measured"]),
+                     "tflops_run_clock": run_peak, "measured": best,
                      "pct_of_peak": 100 * best["tflops"] / peak if best else None,
                      "pct_of_run_peak": 100 * best["tflops"] / run_peak if run_peak else None})
     by = {row["precision"]: row for row in rows}
-    return {"rows": rows, "by": by, "tf32_clock_mhz": by["tf32"]["clock_mhz"] if "tf32" in by else None}
+    return {"rows": rows, "by": by, "tf32_clock_mhz": by["tf32"]["clock_mhz"] if "tf32" in by else None,
+            "tf32_clock_measured": "tf32" in by and by["tf32"]["clock_measured"]}

@@ -23,6 +23,8 @@ def context(deck) -> dict:
     runs = []
     for name, series in rec["series"].items():
         rows = series["rows"]
+        # the SMs' clock as the timer measured it over each sample; NVML's reading after it in older records
+        clock = "sm_clock_measured_mhz" if all("sm_clock_measured_mhz" in row for row in rows) else "sm_clock_mhz"
         ms = [row["ms"] for row in rows]
         windows = [{"t_s": rows[i + width - 1]["t_s"], "spread": spread(summarize(ms[i:i + width]))}
                    for i in range(len(rows) - width + 1)]
@@ -38,7 +40,7 @@ def context(deck) -> dict:
         runs.append({"name": name, "batch": series["batch"], "samples": len(rows), "windows": windows,
                      "settled_s": settled, "rule_s": rule_s, "first_spread": windows[0]["spread"] if windows else None,
                      "last_spread": windows[-1]["spread"] if windows else None,
-                     "clock_first": mid(first, "sm_clock_mhz"), "clock_last": mid(last, "sm_clock_mhz"),
+                     "clock_first": mid(first, clock), "clock_last": mid(last, clock), "clock_measured": clock != "sm_clock_mhz",
                      "temp_first": rows[0]["temperature_c"], "temp_last": rows[-1]["temperature_c"],
                      "slowdown": mid(last, "ms") / mid(first, "ms") - 1})
     by = {run["name"]: run for run in runs}

@@ -2,6 +2,7 @@
 import contextlib
 import copy
 import io
+import math
 import re
 import time
 
@@ -129,10 +130,14 @@ def test_measured_numbers_come_from_the_fixture(deck):
     staged = b["gemm.tma_store"]
     assert (f"| {staged['cublas']['tflops']:,.1f} | {100 * staged['tflops'] / staged['cublas']['tflops']:.1f}% | "
             f"{staged['check']['rel_error']:.1e} ({staged['cublas']['check']['rel_error']:.1e}) |") in s["Kernel 11: TMA-Store Epilogue — Performance"]
-    # a step's gain over the one before: in percent when under a tenth, else as a ratio
-    gain = b["gemm.tma_store"]["tflops"] / b["gemm.split_wave"]["tflops"]
-    assert 0.9 < gain < 1.1 and f"**{100 * (gain - 1):+.1f}%** against Split Last Wave" in s["Kernel 11: TMA-Store Epilogue — Performance"]
-    assert f"**{b['gemm.cute_mma_tf32']['tflops'] / b['gemm.naive_fp32']['tflops']:.1f}×** over Naive FP32" in s["Kernel 2: CuTe Simple MMA — Performance"]
+    # a step's gain over the one before: the pair timed in turns (its samples' ratios), in percent
+    # when under a tenth, else as a ratio
+    pair = b["gemm.tma_store"]["before"]
+    gain, (lo, hi) = pair["gain_by_sample"]["median"], pair["gain_by_sample"]["ci"]
+    assert pair["id"] == "gemm.split_wave" and 0.9 < gain < 1.1
+    assert (f"**{100 * (gain - 1):+.1f}%** against Split Last Wave, the two timed in turns "
+            f"(interval {100 * (lo - 1):+.1f} to {100 * (hi - 1):+.1f}%)") in s["Kernel 11: TMA-Store Epilogue — Performance"]
+    assert f"**{b['gemm.cute_mma_tf32']['before']['gain_by_sample']['median']:.1f}×** over Naive FP32" in s["Kernel 2: CuTe Simple MMA — Performance"]
 
 
 def test_numbers_follow_the_results(fixture_doc, write_results, tmp_path):
@@ -234,12 +239,13 @@ def test_micro_benchmark_slides_follow_the_data(deck):
 
 def test_sweep_step_is_read_off_the_data():
     """The HBM step sits where latency first reaches the large-set plateau."""
-    sweep = [{"bytes": 1 << e, "cycles": c} for e, c in zip(range(20, 30), (300, 300, 300, 300, 300, 520, 690, 700, 700, 700))]
+    sweep = [{"bytes": 1 << e, "cycles": c, "ns": c / 2} for e, c in zip(range(20, 30), (300, 300, 300, 300, 300, 520, 690, 700, 700, 700))]
     mem = memory_latency.read({"params": {}, "sweep": sweep,
                                "levels": [{"level": "shared", "label": "s", "bytes": 1, "cycles": 20, "ns": 10},
                                           {"level": "L2", "label": "l2", "bytes": 1, "cycles": 300, "ns": 150}]},
                               1 << 26)
     assert mem["hbm_step_bytes"] == pytest.approx(2 ** 25.5)      # between 32 MiB (520) and 64 MiB (690)
+    assert mem["clock_mhz"] == pytest.approx(2000)                  # cycles over ns of every chase
     assert mem["l2_leave_bytes"] == 1 << 25 and mem["middle_cycles"] == 520
 
 
@@ -394,11 +400,16 @@ def test_clock_bullet_quotes_the_clock_the_best_kernel_held(fixture_doc, write_r
     """The clock the power cap left while the best kernel and cuBLAS took turns, from its telemetry."""
     bench = fixture_doc["benchmarks"]
     top = fastest_tf32_step(bench)
-    bench[top]["telemetry"]["during"]["sm_clock_mhz"]["median"] = 1234.0
+    bench[top]["telemetry"]["sm_clock"]["mean"] = 1234.0           # measured: NVML's sample is not read
+    bench[top]["telemetry"]["during"]["sm_clock_mhz"]["median"] = 1500.0
     build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path)])
     s = slides_of((tmp_path / "slides.md").read_text())["Still on the Table"]
     limit = fixture_doc["device"]["power_limit_w"]
-    assert f"Under the {limit:,.0f} W cap the SM clock held 1,234 MHz (median) of its" in s
+    assert f"Under the {limit:,.0f} W cap the SMs ran at 1,234 MHz (measured) of their" in s
+    del bench[top]["telemetry"]["sm_clock"]                          # a record from before the probe
+    build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path)])
+    s = slides_of((tmp_path / "slides.md").read_text())["Still on the Table"]
+    assert "the SMs ran at 1,500 MHz (NVML's median) of their" in s
 
 
 def test_a_step_whose_error_moves_says_how_its_operands_become_tf32(fixture_doc, write_results, tmp_path):
@@ -420,17 +431,27 @@ def test_a_step_whose_error_moves_says_how_its_operands_become_tf32(fixture_doc,
     assert "**Error" not in perf(5)                        # the same error as the step before
 
 
-def test_a_step_slower_than_the_one_before_says_whether_it_is_within_the_spread(fixture_doc, write_results, tmp_path):
+def test_a_step_slower_than_the_one_before_says_whether_its_interval_holds_no_change(fixture_doc, write_results, tmp_path):
+    """A step's gain is the chain of its kernels' pairs timed in turns (the step before's best, then
+    each variant): a tie where the interval holds no change, slower where it lies below."""
     b = fixture_doc["benchmarks"]
-    before, ws = b["gemm.wgmma_tma_128x256"], b["gemm.warp_specialized_deep"]
-    ws["tflops"] = before["tflops"] * 0.995
+    first, deep = b["gemm.warp_specialized"], b["gemm.warp_specialized_deep"]
+    assert first["before"]["id"] == "gemm.wgmma_tma_128x256" and deep["before"]["id"] == "gemm.warp_specialized"
+    deep["before"]["gain_by_sample"].update(median=1.0, ci=[1.0, 1.0])
+    title = "Kernel 7: Warp Specialization — Performance"
+    for (median, lo, hi), said in (((0.995, 0.99, 1.002), "**-0.5%** against WGMMA + TMA, the two timed in turns "
+                                                          "(interval -1.0 to +0.2%): a tie, the interval holds no change"),
+                                   ((0.8, 0.79, 0.81), "**0.8×** over WGMMA + TMA, the two timed in turns "
+                                                       "(interval 0.79× to 0.81×): slower, the whole interval below no change")):
+        first["before"]["gain_by_sample"].update(median=median, ci=[lo, hi])
+        build.build(write_results(fixture_doc), tmp_path)
+        assert said in slides_of((tmp_path / "slides.md").read_text())[title]
+    # records timed apart (before the pairs): the two figures and their spreads
+    del first["before"], deep["before"]
+    deep["tflops"] = b["gemm.wgmma_tma_128x256"]["tflops"] * 0.995
     build.build(write_results(fixture_doc), tmp_path)
-    perf = slides_of((tmp_path / "slides.md").read_text())["Kernel 7: Warp Specialization — Performance"]
-    assert "**-0.5%** against WGMMA + TMA, the previous step measured: less than the two timings spread" in perf
-    ws["tflops"] = before["tflops"] * 0.8
-    build.build(write_results(fixture_doc), tmp_path)
-    perf = slides_of((tmp_path / "slides.md").read_text())["Kernel 7: Warp Specialization — Performance"]
-    assert "slower by more than the two timings spread" in perf and "nothing recorded here says why" in perf
+    assert ("**-0.5%** against WGMMA + TMA, the previous step measured apart: less than the two timings spread"
+            in slides_of((tmp_path / "slides.md").read_text())[title])
 
 
 def test_missing_slide_tells_what_each_step_past_the_reference_added(deck):
@@ -439,9 +460,9 @@ def test_missing_slide_tells_what_each_step_past_the_reference_added(deck):
     b = deck["doc"]["benchmarks"]
     s = slides_of(deck["md"])
     missing, still, closing = s["What's Missing?"], s["Still on the Table"], s["Takeaways"]
-    for prev, bid in (("gemm.wgmma_tma_128x256", "gemm.warp_specialized_deep"),
-                      ("gemm.warp_specialized_deep", "gemm.cluster_multicast")):
-        gain = 100 * (b[bid]["tflops"] / b[prev]["tflops"] - 1)
+    for chain, bid in ((("gemm.warp_specialized", "gemm.warp_specialized_deep"), "gemm.warp_specialized_deep"),
+                       (("gemm.cluster_multicast",), "gemm.cluster_multicast")):
+        gain = 100 * (math.prod(b[k]["before"]["gain_by_sample"]["median"] for k in chain) - 1)   # in turns
         cublas = b[bid]["cublas"]["tflops"]          # timed in turns with this kernel
         assert f"**{b[bid]['tflops']:,.1f}** | {gain:+.1f}% | {cublas:,.1f} | {100 * b[bid]['tflops'] / cublas:.1f}% |" in missing
     top = fastest_tf32_step(b)
@@ -535,8 +556,16 @@ def test_tuner_slide_ranks_every_trial_and_names_the_winner(fixture_doc, write_r
     stages = win["config"]["STAGES"] or rec["params"]["stages_max"][str(win["config"]["BN"])]   # 0: as many as fit
     assert f"**Winner:** {win['config']['BN']}-wide tile, {stages} stages" in slide
     assert f"{100 * win['ratio']:.1f}% of cuBLAS" in slide and f"{len(rec['trials'])} configurations" in slide
-    table = fixture_doc["benchmarks"][rec["params"]["kernel"]]["cublas"]["ratio"]
-    assert f"not the results table's: there the hand-picked kernel does {100 * table:.1f}% of cuBLAS" in slide
+    # the hand-picked configuration's two figures, each beside the cuBLAS it divides by, and
+    # whether their intervals agree (the tuner times as the GEMM family does)
+    table = fixture_doc["benchmarks"][rec["params"]["kernel"]]["cublas"]
+    hand = rec["final"]["hand_picked"]
+    cublas_here = 2 * 4096 * 8192 * 16384 / (rec["final"]["cublas_time_ms"]["median"] * 1e-3) / 1e12
+    assert (f"{100 * hand['ratio']:.1f}% of cuBLAS's {cublas_here:,.1f} TFLOPS here, {100 * table['ratio']:.1f}% of "
+            f"{table['tflops']:,.1f} in the results table: one figure, the intervals overlap") in slide
+    hand["ratio_by_sample"]["ci"] = [table["ratio_by_sample"]["ci"][1] + 0.01, table["ratio_by_sample"]["ci"][1] + 0.02]
+    build.build(write_results(fixture_doc), tmp_path)
+    assert "their intervals do not overlap: the two timings disagree" in slides_of((tmp_path / "slides.md").read_text())["Tuning the Persistent Kernel"]
     svg = (figures_dir(tmp_path) / "tuner.svg").read_text()
     timed = [t for t in rec["trials"] if "ratio" in t]
     assert svg.count("stages, cluster") == len(timed) and "winner" in svg
@@ -745,4 +774,18 @@ def test_a_skipped_record_is_never_stale(fixture_doc, write_results, tmp_path, c
     assert rec["status"] == "skipped"
     rec["source_hash"] = "0" * 16
     build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path), "--no-compare"])
-    assert "STALE" not in capsys.readouterr().out and "Stale results" not in (tmp_path / "slides.md").read_text()
+    assert "STALE" not in capsys.readouterr().out and "Stale, code changed" not in (tmp_path / "slides.md").read_text()
+
+
+def test_the_title_slide_says_whether_the_gpu_tests_passed_on_the_machine_that_measured(fixture_doc, write_results, tmp_path):
+    rec = fixture_doc["benchmarks"]["checks.gpu_tests"]
+    title = lambda: slides_of((tmp_path / "slides.md").read_text())["CUDA Performance Study"]
+    build.build(write_results(fixture_doc), tmp_path)
+    assert f"GPU tests here: {rec['tests']['passed']} of {rec['tests']['passed']} passed." in title()
+    rec["tests"].update(passed=19, failed=3, failures=["test_x"])
+    rec.update(status="failed", reason="check failed: 3 of 22 GPU tests failed: test_x")
+    build.build(write_results(fixture_doc), tmp_path)
+    assert "GPU tests on this machine: 3 of 22 failed." in title()
+    del fixture_doc["benchmarks"]["checks.gpu_tests"]
+    build.build(write_results(fixture_doc), tmp_path)
+    assert "GPU tests: not recorded here." in title()

@@ -307,7 +307,7 @@ def test_stale_records_of_the_node_file_are_printed_and_on_the_title_slide(fixtu
     assert f"STALE: multigpu.p2p in {node.name} was measured with code that has changed since" in out
     assert "multigpu.nccl in" not in out
     title = slides_of((tmp_path / "slides.md").read_text())["CUDA Performance Study"]
-    assert f"Stale results in {node.name} (code changed since measured): multigpu.p2p" in title
+    assert f"Stale, code changed since measured: multigpu.p2p in {node.name}." in title
 
 
 def test_nccl_choices_are_read_from_its_tuning_log():

@@ -377,3 +377,22 @@ def test_a_merge_reads_the_file_again_only_when_another_process_replaced_it(tmp_
     assert other.returncode == 0, other.stderr
     merged = results.merge(out, FAKE_DEVICE, SOFTWARE, {"x.d": rec(4.0)})
     assert loads == [out] and set(merged["benchmarks"]) == {"x.a", "x.b", "x.c", "x.d"}
+
+
+def test_the_gpu_tests_record_counts_each_outcome_of_the_junit_report(tmp_path):
+    from bench import checks
+    report = tmp_path / "r.xml"
+    report.write_text('<testsuites><testsuite><testcase name="a"/><testcase name="b"><failure message="x"/></testcase>'
+                      '<testcase name="c"><error message="y"/></testcase><testcase name="d"><skipped/></testcase>'
+                      '</testsuite></testsuites>')
+    assert checks.outcomes(report) == {"passed": ["a"], "failed": ["b", "c"], "skipped": ["d"]}
+
+
+def test_a_measured_clock_above_the_cards_maximum_is_refused():
+    from bench import worker
+    device = {"sm_clock_max_mhz": 1980}
+    clock = lambda mhz, seconds=1.0: {"mean": mhz, "min": mhz, "max": mhz, "samples": 10, "seconds": seconds}
+    assert worker.clock_error(clock(1980 * (1 + worker.CLOCK_SLACK)), device) is None
+    assert "above the card's maximum of 1980 MHz" in worker.clock_error(clock(2010), device)
+    assert worker.clock_error(clock(2010, seconds=0.001), device) is None      # too short to tell
+    assert worker.clock_error(None, device) is None
