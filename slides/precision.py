@@ -59,10 +59,10 @@ def _peer(deck) -> dict | None:
 # --- figures --------------------------------------------------------------------------------------
 
 def bf16_steps_chart(precision: dict) -> str:
-    """Each BF16 step's TFLOPS, noted with its share of cuBLAS BF16 timed in turns with it, and the
-    last step's cuBLAS as a bar of its own."""
+    """Each BF16 step's TFLOPS, noted with its share of cuBLAS BF16 timed in turns with it and that
+    cuBLAS's own figure (each step's partner is its own), and the last step's cuBLAS as a bar."""
     bars = [Bar(s["name"], s["tflops"] if not s["failed"] else None, ACCENT,
-                f"{s['pct_cublas']:.1f}% of cuBLAS" if s["baseline"] else "")
+                f"{s['pct_cublas']:.1f}% of cuBLAS's {s['baseline_tflops']:,.0f}" if s["baseline"] else "")
             for s in precision["steps"]]
     if precision["headline"]:
         bars.append(Bar("cuBLAS BF16", precision["headline"]["baseline_tflops"], REF, "in turns with the last step"))

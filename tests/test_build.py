@@ -789,3 +789,25 @@ def test_the_title_slide_says_whether_the_gpu_tests_passed_on_the_machine_that_m
     del fixture_doc["benchmarks"]["checks.gpu_tests"]
     build.build(write_results(fixture_doc), tmp_path)
     assert "GPU tests: not recorded here." in title()
+
+
+def test_one_slide_puts_every_cublas_figure_of_the_reference_shape_side_by_side(fixture_doc, write_results, tmp_path):
+    """cuBLAS TF32 (K-major) as each part of the run timed it, from the records: alone, in turns with
+    the kernels (their range), the tuner's; and whether the SMs' clock accounts for the spread."""
+    b = fixture_doc["benchmarks"]
+    build.build(write_results(fixture_doc), tmp_path)
+    s = slides_of((tmp_path / "slides.md").read_text())["One cuBLAS, Several Figures"]
+    alone = b["gemm.cublas_tf32_b_kmajor"]
+    assert f"| **alone** | nothing: its own record | {alone['tflops']:,.1f} | {alone['telemetry']['sm_clock']['mean']:,.0f} |" in s
+    paired = [r["cublas"]["tflops"] for bid, r in b.items() if r.get("cublas", {}).get("id") == "gemm.cublas_tf32_b_kmajor"]
+    assert f"| {min(paired):,.1f}–{max(paired):,.1f} |" in s
+    # every figure at the same work per MHz: the clock accounts for the spread
+    for bid, r in b.items():
+        if r.get("cublas", {}).get("id") == "gemm.cublas_tf32_b_kmajor":
+            r["telemetry"]["sm_clock"]["mean"] = r["cublas"]["tflops"] * 4
+    alone["telemetry"]["sm_clock"]["mean"] = alone["tflops"] * 4
+    for bid in [bid for bid in b if bid.startswith("sweep.")] + ["tune.persistent", "settle.headline"]:
+        del b[bid]
+    build.build(write_results(fixture_doc), tmp_path)
+    s = slides_of((tmp_path / "slides.md").read_text())["One cuBLAS, Several Figures"]
+    assert "per MHz of the SMs' clock 0.0% apart: the clock the power cap left accounts for most of it" in s

@@ -1,0 +1,85 @@
+"""cuBLAS TF32 at the reference shape as each part of the run timed it: alone, in turns with each
+kernel, in the sweep, in the tuner, and from a rest. One library and one shape: its figures differ
+by what it ran beside, at what clock and power. This slide puts them side by side, so that each
+other slide's cuBLAS figure reads against the rest."""
+from __future__ import annotations
+
+from bench import catalogue, cublas as cublas_lib
+from slides.deck import clock_during, clock_measured
+
+PRECISION, LAYOUT = "tf32", "b_kmajor"      # the Hopper kernels' operands: the cuBLAS most slides divide by
+# the figures' spread per MHz of the SMs' clock under this: the clock accounts for the spread
+PER_CLOCK_SAME = 0.03
+
+
+def _tflops(shape: list[int], time_ms: dict) -> float:
+    m, n, k = shape
+    return 2 * m * n * k / (time_ms["median"] * 1e-3) / 1e12
+
+
+def _power(rec: dict) -> float | None:
+    during = (rec.get("telemetry") or {}).get("during")
+    return during["power_w"]["median"] if during else None
+
+
+def _row(regime: str, beside: str, tflops: list[float], clocks: list[float | None], measured: bool,
+         power: list[float | None]) -> dict:
+    clocks, power = [c for c in clocks if c], [p for p in power if p]
+    return {"regime": regime, "beside": beside, "lo": min(tflops), "hi": max(tflops), "count": len(tflops),
+            "clock_lo": min(clocks, default=None), "clock_hi": max(clocks, default=None), "clock_measured": measured,
+            "power_lo": min(power, default=None), "power_hi": max(power, default=None),
+            "per_mhz": [t / c for t, c in zip(tflops, clocks)] if len(clocks) == len(tflops) else []}
+
+
+def context(deck) -> dict:
+    gemm = deck["gemm"]
+    shape = gemm["shape"]["dims"] if gemm["shape"] else None
+    bid = cublas_lib.bench_id(PRECISION, LAYOUT)
+    (alone,) = deck.need("One cuBLAS, Several Figures", bid)
+    rows = []
+    if alone["tflops"] and not alone["failed"]:
+        rows.append(_row("alone", "nothing: its own record", [alone["tflops"]], [alone["clock_mhz"]],
+                         alone["clock_measured"], [_power(alone["record"])]))
+    paired = [v for s in gemm["steps"] for v in s["variants"] if v["baseline"] and v["baseline"]["id"] == bid]
+    if paired:
+        rows.append(_row("in turns", f"each of {len(paired)} kernels (and the kernel before it)",
+                         [v["baseline_tflops"] for v in paired], [v["clock_mhz"] for v in paired],
+                         all(v["clock_measured"] for v in paired), [_power(v["record"]) for v in paired]))
+    if shape:
+        swept = [(r, row) for r in (deck.record(s.sweep_id) for s in catalogue.SWEPT) if r["measured"] and not r["failed"]
+                 for row in r["record"]["rows"] if row["shape"] == shape and row["outcome"] == "correct"
+                 and f"cublas_{LAYOUT}" in row["tflops"] and row["tflops"]["kernel"]]
+        swept = [(r, row) for r, row in swept if r["record"]["params"]["precision"] == PRECISION]
+        if swept:
+            times = [row["time_ms"][f"cublas_{LAYOUT}"] for _, row in swept]
+            rows.append(_row("sweep", f"each step's best kernel, {len(swept)} sweeps",
+                             [row["tflops"][f"cublas_{LAYOUT}"] for _, row in swept],
+                             [t.get("sm_clock_mhz") for t in times], all("sm_clock_mhz" in t for t in times),
+                             [_power(r["record"]) for r, _ in swept]))
+    tune = deck.record("tune.persistent")
+    if tune["measured"] and not tune["failed"] and "final" in tune["record"]:
+        t = tune["record"]["final"]["cublas_time_ms"]
+        params = tune["record"]["params"]
+        rows.append(_row("tuner", "the winner and the hand-picked tile", [_tflops([params["m"], params["n"], params["k"]], t)],
+                         [t.get("sm_clock_mhz") or clock_during(tune["record"])], "sm_clock_mhz" in t, [_power(tune["record"])]))
+    settle = deck.record("settle.headline")
+    if settle["measured"] and not settle["failed"]:
+        p = settle["record"]["params"]
+        tail = settle["record"]["series"]["cublas"]["rows"][-10:]       # its last ten samples: warm, at the cap
+        key = "sm_clock_measured_mhz" if all("sm_clock_measured_mhz" in r for r in tail) else "sm_clock_mhz"
+        rows.append(_row("after a rest", f"nothing, {p['duration_s']:g} s from a {p['rest_s']:g} s rest (its last seconds)",
+                         [_tflops([p["m"], p["n"], p["k"]], {"median": sorted(r["ms"] for r in tail)[len(tail) // 2]})],
+                         [sorted(r[key] for r in tail)[len(tail) // 2]], key != "sm_clock_mhz",
+                         [sorted(r["power_w"] for r in tail)[len(tail) // 2]]))
+    if not rows:
+        return {"rows": [], "alone": alone}
+    lo, hi = min(r["lo"] for r in rows), max(r["hi"] for r in rows)
+    per_mhz = [x for r in rows for x in r["per_mhz"]]
+    per_clock_spread = (max(per_mhz) / min(per_mhz) - 1) if len(per_mhz) == sum(r["count"] for r in rows) else None
+    return {"rows": rows, "alone": alone, "shape": shape, "lo": lo, "hi": hi, "spread_pct": 100 * (hi / lo - 1),
+            "per_clock_pct": per_clock_spread and 100 * per_clock_spread,
+            "clock_explains": per_clock_spread is not None and per_clock_spread < PER_CLOCK_SAME,
+            "per_clock_same_pct": 100 * PER_CLOCK_SAME, "layout_name": cublas_lib.LAYOUTS[LAYOUT],
+            "precision": PRECISION.upper(), "turn_ms": paired[0]["record"]["params"]["turn_ms"] if paired else None,
+            "trials": len(tune["record"].get("trials", [])) if tune["measured"] else None}
+
