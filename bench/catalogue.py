@@ -175,8 +175,7 @@ STEPS = (
     Step("tma_store", "TMA-Store Epilogue",
          "+ C leaves through shared memory: each warpgroup stages 32-column chunks that TMA stores while it "
          "writes the next, and goes back to wgmma as soon as its registers are in shared memory; and a leaner "
-         "main loop (descriptors in uniform registers, the ring's stage carried): at the power cap, "
-         "fewer instructions leave more clock", "kernels/gemm_11_tma_store.cu", "gemm_tma_store",
+         "main loop (descriptors in uniform registers, the ring's stage carried)", "kernels/gemm_11_tma_store.cu", "gemm_tma_store",
          # C staged 32 columns (128 bytes) at a time, double-buffered
          (Variant("gemm.tma_store", "TMA-store epilogue",
                   sm90(256, DEEPEST, BAND, **_PERSISTENT, SPLIT_WAVE=1, EPILOGUE_N=32, EPILOGUE_BUFFERS=2)),),

@@ -206,7 +206,7 @@ def environment() -> jinja2.Environment:
         # Every [[ ]] output is data: escaped for Markdown, Vue and HTML unless it is markup the
         # templates made (a macro's output); see slides/escape.py.
         autoescape=True, finalize=escape.finalize)
-    env.filters.update(num=fmt_num, sig=fmt_sig, bytes=fmt_bytes, code_block=code_block,
+    env.filters.update(num=fmt_num, sig=fmt_sig, bytes=fmt_bytes, code_block=code_block, magic_move=magic_move,
                        count=lambda n, noun: f"{n:,} {noun}{'' if n == 1 else 's'}",
                        yaml_str=escape.yaml_string, yaml_plain=escape.yaml_plain, join=_join,
                        replace=lambda s, old, new: str(s).replace(old, new))   # plain text, escaped on output
@@ -219,6 +219,13 @@ def code_block(code: str, language: str) -> Markup:
     if "```" in code:
         raise BuildError("a kernel's code holds a Markdown fence (```)")
     return Markup(f"```{language}\n{code}\n```")
+
+
+def magic_move(steps: list[str], language: str) -> Markup:
+    """Code that morphs from each of ``steps`` to the next, a click each (Slidev's magic-move)."""
+    if any("````" in code for code in steps):
+        raise BuildError("a kernel's code holds a Markdown fence (````)")
+    return Markup("````md magic-move\n" + "\n".join(code_block(code, language) for code in steps) + "\n````")
 
 
 def _join(items, separator: str = "") -> Markup:

@@ -14,7 +14,7 @@ from markupsafe import Markup
 from bench import catalogue, cublas as cublas_lib
 from bench.timing import spread
 from slides.diagrams import DIAGRAMS
-from slides.kit import ACCENT, Bar, MISSING, REF, bar_chart
+from slides.kit import ACCENT, Bar, Line, MISSING, REF, bar_chart, climb
 from slides.deck import ROOT, BuildError
 from slides.device import occupancy
 
@@ -99,7 +99,7 @@ def code_view(source: str | None, focus: tuple[str, str] | None, out_dir: Path =
     marks = [i for i, line in enumerate(lines) if "#region kernel" in line or "#endregion kernel" in line]
     region = lines[marks[0] + 1:marks[1]] if len(marks) == 2 else lines
     view = {"source": source, "snippet": Markup(os.path.relpath(ROOT / source, out_dir.resolve())), "language": "python" if source.endswith(".py") else "cpp", "lines": len(region),
-            "shown": None, "first": 1, "pages": []}
+            "shown": None, "first": 1, "pages": [], "text": textwrap.dedent("\n".join(region))}
     if len(region) <= MAX_CODE_LINES:
         return view
     if not focus:
@@ -110,7 +110,8 @@ def code_view(source: str | None, focus: tuple[str, str] | None, out_dir: Path =
     if start is None or end is None or end - start + 1 > MAX_CODE_LINES:
         raise BuildError(f"{source}: the focus {focus} is not a run of at most {MAX_CODE_LINES} lines of its kernel region")
     pages = code_pages(region, MAX_CODE_LINES)
-    return {**view, "shown": textwrap.dedent("\n".join(region[start:end + 1])), "first": start + 1,
+    shown = textwrap.dedent("\n".join(region[start:end + 1]))
+    return {**view, "shown": shown, "text": shown, "first": start + 1,
             "last": end + 1, "pages": [textwrap.dedent("\n".join(page)) for page in pages]}
 
 
@@ -240,10 +241,19 @@ def context(deck) -> dict:
         # a step of one kernel is named by its title; of several, each kernel by its title and label
         for v in variants:
             v["name"] = f"{step.title} ({v['label']})" if len(variants) > 1 else step.title
-        steps.append({"index": i, "key": step.key, "sweep_id": step.sweep_id, "title": step.title, "name": best["name"], "slide_title": title,
+        code = code_view(source, step.focus, deck.out_dir)
+        before_code = steps[-1]["code"] if steps else None
+        # the code walk: the slide morphs from the step before's lines to this one's, where both are
+        # of one language and differ
+        walk_from = ({"text": before_code["text"], "index": steps[-1]["index"], "title": steps[-1]["title"]}
+                     if before_code and code and before_code["language"] == code["language"]
+                     and before_code["text"] != code["text"] else None)
+        steps.append({"index": i, "key": step.key, "walk_from": walk_from,
+                      # the climb on its performance slide: its best against its cuBLAS in turns
+                      "climb": f"climb_{step.key}.svg" if usable and best["baseline"] else None, "sweep_id": step.sweep_id, "title": step.title, "name": best["name"], "slide_title": title,
                       "technique": step.technique, "layout": step.layout, "layout_name": cublas_lib.LAYOUTS[step.layout],
                       "precision": step.precision, "baseline": baseline,
-                      "source": source, "code": code_view(source, step.focus, deck.out_dir), "beyond": step.beyond,
+                      "source": source, "code": code, "beyond": step.beyond,
                       "variants": variants, "best": best, "block": block, "diagram": diagram, "draw": step.diagram,
                       "measured": any(v["measured"] for v in variants),
                       "skip_reason": "; ".join(dict.fromkeys(v["reason"] for v in variants if v["status"] == "skipped"))})
@@ -293,9 +303,22 @@ def gemm_progression(gemm: dict) -> str:
     return bar_chart(bars, "TFLOPS at the reference shape", height=380)
 
 
+def climb_of(gemm: dict, at: int) -> str:
+    """Where step ``at`` (0-based) stands on the climb: every step's best TFLOPS, this one's partner
+    cuBLAS (in turns with it) across."""
+    step = gemm["steps"][at]
+    best = step["best"]
+    values = [s["best"]["tflops"] if s["best"]["tflops"] and not s["best"]["failed"] else None for s in gemm["steps"]]
+    label = f"cuBLAS {best['baseline']['precision']} in turns, {best['baseline_tflops']:,.1f}"
+    return climb(values, at, Line("y", best["baseline_tflops"], label, REF), "TFLOPS, each step's best")
+
+
 def draw(deck) -> dict[str, str]:
     gemm = deck["gemm"]
     svgs = {"gemm_progression.svg": gemm_progression(gemm)}
+    for at, step in enumerate(gemm["steps"]):
+        if step["climb"]:
+            svgs[step["climb"]] = climb_of(gemm, at)
     for step in gemm["steps"]:
         if step["diagram"]:
             svgs[step["diagram"]] = DIAGRAMS[step["draw"]](step, gemm["shape"])

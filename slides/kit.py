@@ -205,6 +205,34 @@ def bar_chart(bars: list[Bar], title: str, lines: list[Line] = (), width: int = 
     return dwg.tostring()
 
 
+def climb(values: list[float | None], current: int, line: Line, title: str, width: int = 560, height: int = 100) -> str:
+    """Columns, one per step (numbered from 1), the steps before ``current`` (0-based) muted, it in the
+    accent with its value, those after it as empty outlines: where a step stands on the climb, with
+    ``line`` (its baseline) across."""
+    top, bottom, left, right = 30, 22, 8, 8
+    dwg = drawing(width, height)
+    hi = max([v for v in values if v] + [line.value])
+    scale = (height - top - bottom - 14) / hi       # room above the tallest column for its value
+    slot = (width - left - right) / len(values)
+    base = height - bottom
+    text(dwg, (left, 14), title, size=11, color=MUTED)
+    for i, v in enumerate(values):
+        x = left + i * slot + 0.15 * slot
+        w = 0.7 * slot
+        if i <= current and v:
+            dwg.add(dwg.rect((x, base - v * scale), (w, v * scale), rx=2, fill=ACCENT if i == current else GROUP))
+        else:
+            dwg.add(dwg.rect((x, base - 6), (w, 6), rx=1, fill="none", stroke=GROUP, stroke_dasharray="3,2"))
+        text(dwg, (x + w / 2, height - 6), str(i + 1), size=11, color=INK if i == current else MUTED, anchor="middle")
+        if i == current and v:
+            text(dwg, (x + w / 2, base - v * scale - 4), f"{v:,.1f}", size=11, anchor="middle", weight="bold")
+    y = base - line.value * scale
+    dwg.add(dwg.line((left, y), (width - right, y), stroke=line.color, stroke_dasharray="6,4"))
+    # at the left, over the first steps' short columns, clear of the current one's value
+    text(dwg, (left, y - 4), line.label, size=11, color=line.color)
+    return dwg.tostring()
+
+
 def grouped_bars(groups: list[str], series: list[tuple[str, list[float | None]]], title: str,
                  digits: int = 1, origin: float = 0.0, width: int = 860, height: int = 420) -> str:
     """Horizontal bars in groups, one bar per series in each group, a legend on top. Bars

@@ -283,7 +283,7 @@ def test_every_figure_is_shown_at_the_width_it_was_drawn_with_legible_text(deck)
 
 def prose_words(slide: str) -> int:
     """Words a room reads on a slide: not its title, notes, code, styles, markup or table rows."""
-    for pattern in (r"<!--.*?-->", r"```.*?```", r"<style.*?</style>", r"<[^>]+>"):
+    for pattern in (r"<!--.*?-->", r"````.*?````", r"```.*?```", r"<style.*?</style>", r"<[^>]+>"):
         slide = re.sub(pattern, " ", slide, flags=re.S)
     lines = [line for line in slide.splitlines()[1:] if not line.lstrip().startswith("|")]
     return sum(1 for token in " ".join(lines).split() if re.search(r"[A-Za-z]", token))
@@ -681,11 +681,13 @@ def test_code_slides_never_shrink_a_long_kernel_they_show_its_focus(deck):
         view = gemm.code_view(step.source, step.focus)
         code = s[f"Kernel {i}: {step.title} — Code"]
         if not view["pages"]:
-            assert re.search(rf"<<< \S*{re.escape(step.source)}#kernel", code) and view["lines"] <= gemm.MAX_CODE_LINES
+            # the file's region itself, or its text in the code walk (test_each_code_slide_walks_...)
+            assert (re.search(rf"<<< \S*{re.escape(step.source)}#kernel", code) or view["text"] in code)
+            assert view["lines"] <= gemm.MAX_CODE_LINES
             continue
         shown = view["shown"].splitlines()
         assert len(shown) <= gemm.MAX_CODE_LINES and step.focus[0] in shown[0] and step.focus[1] in shown[-1]
-        assert view["shown"] in code and f"Lines {view['first']}–{view['last']} of the kernel's {view['lines']}" in code
+        assert view["shown"] in code and f"lines {view['first']}–{view['last']} of the kernel's {view['lines']}" in code.lower()
         lines = (ROOT / step.source).read_text().splitlines()
         marks = [k for k, line in enumerate(lines) if "#region kernel" in line or "#endregion kernel" in line]
         region = [line.strip() for line in lines[marks[0] + 1:marks[1]]]
@@ -811,3 +813,34 @@ def test_one_slide_puts_every_cublas_figure_of_the_reference_shape_side_by_side(
     build.build(write_results(fixture_doc), tmp_path)
     s = slides_of((tmp_path / "slides.md").read_text())["One cuBLAS, Several Figures"]
     assert "per MHz of the SMs' clock 0.0% apart: the clock the power cap left accounts for most of it" in s
+
+
+def test_each_code_slide_walks_from_the_step_befores_code(deck):
+    """The code walk: a step's code slide opens on the step before's lines and morphs (a click, Slidev's
+    magic-move) into its own, where both are of one language; the first step and a change of
+    language show their code as it is."""
+    s = slides_of(deck["md"])
+    views = [gemm.code_view(step.source, step.focus) for step in catalogue.STEPS]
+    for i, (step, view) in enumerate(zip(catalogue.STEPS, views), 1):
+        slide = s[f"Kernel {i}: {step.title} — Code"]
+        before = views[i - 2] if i > 1 else None
+        if before and before["language"] == view["language"] and before["text"] != view["text"]:
+            fence = lambda code: f"```{view['language']}\n{code}\n```"
+            assert f"````md magic-move\n{fence(before['text'])}\n{fence(view['text'])}\n````" in slide
+            assert f"Opens on kernel {i - 1}'s code ({catalogue.STEPS[i - 2].title})" in slide
+        else:
+            assert "magic-move" not in slide
+
+
+def test_each_performance_slide_shows_where_its_step_stands_on_the_climb(deck):
+    """A column per step, this one's best in the accent with its value, its cuBLAS in turns across."""
+    b = deck["doc"]["benchmarks"]
+    s = slides_of(deck["md"])
+    for i, step in enumerate(catalogue.STEPS, 1):
+        rec = b[step.best.id]
+        if rec["status"] != "ok":
+            assert f"climb_{step.key}.svg" not in s[f"Kernel {i}: {step.title} — Performance"]
+            continue
+        assert f"climb_{step.key}.svg" in s[f"Kernel {i}: {step.title} — Performance"]
+        svg = (figures_dir(deck["dir"]) / f"climb_{step.key}.svg").read_text()
+        assert f">{rec['tflops']:,.1f}<" in svg and f"in turns, {rec['cublas']['tflops']:,.1f}<" in svg
