@@ -651,14 +651,24 @@ def assert_every_slide_has_notes(markdown: str) -> None:
         assert notes and len(notes.split()) >= 12, f"{title}: no presenter notes a speaker can read from"
 
 
+SPOKEN_CHARS = 400
+
+
 def test_every_slide_has_presenter_notes(deck):
     assert_every_slide_has_notes(deck["md"])
     s = slides_of(deck["md"])
-    # the notes carry what left the slide: resources, SASS and counters, with their numbers
+    # the notes say the slide's point first, what a speaker reads aloud; then what left the slide
+    # (resources, SASS, counters, with their numbers) for questions
     rec = deck["doc"]["benchmarks"]["gemm.tma_store"]
     perf = presenter_notes(s["Kernel 11: TMA-Store Epilogue — Performance"])
-    assert f"{rec['resources']['regs_per_thread']} registers per thread" in perf and "UTMASTG" in perf
-    assert "Nsight Compute" in perf
+    spoken, details = perf.split("For questions.")
+    assert spoken.startswith(f"TMA-Store Epilogue: {rec['tflops']:,.1f} TFLOPS, {100 * rec['tflops'] / rec['cublas']['tflops']:.1f}% of cuBLAS TF32")
+    assert f"{rec['resources']['regs_per_thread']} registers each" in details and "UTMASTG" in details
+    assert "Nsight Compute" in details
+    # what a speaker reads aloud fits the presenter view's few lines (1600×900: about seven)
+    for i, step in enumerate(catalogue.STEPS, 1):
+        spoken = presenter_notes(s[f"Kernel {i}: {step.title} — Performance"]).split("For questions.")[0]
+        assert len(spoken) <= SPOKEN_CHARS, (step.title, len(spoken))
 
 
 def test_notes_of_a_gpu_without_results_say_so(fixture_doc, write_results, tmp_path):
