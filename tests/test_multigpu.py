@@ -389,3 +389,33 @@ def test_a_node_file_beside_that_fails_is_an_error_when_nothing_can_warn(fixture
     assert build.main(["--results", str(results), "--out-dir", str(tmp_path / "deck"), "--compare", str(other)]) == 1
     err = capsys.readouterr().err
     assert f"build.py: {node}: the deck cannot be built with it (KeyError: 'gpus')" in err and "Traceback" not in err
+
+
+def test_the_collectives_are_written_as_nccl_tests_writes_its_json(tmp_path, capsys):
+    """python -m bench.nccl_json: one file a collective in nccl-tests' -J layout (version 3), each
+    size's time, algbw and busbw the record's, and a line saying the times are not nccl-tests'."""
+    from bench import nccl_json
+    from tests.conftest import NODE_FIXTURE
+    doc = schema.load(NODE_FIXTURE)
+    rec = doc["benchmarks"]["multigpu.nccl"]
+    assert nccl_json.main([str(NODE_FIXTURE), "--out-dir", str(tmp_path)]) == 0
+    collectives = dict.fromkeys(r["collective"] for r in rec["rows"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{multigpu.NCCL_TESTS_BINARY[c]}.json" for c in collectives)
+    out = json.loads((tmp_path / "all_reduce_perf.json").read_text())
+    assert out["version"] == 3 and out["config"]["ngpus"] == rec["params"]["ranks"]
+    rows = [r for r in rec["rows"] if r["collective"] == "all_reduce"]
+    assert [r["size"] for r in out["results"]] == [r["bytes"] for r in rows]
+    for mine, theirs in zip(rows, out["results"]):
+        assert set(theirs) == {"size", "count", "type", "redop", "root", "out_of_place", "in_place",
+                               "actual_iterations", "experiment_name"}
+        assert theirs["out_of_place"] == {"time": 1e3 * mine["time_ms"]["median"], "alg_bw": mine["algbw_gbps"],
+                                          "bus_bw": mine["busbw_gbps"], "nwrong": float(mine["wrong"])}
+        assert theirs["redop"] == "sum" and theirs["root"].strip() == "-1"
+    assert "not nccl-tests" in out["written_by"]
+    assert json.loads((tmp_path / "broadcast_perf.json").read_text())["results"][0]["root"].strip() == "0"
+    assert nccl_json.nccl_version_code("2.28.9") == 22809
+    # a file with no node's collectives: one line, nothing written
+    capsys.readouterr()
+    assert nccl_json.main([str(tmp_path / "all_reduce_perf.json"), "--out-dir", str(tmp_path / "x")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and not (tmp_path / "x").exists()
