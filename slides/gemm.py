@@ -285,7 +285,7 @@ def context(deck) -> dict:
                           "clock_follows": (hi["clock_mhz"] or 0) > (lo["clock_mhz"] or 0),
                           "slower_partner": hi["tflops"] < lo["tflops"]}
     staged_epilogue = any("EPILOGUE_N" in ((s["best"]["resources"] or {}).get("tile") or {}) for s in story)
-    return {"shape": shape,
+    return {"shape": shape, "reference_last": [s.title for s in catalogue.STEPS if not s.beyond][-1],
             "cublas": cublas, "cublas_rows": list(cublas.values()), "cublas_by_id": by_id, "best_tf32": best_tf32,
             "steps": steps, "headline": headline, "story": story, "waves": top_waves, "baseline_range": baseline_range,
             "staged_epilogue": staged_epilogue}
