@@ -119,7 +119,7 @@ def wgmma_diagram(step: dict, shape: dict) -> str:
 
     # middle: the 128-byte swizzle of one 8-row atom (16-byte chunks; chunk c of row r at c xor r)
     sx, sy, cell = 350, 40, 13
-    text(dwg, (sx, sy - 8), "shared tile: 128-byte swizzle", size=12, weight="bold")
+    text(dwg, (sx, sy - 8), "128-byte swizzle", size=12, weight="bold")
     for r in range(8):
         for c in range(8):
             dwg.add(dwg.rect((sx + (c ^ r) * cell, sy + r * cell), (cell, cell), fill=PALETTE[c], opacity=0.55,

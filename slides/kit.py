@@ -228,8 +228,11 @@ def climb(values: list[float | None], current: int, line: Line, title: str, widt
             text(dwg, (x + w / 2, base - v * scale - 4), f"{v:,.1f}", size=11, anchor="middle", weight="bold")
     y = base - line.value * scale
     dwg.add(dwg.line((left, y), (width - right, y), stroke=line.color, stroke_dasharray="6,4"))
-    # at the left, over the first steps' short columns, clear of the current one's value
-    text(dwg, (left, y - 4), line.label, size=11, color=line.color)
+    # on the side away from the current column, clear of its value
+    if current < len(values) / 2:
+        text(dwg, (width - right, y - 4), line.label, size=11, color=line.color, anchor="end")
+    else:
+        text(dwg, (left, y - 4), line.label, size=11, color=line.color)
     return dwg.tostring()
 
 

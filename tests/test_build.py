@@ -859,3 +859,40 @@ def test_each_performance_slide_shows_where_its_step_stands_on_the_climb(deck):
         assert f"climb_{step.key}.svg" in s[f"Kernel {i}: {step.title} — Performance"]
         svg = (figures_dir(deck["dir"]) / f"climb_{step.key}.svg").read_text()
         assert f">{rec['tflops']:,.1f}<" in svg and f"in turns, {rec['cublas']['tflops']:,.1f}<" in svg
+
+
+def svg_text_boxes(svg: str) -> list[tuple]:
+    """Each unrotated <text> of an SVG as (x0, y0, x1, y1, text), its width as the chart kit
+    measures text, its height the font's from a little above the cap height to the descender."""
+    import xml.etree.ElementTree as ET
+    boxes = []
+    for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text"):
+        words = "".join(t.itertext())
+        if t.get("transform") or not words.strip():
+            continue
+        size = float(re.search(r"font-size:([\d.]+)px", t.get("style", "font-size:13px")).group(1))
+        x, y, w = float(t.get("x", 0)), float(t.get("y", 0)), kit.text_width(words, size)
+        x0 = {"end": x - w, "middle": x - w / 2}.get(t.get("text-anchor"), x)
+        boxes.append((x0, y - 0.75 * size, x0 + w, y + 0.2 * size, words))
+    return boxes
+
+
+OVERPRINT_PX = 3        # text boxes may touch by this much (the width is the kit's estimate)
+
+
+@pytest.mark.parametrize("results", [None, "nvidia-h100-80gb-hbm3.yaml", "nvidia-h200.yaml"])
+def test_no_figure_prints_text_over_text(deck, results, tmp_path):
+    """In every figure of a deck (the fixture's, the committed ones), no two labels overlap by more
+    than OVERPRINT_PX both ways."""
+    import itertools
+    out = deck["dir"]
+    if results:
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert build.main(["--results", str(ROOT / "results" / results), "--out-dir", str(tmp_path)]) == 0
+        out = tmp_path
+    overprinted = []
+    for path in sorted(figures_dir(out).glob("*.svg")):
+        for a, b in itertools.combinations(svg_text_boxes(path.read_text()), 2):
+            if min(a[2], b[2]) - max(a[0], b[0]) > OVERPRINT_PX and min(a[3], b[3]) - max(a[1], b[1]) > OVERPRINT_PX:
+                overprinted.append((path.name, a[4], b[4]))
+    assert not overprinted, overprinted
