@@ -10,7 +10,7 @@ import pytest
 
 import build
 from bench import catalogue
-from slides import diagrams, gemm, kit, memory_latency, sweep
+from slides import diagrams, gemm, kit, memory_latency, settle, sweep
 from slides.deck import ROOT, SLIDES_DIR
 from slides.outline import SECTIONS
 from slides.device import occupancy
@@ -588,7 +588,8 @@ def test_settle_slide_says_when_the_spread_stays_under_the_target(fixture_doc, w
     import numpy as np
     rec = fixture_doc["benchmarks"]["settle.headline"]
     rule = rec["params"]["gemm_settle_rule"]
-    n = round(1e3 * rule["round_s"] / rec["params"]["sample_ms"])     # a harness round, in this run's samples
+    rounds = round(1e3 * rule["round_s"] / rec["params"]["sample_ms"])     # a harness round, in this run's samples
+    n = max(settle.SPREAD_SAMPLES, rounds)                                 # a spread: at least that many
 
     def spreads(rows):                                 # (time of a window's last sample, its spread)
         ms = [r["ms"] for r in rows]
@@ -605,8 +606,8 @@ def test_settle_slide_says_when_the_spread_stays_under_the_target(fixture_doc, w
         settled = next(t for i, (t, _) in enumerate(w) if all(x < 0.03 for _, x in w[i:]))
         assert f"stays under 3% from {settled:.0f} s on" in s
     ms, rows = [r["ms"] for r in rec["series"]["kernel"]["rows"]], rec["series"]["kernel"]["rows"]
-    starts = next(rows[i - 1]["t_s"] for i in range(2 * n, len(rows) + 1)
-                  if abs(np.mean(ms[i - n:i]) / np.mean(ms[i - 2 * n:i - n]) - 1) < rule["drift"])
+    starts = next(rows[i - 1]["t_s"] for i in range(2 * rounds, len(rows) + 1)
+                  if abs(np.mean(ms[i - rounds:i]) / np.mean(ms[i - 2 * rounds:i - rounds]) - 1) < rule["drift"])
     assert f"that rule starts timing the kernel at {starts:.0f} s" in s
     kernel = fixture_doc["benchmarks"][rec["params"]["kernel"]]
     t = kernel["time_ms"]
