@@ -76,9 +76,9 @@ def run_one(bench: registry.Benchmark, device: dict) -> dict:
         if check is not None and not check["passed"]:
             record["status"] = "failed"
             record["reason"] = "check failed: " + check.get("detail", "output differs from the reference")
-        elif clock_error(record["telemetry"]["sm_clock"], device):
+        elif wrong_clock := clock_error(record["telemetry"]["sm_clock"], device):
             record["status"] = "failed"
-            record["reason"] = clock_error(record["telemetry"]["sm_clock"], device)
+            record["reason"] = wrong_clock
     except Exception as e:
         traceback.print_exc()
         record["status"] = "failed"

@@ -95,22 +95,17 @@ class Deck:
             if hasattr(section_module(name), "context"):
                 self[name]
         benchmarks = self.doc["benchmarks"]
-        beside = [{"file": Path(path).name, **self._stale_of(doc)} for path, doc in self.beside]
+        beside = [{"file": Path(path).name, **stale_line(Deck(doc, self.benchmarks).stale(), doc)}
+                  for path, doc in self.beside]
         stale = self.stale()
         return {**self._sections, "software": self.doc["software"], "measured_count": len(benchmarks),
-                "stale": stale, "stale_listed": self._stale_of(self.doc),
+                "stale": stale, "stale_listed": stale_line(stale, self.doc),
                 "stale_beside": [b for b in beside if b["ids"]],
                 "quick": sorted(bid for bid, rec in benchmarks.items() if rec.get("quick")),
                 "failed": [{"id": bid, "reason": rec["reason"]} for bid, rec in benchmarks.items()
                            if rec["status"] == "failed"],
                 "gpu_tests": self.gpu_tests(),
                 "missing": self.missing}
-
-    def _stale_of(self, doc: dict) -> dict:
-        """Another file's stale records as a line lists them, and whether they are all it measured."""
-        stale = Deck(doc, self.benchmarks).stale()
-        measured = [bid for bid, rec in doc["benchmarks"].items() if rec["status"] != "skipped"]
-        return {**listed(stale), "count": len(stale), "all": bool(stale) and len(stale) == len(measured)}
 
     def gpu_tests(self) -> dict:
         """The GPU tests' outcome on the machine that measured (bench/checks.py), for the title slide."""
@@ -138,6 +133,12 @@ def listed(ids: list[str]) -> dict:
     """``ids`` as a line shows them: all of up to LISTED, else the first few and how many more."""
     shown = ids if len(ids) <= LISTED else ids[:LISTED - 1]
     return {"ids": shown, "more": len(ids) - len(shown)}
+
+
+def stale_line(stale: list[str], doc: dict) -> dict:
+    """A file's stale records (``stale``) as a line lists them, and whether they are all it measured."""
+    measured = [bid for bid, rec in doc["benchmarks"].items() if rec["status"] != "skipped"]
+    return {**listed(stale), "count": len(stale), "all": bool(stale) and len(stale) == len(measured)}
 
 
 def section_module(name: str):

@@ -34,6 +34,11 @@ def context(deck) -> dict:
     return d
 
 
+def tflops_of(params: dict, time_ms: dict) -> float:
+    """A GEMM's TFLOPS from a record's params (m, n, k) and a timing of it."""
+    return 2 * params["m"] * params["n"] * params["k"] / (time_ms["median"] * 1e-3) / 1e12
+
+
 def peak_tflops(device: dict, per_sm_per_clk: int, clock_mhz: float) -> float:
     return device["sm_count"] * per_sm_per_clk * clock_mhz * 1e6 / 1e12
 

@@ -28,12 +28,13 @@ def read(rec: dict, l2_bytes: int) -> dict:
     l2 = by.get("L2", {}).get("cycles")
     leave = next((s["bytes"] for s in sweep if l2 and s["bytes"] > 1 << 20 and s["cycles"] > 1.2 * l2), None)
     middle = [s for s in sweep if leave and leave <= s["bytes"] < sweep[first]["bytes"]]
+    chases = [*levels, *sweep]
     return {"levels": levels, "by": by, "sweep": sweep, "params": rec["params"],
             "hbm_step_bytes": step, "hbm_step_vs_l2_pct": 100 * (step / l2_bytes - 1) if step else None,
             "l2_leave_bytes": leave, "middle_cycles": sorted(s["cycles"] for s in middle)[len(middle) // 2] if middle else None,
             # cycles over ns of every chase: the long ones weigh most, where the global timer's
             # granularity is least of the span (the shared-memory chase alone lasts a third of a ms)
-            "clock_mhz": 1000 * sum(c["cycles"] for c in [*levels, *sweep]) / sum(c["ns"] for c in [*levels, *sweep])}
+            "clock_mhz": 1000 * sum(c["cycles"] for c in chases) / sum(c["ns"] for c in chases)}
 
 
 # --- figures --------------------------------------------------------------------------------------

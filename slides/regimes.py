@@ -4,17 +4,15 @@ by what it ran beside, at what clock and power. This slide puts them side by sid
 other slide's cuBLAS figure reads against the rest."""
 from __future__ import annotations
 
+from statistics import median_high
+
 from bench import catalogue, cublas as cublas_lib
 from slides.deck import clock_during, clock_measured
+from slides.device import tflops_of
 
 PRECISION, LAYOUT = "tf32", "b_kmajor"      # the Hopper kernels' operands: the cuBLAS most slides divide by
 # the figures' spread per MHz of the SMs' clock under this: the clock accounts for the spread
 PER_CLOCK_SAME = 0.03
-
-
-def _tflops(shape: list[int], time_ms: dict) -> float:
-    m, n, k = shape
-    return 2 * m * n * k / (time_ms["median"] * 1e-3) / 1e12
 
 
 def _power(rec: dict) -> float | None:
@@ -60,7 +58,7 @@ def context(deck) -> dict:
     if tune["measured"] and not tune["failed"] and "final" in tune["record"]:
         t = tune["record"]["final"]["cublas_time_ms"]
         params = tune["record"]["params"]
-        rows.append(_row("tuner", "the winner and the hand-picked tile", [_tflops([params["m"], params["n"], params["k"]], t)],
+        rows.append(_row("tuner", "the winner and the hand-picked tile", [tflops_of(params, t)],
                          [t.get("sm_clock_mhz") or clock_during(tune["record"])], "sm_clock_mhz" in t, [_power(tune["record"])]))
     settle = deck.record("settle.headline")
     if settle["measured"] and not settle["failed"]:
@@ -68,9 +66,9 @@ def context(deck) -> dict:
         tail = settle["record"]["series"]["cublas"]["rows"][-10:]       # its last ten samples: warm, at the cap
         key = "sm_clock_measured_mhz" if all("sm_clock_measured_mhz" in r for r in tail) else "sm_clock_mhz"
         rows.append(_row("after a rest", f"nothing, {p['duration_s']:g} s from a {p['rest_s']:g} s rest (its last seconds)",
-                         [_tflops([p["m"], p["n"], p["k"]], {"median": sorted(r["ms"] for r in tail)[len(tail) // 2]})],
-                         [sorted(r[key] for r in tail)[len(tail) // 2]], key != "sm_clock_mhz",
-                         [sorted(r["power_w"] for r in tail)[len(tail) // 2]]))
+                         [tflops_of(p, {"median": median_high(r["ms"] for r in tail)})],
+                         [median_high(r[key] for r in tail)], key != "sm_clock_mhz",
+                         [median_high(r["power_w"] for r in tail)]))
     if not rows:
         return {"rows": [], "alone": alone}
     lo, hi = min(r["lo"] for r in rows), max(r["hi"] for r in rows)

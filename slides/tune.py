@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from bench import catalogue
 from bench.timing import overlap
+from slides.device import tflops_of
 from slides.kit import ACCENT, Bar, INK, Line, REF, bar_chart
-
-
-def tflops_of(params: dict, time_ms: dict) -> float:
-    return 2 * params["m"] * params["n"] * params["k"] / (time_ms["median"] * 1e-3) / 1e12
 
 
 TIE_PCT = 1.0      # a tuner's winner within 1% of the hand-picked configuration: nothing to search for
