@@ -42,6 +42,7 @@ class Step:
     # The part of its kernel region the code slide shows when the whole does not fit on a slide: the
     # first and the last line, by a text each holds (the whole region goes to backup slides).
     focus: tuple[str, str] | None = None
+    shown: str = ""               # the file whose `#region kernel` its code slide shows, if not its own (a header it includes)
 
     @property
     def best(self) -> Variant:
@@ -50,6 +51,11 @@ class Step:
     @property
     def cute(self) -> bool:
         return self.source.endswith(".cu")
+
+    @property
+    def code(self) -> str:
+        """The file whose `#region kernel` its code slide shows."""
+        return self.shown or self.source
 
     @property
     def tiles(self) -> tuple[dict, ...]:
@@ -122,6 +128,11 @@ _WS = {"producers": 1}
 _PERSISTENT = {**_WS, "cluster_m": 2, "PERSISTENT": 1}
 _TMA = ("HGMMA", "UTMALDG")
 _BF16 = ("bf16",)
+# C staged 32 columns (128 bytes) at a time, double-buffered
+_STAGED = {**_PERSISTENT, "SPLIT_WAVE": 1, "EPILOGUE_N": 32, "EPILOGUE_BUFFERS": 2}
+# 128 x 64: at 1024^3 the 128 x 256 tiles number 32 for the H100's 132 SMs, these 128 (the fastest
+# there of six smaller tiles tried on the H100 in turns with cuBLAS)
+_SMALL = {"BN": 64}
 
 STEPS = (
     Step("naive", "Naive FP32", "FP32 scalar, one thread per element of C", "kernels/gemm_01_naive.py",
@@ -174,15 +185,18 @@ STEPS = (
          "split_tail", _TMA, HOPPER, beyond=True, also_in=_BF16, focus=("static_assert(decltype(size(tCrC))", "copy(tCrC, thr.partition_C")),
     Step("tma_store", "TMA-Store Epilogue",
          "+ C leaves through shared memory: each warpgroup stages 32-column chunks that TMA stores while it "
-         "writes the next, and goes back to wgmma as soon as its registers are in shared memory; and a leaner "
-         "main loop (descriptors in uniform registers, the ring's stage carried)", "kernels/gemm_11_tma_store.cu", "gemm_tma_store",
-         # C staged 32 columns (128 bytes) at a time, double-buffered
-         (Variant("gemm.tma_store", "TMA-store epilogue",
-                  sm90(256, DEEPEST, BAND, **_PERSISTENT, SPLIT_WAVE=1, EPILOGUE_N=32, EPILOGUE_BUFFERS=2)),),
-         "staged_store", (*_TMA, "UTMASTG"), HOPPER, beyond=True, also_in=_BF16, focus=("for (int j = 0; j < BN / EPILOGUE_N", "tma_store_arrive();"),
-         # 128 x 64: at 1024^3 the 128 x 256 tiles number 32 for the H100's 132 SMs, these 128 (the
-         # fastest there of six smaller tiles tried on the H100 in turns with cuBLAS)
-         small_tile={"BN": 64}),
+         "writes the next, and goes back to wgmma as soon as its registers are in shared memory",
+         "kernels/gemm_11_tma_store.cu", "gemm_tma_store",
+         (Variant("gemm.tma_store", "TMA-store epilogue", sm90(256, DEEPEST, BAND, **_STAGED)),),
+         "staged_store", (*_TMA, "UTMASTG"), HOPPER, beyond=True, also_in=_BF16, small_tile=_SMALL,
+         shown="kernels/gemm_sm90_tma_store.cuh", focus=("for (int j = 0; j < BN / EPILOGUE_N", "tma_store_arrive();")),
+    Step("lean_loop", "Leaner Main Loop",
+         "+ the consumers' K-loop issues fewer instructions: the wgmma descriptors sliced by a warp-uniform "
+         "warpgroup index (kept in uniform registers), the ring's stage and parity carried from one K-tile "
+         "to the next", "kernels/gemm_12_lean_loop.cu", "gemm_lean_loop",
+         (Variant("gemm.lean_loop", "leaner main loop", sm90(256, DEEPEST, BAND, **_STAGED)),),
+         "lean_loop", (*_TMA, "UTMASTG"), HOPPER, beyond=True, also_in=_BF16, small_tile=_SMALL,
+         focus=("auto [mma, tCrA, tCrB, tCrC] = lean_fragments(smem);", "release_stage(smem, previous);")),
 )
 
 # The BF16 track: the Hopper steps again, BF16 in, FP32 accumulated and out.
@@ -190,8 +204,8 @@ BF16_STEPS = tuple(in_precision(s, "bf16") for s in STEPS if "bf16" in s.also_in
 KERNELS: dict[str, tuple[Step, Variant]] = {v.id: (s, v) for s in (*STEPS, *BF16_STEPS) for v in s.variants}
 # The roles of the talk, each named once by its kernel's id: a step appended to STEPS takes none of
 # them (and changes no other benchmark's id or source hash) until one is moved to it here.
-HEADLINE = "gemm.tma_store"            # the talk's headline; the settling run's kernel (bench/settle.py)
-HEADLINE_BF16 = "gemm.tma_store_bf16"  # the BF16 track's headline: its sweep, and beside fast.cu (bench/fastcu.py)
+HEADLINE = "gemm.lean_loop"            # the talk's headline; the settling run's kernel (bench/settle.py)
+HEADLINE_BF16 = "gemm.lean_loop_bf16"  # the BF16 track's headline: its sweep, and beside fast.cu (bench/fastcu.py)
 TUNED = "gemm.persistent"              # the kernel the tuner searches around (bench/tune.py)
 ROLES = {"headline": HEADLINE, "headline_bf16": HEADLINE_BF16, "tuned": TUNED}
 SWEPT = (*STEPS, KERNELS[HEADLINE_BF16][0])   # across sizes: every step of the talk, and the BF16 headline

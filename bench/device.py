@@ -128,6 +128,15 @@ def telemetry() -> dict:
     }
 
 
+def energy_counter():
+    """A reader of the GPU's energy counter (NVML, millijoules since the driver loaded); raises
+    where the GPU has none."""
+    from cupy.cuda import runtime
+    nv, h = _nvml_handle(runtime.deviceGetPCIBusId(0))
+    nv.nvmlDeviceGetTotalEnergyConsumption(h)
+    return lambda: int(nv.nvmlDeviceGetTotalEnergyConsumption(h))
+
+
 class TelemetrySampler:
     """Samples NVML in a background thread while a benchmark runs, so that the
     clocks and power *during* the measurement are on record, not only around it."""

@@ -39,16 +39,13 @@ def kernel_definition(step: Step, variant: Variant) -> dict:
             "precision": step.precision}
 
 
-def paired_sources(bench_id: str) -> tuple[str, ...]:
+def paired_sources(step: Step, before: str | None) -> tuple[str, ...]:
     """A kernel's sources and those of the kernel before it, which it is timed in turns with."""
-    step = catalogue.step_of(bench_id)
-    before = catalogue.before(bench_id)
     return tuple(dict.fromkeys((*kernel_sources(step), *(kernel_sources(catalogue.step_of(before)) if before else ()))))
 
 
-def paired_definition(bench_id: str) -> dict:
-    before = catalogue.before(bench_id)
-    own = kernel_definition(*catalogue.KERNELS[bench_id])
+def paired_definition(step: Step, variant: Variant, before: str | None) -> dict:
+    own = kernel_definition(step, variant)
     return {**own, "before": {"id": before, **kernel_definition(*catalogue.KERNELS[before])}} if before else own
 
 
@@ -60,8 +57,8 @@ def builds(step: Step, variant: Variant) -> tuple:
 def _register_kernel(step: Step, variant: Variant):
     before = catalogue.before(variant.id)
     before_kernel = catalogue.KERNELS[before] if before else None
-    @register(variant.id, sources=paired_sources(variant.id), definition=paired_definition(variant.id),
-              builds=(*builds(step, variant), *(builds(*before_kernel) if before else ())), code=step.source,
+    @register(variant.id, sources=paired_sources(step, before), definition=paired_definition(step, variant, before),
+              builds=(*builds(step, variant), *(builds(*before_kernel) if before else ())), code=step.code,
               title=step.title_of(variant), timeout_s=300, min_cc=step.min_cc)
     def run(ctx) -> dict:
         harness.keep_busy()         # while the kernels load and their SASS is read

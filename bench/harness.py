@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from . import cublas
-from .timing import SM_CLOCKS, TIMED_SPANS, quick, spread, summarize, time_gpu, time_gpu_alternating
+from .timing import SM_CLOCKS, TIMED_SPANS, clock_probe, quick, spread, summarize, time_gpu, time_gpu_alternating
 
 
 @dataclass(frozen=True)
@@ -258,6 +258,59 @@ def time_in_turns(runs, reps: int = REPS, settle_max_s: float = SETTLE_MAX_S) ->
     return times, settled, batch, turns
 
 
+# Energy per GEMM. NVML's energy counter moves in ticks tens of milliseconds apart and cannot tell
+# two kernels in turns apart, so after its turns each GEMM runs alone for ENERGY_S, and its power is
+# the slope of the counter over the ticks read while the GPU was still running it, past
+# ENERGY_SKIP_S (the change from turns): a line through all of them, as a tick is read up to a
+# poll late and a lone pair of ticks would carry that. NVML's power reading is kept beside it.
+ENERGY_S = 0.3 if quick() else 1.0
+ENERGY_SKIP_S = 0.1 if quick() else 0.2
+POLL_S = 0.001
+
+
+def energy(run, shape: "Shape", ms: float) -> dict | None:
+    """``run`` alone, back to back for about ENERGY_S (``ms`` a run): its mean power from the energy
+    counter, the time a run took, the joules a GEMM takes, TFLOPS per watt and the SMs' clock; None
+    where the GPU has no energy counter or the window held fewer than three of its ticks."""
+    import cupy
+    import numpy as np
+    from .device import energy_counter, telemetry
+    try:
+        read = energy_counter()
+    except Exception:           # no NVML, or no counter on this GPU
+        return None
+    runs = max(1, round(ENERGY_S * 1e3 / ms))
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    probe = clock_probe()
+    probe.clear()
+    began = time.monotonic()
+    probe.mark(0)
+    start.record()
+    for _ in range(runs):
+        run()
+    end.record()
+    probe.mark(1)
+    ticks, nvml, last = [], [], read()
+    while not end.done:
+        now, mj = time.monotonic(), read()
+        if mj != last and now - began >= ENERGY_SKIP_S and not end.done:   # the GPU still ran it
+            ticks.append((now, mj))
+            nvml.append(telemetry()["power_w"])
+        last = mj
+        time.sleep(POLL_S)
+    end.synchronize()
+    if len(ticks) < 3:
+        return None
+    t, mj = np.array(ticks, dtype=float).T
+    watts = float(np.polyfit(t - t[0], (mj - mj[0]) / 1e3, 1)[0])
+    per_run = cupy.cuda.get_elapsed_time(start, end) / runs
+    clock = probe.read()        # the SMs' clock over the window
+    return {"watts": watts, "time_ms": per_run, "joules": watts * per_run / 1e3,
+            "tflops_per_watt": shape.flops / (per_run * 1e-3) / 1e12 / watts, "runs": runs,
+            "window_s": float(t[-1] - t[0]), "ticks": len(ticks), "nvml_power_w": float(np.median(nvml)),
+            **({"sm_clock_mhz": clock[0]} if clock else {})}
+
+
 def tflops(shape: Shape, time_ms: dict) -> float:
     return shape.flops / (time_ms["median"] * 1e-3) / 1e12
 
@@ -278,14 +331,15 @@ def ratio(name: str, numerator: dict, denominator: dict) -> dict:
             f"{name}_by_sample": summarize([n / d for n, d in zip(numerator["samples"], denominator["samples"])])}
 
 
-def run_gemm(ctx, *, precision: str, layout: str, prepare, reps: int = REPS, against_cublas: bool = False,
+def run_gemm(ctx, *, precision: str, layout: str, prepare, against_cublas: bool = False,
              before: Before | None = None) -> dict:
     """Check at the reference shape, settle, time; then correctness (or a clear refusal) at ODD_SHAPE.
     ``against_cublas``: cuBLAS (same precision, layout and operands) is checked too, and, once the
     kernel has settled, the two are timed in turns, so that both meet the same clock: the kernel's
     figures and cuBLAS's come from the same samples, and their ratio is per unit of clock.
     ``before``: the kernel before it in the talk joins the turns (checked on its own operands), and
-    the kernel's gain over it is that pair's."""
+    the kernel's gain over it is that pair's. Then the kernel and cuBLAS each run alone for their
+    power and energy per GEMM (energy())."""
     launch, check, ops, _ = checked_launch(SHAPE, layout, precision, prepare)
     runs = [launch.run]
     if against_cublas:
@@ -294,23 +348,28 @@ def run_gemm(ctx, *, precision: str, layout: str, prepare, reps: int = REPS, aga
     if before:
         before_launch, before_check, _, _ = checked_launch(SHAPE, before.layout, before.precision, before.prepare)
         runs.append(before_launch.run)
-    times, settled, batch, turns = time_in_turns(runs, reps)
+    times, settled, batch, turns = time_in_turns(runs)
     t = times[0]
+    # alone, after the turns: each one's power and energy (the turns mix theirs)
+    used = [energy(launch.run, SHAPE, t["median"]),
+            energy(cublas_run, SHAPE, times[1]["median"]) if against_cublas else None]
     odd = _odd_shape(layout, precision, prepare)
     if odd["outcome"] == "wrong":
         check = {**check, "passed": False, "detail": f"wrong at the odd shape {odd['shape']}: {odd['check']['detail']}"}
     partners = ["cuBLAS"] * against_cublas + ([before.id] if before else [])
     timing = " and ".join(partners)
     record = {"params": {"m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "layout": layout, "precision": precision,
-                         "output": "fp32", "reps": reps, "turn_ms": TURN_MS, "round_s": ROUND_S, "batch": batch,
+                         "output": "fp32", "reps": REPS, "turn_ms": TURN_MS, "round_s": ROUND_S, "batch": batch,
                          "turns": turns, "seed": SEED,
                          "settle_rule": SETTLE_RULE,
                          "timing": f"in turns with {timing}" if timing else "alone"},
-              "check": check, "settle": settled, "time_ms": t, "tflops": tflops(SHAPE, t), "odd_shape": odd}
+              "check": check, "settle": settled, "time_ms": t, "tflops": tflops(SHAPE, t), "odd_shape": odd,
+              **({"energy": used[0]} if used[0] else {})}
     said = []
     if against_cublas:
         record["cublas"] = {"id": cublas.bench_id(precision, layout), "time_ms": times[1],
-                            "tflops": tflops(SHAPE, times[1]), **ratio("ratio", times[1], t), "check": cublas_check}
+                            "tflops": tflops(SHAPE, times[1]), **ratio("ratio", times[1], t), "check": cublas_check,
+                            **({"energy": used[1]} if used[1] else {})}
         c = record["cublas"]
         said.append(f" = {100 * c['ratio']:.1f}% of cuBLAS's {c['tflops']:.1f} in turns "
                     f"(interval {100 * c['ratio_by_sample']['ci'][0]:.1f}-{100 * c['ratio_by_sample']['ci'][1]:.1f}%); "
@@ -324,6 +383,9 @@ def run_gemm(ctx, *, precision: str, layout: str, prepare, reps: int = REPS, aga
                     f"(interval {100 * (g['ci'][0] - 1):+.1f} to {100 * (g['ci'][1] - 1):+.1f}%)")
     steady = "steady" if settled["settled"] else "NOT steady"
     clock = f", SMs at {t['sm_clock_mhz']:.0f} MHz" if "sm_clock_mhz" in t else ""
+    if used[0]:
+        said.append(f"; alone {used[0]['watts']:.0f} W, {used[0]['joules']:.2f} J a GEMM, "
+                    f"{used[0]['tflops_per_watt']:.3f} TFLOPS/W")
     ctx.progress(f"{record['tflops']:.1f} TFLOPS{''.join(said)}; {steady} after {settled['seconds']:.1f} s, "
                  f"spread {100 * spread(t):.1f}%{clock}, odd shape {odd['outcome']}")
     if launch.resources:

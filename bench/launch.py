@@ -136,7 +136,7 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
     import numpy as np
     from .cuda import load_module
     from .registry import ROOT
-    from .sass import disassemble, histogram
+    from .sass import MMA, disassemble, histogram, mma_loop
 
     tile, name = variant.tile, step.function
     module, cubin = load_module(ROOT / step.source, device, tile)
@@ -146,7 +146,8 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
     if missing:
         raise RuntimeError(f"{name}: no {', '.join(missing)} in its SASS: a slower path was compiled")
     # the tensor-core instructions name the operands' type and the atom: HGMMA.64x256x16.F32.BF16
-    mma = sorted({i.opcode for i in instructions if i.mnemonic in ("HMMA", "HGMMA")})
+    mma = sorted({i.opcode for i in instructions if i.mnemonic in MMA})
+    loop = mma_loop(instructions)
     if any(not op.endswith("." + step.precision.upper()) for op in mma):
         raise RuntimeError(f"{name}: its tensor-core instructions {mma} are not all {step.precision.upper()}")
     kernel = module.get_function(name)
@@ -200,7 +201,10 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
                      "local_bytes": int(attrs["local_size_bytes"]),
                      "tile": compiled,
                      "sass": {**{op: counts[op] for op in step.sass}, "instructions": sum(counts.values()),
-                              "mma": mma}}
+                              "mma": mma,
+                              # its main loop: every instruction in it, and the tensor-core ones
+                              **({"main_loop": {"instructions": len(loop), "mma": sum(i.mnemonic in MMA for i in loop)}}
+                                 if loop else {})}}
         if uses_tma:
             resources["tma"] = {operand: tensor_map_args(*box) for operand, box in boxes.items()}
         if resident:

@@ -76,5 +76,22 @@ def timed_loop(instructions: list[Instruction]) -> list[Instruction]:
     raise ValueError("no backward branch between the clock reads")
 
 
+MMA = ("HMMA", "HGMMA")
+
+
+def mma_loop(instructions: list[Instruction]) -> list[Instruction] | None:
+    """The innermost loop that issues tensor-core instructions (a kernel's main loop): the shortest
+    run from a backward branch's target to the branch holding an HMMA or HGMMA; None if every
+    such instruction is outside a loop (unrolled)."""
+    loops = []
+    for ins in instructions:
+        m = re.match(r"0x([0-9a-f]+)", ins.operands) if ins.mnemonic == "BRA" else None
+        if m and int(m.group(1), 16) < ins.address:
+            body = [i for i in instructions if int(m.group(1), 16) <= i.address <= ins.address]
+            if any(i.mnemonic in MMA for i in body):
+                loops.append(body)
+    return min(loops, key=len, default=None)
+
+
 def histogram(instructions: list[Instruction]) -> Counter:
     return Counter(i.mnemonic for i in instructions)

@@ -48,7 +48,8 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         #        and layout on the same operands, timed in turns with the kernel (whose time_ms is from the
         #        same turns; both keep their samples, turn i of each being sample i),
         #        settle {seconds, rounds, settled, drift, first_ms, last_ms}: run until steady
-        #        before timing (bench/harness.py);
+        #        before timing, energy {watts, time_ms, joules, tflops_per_watt}: run alone after the
+        #        turns (bench/harness.py), for the kernel and its cuBLAS;
         # peers.fastcu: shapes[] {shape, fastcu, cublas_bf16_out, cublas, ours: {time_ms, tflops,
         #     check}}, the four timed in turns (bench/fastcu.py);
         # hbm: memcpy; latency.instruction: rows[].cycles/sass by ILP; latency.memory: levels, sweep;
@@ -59,6 +60,8 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         # multigpu.p2p: rows[] per ordered pair {src, dst, copy_engine, copy_engine_both_ways, sm_read,
         #     sm_write: {gbps, time_ms}, latency_ns {peer, local}}; multigpu.nccl, multigpu.nccl_tests:
         #     rows[] {collective, bytes, algbw_gbps, busbw_gbps, ...} (bench/multigpu.py);
+        # burst.gemm: rows[] {name, title, shape, time_ms, tflops, check, samples[] {ms, sm_clock_mhz,
+        #     nvml_sm_clock_mhz, power_w, temperature_c}}: bursts from a rest (bench/burst.py);
         # settle.headline: series {kernel, cublas}: {batch, rows[] {t_s, ms, sm_clock_mhz, power_w,
         #     temperature_c}}, one row per sample, in order (bench/settle.py)
 
@@ -127,22 +130,28 @@ NODE = {"gpu_count": int, "gpus": [{"index": int, "name": str, "pci_bus_id": str
 # keys, "?" marking one that may be absent; [spec] a list of at least one entry, each
 # following spec. The record's own fields (status, time_ms, check, ...) are checked above.
 _PEER_RUN = {"time_ms": _TIMED, "tflops": POS, "check": {"passed": bool, "rel_error": NUM}}
+_ENERGY = {"watts": POS, "time_ms": POS, "joules": POS, "tflops_per_watt": POS}
 RECORDS = {
     "checks.gpu_tests": {"tests": {"passed": int, "failed": int, "skipped": int, "failures": list}},
     "peers.fastcu": {"params": {"commit": str, "ours": str},
                          "shapes": [{"shape": [int], **{who: _PEER_RUN for who in ("fastcu", "cublas_bf16_out",
                                                                                     "cublas", "ours")}}]},
-    "gemm.cublas_": {"time_ms": _TIMED, "tflops": NUM},
+    "gemm.cublas_": {"time_ms": _TIMED, "tflops": NUM, "energy?": _ENERGY},
     "gemm.": {"time_ms": _TIMED, "tflops": NUM,
               "resources?": {"threads_per_block": POS_INT, "regs_per_thread": int, "smem_static_bytes": int,
                              "smem_dynamic_bytes": int, "tile?": _TILE,
                              "split_wave?": {"full_waves": int, "k_tiles": POS_INT, "left": int, "rounds": int,
                                              "split": int}},
               "cublas": {"id": str, "time_ms": _TIMED, "tflops": POS, "ratio": NUM, "ratio_by_sample?": _TIMED,
-                          "check": {"passed": bool, "rel_error": NUM}},
+                          "check": {"passed": bool, "rel_error": NUM}, "energy?": _ENERGY},
+              "energy?": _ENERGY,
               "odd_shape?": {"outcome": str, "shape": [int]},
               "settle?": {"seconds": NUM, "settled": bool},
               "profile?": {"metrics": dict, "names": dict}},
+    "burst.": {"params": {"rest_s": NUM, "runs": POS_INT},
+               "rows": [{"name": str, "title": str, "shape": [int], "time_ms": _TIMED, "tflops": POS,
+                         "check": {"passed": bool, "rel_error": NUM},
+                         "samples": [{"ms": POS, "nvml_sm_clock_mhz": NUM, "power_w": NUM}]}]},
     "hbm.": {"params": {"buffer_bytes": int}, "memcpy": {"gbps": POS},
              "rows": [{"label": str, "blocks": POS_INT, "threads": int, "sms_used": POS_INT, "gbps": POS}]},
     "l2.": {"params": {"read_bytes": int, "copy_bytes": int},

@@ -4,6 +4,7 @@ runs per sample. Around each sample a probe reads every SM's cycle counter again
 global timer: the clock the SMs ran at, measured, beside NVML's sampled one."""
 from __future__ import annotations
 
+import functools
 import os
 import time
 
@@ -129,13 +130,9 @@ class _ClockProbe:
         return float(np.median(mhz)), float(np.median(t1[both] - t0[both]))
 
 
-_probe: list[_ClockProbe] = []
-
-
+@functools.cache
 def clock_probe() -> _ClockProbe:
-    if not _probe:
-        _probe.append(_ClockProbe())
-    return _probe[0]
+    return _ClockProbe()
 
 
 def sm_clock(samples) -> dict | None:

@@ -249,6 +249,8 @@ def context(deck) -> dict:
                      if before_code and code and before_code["language"] == code["language"]
                      and before_code["text"] != code["text"] else None)
         steps.append({"index": i, "key": step.key, "walk_from": walk_from,
+                      # the step before's best, for a diagram that sets the two side by side
+                      "loop_before": {"title": prev["title"], "variant": prev["best"]} if prev else None,
                       # the climb on its performance slide: its best against its cuBLAS in turns
                       "climb": f"climb_{step.key}.svg" if usable and best["baseline"] else None, "sweep_id": step.sweep_id, "title": step.title, "name": best["name"], "slide_title": title,
                       "technique": step.technique, "layout": step.layout, "layout_name": cublas_lib.LAYOUTS[step.layout],

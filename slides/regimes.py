@@ -9,6 +9,7 @@ from statistics import median_high
 from bench import catalogue, cublas as cublas_lib
 from slides.deck import clock_during, clock_measured
 from slides.device import tflops_of
+from slides.kit import ACCENT, REF, Bar, bar_chart
 
 PRECISION, LAYOUT = "tf32", "b_kmajor"      # the Hopper kernels' operands: the cuBLAS most slides divide by
 # the figures' spread per MHz of the SMs' clock under this: the clock accounts for the spread
@@ -69,8 +70,9 @@ def context(deck) -> dict:
                          [tflops_of(p, {"median": median_high(r["ms"] for r in tail)})],
                          [median_high(r[key] for r in tail)], key != "sm_clock_mhz",
                          [median_high(r["power_w"] for r in tail)]))
+    extra = {"burst": bursts(deck), "energy": energies(deck)}
     if not rows:
-        return {"rows": [], "alone": alone}
+        return {"rows": [], "alone": alone, **extra}
     lo, hi = min(r["lo"] for r in rows), max(r["hi"] for r in rows)
     per_mhz = [x for r in rows for x in r["per_mhz"]]
     per_clock_spread = (max(per_mhz) / min(per_mhz) - 1) if len(per_mhz) == sum(r["count"] for r in rows) else None
@@ -79,5 +81,72 @@ def context(deck) -> dict:
             "clock_explains": per_clock_spread is not None and per_clock_spread < PER_CLOCK_SAME,
             "per_clock_same_pct": 100 * PER_CLOCK_SAME, "layout_name": cublas_lib.LAYOUTS[LAYOUT],
             "precision": PRECISION.upper(), "turn_ms": paired[0]["record"]["params"]["turn_ms"] if paired else None,
-            "trials": len(tune["record"].get("trials", [])) if tune["measured"] else None}
+            "trials": len(tune["record"].get("trials", [])) if tune["measured"] else None, **extra}
 
+
+
+# A GEMM "draws the cap" where its power alone is within this of the card's limit: then its joules
+# follow its time, and TFLOPS per watt ranks the kernels as TFLOPS does.
+AT_CAP = 0.95
+
+
+def bursts(deck) -> dict:
+    """Each GEMM in bursts from a rest, as public READMEs time them (bench/burst.py), beside the
+    same GEMM sustained: TFLOPS, the SMs' clock and the power of each, and the burst's gain."""
+    (r,) = deck.need("Bursts From a Rest", "burst.gemm")
+    if not r["measured"] or r["failed"]:
+        return {"rows": [], "record": r}
+    rows = []
+    for row in r["record"]["rows"]:
+        sustained = row.get("sustained")
+        samples = row["samples"]
+        dims = dict(zip("mnk", row["shape"]))
+        rows.append({"title": row["title"], "shape": row["shape"], "tflops": row["tflops"],
+                     "lo": min(tflops_of(dims, {"median": s["ms"]}) for s in samples),
+                     "hi": max(tflops_of(dims, {"median": s["ms"]}) for s in samples),
+                     "clock": median_high(s["sm_clock_mhz"] or 0 for s in samples) or None,
+                     "power": median_high(s["power_w"] for s in samples),
+                     "sustained": sustained, "gain": row["tflops"] / sustained["tflops"] if sustained else None,
+                     "check": row["check"]})
+    gains = [x["gain"] for x in rows if x["gain"]]
+    return {"rows": rows, "record": r, "params": r["record"]["params"],
+            "gain_lo": min(gains, default=None), "gain_hi": max(gains, default=None),
+            "faster": bool(gains) and min(gains) > 1}
+
+
+def energies(deck) -> dict:
+    """Each step's best kernel and its cuBLAS alone after their turns: power, joules per GEMM and
+    TFLOPS per watt (harness.energy), and whether every one of them drew the power cap."""
+    gemm, limit = deck["gemm"], deck["device"]["power_limit_w"]
+    rows = []
+    for s in gemm["steps"]:
+        best = s["best"]
+        mine = best["record"].get("energy") if best["measured"] and not best["failed"] else None
+        if not mine:
+            continue
+        theirs = (best["record"].get("cublas") or {}).get("energy")
+        rows.append({"name": s["title"], "index": s["index"], "precision": s["precision"].upper(), "kernel": mine,
+                     "cublas": theirs})
+    if not rows:
+        return {"rows": []}
+    watts = [x[who]["watts"] for x in rows for who in ("kernel", "cublas") if x[who]]
+    return {"rows": rows, "power_limit_w": limit, "at_cap": min(watts) >= AT_CAP * limit,
+            "watts_lo": min(watts), "watts_hi": max(watts), "at_cap_pct": 100 * AT_CAP,
+            "best": max(rows, key=lambda x: x["kernel"]["tflops_per_watt"])}
+
+
+def energy_bars(en: dict) -> str:
+    """TFLOPS per watt of each step's best alone, and of the cuBLAS it took turns with."""
+    bars = []
+    for x in en["rows"]:
+        bars.append(Bar(f"{x['index']}. {x['name']}", x["kernel"]["tflops_per_watt"], ACCENT,
+                        f"{x['kernel']['watts']:.0f} W, {x['kernel']['joules']:.2f} J"))
+        if x["cublas"]:
+            bars.append(Bar(f"   its cuBLAS {x['precision']}", x["cublas"]["tflops_per_watt"], REF,
+                            f"{x['cublas']['watts']:.0f} W"))
+    return bar_chart(bars, "TFLOPS per watt, alone at the steady state (energy counter)", height=40 + 16 * len(bars) + 46)
+
+
+def draw(deck) -> dict[str, str]:
+    en = deck["regimes"]["energy"]
+    return {"energy.svg": energy_bars(en)} if en["rows"] else {}

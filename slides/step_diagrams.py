@@ -1,8 +1,8 @@
-"""One diagram for each GEMM step past the reference deck (Kernels 7-11), each drawing its step's
+"""One diagram for each GEMM step past the reference deck (Kernels 7-12), each drawing its step's
 idea from the constants its kernel was compiled with and the plan it ran, as the results record
 them (step["best"]["resources"]): the producer warpgroup and the stage ring over time, a cluster
-sharing B's tile by multicast, the persistent schedule over the SMs, the split last wave, and the
-epilogue through shared memory. Each is drawn at 860 x 400, the width the slide shows it, so its
+sharing B's tile by multicast, the persistent schedule over the SMs, the split last wave, the
+epilogue through shared memory, and the main loop's instructions. Each is drawn at 860 x 400, the width the slide shows it, so its
 text sizes (11 px and up) are what the room sees. Durations in the timelines are illustrative;
 every number written comes from the results or the GEMM's shape."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from bench.catalogue import ctas as ctas_of
 from slides.kit import GROUP, INK, MUTED, PALETTE, REF, arrow, drawing, text, text_width
 
 W, H = 860, 400
-# One meaning per colour across the five figures.
+# One meaning per colour across the figures.
 LOAD, MMA, STORE, HELP = PALETTE[0], PALETTE[2], PALETTE[3], PALETTE[4]
 RANKS = (PALETTE[0], PALETTE[3], PALETTE[4], PALETTE[5])      # a cluster's CTAs, by rank
 BUFFERS = (PALETTE[4], PALETTE[5], PALETTE[6], PALETTE[7])    # the epilogue's staging buffers
@@ -415,6 +415,44 @@ def staged_store(step: dict, shape: dict) -> str:
     return dwg.tostring()
 
 
+def lean_loop(step: dict, shape: dict) -> str:
+    """The main loop's instructions per K-tile, as the compiler built it, for this step and the step
+    before (the same kernel but for its loop), split into the wgmmas and everything else; beside each,
+    the clock the SMs ran at while it was timed."""
+    rows = [(step["loop_before"]["title"], step["loop_before"]["variant"]), (step["title"], step["best"])]
+    loops = []
+    for title, variant in rows:
+        res = variant["resources"] or {}
+        loop = (res.get("sass") or {}).get("main_loop")
+        tile = res.get("tile") or {}
+        if loop and loop["mma"]:
+            # a K-tile is 128 bytes of K: BK of its elements, in wgmmas of the atom's K each
+            per_tile = tile["BK"] // tile["atom_mnk"][2]
+            k_tiles = loop["mma"] / per_tile
+            loops.append((title, loop["instructions"] / k_tiles, per_tile, variant.get("clock_mhz")))
+    dwg = drawing(W, H)
+    _title(dwg, "The consumers' main loop: instructions issued per K-tile, from the SASS")
+    most = max((n for _, n, _, _ in loops), default=1)
+    left, right, top, bar_h = 200, W - 200, 90, 56
+    scale = (right - left) / most
+    for i, (title, n, mma, clock) in enumerate(loops):
+        y = top + i * (bar_h + 40)
+        text(dwg, (left - 10, y + bar_h / 2 + 5), title, size=12, anchor="end")
+        _box(dwg, left, y, mma * scale, bar_h, MMA, (f"{mma} wgmma", "wgmma"), opacity=0.45)
+        _box(dwg, left + mma * scale, y, (n - mma) * scale, bar_h, MUTED, (f"{n - mma:g} other instructions",), opacity=0.2)
+        text(dwg, (left + n * scale + 10, y + bar_h / 2 - 4), f"{n:g} a K-tile", size=12)
+        if clock:
+            text(dwg, (left + n * scale + 10, y + bar_h / 2 + 14), f"SMs at {clock:,.0f} MHz", size=11, color=MUTED)
+    if len(loops) == 2:
+        fewer = 1 - loops[1][1] / loops[0][1]
+        _caption(dwg, [f"{100 * abs(fewer):.0f}% {'fewer' if fewer > 0 else 'more'} instructions per K-tile; "
+                       "the wgmmas are the same.",
+                       "Uniform registers hold the descriptors; the stage and parity are carried, not divided out."])
+    else:
+        _caption(dwg, ["The records hold no main-loop count for these kernels: measured before it was recorded."])
+    return dwg.tostring()
+
+
 # By the kind of diagram a step names in the catalogue (bench/catalogue.py, Step.diagram).
 IDEAS = {"producer_ring": producer_ring, "multicast": multicast, "tile_schedule": tile_schedule,
-         "split_tail": split_tail, "staged_store": staged_store}
+         "split_tail": split_tail, "staged_store": staged_store, "lean_loop": lean_loop}

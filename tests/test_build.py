@@ -28,7 +28,7 @@ def fastest_tf32_step(benchmarks: dict) -> str:
 
 # A kernel too long for its code slide is shown whole on backup slides, a page at a time.
 CODE_PAGES = [f"Kernel {i}: {step.title} — Code ({j}/{len(pages)})" for i, step in enumerate(catalogue.STEPS, 1)
-              for pages in [gemm.code_view(step.source, step.focus)["pages"]] for j in range(1, len(pages) + 1)]
+              for pages in [gemm.code_view(step.code, step.focus)["pages"]] for j in range(1, len(pages) + 1)]
 
 
 def headings(markdown: str) -> list[str]:
@@ -694,7 +694,7 @@ def test_code_slides_never_shrink_a_long_kernel_they_show_its_focus(deck):
     assert {int(px) for px in re.findall(r"slidev-code code\) \{ font-size: (\d+)px", deck["md"])} == {11}
     s = slides_of(deck["md"])
     for i, step in enumerate(catalogue.STEPS, 1):
-        view = gemm.code_view(step.source, step.focus)
+        view = gemm.code_view(step.code, step.focus)
         code = s[f"Kernel {i}: {step.title} — Code"]
         if not view["pages"]:
             # the file's region itself, or its text in the code walk (test_each_code_slide_walks_...)
@@ -716,9 +716,9 @@ def test_code_slides_never_shrink_a_long_kernel_they_show_its_focus(deck):
 def test_a_long_kernel_without_a_focus_is_a_build_error():
     step = next(s for s in catalogue.STEPS if s.focus)
     with pytest.raises(build.BuildError, match="do not fit on a slide"):
-        gemm.code_view(step.source, None)
+        gemm.code_view(step.code, None)
     with pytest.raises(build.BuildError, match="is not a run of at most"):
-        gemm.code_view(step.source, (step.focus[0], "no such line"))
+        gemm.code_view(step.code, (step.focus[0], "no such line"))
 
 
 def test_the_bf16_track_stands_beside_cublas_bf16_and_the_peer(deck):
@@ -836,7 +836,7 @@ def test_each_code_slide_walks_from_the_step_befores_code(deck):
     magic-move) into its own, where both are of one language; the first step and a change of
     language show their code as it is."""
     s = slides_of(deck["md"])
-    views = [gemm.code_view(step.source, step.focus) for step in catalogue.STEPS]
+    views = [gemm.code_view(step.code, step.focus) for step in catalogue.STEPS]
     for i, (step, view) in enumerate(zip(catalogue.STEPS, views), 1):
         slide = s[f"Kernel {i}: {step.title} — Code"]
         before = views[i - 2] if i > 1 else None

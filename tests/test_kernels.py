@@ -122,3 +122,29 @@ def test_tensor_map_box_is_the_tile():
         launch.tensor_map_args(128, 64)
     with pytest.raises(ValueError, match="128 bytes"):
         launch.tensor_map_args(128, 32, "bf16")
+
+
+@pytest.mark.parametrize("bid", [pytest.param(b, marks=builds((cuda.ROOT / s.source, "90a", v.tile)), id=b)
+                                 for b, (s, v) in KERNELS.items() if "HGMMA" in s.sass])
+def test_every_wgmma_kernel_has_a_main_loop_the_record_can_count(bid, compile_cu):
+    """Each wgmma kernel's K-loop is found in its SASS (what its record counts as its main loop),
+    and holds a K-tile's wgmmas: the four of a 128-byte K-tile, or a multiple."""
+    from bench import sass
+    step, variant = KERNELS[bid]
+    loop = sass.mma_loop(sass.disassemble(compile_cu(cuda.ROOT / step.source, "90a", variant.tile))[step.function])
+    assert loop, bid
+    assert sum(i.mnemonic == "HGMMA" for i in loop) % 4 == 0
+
+
+@pytest.mark.parametrize("precision", ["tf32", "bf16"])
+def test_the_leaner_main_loop_issues_fewer_instructions_than_the_step_before(precision, compile_cu):
+    """The lean-loop step's one idea, as the compiler built it: per wgmma, its main loop issues
+    fewer instructions than the TMA-store step's, whose kernel it otherwise is."""
+    from bench import sass
+    lean = catalogue.KERNELS[f"gemm.lean_loop{'' if precision == 'tf32' else '_bf16'}"]
+    staged = catalogue.KERNELS[catalogue.before(lean[1].id)]
+    per_mma = []
+    for step, variant in (staged, lean):
+        loop = sass.mma_loop(sass.disassemble(compile_cu(cuda.ROOT / step.source, "90a", variant.tile))[step.function])
+        per_mma.append(len(loop) / sum(i.mnemonic == "HGMMA" for i in loop))
+    assert per_mma[1] < per_mma[0], per_mma

@@ -16,7 +16,7 @@ REGISTRY = ("import json; from bench import catalogue, registry; "
             "print(json.dumps({'hashes': {b.id: b.source_hash() for b in registry.discover().values()}, "
             "'roles': catalogue.ROLES}))")
 NEW_STEP = '''    Step("recipe_copy", "Recipe Copy", "+ nothing: the last step's kernel again, added by CONTRIBUTING's recipe",
-         "kernels/gemm_12_recipe_copy.cu", "gemm_recipe_copy",
+         "kernels/gemm_{number}_recipe_copy.cu", "gemm_recipe_copy",
          (Variant("gemm.recipe_copy", "a copy", {tile}),),
          "staged_store", (*_TMA, "UTMASTG"), HOPPER, beyond=True, focus={focus}),
 )
@@ -69,13 +69,13 @@ def test_a_step_and_a_section_added_by_the_recipes_build_and_the_suite_stays_gre
     last = catalogue.STEPS[-1]
     # 1. the kernel: a copy of the last step's file under a new name and function
     code = (ROOT / last.source).read_text().replace(f"{last.function}(", "gemm_recipe_copy(")
-    (repo / "kernels" / "gemm_12_recipe_copy.cu").write_text(code)
+    (repo / "kernels" / f"gemm_{len(catalogue.STEPS) + 1}_recipe_copy.cu").write_text(code)
     # 2. one catalogue entry, appended to STEPS
     cat = repo / "bench" / "catalogue.py"
     text = cat.read_text()
     end = re.search(r"^\)\n\n# The BF16 track", text, flags=re.M)
     assert end, "STEPS no longer ends where the recipe expects"
-    entry = NEW_STEP.format(tile=repr(last.best.tile), focus=repr(last.focus))
+    entry = NEW_STEP.format(tile=repr(last.best.tile), focus=repr(last.focus), number=len(catalogue.STEPS) + 1)
     cat.write_text(text[:end.start()] + entry + text[end.start() + 2:])
     # 3. a section: its template, its module, its line in the outline (before the appendix)
     (repo / "slides" / "recipe_note.md.j2").write_text(NEW_TEMPLATE)
@@ -91,7 +91,7 @@ def test_a_step_and_a_section_added_by_the_recipes_build_and_the_suite_stays_gre
     built = _run([sys.executable, "build.py", "--no-compare"], repo)
     assert built.returncode == 0, built.stderr
     deck = (repo / "slides.md").read_text()
-    assert "# Kernel 12: Recipe Copy — Code" in deck and "# A Section Added by the Recipe" in deck
+    assert f"# Kernel {len(catalogue.STEPS) + 1}: Recipe Copy — Code" in deck and "# A Section Added by the Recipe" in deck
     assert "gemm.recipe_copy" in built.stdout                      # listed as not measured, with its sweep
     suite = _run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m",
                   "not gpu and not slidev and not nvcc", "--ignore=tests/test_recipe.py"], repo, timeout=1800)

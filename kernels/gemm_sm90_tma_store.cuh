@@ -1,0 +1,66 @@
+// The TMA-store epilogue (steps 11 on): C leaves through shared memory, a column chunk at a time.
+// EPILOGUE_N: columns of C per staged chunk, one 128-byte swizzle row; EPILOGUE_BUFFERS: a warpgroup
+// fills one while TMA reads the other. The staging is static shared memory beside the ring.
+#pragma once
+#if !defined(EPILOGUE_N) || !defined(EPILOGUE_BUFFERS)
+#error "EPILOGUE_N and EPILOGUE_BUFFERS come from the step catalogue"
+#endif
+#define STATIC_SMEM_BYTES (EPILOGUE_BUFFERS * BM * EPILOGUE_N * 4)
+#include "gemm_sm90_split_wave.cuh"        // Schedule, Piece, FRAGMENT, TailSums
+
+constexpr int WG_ROWS = BM / WARPGROUPS_M;          // rows of C a consumer warpgroup holds
+static_assert(EPILOGUE_N * sizeof(float) == 128, "a staged row is one 128-byte swizzle row");
+static_assert(BN % EPILOGUE_N == 0, "the tile is whole chunks");
+// (BM,EPILOGUE_N) floats, rows of 128 bytes whose 16-byte chunks (4 floats) are XOR-ed with the row
+// within its 8-row atom: CU_TENSOR_MAP_SWIZZLE_128B's layout. Warpgroup w's rows are the w-th box.
+using SmemLayoutC = decltype(composition(Swizzle<3, 2, 3>{}, make_layout(Shape<Int<BM>, Int<EPILOGUE_N>>{}, LayoutRight{})));
+
+__shared__ alignas(1024) float staging[EPILOGUE_BUFFERS * BM * EPILOGUE_N];   // (BM,EPILOGUE_N) x EPILOGUE_BUFFERS
+
+// #region kernel
+// A consumer warpgroup's side of the epilogue. Chunks are numbered over all the tiles a CTA stores, so
+// that a buffer is reused only after TMA has finished reading the chunk before in it.
+struct Epilogue {
+    const int warpgroup = (threadIdx.x - 128 * PRODUCER_WARPGROUPS) / 128;
+    const bool leader = threadIdx.x % 128 == 0;     // the thread that issues its warpgroup's TMA stores
+    int chunk = 0;
+    __device__ void sync() const {   // this warpgroup's 128 threads (named barriers 1 on; 0 is __syncthreads)
+        cutlass::arch::NamedBarrier::arrive_and_wait(128, 1 + warpgroup);
+    }
+    template <class FragC>
+    __device__ void store(FragC const& tCrC, CUtensorMap const& tmaC, int tm, int tn) {
+        // The 64 x EPILOGUE_N wgmma atom maps threads to C as the 64 x BN one does, over fewer columns:
+        // the (row, column) in a chunk of each of this thread's values, in the accumulators' order.
+        using ChunkAtom = decltype(GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<EPILOGUE_N>, Int<BK>>>());
+        auto chunk_mma = make_tiled_mma(ChunkAtom{}, WarpgroupLayout{});
+        Tensor coords = chunk_mma.get_slice(threadIdx.x - 128 * PRODUCER_WARPGROUPS)
+                                 .partition_C(make_identity_tensor(Shape<Int<BM>, Int<EPILOGUE_N>>{}));   // (MMA,1,1)
+        constexpr int PER_CHUNK = decltype(size(coords))::value;
+        static_assert(PER_CHUNK * (BN / EPILOGUE_N) == size(FragC{}), "the chunks are the accumulators, in order");
+        CUTE_UNROLL
+        for (int j = 0; j < BN / EPILOGUE_N; ++j, ++chunk) {
+            float* buffer = staging + chunk % EPILOGUE_BUFFERS * BM * EPILOGUE_N;
+            if (leader) tma_store_wait<EPILOGUE_BUFFERS - 1>();   // TMA has read this buffer's last chunk
+            sync();
+            const uint32_t base = cast_smem_ptr_to_uint(buffer);
+            CUTE_UNROLL
+            for (int i = 0; i < PER_CHUNK; i += 2) {              // a value pair: two adjacent columns
+                auto [row, col] = coords(i);
+                uint32_t at = base + SmemLayoutC{}(row, col) * sizeof(float);
+                asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(at), "f"(tCrC(j * PER_CHUNK + i)),
+                             "f"(tCrC(j * PER_CHUNK + i + 1)));
+            }
+            tma_store_fence();                                    // the writes are visible to TMA
+            sync();
+            if (leader) {
+                SM90_TMA_STORE_2D::copy(&tmaC, buffer + warpgroup * WG_ROWS * EPILOGUE_N,
+                                        tn * BN + j * EPILOGUE_N, tm * BM + warpgroup * WG_ROWS);
+                tma_store_arrive();
+            }
+        }
+    }
+    __device__ void drain() const {  // shared memory must outlive the stores that read it
+        if (leader) tma_store_wait<0>();
+    }
+};
+// #endregion kernel
