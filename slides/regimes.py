@@ -9,7 +9,7 @@ from statistics import median_high
 from bench import catalogue, cublas as cublas_lib
 from slides.deck import clock_during, clock_measured
 from slides.device import tflops_of
-from slides.kit import ACCENT, REF, Bar, bar_chart
+from slides.kit import ACCENT, Bar, bar_chart
 
 PRECISION, LAYOUT = "tf32", "b_kmajor"      # the Hopper kernels' operands: the cuBLAS most slides divide by
 # the figures' spread per MHz of the SMs' clock under this: the clock accounts for the spread
@@ -132,19 +132,17 @@ def energies(deck) -> dict:
     watts = [x[who]["watts"] for x in rows for who in ("kernel", "cublas") if x[who]]
     return {"rows": rows, "power_limit_w": limit, "at_cap": min(watts) >= AT_CAP * limit,
             "watts_lo": min(watts), "watts_hi": max(watts), "at_cap_pct": 100 * AT_CAP,
-            "best": max(rows, key=lambda x: x["kernel"]["tflops_per_watt"])}
+            "under": [x for x in rows if x["kernel"]["watts"] < AT_CAP * limit]}
 
 
 def energy_bars(en: dict) -> str:
-    """TFLOPS per watt of each step's best alone, and of the cuBLAS it took turns with."""
-    bars = []
-    for x in en["rows"]:
-        bars.append(Bar(f"{x['index']}. {x['name']}", x["kernel"]["tflops_per_watt"], ACCENT,
-                        f"{x['kernel']['watts']:.0f} W, {x['kernel']['joules']:.2f} J"))
-        if x["cublas"]:
-            bars.append(Bar(f"   its cuBLAS {x['precision']}", x["cublas"]["tflops_per_watt"], REF,
-                            f"{x['cublas']['watts']:.0f} W"))
-    return bar_chart(bars, "TFLOPS per watt, alone at the steady state (energy counter)", height=40 + 16 * len(bars) + 46)
+    """GFLOPS per watt of each step's best alone, its power and joules per GEMM, and the GFLOPS per
+    watt of the cuBLAS it took turns with."""
+    bars = [Bar(f"{x['index']}. {x['name']}", 1e3 * x["kernel"]["tflops_per_watt"], ACCENT,
+                f"{x['kernel']['watts']:.0f} W, {x['kernel']['joules']:.2f} J a GEMM"
+                + (f"; its cuBLAS {x['precision']} {1e3 * x['cublas']['tflops_per_watt']:.1f}" if x["cublas"] else ""))
+            for x in en["rows"]]
+    return bar_chart(bars, "GFLOPS per watt, each alone at the steady state (energy counter)", height=40 + 22 * len(bars) + 46)
 
 
 def draw(deck) -> dict[str, str]:

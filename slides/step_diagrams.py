@@ -419,7 +419,8 @@ def lean_loop(step: dict, shape: dict) -> str:
     """The main loop's instructions per K-tile, as the compiler built it, for this step and the step
     before (the same kernel but for its loop), split into the wgmmas and everything else; beside each,
     the clock the SMs ran at while it was timed."""
-    rows = [(step["loop_before"]["title"], step["loop_before"]["variant"]), (step["title"], step["best"])]
+    before = step.get("loop_before")
+    rows = [*([(before["title"], before["variant"])] if before else []), (step.get("title", "This step"), step["best"])]
     loops = []
     for title, variant in rows:
         res = variant["resources"] or {}
@@ -440,7 +441,7 @@ def lean_loop(step: dict, shape: dict) -> str:
         text(dwg, (left - 10, y + bar_h / 2 + 5), title, size=12, anchor="end")
         _box(dwg, left, y, mma * scale, bar_h, MMA, (f"{mma} wgmma", "wgmma"), opacity=0.45)
         _box(dwg, left + mma * scale, y, (n - mma) * scale, bar_h, MUTED, (f"{n - mma:g} other instructions",), opacity=0.2)
-        text(dwg, (left + n * scale + 10, y + bar_h / 2 - 4), f"{n:g} a K-tile", size=12)
+        text(dwg, (left + n * scale + 10, y + bar_h / 2 - 4), f"{n:g} a K-tile, {mma} wgmma", size=12)
         if clock:
             text(dwg, (left + n * scale + 10, y + bar_h / 2 + 14), f"SMs at {clock:,.0f} MHz", size=11, color=MUTED)
     if len(loops) == 2:
@@ -448,6 +449,8 @@ def lean_loop(step: dict, shape: dict) -> str:
         _caption(dwg, [f"{100 * abs(fewer):.0f}% {'fewer' if fewer > 0 else 'more'} instructions per K-tile; "
                        "the wgmmas are the same.",
                        "Uniform registers hold the descriptors; the stage and parity are carried, not divided out."])
+    elif loops:
+        _caption(dwg, ["No step before it was measured to set beside it."])
     else:
         _caption(dwg, ["The records hold no main-loop count for these kernels: measured before it was recorded."])
     return dwg.tostring()

@@ -75,7 +75,7 @@ def check_legible(svg: str):
 
 
 def test_every_step_past_the_reference_is_drawn():
-    assert set(step_diagrams.IDEAS) == set(BEYOND) and len(BEYOND) == 5
+    assert set(step_diagrams.IDEAS) == set(BEYOND) == {s.diagram for s in catalogue.STEPS if s.beyond}
     assert all(step.diagram in diagrams.DIAGRAMS for step in catalogue.STEPS)    # every step has its kind
 
 
@@ -168,3 +168,25 @@ def test_another_shape_draws_its_own_numbers(kind, recorded):
     check_legible(svg)
     if kind == "tile_schedule":
         assert "2,048 tiles ÷ 132 CTAs" in shown(svg)
+
+
+def test_the_lean_loop_sets_its_main_loop_beside_the_step_before():
+    """Instructions per K-tile of both main loops, from their records' SASS counts, and the change
+    in percent, fewer or more as the counts say."""
+    doc = _fixture_results()["benchmarks"]
+    lean = next(s for s in catalogue.STEPS if s.diagram == "lean_loop")
+    before = catalogue.before(lean.best.id)
+
+    def step(counts):
+        variants = []
+        for bid, n in zip((before, lean.best.id), counts):
+            res = copy.deepcopy(doc[bid]["resources"])
+            res["sass"]["main_loop"] = {"instructions": n, "mma": 8}
+            variants.append({"resources": res, "clock_mhz": 1400.0})
+        return {"title": lean.title, "best": variants[1], "loop_before": {"title": "Before", "variant": variants[0]}}
+
+    per_tile = lambda n: n * 4 / 8          # 8 wgmmas in the loop, 4 a K-tile
+    svg = step_diagrams.lean_loop(step((145, 96)), SHAPE)
+    assert f"{per_tile(145):g} a K-tile" in shown(svg) and f"{per_tile(96):g} a K-tile" in shown(svg)
+    assert f"{100 * (1 - 96 / 145):.0f}% fewer instructions per K-tile" in shown(svg)
+    assert f"{100 * (120 / 96 - 1):.0f}% more instructions" in shown(step_diagrams.lean_loop(step((96, 120)), SHAPE))

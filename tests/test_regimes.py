@@ -1,0 +1,62 @@
+"""The slides that set a GEMM's figures side by side by how they were timed (slides/regimes.py):
+bursts from a rest against the same GEMM sustained, and energy per GEMM, each traced to its
+record, each judgment with its other outcome."""
+import contextlib
+import io
+
+import build
+from tests.test_build import slides_of
+
+
+def built(doc, write_results, tmp_path) -> dict[str, str]:
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert build.main(["--results", str(write_results(doc)), "--out-dir", str(tmp_path), "--no-compare"]) == 0
+    return slides_of((tmp_path / "slides.md").read_text())
+
+
+def test_each_burst_stands_beside_the_same_gemm_sustained(fixture_doc, write_results, tmp_path):
+    rows = fixture_doc["benchmarks"]["burst.gemm"]["rows"]
+    s = built(fixture_doc, write_results, tmp_path)["Bursts From a Rest"]
+    for row in rows:
+        sustained = row["sustained"]
+        gain = 100 * (row["tflops"] / sustained["tflops"] - 1)
+        assert (f"| {row['title']} | {'×'.join(map(str, row['shape']))} | **{row['tflops']:,.1f}** (" in s
+                and f"| **{sustained['tflops']:,.1f}** | {sustained['sm_clock_mhz']:,.0f} | {sustained['watts']:,.0f} "
+                    f"| {gain:+.1f}% |" in s), row["title"]
+    gains = [r["tflops"] / r["sustained"]["tflops"] for r in rows]
+    assert min(gains) > 1
+    assert f"A burst from a rest runs {100 * (min(gains) - 1):.0f}–{100 * (max(gains) - 1):.0f}% faster" in s
+
+
+def test_bursts_no_faster_than_sustained_are_not_called_faster(fixture_doc, write_results, tmp_path):
+    for row in fixture_doc["benchmarks"]["burst.gemm"]["rows"]:
+        row["sustained"]["time_ms"] = row["time_ms"]["median"] * 1.01       # the steady state a little faster
+        row["sustained"]["tflops"] = row["tflops"] * 1.01
+    s = built(fixture_doc, write_results, tmp_path)["Bursts From a Rest"]
+    assert "Bursts are not all faster than the steady state here" in s and "runs " not in s.split("|")[-1]
+
+
+def test_energy_names_the_kernels_under_the_cap_or_says_all_draw_it(fixture_doc, write_results, tmp_path):
+    b = fixture_doc["benchmarks"]
+    limit = fixture_doc["device"]["power_limit_w"]
+    s = built(fixture_doc, write_results, tmp_path / "a")["Energy per GEMM"]
+    under = [bid for bid, r in b.items() if bid.startswith("gemm.") and "energy" in r and "before" in r
+             and r["energy"]["watts"] < 0.95 * limit]
+    assert under and f"Under 95% of the {limit:,.0f} W cap:" in s
+    for r in b.values():
+        if "energy" in r:
+            r["energy"]["watts"] = limit
+            r.get("cublas", {}).get("energy", {})["watts"] = limit
+    (tmp_path / "b").mkdir()
+    s = built(fixture_doc, write_results, tmp_path / "b")["Energy per GEMM"]
+    assert f"Every GEMM alone draws {limit:,.0f}–{limit:,.0f} W" in s and "the joules follow the time" in s
+
+
+def test_records_without_bursts_or_energy_say_so(fixture_doc, write_results, tmp_path):
+    del fixture_doc["benchmarks"]["burst.gemm"]
+    for r in fixture_doc["benchmarks"].values():
+        r.pop("energy", None)
+        r.get("cublas", {}).pop("energy", None)
+    s = built(fixture_doc, write_results, tmp_path)
+    assert "burst.gemm" in s["Bursts From a Rest"]
+    assert "Energy per GEMM is not in these records" in s["Energy per GEMM"]
