@@ -56,6 +56,7 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         # transpose: copy (bench/hbm.py, bench/latency.py, bench/transpose.py);
         # sweep.<step>: rows[] {shape, outcome: correct | wrong | refused, tflops/time_ms by kernel and
         #     cuBLAS layout, ratio_same_layout, ratio_best_layout} (bench/sweep.py);
+        # atlas.<precision>: rows[] {model, projection, shape, and a sweep row's fields} (bench/atlas.py);
         # tune.persistent: trials[] {config, outcome, ratio, ...}, winner, hand_picked, final (bench/tune.py);
         # multigpu.p2p: rows[] per ordered pair {src, dst, copy_engine, copy_engine_both_ways, sm_read,
         #     sm_write: {gbps, time_ms}, latency_ns {peer, local}}; multigpu.nccl, multigpu.nccl_tests:
@@ -172,6 +173,9 @@ RECORDS = {
                             "rows": [{"collective": str, "mode": str, "bytes": POS_INT, "time_us": POS, **_BUSBW}]},
     "multigpu.nccl": {"params": {"ranks": int}, "rows": [{"collective": str, "bytes": POS_INT, "time_ms": _TIMED,
                                                           "wrong": int, "algorithm?": str, "protocol?": str, **_BUSBW}]},
+    "atlas.": {"params": {"ms": [POS_INT], "projections": [{"model": str, "projection": str, "n": POS_INT, "k": POS_INT}]},
+               "rows": [{"model": str, "projection": str, "shape": [int], "outcome": str, "ratio_same_layout?": NUM,
+                         "tflops?": dict}]},
     "sweep.": {"rows": [{"shape": [int], "outcome": str, "ratio_same_layout?": NUM, "tflops?": dict}]},
     "tune.": {"params": {"bm": int, "space": dict, "stages_max": dict}, "trials": [{"config": dict}],
               "winner": int, "hand_picked": int,

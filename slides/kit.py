@@ -279,6 +279,54 @@ def grouped_bars(groups: list[str], series: list[tuple[str, list[float | None]]]
     return dwg.tostring()
 
 
+def _blend(a: str, b: str, t: float) -> str:
+    """Colour ``a`` moved toward ``b`` by ``t`` (0 to 1)."""
+    pa, pb = (tuple(int(c[i:i + 2], 16) for i in (1, 3, 5)) for c in (a, b))
+    return "#" + "".join(f"{round(x + (y - x) * t):02x}" for x, y in zip(pa, pb))
+
+
+@dataclass
+class Cell:
+    value: float | None           # a ratio (1: even); None where there is no figure
+    label: str = ""               # written in the cell (its value, or why there is none)
+    marked: bool = False          # drawn with a dark outline (what the legend says it means)
+
+
+def heatmap(rows: list[str], columns: list[str], cells: list[list[Cell]], title: str, column_title: str,
+            marked: str = "", span: float = 0.25, width: int = 860) -> str:
+    """A grid of ratios around 1: white at 1, the accent deeper above it, the reference colour
+    deeper below, full at ``span`` away; each cell's label written in it, missing cells grey."""
+    size, top, row_h = 11, 56, 24
+    left = max(text_width(r, size) for r in rows) + 16
+    col_w = (width - left - 10) / len(columns)
+    h = top + row_h * len(rows) + 34
+    dwg = drawing(width, h)
+    text(dwg, (left, 16), title, size=12, color=MUTED)
+    text(dwg, (left, 34), column_title, size=11, color=MUTED)
+    for j, c in enumerate(columns):
+        text(dwg, (left + (j + 0.5) * col_w, top - 6), c, size=size, anchor="middle")
+    for i, (r, line) in enumerate(zip(rows, cells)):
+        y = top + i * row_h
+        text(dwg, (left - 8, y + row_h / 2 + size * 0.35), r, size=size, anchor="end")
+        for j, cell in enumerate(line):
+            x = left + j * col_w
+            if cell.value is None:
+                fill = GRID
+            else:
+                t = min(1.0, abs(cell.value - 1) / span)
+                fill = _blend("#ffffff", ACCENT if cell.value >= 1 else REF, 0.75 * t)
+            dwg.add(dwg.rect((x + 1, y + 1), (col_w - 2, row_h - 2), fill=fill,
+                             **({"stroke": INK, "stroke_width": 1.5} if cell.marked else {})))
+            dark = cell.value is not None and abs(cell.value - 1) > 0.6 * span
+            text(dwg, (x + col_w / 2, y + row_h / 2 + size * 0.35), cell.label, size=size,
+                 color="#ffffff" if dark else INK, anchor="middle")
+    if marked:
+        ly = top + row_h * len(rows) + 22
+        dwg.add(dwg.rect((left, ly - 10), (12, 12), fill="none", stroke=INK, stroke_width=1.5))
+        text(dwg, (left + 18, ly), marked, size=11, color=MUTED)
+    return dwg.tostring()
+
+
 def arrow(dwg, a, b, color=INK, width=1.5):
     dwg.add(dwg.line(a, b, stroke=color, stroke_width=width))
     ang = math.atan2(b[1] - a[1], b[0] - a[0])

@@ -3,6 +3,6 @@ data or figures of its own, its module slides/<name>.py (see slides/deck.py). Mo
 sections read (device: the GPU model; gemm: the step catalogue's results) are not sections.
 
 A new section: its template, its module, and its name here."""
-SECTIONS = ("title", "architecture", "peaks", "why_gemm", "setup", "kernels", "results", "regimes", "sweep", "tune", "settle",
+SECTIONS = ("title", "architecture", "peaks", "why_gemm", "setup", "kernels", "results", "regimes", "sweep", "atlas", "tune", "settle",
             "precision", "missing", "multigpu", "backup", "instruction_latency", "memory_latency", "hbm", "l2", "transpose",
             "compare", "kernel_pages")

@@ -5,7 +5,7 @@ import copy
 import pytest
 
 import build
-from bench import catalogue, cuda, registry, runner
+from bench import atlas, catalogue, cuda, registry, runner
 from slides.device import PER_SM_FLOP_PER_CLK
 from tests.conftest import builds
 
@@ -22,10 +22,11 @@ OTHER_GPUS = {
             "memory_bytes": 48305799168, "max_threads_per_sm": 1536, "regs_per_sm": 65536,
             "smem_per_sm_bytes": 102400, "power_limit_w": 350.0},
 }
-# The catalogue's Hopper kernels (both tracks), their sweeps, the tuner, settling run and bursts
-# that use them, and the BF16 peer that runs beside them.
+# The catalogue's Hopper kernels (both tracks), their sweeps and atlases, the tuner, settling run
+# and bursts that use them, and the BF16 peer that runs beside them.
 HOPPER_ONLY = ({bid for bid, (s, v) in catalogue.KERNELS.items() if s.min_cc == catalogue.HOPPER}
                | {s.sweep_id for s in catalogue.SWEPT if s.min_cc == catalogue.HOPPER}
+               | {atlas.atlas_id(bid) for bid in atlas.ATLAS}
                | {"tune.persistent", "settle.headline", "burst.gemm", "peers.fastcu"})
 
 
