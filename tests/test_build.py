@@ -673,10 +673,16 @@ def test_every_slide_has_presenter_notes(deck):
     assert spoken.startswith(f"TMA-Store Epilogue: {rec['tflops']:,.1f} TFLOPS, {100 * rec['tflops'] / rec['cublas']['tflops']:.1f}% of cuBLAS TF32")
     assert f"{rec['resources']['regs_per_thread']} registers each" in details and "UTMASTG" in details
     assert "Nsight Compute" in details
-    # what a speaker reads aloud fits the presenter view's few lines (1600×900: about seven)
-    for i, step in enumerate(catalogue.STEPS, 1):
-        spoken = presenter_notes(s[f"Kernel {i}: {step.title} — Performance"]).split("For questions.")[0]
-        assert len(spoken) <= SPOKEN_CHARS, (step.title, len(spoken))
+    assert_spoken_first(deck["md"])
+
+
+def assert_spoken_first(markdown: str) -> None:
+    """What a speaker reads aloud, every slide's notes up to "For questions.", fits the presenter
+    view's few lines (1600×900: about seven) and ends a sentence."""
+    for title, slide in slides_of(markdown).items():
+        spoken = presenter_notes(slide).split("For questions.")[0].strip()
+        assert len(spoken) <= SPOKEN_CHARS, (title, len(spoken))
+        assert re.search(r"[.?!:]$", spoken), (title, spoken[-60:])
 
 
 def test_notes_of_a_gpu_without_results_say_so(fixture_doc, write_results, tmp_path):

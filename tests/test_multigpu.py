@@ -13,7 +13,7 @@ from bench.registry import discover
 from bench.topology import NO_MULTICAST, child_env, pairs_of
 from slides import multigpu as section
 from slides.deck import figures_dir
-from tests.test_build import deck, headings, slides_of  # noqa: F401 (deck: the fixture deck)
+from tests.test_build import assert_spoken_first, deck, headings, slides_of  # noqa: F401 (deck: the fixture deck)
 
 
 @pytest.mark.parametrize("n,all_reduce,gather", [(2, 1.0, 0.5), (4, 1.5, 0.75), (8, 1.75, 0.875)])
@@ -178,9 +178,10 @@ def test_multigpu_slides_come_from_the_node_results(node_deck):
     fit = section.alpha_beta(*zip(*[(b, r["time_ms"]["median"] * 1e-3) for (c, b), r in ours.items() if c == "all_reduce"]))
     assert f"**α = {fit['alpha_us']:.1f} µs**" in s["All-Reduce Time and the α–β Model"]
     assert {"node_topology.svg", "p2p.svg", "nccl_busbw.svg", "nccl_latency.svg"} <= {p.name for p in figures_dir(node_deck["dir"]).iterdir()}
-    # every slide of the section has presenter notes
+    # every slide of the section has presenter notes, and what is read aloud comes first
     for title in titles[i + 1:i + 7]:
         assert "<!--" in s[title], title
+    assert_spoken_first(md)
 
 
 def test_multigpu_numbers_follow_the_results(fixture_doc, node_doc, write_results, tmp_path):
