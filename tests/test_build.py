@@ -892,8 +892,8 @@ OVERPRINT_PX = 3        # text boxes may touch by this much (the width is the ki
 
 @pytest.mark.parametrize("results", [None, "nvidia-h100-80gb-hbm3.yaml", "nvidia-h200.yaml"])
 def test_no_figure_prints_text_over_text(deck, results, tmp_path):
-    """In every figure of a deck (the fixture's, the committed ones), no two labels overlap by more
-    than OVERPRINT_PX both ways."""
+    """In every figure of a deck (the fixture's, the committed ones, each with the node's section
+    beside it), no two labels overlap by more than OVERPRINT_PX both ways."""
     import itertools
     out = deck["dir"]
     if results:
@@ -906,3 +906,4 @@ def test_no_figure_prints_text_over_text(deck, results, tmp_path):
             if min(a[2], b[2]) - max(a[0], b[0]) > OVERPRINT_PX and min(a[3], b[3]) - max(a[1], b[1]) > OVERPRINT_PX:
                 overprinted.append((path.name, a[4], b[4]))
     assert not overprinted, overprinted
+    assert_spoken_first((out / "slides.md").read_text())      # and the notes, read aloud first
