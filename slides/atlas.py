@@ -51,7 +51,8 @@ def one(deck, bench_id: str) -> dict:
 
 
 def context(deck) -> dict:
-    return {"tf32": one(deck, catalogue.HEADLINE), "bf16": one(deck, catalogue.HEADLINE_BF16)}
+    both = {"tf32": one(deck, catalogue.HEADLINE), "bf16": one(deck, catalogue.HEADLINE_BF16)}
+    return {**both, "measured": any(a["rows"] for a in both.values()), "ids": [a["id"] for a in both.values()]}
 
 
 def atlas_map(a: dict) -> str:
@@ -80,4 +81,4 @@ def atlas_map(a: dict) -> str:
 
 
 def draw(deck) -> dict[str, str]:
-    return {f"atlas_{key}.svg": atlas_map(a) for key, a in deck["atlas"].items() if a["rows"]}
+    return {f"atlas_{key}.svg": atlas_map(deck["atlas"][key]) for key in ("tf32", "bf16") if deck["atlas"][key]["rows"]}

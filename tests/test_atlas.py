@@ -9,7 +9,7 @@ import pytest
 
 import build
 from bench import atlas, catalogue, registry
-from tests.test_build import slides_of
+from tests.test_build import deck, slides_of  # noqa: F401 (deck: the fixture deck)
 
 
 def atlas_record(doc: dict, bench_id: str, ratio) -> dict:
@@ -90,3 +90,9 @@ def test_a_cell_without_a_figure_says_why(fixture_doc, write_results, tmp_path, 
     if outcome == "wrong":
         first = atlas.PROJECTIONS[0]
         assert f"Wrong results at {first[0]} {first[1]}, M = {atlas.MS[0]}" in s["Shape Atlas — TF32"]
+
+
+def test_without_an_atlas_the_talk_shows_no_slide_of_it_and_the_backup_says_so(deck):
+    from tests.test_build import headings
+    assert not [t for t in headings(deck["md"]) if t.startswith("Shape Atlas")]
+    assert "Not measured on this GPU: the shape atlas (atlas.tf32, atlas.bf16)" in slides_of(deck["md"])["Backup Slides"]
