@@ -139,8 +139,8 @@ def energy_bars(en: dict) -> str:
     """GFLOPS per watt of each step's best alone, its power and joules per GEMM, and the GFLOPS per
     watt of the cuBLAS it took turns with."""
     bars = [Bar(f"{x['index']}. {x['name']}", 1e3 * x["kernel"]["tflops_per_watt"], ACCENT,
-                f"{x['kernel']['watts']:.0f} W, {x['kernel']['joules']:.2f} J a GEMM"
-                + (f"; its cuBLAS {x['precision']} {1e3 * x['cublas']['tflops_per_watt']:.1f}" if x["cublas"] else ""))
+                f"(at {x['kernel']['watts']:.0f} W, {x['kernel']['joules']:.2f} J a GEMM"
+                + (f"; its cuBLAS {x['precision']}: {1e3 * x['cublas']['tflops_per_watt']:.1f})" if x["cublas"] else ")"))
             for x in en["rows"]]
     return bar_chart(bars, "GFLOPS per watt, each alone at the steady state (energy counter)", height=40 + 22 * len(bars) + 46)
 
