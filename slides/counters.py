@@ -1,0 +1,20 @@
+"""Each GEMM step's best kernel as it ran: its launch resources, its main loop in SASS and its Nsight
+Compute counters, in one backup table (the performance slides' notes leave them out)."""
+from __future__ import annotations
+
+
+def context(deck) -> dict:
+    rows, names = [], {}
+    for s in deck["gemm"]["steps"]:
+        v = s["best"]
+        res = v["resources"] or {}
+        if not res and not v["profile"]:
+            continue
+        for q in v["profile"] or []:
+            names.setdefault(q["name"], None)
+        loop = (res.get("sass") or {}).get("main_loop")
+        rows.append({"index": s["index"], "name": s["title"], "threads": res.get("threads_per_block"),
+                     "regs": res.get("regs_per_thread"),
+                     "smem": (res["smem_static_bytes"] + res["smem_dynamic_bytes"]) if res else None,
+                     "loop": loop, "metrics": {q["name"]: q["value"] for q in v["profile"] or []}})
+    return {"rows": rows, "metrics": list(names)}
