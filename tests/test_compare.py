@@ -31,7 +31,7 @@ def test_comparison_sets_the_gpus_side_by_side(fixture_doc, write_results, tmp_p
     name = fixture_doc["device"]["name"]
     titles = headings(md)
     appendix = titles.index("Appendix: Other GPUs")                 # before the kernels' counters and code
-    assert titles[appendix + 7:appendix + 9] == ["GEMM Kernels — Resources and Counters", "Full Kernel Code"]
+    assert titles[appendix + 7:appendix + 10] == ["GEMM Kernels — Resources", "GEMM Kernels — Counters", "Full Kernel Code"]
     assert titles[appendix:appendix + 7] == ["Appendix: Other GPUs", "The GPUs Side by Side", "The GPUs Side by Side — Measured",
                            "GEMM Steps on Each GPU", "GEMM Steps on Each GPU — Plot", "How Far Apart", "What Differs, and Why"]
     assert f"{name} beside NVIDIA H200: the same code" in slides_of(md)["Appendix: Other GPUs"]

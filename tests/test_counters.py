@@ -5,17 +5,15 @@ import io
 import build
 from tests.test_build import slides_of
 
-TITLE = "GEMM Kernels — Resources and Counters"
+TITLE = "GEMM Kernels — Resources"
 
 
-def test_counters_are_columns_only_where_a_run_profiled(fixture_doc, write_results, tmp_path):
+def test_without_a_profile_there_is_no_counters_slide(fixture_doc, write_results, tmp_path):
     for r in fixture_doc["benchmarks"].values():
         r.pop("profile", None)
     with contextlib.redirect_stdout(io.StringIO()):
         assert build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path), "--no-compare"]) == 0
     table = slides_of((tmp_path / "slides.md").read_text())[TITLE]
-    header = next(line for line in table.splitlines() if line.startswith("| Kernel"))
-    assert header.count("|") == 5 and "Main loop (instr. / MMA)" in header
     lean = fixture_doc["benchmarks"]["gemm.lean_loop"]["resources"]["sass"]["main_loop"]
     assert f"| {lean['instructions']} / {lean['mma']} |" in table
-    assert "python -m bench --profile --only gemm adds them" in table
+    assert "GEMM Kernels — Counters" not in slides_of((tmp_path / "slides.md").read_text())
