@@ -214,19 +214,26 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def code_block(code: str, language: str) -> Markup:
+HIGHLIGHT = re.compile(r"[*\d,|-]*")     # Slidev's line highlights by click: {*|3-5,9}
+
+
+def code_block(code: str, language: str, highlight: str = "") -> Markup:
     """A kernel's own lines as a fenced block, verbatim: code is not data to escape, but it must
-    not close the fence it is in."""
+    not close the fence it is in. ``highlight``: the lines lit at each click ("*|3-5,9")."""
     if "```" in code:
         raise BuildError("a kernel's code holds a Markdown fence (```)")
-    return Markup(f"```{language}\n{code}\n```")
+    if not HIGHLIGHT.fullmatch(highlight):
+        raise BuildError(f"not a line highlight: {highlight!r}")
+    return Markup(f"```{language}{' {' + highlight + '}' if highlight else ''}\n{code}\n```")
 
 
-def magic_move(steps: list[str], language: str) -> Markup:
-    """Code that morphs from each of ``steps`` to the next, a click each (Slidev's magic-move)."""
+def magic_move(steps: list[str], language: str, highlights: list[str] = ()) -> Markup:
+    """Code that morphs from each of ``steps`` to the next, a click each (Slidev's magic-move); each
+    step's lines then lit click by click as ``highlights`` says."""
     if any("````" in code for code in steps):
         raise BuildError("a kernel's code holds a Markdown fence (````)")
-    return Markup("````md magic-move\n" + "\n".join(code_block(code, language) for code in steps) + "\n````")
+    lit = [*highlights, *[""] * (len(steps) - len(highlights))]
+    return Markup("````md magic-move\n" + "\n".join(code_block(code, language, h) for code, h in zip(steps, lit)) + "\n````")
 
 
 def _join(items, separator: str = "") -> Markup:

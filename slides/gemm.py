@@ -4,6 +4,7 @@ the code slides show it, and the headline. Read by the setup, kernels, results, 
 sections; draws the progression and each step's diagram."""
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import textwrap
@@ -113,6 +114,21 @@ def code_view(source: str | None, focus: tuple[str, str] | None, out_dir: Path =
     shown = textwrap.dedent("\n".join(region[start:end + 1]))
     return {**view, "shown": shown, "text": shown, "first": start + 1,
             "last": end + 1, "pages": [textwrap.dedent("\n".join(page)) for page in pages]}
+
+
+def added_lines(before: str, after: str) -> str:
+    """The lines of ``after`` that ``before`` does not hold (blank lines aside), as Slidev writes a
+    highlight: 1-based ranges, "3-5,9"; empty where nothing was added."""
+    a, b = [line.strip() for line in before.splitlines()], [line.strip() for line in after.splitlines()]
+    new = [j + 1 for tag, _, _, j0, j1 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+           if tag in ("insert", "replace") for j in range(j0, j1) if b[j]]
+    ranges = []
+    for n in new:
+        if ranges and ranges[-1][1] == n - 1:
+            ranges[-1][1] = n
+        else:
+            ranges.append([n, n])
+    return ",".join(f"{lo}-{hi}" if hi > lo else str(lo) for lo, hi in ranges)
 
 
 def _ends_statement(line: str) -> bool:
@@ -245,7 +261,8 @@ def context(deck) -> dict:
         before_code = steps[-1]["code"] if steps else None
         # the code walk: the slide morphs from the step before's lines to this one's, where both are
         # of one language and differ
-        walk_from = ({"text": before_code["text"], "index": steps[-1]["index"], "title": steps[-1]["title"]}
+        walk_from = ({"text": before_code["text"], "index": steps[-1]["index"], "title": steps[-1]["title"],
+                      "added": added_lines(before_code["text"], code["text"])}
                      if before_code and code and before_code["language"] == code["language"]
                      and before_code["text"] != code["text"] else None)
         steps.append({"index": i, "key": step.key, "walk_from": walk_from,

@@ -11,7 +11,7 @@ import pytest
 import build
 from bench import catalogue
 from slides import diagrams, gemm, kit, memory_latency, settle, sweep
-from slides.deck import ROOT, SLIDES_DIR, fmt_sig
+from slides.deck import ROOT, SLIDES_DIR, BuildError, code_block, fmt_sig
 from slides.outline import SECTIONS
 from slides.device import occupancy
 from slides.deck import figures_dir
@@ -859,11 +859,25 @@ def test_each_code_slide_walks_from_the_step_befores_code(deck):
         slide = s[f"Kernel {i}: {step.title} — Code"]
         before = views[i - 2] if i > 1 else None
         if before and before["language"] == view["language"] and before["text"] != view["text"]:
-            fence = lambda code: f"```{view['language']}\n{code}\n```"
-            assert f"````md magic-move\n{fence(before['text'])}\n{fence(view['text'])}\n````" in slide
+            # then a click lights the lines the step before did not have
+            added = gemm.added_lines(before["text"], view["text"])
+            fence = lambda code, lit="": f"```{view['language']}{' {*|' + lit + '}' if lit else ''}\n{code}\n```"
+            assert f"````md magic-move\n{fence(before['text'])}\n{fence(view['text'], added)}\n````" in slide
             assert f"Opens on kernel {i - 1}'s code ({catalogue.STEPS[i - 2].title})" in slide
+            notes = presenter_notes(slide)
+            assert "[click] The step before's code morphs" in notes
+            assert ("[click] The lines this step adds are lit." in notes) == bool(added)
         else:
             assert "magic-move" not in slide
+
+
+def test_the_lines_a_step_adds_are_the_ones_its_click_lights():
+    before = "a = 1;\nb = 2;\n\nc = 3;"
+    assert gemm.added_lines(before, "a = 1;\nx = 9;\nb = 2;\n\nc = 3;\ny = 8;\nz = 7;") == "2,6-7"
+    assert gemm.added_lines(before, "  a = 1;\nb = 2;") == ""            # indentation and removals add nothing
+    assert gemm.added_lines(before, "a = 1;\nb = 5;\n\nc = 3;") == "2"  # a changed line is new
+    with pytest.raises(BuildError, match="not a line highlight"):
+        code_block("x", "cpp", "1}{onclick")
 
 
 def test_each_performance_slide_shows_where_its_step_stands_on_the_climb(deck):
