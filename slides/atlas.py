@@ -36,7 +36,7 @@ def one(deck, bench_id: str) -> dict:
     tiles = params.get("tiles") or []
     small_tile = tile_label({**tiles[0], **tiles[1]}) if len(tiles) > 1 else None
     return {**r, "precision": step.precision.upper(), "title": step.title_of(step.best), "rows": rows,
-            "params": params, "cells": len(rows), "correct": len(correct),
+            "params": params, "correct": len(correct),
             "median_pct": 100 * median(ratios) if ratios else None,
             "worst": worst and {"where": _where(worst), "pct": 100 * worst["ratio_same_layout"]},
             "large": worst_large and {"from": LARGE_M, "pct": 100 * worst_large["ratio_same_layout"],
@@ -46,7 +46,6 @@ def one(deck, bench_id: str) -> dict:
                                       "where": _where(worst_small), "target_pct": 100 * HELD_SMALL,
                                       "held": worst_small["ratio_same_layout"] >= HELD_SMALL},
             "above": sum(x >= 1 for x in ratios), "small_tile": small_tile,
-            "refused": [_where(x) for x in rows if x["outcome"] == "refused"],
             "wrong": [_where(x) for x in rows if x["outcome"] == "wrong"]}
 
 

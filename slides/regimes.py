@@ -92,7 +92,8 @@ AT_CAP = 0.95
 
 def bursts(deck) -> dict:
     """Each GEMM in bursts from a rest, as public READMEs time them (bench/burst.py), beside the
-    same GEMM sustained: TFLOPS, the SMs' clock and the power of each, and the burst's gain."""
+    same GEMM sustained: TFLOPS and the SMs' clock of each, the sustained power (a burst is shorter
+    than NVML's power window), and the burst's gain."""
     (r,) = deck.need("Bursts From a Rest", "burst.gemm")
     if not r["measured"] or r["failed"]:
         return {"rows": [], "record": r}
@@ -105,7 +106,6 @@ def bursts(deck) -> dict:
                      "lo": min(tflops_of(dims, {"median": s["ms"]}) for s in samples),
                      "hi": max(tflops_of(dims, {"median": s["ms"]}) for s in samples),
                      "clock": median_high(s["sm_clock_mhz"] or 0 for s in samples) or None,
-                     "power": median_high(s["power_w"] for s in samples),
                      "sustained": sustained, "gain": row["tflops"] / sustained["tflops"] if sustained else None,
                      "check": row["check"]})
     gains = [x["gain"] for x in rows if x["gain"]]
