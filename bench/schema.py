@@ -61,6 +61,9 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         # multigpu.p2p: rows[] per ordered pair {src, dst, copy_engine, copy_engine_both_ways, sm_read,
         #     sm_write: {gbps, time_ms}, latency_ns {peer, local}}; multigpu.nccl, multigpu.nccl_tests:
         #     rows[] {collective, bytes, algbw_gbps, busbw_gbps, ...} (bench/multigpu.py);
+        # multigpu.nvbandwidth: rows[] {case, matches, src, dst, value, unit}: the peer's matrices
+        #     (bench/nvbandwidth.py); multigpu.overlap: patterns {all_gather_gemm, gemm_reduce_scatter}:
+        #     {gemm, comm, times_ms by way, efficiency, check, timeline[]} (bench/overlap.py);
         # burst.gemm: rows[] {name, title, shape, time_ms, tflops, check, samples[] {ms, sm_clock_mhz,
         #     nvml_sm_clock_mhz, power_w, temperature_c}}: bursts from a rest (bench/burst.py);
         # settle.headline: series {kernel, cublas}: {batch, rows[] {t_s, ms, sm_clock_mhz, power_w,
@@ -171,6 +174,15 @@ RECORDS = {
                                "latency_ns?": {"peer": NUM, "local": NUM}}]},
     "multigpu.nccl_tests": {"params": {"ranks": int, "version": str},
                             "rows": [{"collective": str, "mode": str, "bytes": POS_INT, "time_us": POS, **_BUSBW}]},
+    "multigpu.nvbandwidth": {"params": {"version": str, "cases": dict},
+                             "rows": [{"case": str, "src": int, "dst": int, "value": NUM, "unit": str}]},
+    "multigpu.overlap": {"params": {"ranks": int, "kernel": str, "chunks": POS_INT, "target_of_ideal": POS},
+                         "patterns": {p: {"gemm": [POS_INT], "comm": str, "comm_bytes": POS_INT,
+                                          "times_ms": {w: _TIMED for w in ("overlapped", "sequential", "gemm", "comm")},
+                                          "efficiency": {"of_ideal": POS, "speedup_over_serial": POS},
+                                          "check": {"passed": bool, "rel_error": NUM},
+                                          "timeline": [{"stream": str, "chunk": int, "start_ms": NUM, "end_ms": NUM}]}
+                                      for p in ("all_gather_gemm", "gemm_reduce_scatter")}},
     "multigpu.nccl": {"params": {"ranks": int}, "rows": [{"collective": str, "bytes": POS_INT, "time_ms": _TIMED,
                                                           "wrong": int, "algorithm?": str, "protocol?": str, **_BUSBW}]},
     "atlas.": {"params": {"ms": [POS_INT], "projections": [{"model": str, "projection": str, "n": POS_INT, "k": POS_INT}]},
