@@ -125,6 +125,9 @@ _TIMED = {"median": POS}
 _TILE = {"BM": POS_INT, "BN": POS_INT}
 _P2P = ("copy_engine", "copy_engine_both_ways", "sm_read", "sm_write")
 _BUSBW = {"algbw_gbps": NUM, "busbw_gbps": NUM}
+_OVERLAPPED = {"tile": str, "times_ms": {w: _TIMED for w in ("overlapped", "sequential", "gemm", "comm")},
+               "efficiency": {"of_ideal": POS, "speedup_over_serial": POS}, "check": {"passed": bool, "rel_error": NUM},
+               "timeline": [{"stream": str, "chunk": int, "start_ms": NUM, "end_ms": NUM}]}
 # A node's file (results/<gpu-slug>-x<N>.yaml) also holds the node: its GPUs and their links.
 NODE = {"gpu_count": int, "gpus": [{"index": int, "name": str, "pci_bus_id": str, "nvlinks": int}],
         "pairs": [{"a": int, "b": int, "nvlinks": int, "via": str, "nvlink_gbps_per_direction?": POS,
@@ -176,12 +179,9 @@ RECORDS = {
                             "rows": [{"collective": str, "mode": str, "bytes": POS_INT, "time_us": POS, **_BUSBW}]},
     "multigpu.nvbandwidth": {"params": {"version": str, "cases": dict},
                              "rows": [{"case": str, "src": int, "dst": int, "value": NUM, "unit": str}]},
-    "multigpu.overlap": {"params": {"ranks": int, "kernel": str, "chunks": POS_INT, "target_of_ideal": POS},
+    "multigpu.overlap": {"params": {"ranks": int, "kernels": dict, "chunks": POS_INT, "target_of_ideal": POS},
                          "patterns": {p: {"gemm": [POS_INT], "comm": str, "comm_bytes": POS_INT,
-                                          "times_ms": {w: _TIMED for w in ("overlapped", "sequential", "gemm", "comm")},
-                                          "efficiency": {"of_ideal": POS, "speedup_over_serial": POS},
-                                          "check": {"passed": bool, "rel_error": NUM},
-                                          "timeline": [{"stream": str, "chunk": int, "start_ms": NUM, "end_ms": NUM}]}
+                                          "kernels": {label: _OVERLAPPED for label in ("persistent", "a CTA a tile", "cuBLAS")}}
                                       for p in ("all_gather_gemm", "gemm_reduce_scatter")}},
     "multigpu.nccl": {"params": {"ranks": int}, "rows": [{"collective": str, "bytes": POS_INT, "time_ms": _TIMED,
                                                           "wrong": int, "algorithm?": str, "protocol?": str, **_BUSBW}]},

@@ -30,26 +30,34 @@ def test_efficiency_against_the_ideal_and_the_serial_sum():
 
 def _rank(ms: dict, passed=True):
     times = {w: {"median": ms[w], "samples": [ms[w]] * 3, "sm_clock_mhz": 1500.0} for w in overlap.WAYS}
-    one = {"times": times, "gemm": [8, 8, 8], "comm": "all_gather", "comm_bytes": 64, "chunks": 4, "turns": 3,
-           "tile": "128x256", "timeline": [{"stream": "gemm", "chunk": 0, "start_ms": 0.0, "end_ms": 1.0}],
+    one = {"times": times, "turns": 3, "tile": "128x256",
+           "timeline": [{"stream": "gemm", "chunk": 0, "start_ms": 0.0, "end_ms": 1.0}],
            "check": {"passed": passed, "rel_error": 1e-6, "tolerance": 1e-4, **({} if passed else {"detail": "NaN"})}}
-    return {p: one for p in overlap.PATTERNS}
+    return {p: {"kernels": {label: one for label in overlap.KERNELS}} for p in overlap.PATTERNS}
 
 
 def test_combine_takes_the_slowest_rank_sample_by_sample():
     fast = _rank({"overlapped": 1.0, "sequential": 1.3, "gemm": 0.9, "comm": 0.3})
     slow = _rank({"overlapped": 1.2, "sequential": 1.4, "gemm": 1.0, "comm": 0.4}, passed=False)
-    r = overlap.combine([fast, slow], "all_gather_gemm")
+    r = overlap.combine([fast, slow], "all_gather_gemm", "persistent")
     assert r["times_ms"]["overlapped"]["median"] == 1.2 and r["times_ms"]["gemm"]["median"] == 1.0
     assert r["efficiency"]["of_ideal"] == pytest.approx(1.0 / 1.2)
     assert r["efficiency_by_sample"]["of_ideal"]["median"] == pytest.approx(1.0 / 1.2)
     assert not r["check"]["passed"] and "rank 1: NaN" in r["check"]["detail"]
 
 
-def test_schema_names_every_pattern_and_way():
+def test_schema_names_every_pattern_gemm_and_way():
     spec = schema.RECORDS["multigpu.overlap"]["patterns"]
     assert set(spec) == set(overlap.PATTERNS)
-    assert all(set(p["times_ms"]) == set(overlap.WAYS) for p in spec.values())
+    assert all(set(p["kernels"]) == set(overlap.KERNELS) for p in spec.values())
+    assert all(set(k["times_ms"]) == set(overlap.WAYS) for p in spec.values() for k in p["kernels"].values())
+
+
+def test_the_gemms_overlapped_take_the_sms_two_ways():
+    from bench import catalogue
+    persistent, per_tile = (catalogue.KERNELS[overlap.KERNELS[label]][1].tile for label in ("persistent", "a CTA a tile"))
+    assert persistent.get("PERSISTENT") and not per_tile.get("PERSISTENT")
+    assert overlap.KERNELS["persistent"] == catalogue.HEADLINE_BF16
 
 
 NVB_OUTPUT = {"nvbandwidth": {"version": "v0.8", "git_version": "v0.8", "testcases": [
