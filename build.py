@@ -48,15 +48,15 @@ def comparable_files(results: Path) -> list[Path]:
 
 
 def node_files(results: Path) -> list[Path]:
-    """This GPU's node files beside ``results`` (<slug>-x<N>.yaml), the most GPUs first."""
+    """This GPU's node files beside ``results`` (<slug>-x<N>.yaml, one per node size), the most GPUs first."""
     found = [p for p in Path(results).parent.glob(f"{Path(results).stem}-x*.yaml") if NODE_FILE.search(p.name)]
     return sorted(found, key=lambda p: -int(NODE_FILE.search(p.name).group(1)))
 
 
-def _assemble(results: Path, doc: dict, out_dir: Path, compare, warn, node):
+def _assemble(results: Path, doc: dict, out_dir: Path, compare, warn, nodes):
     """The context, slides.md's text and the figures of one deck, or a BuildError naming ``results``:
     whatever fails in a section's context, a figure or a template is one line."""
-    deck = Deck(doc, registry.discover(), node=node, others=compare, warn=warn, out_dir=out_dir)
+    deck = Deck(doc, registry.discover(), nodes=nodes, others=compare, warn=warn, out_dir=out_dir)
     try:
         context = deck.sections()
         svgs = deck.figures()
@@ -68,12 +68,13 @@ def _assemble(results: Path, doc: dict, out_dir: Path, compare, warn, node):
                          f"{schema.one_line(e, 200)})") from e
 
 
-def build(results: Path, out_dir: Path = ROOT, compare=(), warn=None, node=None, node_named: bool = False) -> dict:
+def build(results: Path, out_dir: Path = ROOT, compare=(), warn=None, nodes=(), node_named: bool = False) -> dict:
     """Render the deck of ``results``, with a comparison section when ``compare`` holds other GPUs'
-    results ((path, loaded document) pairs) and a multi-GPU section from ``node``, the (path,
-    document) of a node's file (``results`` itself when it is one). A file beside ``results`` that the
-    deck cannot be built with, in any part of the build, is left out with ``warn(message)``; one that
-    was named (``warn`` None for the comparison, ``node_named`` for the node) is an error."""
+    results ((path, loaded document) pairs) and a multi-GPU section from ``nodes``, this GPU's node
+    files ((path, document) pairs; ``results`` itself when it is one): the section details the one
+    of the most GPUs and sets every size side by side. A file beside ``results`` that the deck cannot
+    be built with, in any part of the build, is left out with ``warn(message)``; one that was named
+    (``warn`` None for the comparison, ``node_named`` for the nodes) is an error."""
     doc = schema.load(results)
     named = {NODE_SECTION: node_named or warn is None, COMPARISON: warn is None}      # without warn, nowhere to say it
 
@@ -83,42 +84,66 @@ def build(results: Path, out_dir: Path = ROOT, compare=(), warn=None, node=None,
             raise BuildError(message)
         warn(f"left out of the {section}: {message}")
 
-    if node is None and "node" in doc:
-        node = (results, doc)
-    elif node is not None and node[1]["device"]["slug"] != doc["device"]["slug"]:     # the GPU its files are named for
-        leave_out(NODE_SECTION, f"{node[0]}: the node file of {node[1]['device']['name']!r}, not of "
-                                f"{doc['device']['name']!r}")
-        node = None
-    nodes = [path for path, other in compare if "node" in other]
-    for path in nodes:
+    nodes = list(nodes) or ([(results, doc)] if "node" in doc else [])
+    nodes = [(path, node) for path, node in nodes if _of_this_gpu(path, node, doc, leave_out)]
+    nodes = _one_per_size(sorted(nodes, key=lambda item: item[1]["node"]["gpu_count"]), leave_out)
+    not_gpus = [path for path, other in compare if "node" in other]
+    for path in not_gpus:
         leave_out(COMPARISON, f"{path}: a node's results file, not a GPU's: pass it as --node")
-    compare = [(path, other) for path, other in compare if path not in nodes]
+    compare = [(path, other) for path, other in compare if path not in not_gpus]
     while True:
         try:
-            context, text, svgs = _assemble(results, doc, out_dir, compare, warn, node)
+            context, text, svgs = _assemble(results, doc, out_dir, compare, warn, nodes)
             break
         except BuildError as failure:
-            culprit = _culprit(results, doc, out_dir, compare, warn, node)
+            culprit = _culprit(results, doc, out_dir, compare, warn, nodes)
             if culprit is None:
                 raise
             section, (path, _) = culprit
             cause = failure.__cause__ or failure
             leave_out(section, f"{path}: the deck cannot be built with it ({type(cause).__name__}: "
                                f"{schema.one_line(cause, 200)})")
-            node = None if section == NODE_SECTION else node
+            nodes = [n for n in nodes if n is not culprit[1]]
             compare = [c for c in compare if c is not culprit[1]]
     write_deck(out_dir, text, svgs)      # rendered fully before anything is written
     return context
 
 
-def _culprit(results, doc, out_dir, compare, warn, node):
+def _of_this_gpu(path: Path, node: dict, doc: dict, leave_out) -> bool:
+    """Whether ``node`` is a node's file of the GPU of ``doc`` (the slug its files are named for);
+    if not, it is left out (or refused, where named) saying why."""
+    if "node" not in node:
+        leave_out(NODE_SECTION, f"{path}: not a node's results file (it has no node section)")
+    elif node["device"]["slug"] != doc["device"]["slug"]:
+        leave_out(NODE_SECTION, f"{path}: the node file of {node['device']['name']!r}, not of "
+                                f"{doc['device']['name']!r}")
+    else:
+        return True
+    return False
+
+
+def _one_per_size(nodes: list, leave_out) -> list:
+    """``nodes`` (by GPU count) with one file of each node size: a second of the same size is left out."""
+    kept = {}
+    for path, node in nodes:
+        n = node["node"]["gpu_count"]
+        if n in kept:
+            leave_out(NODE_SECTION, f"{path}: a second node file of {n} GPUs, beside {kept[n][0]}")
+        else:
+            kept[n] = (path, node)
+    return list(kept.values())
+
+
+def _culprit(results, doc, out_dir, compare, warn, nodes):
     """Which file beside ``results`` the deck fails with: (NODE_SECTION or COMPARISON,
-    (path, document)), the first whose absence lets the deck build; None when none does."""
-    beside = ([(NODE_SECTION, node)] if node and node[0] != results else []) + [(COMPARISON, c) for c in compare]
+    (path, document)), the first whose absence lets the deck build; None when none does. The node
+    files go smallest first: leaving out the one the section details (the largest) also changes which
+    one it details, so that one is tried last."""
+    beside = [(NODE_SECTION, n) for n in nodes if n[0] != results] + [(COMPARISON, c) for c in compare]
     for section, item in beside:
         try:
             _assemble(results, doc, out_dir, [c for c in compare if c is not item], warn,
-                      None if item is node else node)
+                      [n for n in nodes if n is not item])
         except BuildError:
             continue
         return section, item
@@ -134,10 +159,12 @@ def main(argv=None) -> int:
                        help="results files of other GPUs for the comparison section (default: every other "
                             "results file beside --results; one that does not validate is left out with a warning)")
     which.add_argument("--no-compare", action="store_true", help="leave the comparison section out")
-    ap.add_argument("--node", type=Path, metavar="RESULTS",
-                    help="a node's results file (python -m bench on 2+ GPUs) for the multi-GPU section (default: "
-                         "<results>-x<N>.yaml beside --results, the most GPUs; one that does not validate is "
-                         "left out with a warning)")
+    ap.add_argument("--node", type=Path, nargs="+", metavar="RESULTS",
+                    help="node results files of this GPU (python -m bench on 2+ GPUs, one per node size) for the "
+                         "multi-GPU section, which details the one of the most GPUs and sets every size side by "
+                         "side; only the files named are read, and each must validate and build (default: every "
+                         "<results>-x<N>.yaml beside --results; one that does not validate is left out with a "
+                         "warning)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     compare = []
@@ -151,14 +178,13 @@ def main(argv=None) -> int:
                     compare.append((path, schema.load(path)))
                 except schema.ResultsError as e:
                     warn(f"left out of the comparison: {e}")
-        node = (args.node, schema.load(args.node)) if args.node else None
-        for path in ([] if args.node else node_files(args.results)):
+        nodes = [(path, schema.load(path)) for path in args.node or ()]     # named: each must validate and build
+        for path in ([] if args.node else node_files(args.results)):         # found beside: a broken one is left out
             try:
-                node = (path, schema.load(path))
-                break
+                nodes.append((path, schema.load(path)))
             except schema.ResultsError as e:
                 warn(f"left out of the multi-GPU section: {e}")
-        context = build(args.results, args.out_dir, compare, warn=None if args.compare else warn, node=node,
+        context = build(args.results, args.out_dir, compare, warn=None if args.compare else warn, nodes=nodes,
                         node_named=bool(args.node))
     except (schema.ResultsError, BuildError) as e:
         print(f"build.py: {escape.plain_text(e, 2000)}\nNothing was written.", file=sys.stderr)

@@ -178,7 +178,7 @@ RECORDS = {
     "multigpu.nccl_tests": {"params": {"ranks": int, "version": str},
                             "rows": [{"collective": str, "mode": str, "bytes": POS_INT, "time_us": POS, **_BUSBW}]},
     "multigpu.nvbandwidth": {"params": {"version": str, "cases": dict},
-                             "rows": [{"case": str, "src": int, "dst": int, "value": NUM, "unit": str}]},
+                             "rows": [{"case": str, "src": int, "dst": int, "value": POS, "unit": str}]},
     "multigpu.overlap": {"params": {"ranks": int, "kernels": dict, "chunks": POS_INT, "target_of_ideal": POS},
                          "patterns": {p: {"gemm": [POS_INT], "comm": str, "comm_bytes": POS_INT,
                                           "kernels": {label: _OVERLAPPED for label in ("persistent", "a CTA a tile", "cuBLAS")}}

@@ -35,11 +35,14 @@ class BuildError(Exception):
 class Deck:
     """One results file's sections, computed on demand, and what the results lack, by slide."""
 
-    def __init__(self, doc: dict, benchmarks: dict, node=None, others=(), warn=None, out_dir: Path = ROOT):
+    def __init__(self, doc: dict, benchmarks: dict, nodes=(), others=(), warn=None, out_dir: Path = ROOT):
         self.doc = doc
         self.out_dir = Path(out_dir)      # where slides.md goes: Slidev resolves a code snippet's path from there
         self.benchmarks = benchmarks
-        self.node = node              # (path, document) of a node's results file, or None
+        # (path, document) of each of this GPU's node files, by GPU count; the multi-GPU section details
+        # the one of the most GPUs (self.node, or None) and sets the sizes side by side
+        self.nodes = sorted(nodes, key=lambda item: item[1]["node"]["gpu_count"])
+        self.node = self.nodes[-1] if self.nodes else None
         self.others = others          # (path, document) of other GPUs' results files, to compare with
         self.warn = warn              # how a comparison reports a file it leaves out (None: an error)
         self.missing: dict[str, list[str]] = {}

@@ -93,6 +93,23 @@ def text_width(s: str, size: float) -> float:
     return 0.58 * size * len(s)
 
 
+def wrap(s: str, size: float, width: float, max_lines: int) -> list[str]:
+    """``s`` in lines of at most ``width`` at ``size`` (as text_width measures them), broken between
+    words, at most ``max_lines`` of them: what does not fit is cut, an ellipsis marking the cut."""
+    fits = lambda line: text_width(line, size) <= width
+    lines = []
+    for word in s.split():
+        if lines and fits(f"{lines[-1]} {word}"):
+            lines[-1] += f" {word}"
+        else:
+            lines.append(word)
+    if len(lines) > max_lines:
+        lines = lines[:max_lines - 1] + [" ".join(lines[max_lines - 1:])]
+    cut = lambda line: line if fits(line) else next(line[:k].rstrip() + "…" for k in range(len(line), -1, -1)
+                                                   if fits(line[:k].rstrip() + "…"))
+    return [cut(line) for line in lines] or [""]
+
+
 def line_chart(c: Chart) -> str:
     w, h = c.width, c.height
     named = [s for s in c.series if s.legend] if c.legend and len(c.series) > 1 else []

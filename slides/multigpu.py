@@ -13,7 +13,7 @@ from bench.schema import one_line
 from slides import kit as fig
 from slides.deck import BuildError, Deck
 
-IDS = ("multigpu.p2p", "multigpu.nccl", "multigpu.nccl_tests")
+IDS = ("multigpu.p2p", "multigpu.nccl", "multigpu.nccl_tests", "multigpu.nvbandwidth")
 NAMES = {"all_reduce": "all-reduce", "all_gather": "all-gather", "reduce_scatter": "reduce-scatter",
          "broadcast": "broadcast", "send_recv": "send/recv"}
 P2P_KINDS = {"copy_engine": "copy engine, one way", "copy_engine_both_ways": "copy engines, both ways (per direction)",
@@ -21,6 +21,9 @@ P2P_KINDS = {"copy_engine": "copy engine, one way", "copy_engine_both_ways": "co
 LARGE_FROM = 64 << 20            # from this size up, busbw within LARGE_WITHIN of nccl-tests'
 LARGE_WITHIN, SMALL_WITHIN = 0.05, 0.10   # ... and the smallest message's time within SMALL_WITHIN
 PEER_COPY_TARGET = 0.85          # a peer copy's share of the NVLink bandwidth per direction
+NVBANDWIDTH_WITHIN = 0.03        # a copy engine's bandwidth within this of nvbandwidth's matching test case
+COPIES = ("copy_engine", "copy_engine_both_ways")      # what that target holds to nvbandwidth
+NVBANDWIDTH_LATENCY_BYTES = 2 << 20     # the buffer its latency case chases through (nvbandwidth.cpp)
 PEER_MODE = "launch"             # the nccl-tests mode the targets compare with: plain launches, as ours
 
 
@@ -62,6 +65,10 @@ BUCKET_BYTES = 25 << 20
 TRAINING_BYTES_PER_PARAM = 16
 MODEL_PARAMS = (125e6, 350e6, 1.3e9, 2.7e9, 7e9, 13e9, 34e9, 70e9)
 MODELS_SHOWN = 3
+# Node sizes side by side: all-reduce's bus bandwidth at these sizes and the largest every size
+# measured, and how far a figure may move from the fewest GPUs to the most and still "hold".
+SCALING_SIZES = (LARGE_FROM, 1 << 30)
+HOLDS_WITHIN = 0.05
 
 
 def alpha_beta(sizes, times_s, large_from: int = LARGE_FROM) -> dict:
@@ -123,7 +130,7 @@ def data_parallel(measured: list[tuple[int, float]], fit: dict | None, memory_by
     return rows
 
 
-def _p2p(rec: dict) -> dict:
+def _p2p(rec: dict, peer: dict) -> dict:
     rows = []
     for r in rec["record"].get("rows", []):
         if not r["peer_access"]:
@@ -135,7 +142,31 @@ def _p2p(rec: dict) -> dict:
     first = next((r for r in rows if r["kinds"]), None)
     worst_pct = min((r["pct_link"]["copy_engine"] for r in rows if "copy_engine" in r.get("pct_link", {})), default=None)
     return {"rec": rec, "rows": rows, "first": first, "kinds": P2P_KINDS, "target_pct": 100 * PEER_COPY_TARGET,
-            "met": worst_pct is not None and worst_pct >= 100 * PEER_COPY_TARGET}
+            "met": worst_pct is not None and worst_pct >= 100 * PEER_COPY_TARGET, "peer": against_nvbandwidth(rows, peer)}
+
+
+def against_nvbandwidth(rows: list[dict], peer: dict) -> dict:
+    """Each pair's measurements beside nvbandwidth's matching test case (ours per direction, as its
+    bidirectional case reports the measured direction): the ratio ours / nvbandwidth, and the
+    copy-engine target over every pair."""
+    if not peer["measured"] or peer["failed"]:
+        return {"rec": peer, "measured": False, "pairs": []}
+    theirs = {(r["matches"], r["src"], r["dst"]): r["value"] for r in peer["record"]["rows"] if r.get("matches")}
+    pairs = []
+    for r in rows:
+        if not r["kinds"]:
+            continue
+        ours = {**r["kinds"], **({"latency_ns": r["latency_ns"]["peer"]} if r.get("latency_ns") else {})}
+        pairs.append({"src": r["src"], "dst": r["dst"],
+                      "kinds": {k: {"ours": v, "nvbandwidth": theirs[(k, r["src"], r["dst"])],
+                                    "ratio": v / theirs[(k, r["src"], r["dst"])]}
+                                for k, v in ours.items() if (k, r["src"], r["dst"]) in theirs}})
+    gaps = [abs(p["kinds"][k]["ratio"] - 1) for p in pairs for k in COPIES if k in p["kinds"]]
+    return {"rec": peer, "measured": bool(gaps), "pairs": pairs, "first": pairs[0] if pairs else None,
+            "within": NVBANDWIDTH_WITHIN, "worst": max(gaps, default=None),
+            "met": bool(gaps) and max(gaps) <= NVBANDWIDTH_WITHIN, "version": peer["record"]["params"]["version"],
+            "latency_bytes": NVBANDWIDTH_LATENCY_BYTES,
+            "args": peer["record"]["params"]["args"]}
 
 
 def _collectives(nccl: dict, peer: dict, n: int) -> dict:
@@ -160,21 +191,54 @@ def _collectives(nccl: dict, peer: dict, n: int) -> dict:
 
 
 def context(deck) -> dict:
-    """The section from deck.node, the (path, document) of a node's results file, or None."""
+    """The section from deck.node, the (path, document) of the node file of the most GPUs, or None;
+    and the node sizes side by side from deck.nodes, all of this GPU's node files."""
     path, doc = deck.node or (None, None)
     if doc is None:
         deck.missing.setdefault("Past One GPU", []).extend(IDS)
         return {"measured": False, "ids": list(IDS)}
-    if "node" not in doc:
-        raise BuildError(f"{path}: not a node's results file (it has no node section)")
-    node_deck = Deck(doc, deck.benchmarks)
-    if doc is not deck.doc:
-        deck.beside.append((path, doc))
+    records = lambda d: {bid: Deck(d, deck.benchmarks).record(bid) for bid in IDS}
+    c = _built_from(path, lambda: section(doc, records(doc)))
+    c["scaling"] = scaling([_built_from(p, lambda: node_size(d, records(d)["multigpu.nccl"])) for p, d in deck.nodes])
+    deck.beside += [(p, d) for p, d in deck.nodes if d is not deck.doc]
+    return c
+
+
+def _built_from(path, make):
+    """``make()``, or a BuildError naming the node file ``path`` it was made from."""
     try:
-        return section(doc, {bid: node_deck.record(bid) for bid in IDS})
+        return make()
     except Exception as e:
         raise BuildError(f"{path}: the multi-GPU section cannot be built from it ({type(e).__name__}: "
                          f"{one_line(e, 200)})") from e
+
+
+def all_reduce_model(rows: list[dict], n: int, memory_bytes: float) -> dict:
+    """All-reduce on a node of n GPUs, from its collectives' ``rows``: the α–β fit (None where the
+    sizes allow none, with the reason) and the data-parallel step from the measured times (none
+    where the bucket's size is out of reach, with the reason)."""
+    reduce = [r for r in rows if r["collective"] == "all_reduce"]
+    out = {"fit": None, "fit_reason": "", "dp": [], "dp_reason": "", "bucket_ms": None}
+    if not reduce:
+        return out
+    try:
+        fit = alpha_beta([r["bytes"] for r in reduce], [r["time_ms"]["median"] * 1e-3 for r in reduce])
+    except ValueError as e:         # sizes the model cannot be fitted to: the slide says why
+        out["fit_reason"] = f"the α–β model: {e}"
+    else:
+        fit["busbw_gbps"] = fit["beta_gbps"] * BUS_FACTOR["all_reduce"](n)
+        largest = max(reduce, key=lambda r: r["bytes"])
+        fit["check"] = {"bytes": largest["bytes"], "measured_ms": largest["time_ms"]["median"],
+                        "predicted_ms": predict_ms(fit, largest["bytes"])}
+        out["fit"] = fit
+    measured = sorted((r["bytes"], r["time_ms"]["median"]) for r in reduce)
+    try:
+        out["dp"] = data_parallel(measured, out["fit"], memory_bytes)
+    except ValueError as e:        # the bucket's size was not measured and no fit reaches it
+        out["dp_reason"] = str(e)
+    if out["dp"]:
+        out["bucket_ms"] = all_reduce_ms(measured, out["fit"], BUCKET_BYTES)[0]
+    return out
 
 
 def section(doc: dict, records: dict) -> dict:
@@ -188,85 +252,153 @@ def section(doc: dict, records: dict) -> dict:
          "multicast": "not recorded" if nvls is None else "off" if nvls == "0" else "on",
          "pairs": [{**p, "pcie_path": p.get("pcie_path", "not recorded"),
                     "nvlink_gbps_per_direction": p.get("nvlink_gbps_per_direction")} for p in node["pairs"]],
-         "p2p": _p2p(records["multigpu.p2p"]), "nccl": nccl, "peer": peer, "fit": None, "fit_reason": "", "dp": [],
-         "dp_reason": ""}
+         "p2p": _p2p(records["multigpu.p2p"], records["multigpu.nvbandwidth"]), "nccl": nccl, "peer": peer,
+         "bucket_bytes": BUCKET_BYTES, "gradient_bytes": GRADIENT_BYTES,
+         "training_bytes_per_param": TRAINING_BYTES_PER_PARAM, "memory_bytes": doc["device"]["memory_bytes"]}
     c.update(_collectives(nccl, peer, n))
-    reduce = [r for r in c["ours"] if r["collective"] == "all_reduce"]
-    try:
-        fit = reduce and alpha_beta([r["bytes"] for r in reduce], [r["time_ms"]["median"] * 1e-3 for r in reduce])
-    except ValueError as e:         # sizes the model cannot be fitted to: the slide says why
-        fit, c["fit_reason"] = None, f"the α–β model: {e}"
-    if fit:
-        fit["busbw_gbps"] = fit["beta_gbps"] * BUS_FACTOR["all_reduce"](n)
-        largest = max(reduce, key=lambda r: r["bytes"])
-        fit["check"] = {"bytes": largest["bytes"], "measured_ms": largest["time_ms"]["median"],
-                        "predicted_ms": predict_ms(fit, largest["bytes"])}
-        c["fit"] = fit
-    if reduce:
-        measured = sorted((r["bytes"], r["time_ms"]["median"]) for r in reduce)
-        try:
-            c["dp"] = data_parallel(measured, fit, doc["device"]["memory_bytes"])
-        except ValueError as e:        # the bucket's size was not measured and no fit reaches it
-            c["dp_reason"] = str(e)
-        c["bucket_ms"] = all_reduce_ms(measured, fit, BUCKET_BYTES)[0] if c["dp"] else None
-        c["bucket_bytes"], c["gradient_bytes"] = BUCKET_BYTES, GRADIENT_BYTES
-        c["training_bytes_per_param"], c["memory_bytes"] = TRAINING_BYTES_PER_PARAM, doc["device"]["memory_bytes"]
+    c.update(all_reduce_model(c["ours"], n, doc["device"]["memory_bytes"]))
     # the pairs by how they are joined: one line for all of them where they all are joined alike
     groups = {}
     for p in c["pairs"]:
         groups.setdefault((p["nvlinks"], p["via"], p["nvlink_gbps_per_direction"]), []).append(p)
     c["links"] = [{"pairs": ps, "nvlinks": k[0], "via": k[1], "nvlink_gbps_per_direction": k[2], "every": len(groups) == 1}
                   for k, ps in groups.items()]
-    link_gbps = [p["nvlink_gbps_per_direction"] for p in node["pairs"] if p.get("nvlink_gbps_per_direction")]
-    c["link_gbps"] = min(link_gbps) if link_gbps else None
+    c["link_gbps"] = link_gbps(node)
     return c
+
+
+def link_gbps(node: dict) -> float | None:
+    """The slowest NVLink bandwidth per direction between two of the node's GPUs (None: no NVLink)."""
+    rates = [p["nvlink_gbps_per_direction"] for p in node["pairs"] if p.get("nvlink_gbps_per_direction")]
+    return min(rates) if rates else None
+
+
+def node_size(doc: dict, nccl: dict) -> dict:
+    """One node size for the scaling slide: its GPU count, all-reduce's bus bandwidth by size (none
+    where multigpu.nccl was not measured), its α–β fit and the data-parallel step it implies."""
+    n = doc["node"]["gpu_count"]
+    rows = nccl["record"].get("rows", []) if nccl["measured"] else []
+    return {"n": n, "factor": BUS_FACTOR["all_reduce"](n), "link_gbps": link_gbps(doc["node"]),
+            "busbw": {r["bytes"]: r["busbw_gbps"] for r in rows if r["collective"] == "all_reduce"},
+            "nccl": nccl, **all_reduce_model(rows, n, doc["device"]["memory_bytes"])}
+
+
+def change(before: float, after: float) -> dict:
+    """``after`` against ``before`` in words: it holds within HOLDS_WITHIN, else it rises or falls by so much."""
+    ratio = after / before
+    verdict = "holds within" if abs(ratio - 1) <= HOLDS_WITHIN else "rises by" if ratio > 1 else "falls by"
+    return {"before": before, "after": after, "pct": 100 * abs(ratio - 1), "verdict": verdict}
+
+
+def step_against_factor(before_ms: float, after_ms: float, before_n: int, after_n: int) -> dict:
+    """How a data-parallel step's gradient all-reduce grows from a node of ``before_n`` GPUs to one of
+    ``after_n`` against the growth of the bus factor alone (a ring moves 2(n-1)/n of the gradients
+    through each GPU): in line with it (within HOLDS_WITHIN) where bus bandwidth holds, else more or less."""
+    ratio = after_ms / before_ms
+    factor_ratio = BUS_FACTOR["all_reduce"](after_n) / BUS_FACTOR["all_reduce"](before_n)
+    verdict, why = (("in line with", "bus bandwidth holds") if abs(ratio / factor_ratio - 1) <= HOLDS_WITHIN else
+                    ("more than", "bus bandwidth falls as GPUs are added") if ratio > factor_ratio else
+                    ("less than", "bus bandwidth rises as GPUs are added"))
+    return {"before_ms": before_ms, "after_ms": after_ms, "ratio": ratio, "factor_ratio": factor_ratio,
+            "verdict": verdict, "why": why}
+
+
+def scaling(sizes: list[dict]) -> dict | None:
+    """The node sizes side by side (``sizes``: node_size of each, by GPU count), None with fewer than
+    two that measured all-reduce: bus bandwidth at SCALING_SIZES and the largest size all measured,
+    and from the fewest GPUs to the most, how it, α and the largest common model's step change."""
+    shown_sizes = [s for s in sizes if s["busbw"]]
+    if len(shown_sizes) < 2:
+        return None
+    common = set.intersection(*(set(s["busbw"]) for s in shown_sizes))
+    at = sorted({b for b in SCALING_SIZES if b in common} | {max(common)}) if common else []
+    fewest, most = shown_sizes[0], shown_sizes[-1]
+    models = [{r["label"] for r in s["dp"]} for s in shown_sizes]
+    common_models = [r["label"] for r in fewest["dp"] if all(r["label"] in m for m in models)]
+    step = lambda size: next(r["bucketed_ms"] for r in size["dp"] if r["label"] == common_models[-1])
+    links = {s["link_gbps"] for s in shown_sizes}
+    return {"sizes": [{**s, "step_ms": step(s) if common_models else None} for s in shown_sizes],
+            "at": at, "fewest": fewest["n"], "most": most["n"],
+            "not_shown": [s for s in sizes if not s["busbw"]],
+            "link_gbps": links.pop() if len(links) == 1 else None,
+            "busbw": [{"bytes": b, **change(fewest["busbw"][b], most["busbw"][b])} for b in at],
+            "alpha": change(fewest["fit"]["alpha_us"], most["fit"]["alpha_us"]) if fewest["fit"] and most["fit"] else None,
+            "model": common_models[-1] if common_models else None,
+            "step": step_against_factor(step(fewest), step(most), fewest["n"], most["n"]) if common_models else None,
+            "holds_within": HOLDS_WITHIN, "large_from": LARGE_FROM, "bucket_bytes": BUCKET_BYTES}
 
 
 # --- figures -----------------------------------------------------------------------------------
 
+# The node's drawing: as wide as the column beside the first slide's list, whatever the GPU count,
+# so that its text is the size it is drawn at (a wider figure would be scaled down past legibility)
+TOPOLOGY_WIDTH = 540
+GPUS_PER_ROW = 4
+NAME_LINES = 2                   # a GPU's name wraps onto at most this many lines of its box
+
+
 def topology(c: dict) -> str:
-    """The node's GPUs (four a row), and each pair's NVLinks as recorded: a line for a direct
-    bond, a fabric box between the rows for links through NVSwitches."""
+    """The node's GPUs, GPUS_PER_ROW a row, and each pair's NVLinks as recorded: a line for a direct
+    bond, the NVSwitch fabric under the first row (the rest below it) for links through NVSwitches."""
     gpus, pairs = c["node"]["gpus"], c["node"]["pairs"]
-    per_row, box_w, box_h, gap, top, fabric_h = min(len(gpus), 4), 190, 74, 60, 20, 40
     switched = any(p["via"] == "nvswitch" for p in pairs)
-    fabric_y = top + box_h + 30
-    second_row = fabric_y + fabric_h + 30 if switched else top + box_h + gap
-    w = per_row * box_w + (per_row - 1) * gap + 80
-    h = (second_row + box_h if len(gpus) > per_row else fabric_y + fabric_h if switched else top + box_h) + 20
-    dwg = fig.drawing(w, h)
-    pos = {g["index"]: (40 + (i % per_row) * (box_w + gap), top if i < per_row else second_row)
-           for i, g in enumerate(gpus)}
+    direct = any(p["via"] == "direct" for p in pairs)
+    per_row = min(len(gpus), GPUS_PER_ROW)
+    margin, gap = 20, 56 if direct else 24          # a direct bond's label goes in the gap
+    box_w = (TOPOLOGY_WIDTH - 2 * margin - (per_row - 1) * gap) / per_row
+    names = {g["index"]: fig.wrap(g["name"], 11, box_w - 8, NAME_LINES) for g in gpus}
+    line_h = 16                                     # a box holds its title, its name's lines and its PCIe address
+    box_h = 32 + line_h * (max(len(lines) for lines in names.values()) + 1)
+    link_h, fabric_h, row_gap, top = 30, 36, 40, 16
+    fabric_y = top + box_h + link_h
+    below = fabric_y + fabric_h + link_h if switched else top + box_h + row_gap      # the second row's top
+    rows = math.ceil(len(gpus) / per_row)
+    row_y = [top] + [below + i * (box_h + row_gap) for i in range(rows - 1)]
+    h = (row_y[-1] + box_h if rows > 1 else fabric_y + fabric_h if switched else top + box_h) + top
+    dwg = fig.drawing(TOPOLOGY_WIDTH, h)
+    pos = {g["index"]: (margin + (i % per_row) * (box_w + gap), row_y[i // per_row]) for i, g in enumerate(gpus)}
     if switched:
-        dwg.add(dwg.rect((40, fabric_y), (w - 80, fabric_h), rx=6, fill="#eef2ff", stroke=fig.ACCENT))
-        fig.text(dwg, (w / 2, fabric_y + 26), "NVSwitch fabric", size=13, color=fig.ACCENT, anchor="middle",
-                  weight="bold")
+        dwg.add(dwg.rect((margin, fabric_y), (TOPOLOGY_WIDTH - 2 * margin, fabric_h), rx=6, fill="#eef2ff",
+                         stroke=fig.ACCENT))
+        fig.text(dwg, (TOPOLOGY_WIDTH / 2, fabric_y + 23), "NVSwitch fabric", size=13, color=fig.ACCENT,
+                 anchor="middle", weight="bold")
         for g in gpus:
             x, y = pos[g["index"]]
             y0, y1 = (y + box_h, fabric_y) if y < fabric_y else (fabric_y + fabric_h, y)
             dwg.add(dwg.line((x + box_w / 2, y0), (x + box_w / 2, y1), stroke=fig.ACCENT, stroke_width=4))
-            fig.text(dwg, (x + box_w / 2 + 8, (y0 + y1) / 2 + 5), f"{g['nvlinks']} NVLinks", size=12, color=fig.ACCENT)
+            fig.text(dwg, (x + box_w / 2 + 6, (y0 + y1) / 2 + 4), f"{g['nvlinks']} NVLinks", size=11, color=fig.ACCENT)
     for p in pairs:
         if p["via"] == "direct":
             (xa, ya), (xb, yb) = pos[p["a"]], pos[p["b"]]
             dwg.add(dwg.line((xa + box_w, ya + box_h / 2), (xb, yb + box_h / 2), stroke=fig.ACCENT, stroke_width=4))
             fig.text(dwg, ((xa + box_w + xb) / 2, (ya + yb + box_h) / 2 - 8), f"NV{p['nvlinks']}", size=12,
-                      color=fig.ACCENT, anchor="middle")
+                     color=fig.ACCENT, anchor="middle")
     for g in gpus:
         x, y = pos[g["index"]]
         dwg.add(dwg.rect((x, y), (box_w, box_h), rx=8, fill="#f9fafb", stroke=fig.INK, stroke_width=1.5))
-        fig.text(dwg, (x + box_w / 2, y + 28), f"GPU {g['index']}", size=15, anchor="middle", weight="bold")
-        fig.text(dwg, (x + box_w / 2, y + 48), g["name"], size=12, color=fig.MUTED, anchor="middle")
-        fig.text(dwg, (x + box_w / 2, y + 64), g["pci_bus_id"], size=11, color=fig.MUTED, anchor="middle")
+        fig.text(dwg, (x + box_w / 2, y + 22), f"GPU {g['index']}", size=14, anchor="middle", weight="bold")
+        for k, line in enumerate([*names[g["index"]], *fig.wrap(g["pci_bus_id"], 11, box_w - 8, 1)]):
+            fig.text(dwg, (x + box_w / 2, y + 22 + line_h * (k + 1)), line, size=11, color=fig.MUTED, anchor="middle")
     return dwg.tostring()
 
 
 def p2p_bars(c: dict) -> str:
-    first = c["p2p"]["first"]
+    """The first pair's copies, GB/s per direction; beside nvbandwidth's matching cases where it ran."""
+    first, peer = c["p2p"]["first"], c["p2p"]["peer"]
+    title = f"GB/s per direction, GPU {first['src']} → GPU {first['dst']}"
+    if peer["measured"]:
+        kinds = [k for k in P2P_KINDS if k in first["kinds"]]
+        theirs = peer["first"]["kinds"]
+        return fig.grouped_bars([P2P_KINDS[k] for k in kinds],
+                                [("this project", [first["kinds"][k] for k in kinds]),
+                                 (f"nvbandwidth {peer['version']}", [theirs[k]["nvbandwidth"] if k in theirs else None
+                                                                      for k in kinds])],
+                                title + (f" (NVLink: {c['link_gbps']:,.0f})" if c["link_gbps"] else ""), digits=0,
+                                height=300)
     bars = [fig.Bar(label, first["kinds"][k], fig.PALETTE[i]) for i, (k, label) in enumerate(P2P_KINDS.items())
             if k in first["kinds"]]
     lines = [fig.Line("x", c["link_gbps"], f"NVLink {c['link_gbps']:,.0f} per direction", fig.REF)] if c["link_gbps"] else []
-    return fig.bar_chart(bars, f"GB/s per direction, GPU {first['src']} → GPU {first['dst']}", lines)
+    return fig.bar_chart(bars, title, lines)
 
 
 def busbw_chart(c: dict) -> str:
@@ -294,6 +426,15 @@ def latency_chart(c: dict) -> str:
                                     x_format=fig.fmt_bytes, y_log=True, width=760, height=320))
 
 
+def scaling_chart(s: dict) -> str:
+    """All-reduce's bus bandwidth against message size, a line for each node size."""
+    series = [fig.Series(f"{size['n']} GPUs", sorted(size["busbw"].items()), fig.PALETTE[i], marks=False)
+              for i, size in enumerate(s["sizes"])]
+    lines = [fig.Line("y", s["link_gbps"], f"NVLink per direction {s['link_gbps']:,.0f}", fig.REF)] if s["link_gbps"] else []
+    return fig.line_chart(fig.Chart("all-reduce size (log scale)", "busbw, GB/s", series, lines,
+                                    x_format=fig.fmt_bytes, width=860, height=230))
+
+
 def draw(deck) -> dict[str, str]:
     c = deck["multigpu"]
     if not c["measured"]:
@@ -304,4 +445,6 @@ def draw(deck) -> dict[str, str]:
     if c["ours"]:
         svgs["nccl_busbw.svg"] = busbw_chart(c)
         svgs["nccl_latency.svg"] = latency_chart(c)
+    if c["scaling"]:
+        svgs["nccl_scaling.svg"] = scaling_chart(c["scaling"])
     return svgs

@@ -14,6 +14,8 @@ from bench import cuda, registry, toolkit
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "h100.yaml"
 NODE_FIXTURE = ROOT / "tests" / "fixtures" / "h200-x2.yaml"      # a node's file: python -m bench on two H200s
+# by GPU count: that node and the nodes of more H200s simulated from it (tests/make_node_fixtures.py)
+NODE_FIXTURES = {int(p.stem.rsplit("-x", 1)[1]): p for p in sorted(NODE_FIXTURE.parent.glob("h200-x*.yaml"))}
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)     # libyaml parses the fixture ~5x faster
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
     def ignore_aliases(self, data) -> bool:     # as bench.schema.Dumper: results files hold no aliases
@@ -50,6 +52,12 @@ def fixture_doc():
 def node_doc():
     """A fresh copy of the node fixture (the multi-GPU benchmarks and the node's topology)."""
     return copy.deepcopy(_fixture_results(NODE_FIXTURE))
+
+
+@pytest.fixture
+def node_docs():
+    """A fresh copy of every node fixture, by GPU count."""
+    return {n: copy.deepcopy(_fixture_results(path)) for n, path in sorted(NODE_FIXTURES.items())}
 
 
 def dump_results(doc) -> str:

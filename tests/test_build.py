@@ -61,7 +61,7 @@ def fixture_outline() -> list[str]:
             titles += written[:1] + CODE_PAGES
         elif name == "atlas" and not any(bid.startswith("atlas.") for bid in _fixture_results()["benchmarks"]):
             continue                                 # no atlas measured: one line on the backup divider
-        elif name not in ("multigpu", "compare"):   # no node's or other GPU's file beside the fixture: neither shows
+        elif name not in ("multigpu", "overlap", "compare"):   # no node's or other GPU's file beside the fixture
             titles += [t.replace("[[ device.arch ]]", "Hopper") for t in written]
     assert not [t for t in titles if "[[" in t], "a title made from data that fixture_outline does not expand"
     return titles

@@ -227,7 +227,7 @@ def _deck_from(file, prefix, path, change, fixture_doc, node_doc):
     schema.validate(fixture_doc, "gpu.yaml")
     schema.validate(node_doc, "node.yaml")
     node_doc["device"]["name"] = fixture_doc["device"]["name"]
-    build._assemble(Path("gpu.yaml"), fixture_doc, build.ROOT, [], None, (Path("node.yaml"), node_doc))
+    build._assemble(Path("gpu.yaml"), fixture_doc, build.ROOT, [], None, [(Path("node.yaml"), node_doc)])
 
 
 def _zero(mapping, key):

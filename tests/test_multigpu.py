@@ -12,8 +12,10 @@ from bench import multigpu, runner, schema
 from bench.registry import discover
 from bench.topology import NO_MULTICAST, child_env, pairs_of
 from slides import multigpu as section
-from slides.deck import figures_dir
-from tests.test_build import assert_spoken_first, deck, headings, slides_of  # noqa: F401 (deck: the fixture deck)
+from slides.deck import Deck, figures_dir
+from slides.kit import fmt_bytes
+from tests.conftest import NODE_FIXTURES
+from tests.test_build import assert_spoken_first, deck, headings, prose_words, slides_of  # noqa: F401 (deck: the fixture deck)
 
 
 @pytest.mark.parametrize("n,all_reduce,gather", [(2, 1.0, 0.5), (4, 1.5, 0.75), (8, 1.75, 0.875)])
@@ -197,7 +199,8 @@ def test_multigpu_numbers_follow_the_results(fixture_doc, node_doc, write_result
 def test_without_a_node_the_section_is_one_line_in_the_backup_not_a_slide(deck):
     s = slides_of(deck["md"])
     assert not [t for t in s if t.startswith("Past One GPU")]
-    assert ("Not measured on this GPU: the multi-GPU section (multigpu.p2p, multigpu.nccl, multigpu.nccl_tests)"
+    from slides import overlap
+    assert (f"Not measured on this GPU: the multi-GPU sections ({', '.join([*section.IDS, overlap.ID])})"
             in s["Backup Slides"])
     assert "Past One GPU: multigpu.p2p" in deck["out"]                     # and build.py lists it
 
@@ -335,33 +338,14 @@ def test_the_nccl_notes_name_its_choice_where_recorded(fixture_doc, node_doc, wr
     assert "(NCCL chose RING, SIMPLE)" in notes and "Its smallest size: RING, LL128." in notes
 
 
-def node_of(node_doc: dict, n: int) -> dict:
-    """The node fixture as a node of ``n`` GPUs would record it: every GPU, every pair through the
-    NVSwitches, every ordered pair's peer-to-peer row, the collectives' bus bandwidth from their times
-    with the factors of n ranks (the times are the two GPUs', which is all a fixture can say)."""
-    doc = copy.deepcopy(node_doc)
-    node, gpu = doc["node"], doc["node"]["gpus"][0]
-    node["gpu_count"] = n
-    node["gpus"] = [{**gpu, "index": i, "pci_bus_id": f"0000:{i:02x}:00.0"} for i in range(n)]
-    pair = node["pairs"][0]
-    node["pairs"] = [{**pair, "a": a, "b": b} for a in range(n) for b in range(a + 1, n)]
-    row = doc["benchmarks"]["multigpu.p2p"]["rows"][0]
-    doc["benchmarks"]["multigpu.p2p"]["rows"] = [{**row, "src": s, "dst": d} for s in range(n) for d in range(n) if s != d]
-    for bid in ("multigpu.nccl", "multigpu.nccl_tests"):
-        rec = doc["benchmarks"][bid]
-        rec["params"]["ranks"] = n
-        for r in rec["rows"]:
-            ms = r["time_ms"]["median"] if "time_ms" in r else r["time_us"] / 1e3
-            r.update(multigpu.bandwidths(r["collective"], r["bytes"], ms, n))
-    return doc
+LARGER_NODES = [n for n in NODE_FIXTURES if n > min(NODE_FIXTURES)]      # the simulated ones
 
 
-@pytest.mark.parametrize("n", [4, 8])
-def test_a_node_of_more_gpus_builds_its_section(n, fixture_doc, node_doc, write_results, tmp_path):
+@pytest.mark.parametrize("n", LARGER_NODES)
+def test_a_node_of_more_gpus_builds_its_section(n, fixture_doc, node_docs, write_results, tmp_path):
     """The family is written for any number of GPUs of a host: a node of 4 or 8 draws every GPU, lists
     every pair, and holds bus bandwidth to the factors of n ranks."""
-    doc = node_of(node_doc, n)
-    schema.validate(doc, "node")
+    doc = node_docs[n]
     fixture_doc["device"].update(name=doc["device"]["name"], slug=doc["device"]["slug"])
     assert build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path), "--no-compare",
                        "--node", str(write_results(doc, f"node-x{n}.yaml"))]) == 0
@@ -372,9 +356,204 @@ def test_a_node_of_more_gpus_builds_its_section(n, fixture_doc, node_doc, write_
     topology = (figures_dir(tmp_path) / "node_topology.svg").read_text()
     assert all(f">GPU {i}<" in topology for i in range(n))
     assert f"all-reduce {2 * (n - 1) / n:.2f} on {n} GPUs" in s["NCCL: Bus Bandwidth by Message Size"]
-    big = next(r for r in doc["benchmarks"]["multigpu.nccl"]["rows"] if r["collective"] == "all_reduce"
-               and r["bytes"] == 4 << 30)
-    assert big["busbw_gbps"] == pytest.approx(big["algbw_gbps"] * 2 * (n - 1) / n)
+    for r in doc["benchmarks"]["multigpu.nccl"]["rows"]:
+        assert r["busbw_gbps"] == pytest.approx(r["algbw_gbps"] * multigpu.BUS_FACTOR[r["collective"]](n))
+    assert "NCCL Across Node Sizes" not in s                         # one node size: nothing to set beside it
+
+
+# --- node sizes side by side -------------------------------------------------------------------
+
+def test_the_simulated_nodes_are_what_their_script_makes_and_say_so():
+    """tests/make_node_fixtures.py made the committed fixtures from the measured node (rerun it when
+    that changes); each validates and says it is simulated; its times differ by size from the two GPUs'."""
+    from tests import make_node_fixtures as make
+    measured = schema.load(NODE_FIXTURES[make.MEASURED_GPUS])
+    for n in LARGER_NODES:
+        text = NODE_FIXTURES[n].read_text()
+        assert text == make.text_of(n), f"{NODE_FIXTURES[n].name} is stale: python -m tests.make_node_fixtures"
+        doc = schema.load(NODE_FIXTURES[n])
+        assert text.startswith("# SIMULATED") and "not a measurement" in doc["node"]["simulated"]
+        assert doc["node"]["gpu_count"] == len(doc["node"]["gpus"]) == n
+        assert len(doc["node"]["pairs"]) == n * (n - 1) // 2 and len(doc["benchmarks"]["multigpu.p2p"]["rows"]) == n * (n - 1)
+        for bid in ("multigpu.nccl", "multigpu.nccl_tests"):
+            theirs = {(r["collective"], r.get("mode"), r["bytes"]): r["busbw_gbps"] for r in measured["benchmarks"][bid]["rows"]}
+            rows = doc["benchmarks"][bid]["rows"]
+            assert doc["benchmarks"][bid]["params"]["ranks"] == n and all(
+                multigpu.element_count(r["collective"], r["bytes"], n) for r in rows)
+            assert all(r["busbw_gbps"] != theirs[r["collective"], r.get("mode"), r["bytes"]] for r in rows)
+
+
+@pytest.mark.parametrize("n", list(NODE_FIXTURES))
+def test_each_node_size_is_fitted_on_its_own(n, node_docs):
+    """A node size's figures: the bus factor of its ranks, all-reduce's busbw by size as recorded, its
+    own α–β fit, and the data-parallel step from its own measured times."""
+    doc = node_docs[n]
+    size = section.node_size(doc, Deck(doc, discover()).record("multigpu.nccl"))
+    reduce = [r for r in doc["benchmarks"]["multigpu.nccl"]["rows"] if r["collective"] == "all_reduce"]
+    assert size["n"] == n and size["factor"] == multigpu.BUS_FACTOR["all_reduce"](n) == 2 * (n - 1) / n
+    assert size["busbw"] == {r["bytes"]: r["busbw_gbps"] for r in reduce}
+    fit = section.alpha_beta([r["bytes"] for r in reduce], [r["time_ms"]["median"] * 1e-3 for r in reduce])
+    assert size["fit"]["alpha_us"] == fit["alpha_us"] and size["fit"]["beta_gbps"] == fit["beta_gbps"]
+    assert size["fit"]["busbw_gbps"] == pytest.approx(fit["beta_gbps"] * 2 * (n - 1) / n)
+    measured = sorted((r["bytes"], r["time_ms"]["median"]) for r in reduce)
+    assert size["dp"] == section.data_parallel(measured, size["fit"], doc["device"]["memory_bytes"])
+    del doc["benchmarks"]["multigpu.nccl"]
+    assert section.node_size(doc, Deck(doc, discover()).record("multigpu.nccl"))["busbw"] == {}   # not measured: no line
+
+
+def test_judgments_of_the_node_sizes_take_each_wording():
+    within = section.HOLDS_WITHIN
+    assert section.change(100, 100 * (1 + within / 2)) == {"before": 100, "after": pytest.approx(100 + 50 * within),
+                                                         "pct": pytest.approx(50 * within), "verdict": "holds within"}
+    assert section.change(100, 100 * (1 + 2 * within))["verdict"] == "rises by"
+    assert section.change(100, 100 * (1 - 2 * within)) == {"before": 100, "after": pytest.approx(100 - 200 * within),
+                                                         "pct": pytest.approx(200 * within), "verdict": "falls by"}
+    factor = multigpu.BUS_FACTOR["all_reduce"](8) / multigpu.BUS_FACTOR["all_reduce"](2)
+    step = lambda ratio: section.step_against_factor(10.0, 10.0 * ratio, 2, 8)
+    assert step(factor)["factor_ratio"] == pytest.approx(1.75) and step(factor)["verdict"] == "in line with"
+    assert step(factor * (1 + 2 * within))["why"] == "bus bandwidth falls as GPUs are added"
+    assert step(factor * (1 - 2 * within))["verdict"] == "less than"
+
+
+def _beside(fixture_doc, node_docs, write_results, sizes=None):
+    """The H100 fixture named for the node fixtures' GPU, with the node files of ``sizes`` (all) beside it."""
+    doc = next(iter(node_docs.values()))
+    fixture_doc["device"].update(name=doc["device"]["name"], slug=doc["device"]["slug"])
+    for n in sizes or node_docs:
+        write_results(node_docs[n], f"gpu-x{n}.yaml")
+    return write_results(fixture_doc, "gpu.yaml")
+
+
+def test_every_node_size_beside_is_set_side_by_side(fixture_doc, node_docs, write_results, tmp_path):
+    """Nodes of 2, 4 and 8 GPUs found beside: the section details the most GPUs, and one slide sets
+    every size's all-reduce side by side (its busbw by size, α–β fit and data-parallel step) with
+    the judgments the data make."""
+    results = _beside(fixture_doc, node_docs, write_results)
+    assert build.main(["--results", str(results), "--out-dir", str(tmp_path), "--no-compare"]) == 0
+    md = (tmp_path / "slides.md").read_text()
+    s, most, fewest = slides_of(md), max(node_docs), min(node_docs)
+    assert f"Past One GPU: {most} × NVIDIA H200" in s
+    table = [line for line in s["NCCL Across Node Sizes"].splitlines() if line.startswith("| **")]
+    assert [row.split(" | ")[0] for row in table] == [f"| **{n}**" for n in node_docs]
+    sizes = {n: section.node_size(doc, Deck(doc, discover()).record("multigpu.nccl")) for n, doc in node_docs.items()}
+    common = set.intersection(*(set(z["busbw"]) for z in sizes.values()))
+    at = sorted({b for b in section.SCALING_SIZES if b in common} | {max(common)})
+    model = sizes[fewest]["dp"][-1]["label"]
+    step_ms = {n: sizes[n]["dp"][-1]["bucketed_ms"] for n in sizes}
+    for row, (n, z) in zip(table, sizes.items()):
+        assert row == (f"| **{n}** | {z['factor']:.2f} |" + "".join(f" {z['busbw'][b]:,.1f} GB/s |" for b in at)
+                       + f" {z['fit']['alpha_us']:,.1f} µs | {z['fit']['busbw_gbps']:,.1f} GB/s | {step_ms[n]:,.1f} ms |")
+    slide = s["NCCL Across Node Sizes"]
+    assert f"| {model} step, {fmt_bytes(section.BUCKET_BYTES)} buckets |" in slide
+    changes = [section.change(sizes[fewest]["busbw"][b], sizes[most]["busbw"][b]) for b in at]
+    assert f"From {fewest} to {most} GPUs, all-reduce's bus bandwidth {changes[0]['verdict']} {changes[0]['pct']:.0f}%" in slide
+    assert all(f"{c['pct']:.0f}% at {fmt_bytes(b)}" in slide for c, b in zip(changes, at))
+    alpha = section.change(sizes[fewest]["fit"]["alpha_us"], sizes[most]["fit"]["alpha_us"])
+    assert f"; α {alpha['verdict']} {alpha['pct']:.0f}%" in slide
+    step = section.step_against_factor(step_ms[fewest], step_ms[most], fewest, most)
+    assert (f"A {model} step's gradient all-reduce takes {step['ratio']:.2f}× as long on {most} GPUs as on {fewest}, "
+            f"{step['verdict']} the bus factor's {step['factor_ratio']:.2f}×: {step['why']}") in slide
+    # the figure: a line for each size, the link they share
+    svg = (figures_dir(tmp_path) / "nccl_scaling.svg").read_text()
+    assert all(f">{n} GPUs<" in svg for n in node_docs) and svg.count("<polyline") == len(node_docs)
+    assert f"NVLink per direction {node_docs[most]['node']['pairs'][0]['nvlink_gbps_per_direction']:,.0f}" in svg
+    assert_spoken_first(md)
+    assert prose_words(slide) <= 80
+
+
+def test_a_single_node_size_has_no_scaling_slide(node_deck):
+    assert "NCCL Across Node Sizes" not in headings(node_deck["md"])
+
+
+def test_a_node_size_without_all_reduce_is_named_in_the_notes_not_shown(fixture_doc, node_docs, write_results, tmp_path):
+    skipped = min(LARGER_NODES)
+    rec = node_docs[skipped]["benchmarks"]["multigpu.nccl"]
+    node_docs[skipped]["benchmarks"]["multigpu.nccl"] = {**_skipped(rec, "skipped"), "reason": "left out of the run"}
+    results = _beside(fixture_doc, node_docs, write_results)
+    assert build.main(["--results", str(results), "--out-dir", str(tmp_path), "--no-compare"]) == 0
+    slide = slides_of((tmp_path / "slides.md").read_text())["NCCL Across Node Sizes"]
+    assert f"| **{skipped}** |" not in slide
+    assert f"Not on this slide: the node of {skipped} GPUs, whose all-reduce was not measured (left out of the run)." in slide
+
+
+def test_named_node_files_are_the_only_ones(fixture_doc, node_docs, write_results, tmp_path):
+    """--node names the node files to use, whatever lies beside: the most GPUs of them detailed."""
+    results = _beside(fixture_doc, node_docs, write_results)
+    named = [min(node_docs), max(node_docs)]
+    assert build.main(["--results", str(results), "--out-dir", str(tmp_path), "--no-compare",
+                       "--node", *[str(results.with_name(f"gpu-x{n}.yaml")) for n in named]]) == 0
+    s = slides_of((tmp_path / "slides.md").read_text())
+    assert f"Past One GPU: {max(named)} × NVIDIA H200" in s
+    assert [line.split(" | ")[0] for line in s["NCCL Across Node Sizes"].splitlines() if line.startswith("| **")] == [
+        f"| **{n}**" for n in named]
+
+
+def test_another_gpus_node_file_beside_is_left_out_with_a_warning(fixture_doc, node_docs, write_results, tmp_path,
+                                                                   capsys):
+    """Of the node files beside, one of another GPU (its slug is another's: named so by mistake) is
+    left out of the section in one line; named, it is an error."""
+    smaller = min(LARGER_NODES)
+    node_docs[smaller]["device"].update(name="NVIDIA H100 80GB HBM3", slug="nvidia-h100-80gb-hbm3")
+    results = _beside(fixture_doc, node_docs, write_results)
+    stray = results.with_name(f"gpu-x{smaller}.yaml")
+    assert build.main(["--results", str(results), "--out-dir", str(tmp_path), "--no-compare"]) == 0
+    err = capsys.readouterr().err
+    assert (f"build.py: left out of the multi-GPU section: {stray}: the node file of 'NVIDIA H100 80GB HBM3', "
+            f"not of 'NVIDIA H200'\n") in err and err.count("\n") == 1
+    table = [line for line in slides_of((tmp_path / "slides.md").read_text())["NCCL Across Node Sizes"].splitlines()
+             if line.startswith("| **")]
+    assert [row.split(" | ")[0] for row in table] == [f"| **{n}**" for n in node_docs if n != smaller]
+    assert build.main(["--results", str(results), "--out-dir", str(tmp_path), "--no-compare", "--node", str(stray)]) == 1
+
+
+def test_a_node_size_whose_part_fails_is_left_out_the_others_kept(fixture_doc, node_docs, write_results, tmp_path,
+                                                                   capsys, monkeypatch):
+    """A node file beside that fails in its part of the scaling slide alone is left out naming it;
+    the section still details the largest, and the other sizes stay side by side."""
+    broken = min(LARGER_NODES)
+    size_of = section.node_size
+    monkeypatch.setattr(section, "node_size", lambda doc, nccl: size_of(doc, nccl) if doc["node"]["gpu_count"] != broken
+                        else {}["busbw"])
+    results = _beside(fixture_doc, node_docs, write_results)
+    assert build.main(["--results", str(results), "--out-dir", str(tmp_path), "--no-compare"]) == 0
+    assert (f"left out of the multi-GPU section: {results.with_name(f'gpu-x{broken}.yaml')}: the deck cannot be built "
+            "with it") in capsys.readouterr().err
+    s = slides_of((tmp_path / "slides.md").read_text())
+    assert f"Past One GPU: {max(node_docs)} × NVIDIA H200" in s
+    assert f"| **{broken}** |" not in s["NCCL Across Node Sizes"] and f"| **{max(node_docs)}** |" in s["NCCL Across Node Sizes"]
+
+
+def test_two_node_files_of_one_size_are_refused_by_name(fixture_doc, node_docs, write_results, tmp_path, capsys):
+    results = _beside(fixture_doc, node_docs, write_results)
+    n = max(node_docs)
+    twin = write_results(node_docs[n], "twin.yaml")
+    assert build.main(["--results", str(results), "--out-dir", str(tmp_path), "--no-compare",
+                       "--node", str(results.with_name(f"gpu-x{n}.yaml")), str(twin)]) == 1
+    assert f"{twin}: a second node file of {n} GPUs, beside {results.with_name(f'gpu-x{n}.yaml')}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["as recorded", "NVIDIA H100 80GB HBM3", "X" * 60])
+def test_the_topology_of_eight_gpus_is_legible_and_inside_its_figure(name, node_docs):
+    """Rows of four boxes with the NVSwitch fabric between them, drawn at the width the first slide's
+    column shows it: every GPU's box, no text under 10 px, none past the figure's edges or over another,
+    whatever the GPU's name (a long one wraps in its box, one that cannot is cut)."""
+    import itertools
+    import re
+    from tests.test_build import OVERPRINT_PX, svg_text_boxes
+    n = max(node_docs)
+    doc = node_docs[n]
+    for gpu in doc["node"]["gpus"] if name != "as recorded" else ():
+        gpu["name"] = name
+    svg = section.topology(section.section(doc, {bid: Deck(doc, discover()).record(bid) for bid in section.IDS}))
+    width, height = (float(v) for v in re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg).groups())
+    assert width == section.TOPOLOGY_WIDTH
+    assert [i for i in range(n) if f">GPU {i}<" in svg] == list(range(n)) and svg.count('fill="#f9fafb"') == n
+    assert svg.count("NVSwitch fabric") == 1 and svg.count(">18 NVLinks<") == n
+    assert min(float(x) for x in re.findall(r"font-size:([\d.]+)px", svg)) >= 10
+    boxes = svg_text_boxes(svg)
+    assert all(0 <= x0 and x1 <= width and 0 <= y0 and y1 <= height for x0, y0, x1, y1, _ in boxes), boxes
+    assert not [(a[4], b[4]) for a, b in itertools.combinations(boxes, 2)
+                if min(a[2], b[2]) - max(a[0], b[0]) > OVERPRINT_PX and min(a[3], b[3]) - max(a[1], b[1]) > OVERPRINT_PX]
 
 
 def test_a_node_file_beside_that_fails_is_an_error_when_nothing_can_warn(fixture_doc, node_doc, write_results,

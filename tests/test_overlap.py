@@ -87,3 +87,80 @@ def test_nvbandwidth_sources_come_from_its_cmakelists(tmp_path):
     (tmp_path / "CMakeLists.txt").write_text("project(other)\n")
     with pytest.raises(RuntimeError, match="not an nvbandwidth checkout"):
         nvbandwidth.sources(tmp_path)
+
+
+# --- the slides, from a record that combine() made of simulated ranks ---------------------------
+
+def _record(of_ideal_by_label: dict, n: int = 4) -> dict:
+    """An ok multigpu.overlap record: each GEMM's overlapped time set so that it reaches the given
+    share of the ideal (GEMM 1 ms, NCCL 0.4 ms alone), its timeline four chunks a stream."""
+    from bench.registry import discover
+    patterns = {}
+    for p in overlap.PATTERNS:
+        kernels = {}
+        for label in overlap.KERNELS:
+            ms = {"overlapped": 1.0 / of_ideal_by_label[label], "sequential": 1.4, "gemm": 1.0, "comm": 0.4}
+            rank = _rank(ms)
+            for r in rank.values():
+                r["kernels"][label] = {**r["kernels"][label], "timeline": [
+                    {"stream": s, "chunk": j, "start_ms": 0.3 * j + (0.1 if s == "gemm" else 0), "end_ms": 0.3 * j + 0.28}
+                    for s in ("comm", "gemm") for j in range(4)]}
+            kernels[label] = overlap.combine([rank, rank], p, label)
+        patterns[p] = {**overlap.shapes(n, 8192, 8192, 28672)[p], "chunks": 4, "kernels": kernels}
+    header = discover()["multigpu.overlap"].record_header()
+    return {**header, "status": "ok", "params": {"ranks": n, "kernels": overlap.KERNELS, **overlap.MODEL, "chunks": 4,
+                                                 "target_of_ideal": overlap.OVERLAP_TARGET, "nccl": "2.28.9"},
+            "check": {"passed": True, "method": "simulated"}, "patterns": patterns}
+
+
+def _node(n: int, record: dict | None):
+    import copy
+
+    import yaml
+    doc = yaml.safe_load(Path("tests/fixtures/h200-x2.yaml").read_text())
+    doc = copy.deepcopy(doc)
+    doc["node"]["gpu_count"] = n
+    doc["benchmarks"].pop("multigpu.overlap")
+    if record:
+        doc["benchmarks"]["multigpu.overlap"] = record
+    return (Path(f"node-x{n}.yaml"), doc)
+
+
+def _overlap_deck(*nodes):
+    import yaml
+    from bench.registry import discover
+    from slides.deck import Deck
+    doc = yaml.safe_load(Path("tests/fixtures/h200-x2.yaml").read_text())
+    return Deck(doc, discover(), nodes=nodes)
+
+
+def test_overlap_calls_the_target_per_node_size_and_ours_against_cublas():
+    met = {"persistent": 0.85, "a CTA a tile": 0.9, "cuBLAS": 0.9}
+    short = {"persistent": 0.6, "a CTA a tile": 0.7, "cuBLAS": 0.8}
+    deck = _overlap_deck(_node(2, _record(met, 2)), _node(4, _record(short)))
+    c = deck["overlap"]
+    assert c["measured"] and c["sizes"] == [2, 4] and c["largest"]["n"] == 4
+    assert c["met_on"] == [{"n": 2, "all": True}, {"n": 4, "all": False}] and not c["met_everywhere"]
+    # the best of ours (a CTA a tile, 70%) against cuBLAS (80%), the same every sample: behind by 10 points
+    assert all(v == {"points": "−10", "call": "behind"} for v in c["against_cublas"].values())
+    row = c["largest"]["patterns"][0]["runs"][0]
+    assert row["label"] == "persistent" and row["elsewhere"] == [{"n": 2, "of_ideal": pytest.approx(0.85)}]
+    # overlapped at 1/0.6 ms against 1.4 ms one after the other: slower, and listed as such
+    assert {r["label"] for r in c["slowed_by_overlap"]} == {"persistent", "a CTA a tile"}
+
+
+def test_overlap_timeline_draws_every_recorded_event_legibly():
+    import re
+    from slides import overlap as section
+    deck = _overlap_deck(_node(4, _record({"persistent": 0.8, "a CTA a tile": 0.9, "cuBLAS": 0.9})))
+    svg = section.draw(deck)["overlap_timeline.svg"]
+    ours = [label for label, k in overlap.KERNELS.items() if k != "cublas"]
+    # the bars: 4 chunks on each of two streams, for each of our GEMMs in each pattern
+    assert svg.count("<rect") - 1 == len(overlap.PATTERNS) * len(ours) * 2 * 4     # less the background
+    assert min(float(s) for s in re.findall(r"font-size:(\d+(?:\.\d+)?)px", svg)) >= 10
+
+
+def test_no_overlap_record_no_slides():
+    deck = _overlap_deck(_node(2, None))
+    assert not deck["overlap"]["measured"]
+    assert deck.missing["Overlapping a GEMM With Its Communication"] == ["multigpu.overlap"]

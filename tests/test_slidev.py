@@ -182,21 +182,22 @@ def test_the_committed_decks_fit_on_the_canvas_in_chromium(results):
 
 
 def test_a_deck_with_an_eight_gpu_node_fits_on_the_canvas_in_chromium(tmp_path):
-    """A node of 8 GPUs (the fixture's, as tests/test_multigpu.py scales it): its section's slides,
-    drawing and listing every GPU and pair, fit in Chromium as a 2-GPU node's do."""
-    import copy
+    """The node fixtures of every size beside one GPU's (8 GPUs the largest, tests/make_node_fixtures.py):
+    the section's slides, drawing and listing every GPU and pair of the 8 and setting the sizes side by
+    side, fit in Chromium as a 2-GPU node's do."""
     import yaml
-    from tests.conftest import NODE_FIXTURE, _fixture_results, fixture_doc_copy
-    from tests.test_multigpu import node_of
+    from tests.conftest import NODE_FIXTURES, _fixture_results, fixture_doc_copy
     out = ROOT / ".deck-test-x8"
     shutil.rmtree(out, ignore_errors=True)
     try:
-        node = node_of(copy.deepcopy(_fixture_results(NODE_FIXTURE)), 8)
         mine = fixture_doc_copy()
+        node = _fixture_results(NODE_FIXTURES[max(NODE_FIXTURES)])
         mine["device"].update(name=node["device"]["name"], slug=node["device"]["slug"])
         (tmp_path / "gpu.yaml").write_text(yaml.safe_dump(mine, sort_keys=False))
-        (tmp_path / "gpu-x8.yaml").write_text(yaml.safe_dump(node, sort_keys=False))
+        for n, path in NODE_FIXTURES.items():
+            (tmp_path / f"gpu-x{n}.yaml").write_text(yaml.safe_dump(_fixture_results(path), sort_keys=False))
         assert build.main(["--results", str(tmp_path / "gpu.yaml"), "--out-dir", str(out), "--no-compare"]) == 0
+        assert "NCCL Across Node Sizes" in headings((out / "slides.md").read_text())
         _slidev("build", "slides.md", "--out", str(out / "dist"), cwd=out)
         _assert_every_slide_fits(out / "dist", out / "slides.md")
     finally:

@@ -1,0 +1,125 @@
+"""A GEMM overlapped with its communication (multigpu.overlap, bench/overlap.py), from this GPU's
+node files: each pattern and GEMM against the ideal, at every node size measured, and the
+largest node's overlapped runs as timelines. Template: overlap.md.j2."""
+from __future__ import annotations
+
+from bench.schema import one_line
+from bench.timing import overlap as intervals_overlap
+from slides import kit as fig
+from slides.deck import BuildError, Deck
+
+ID = "multigpu.overlap"
+PATTERNS = {"all_gather_gemm": "all-gather → GEMM", "gemm_reduce_scatter": "GEMM → reduce-scatter"}
+COMM_NAMES = {"all_gather": "all-gather", "reduce_scatter": "reduce-scatter"}
+SLOWER_FROM = 1.5      # a GEMM chunk this many times its share of the GEMM alone "waits" in the timeline
+
+
+def run(label: str, r: dict, target: float) -> dict:
+    """One GEMM's four ways, what overlap bought, and the calls the slides make of them."""
+    t = r["times_ms"]
+    per_chunk = t["gemm"]["median"] / (1 + max(s["chunk"] for s in r["timeline"]))
+    chunks = [s["end_ms"] - s["start_ms"] for s in r["timeline"] if s["stream"] == "gemm"]
+    return {"label": label, "kernel": r["kernel"], "tile": r["tile"], "times": {w: v["median"] for w, v in t.items()},
+            "of_ideal": r["efficiency"]["of_ideal"], "speedup": r["efficiency"]["speedup_over_serial"],
+            "of_ideal_by_sample": r["efficiency_by_sample"]["of_ideal"],
+            "met": r["efficiency"]["of_ideal"] >= target, "check": r["check"],
+            # overlapped against one after the other, in turns: a call only where their intervals part
+            "verdict": ("a tie" if intervals_overlap(t["overlapped"], t["sequential"])
+                        else "faster" if t["overlapped"]["median"] < t["sequential"]["median"] else "slower"),
+            "worst_chunk": max(chunks) / per_chunk, "timeline": r["timeline"]}
+
+
+def node_overlap(doc: dict, rec: dict) -> dict:
+    """One node's overlap record, by pattern, each GEMM a ``run``."""
+    r = rec["record"]
+    p = r["params"]
+    target = p["target_of_ideal"]
+    patterns = []
+    for key, name in PATTERNS.items():
+        pat = r["patterns"][key]
+        runs = [{**run(label, k, target), "pattern": name} for label, k in pat["kernels"].items()]
+        patterns.append({"key": key, "name": name, "gemm": pat["gemm"], "comm": COMM_NAMES[pat["comm"]],
+                         "comm_bytes": pat["comm_bytes"], "runs": runs, "chunks": pat["chunks"]})
+    return {"n": doc["node"]["gpu_count"], "rec": rec, "params": p, "target": target, "patterns": patterns}
+
+
+def context(deck) -> dict:
+    measured = []
+    for path, doc in deck.nodes:
+        rec = Deck(doc, deck.benchmarks).record(ID)
+        if not rec["measured"] or rec["failed"]:
+            continue
+        try:
+            measured.append(node_overlap(doc, rec))
+        except Exception as e:
+            raise BuildError(f"{path}: the overlap slides cannot be built from it ({type(e).__name__}: "
+                             f"{one_line(e, 200)})") from e
+    if not measured:
+        deck.missing.setdefault("Overlapping a GEMM With Its Communication", []).append(ID)
+        return {"measured": False, "id": ID}
+    largest = measured[-1]
+    for p in largest["patterns"]:          # each GEMM's share of the ideal on the other node sizes
+        for r in p["runs"]:
+            r["elsewhere"] = [{"n": m["n"], "of_ideal": next(o["of_ideal"] for q in m["patterns"] if q["key"] == p["key"]
+                                                             for o in q["runs"] if o["label"] == r["label"])}
+                              for m in measured[:-1]]
+    runs = [r for p in largest["patterns"] for r in p["runs"]]
+    ours = [r for r in runs if r["kernel"] != "cublas"]
+    cublas = {p["key"]: next(r for r in p["runs"] if r["kernel"] == "cublas") for p in largest["patterns"]}
+    best = {p["key"]: max((r for r in p["runs"] if r["kernel"] != "cublas"), key=lambda r: r["of_ideal"])
+            for p in largest["patterns"]}
+    waits = [r for r in ours if r["worst_chunk"] >= SLOWER_FROM]
+    return {"measured": True, "id": ID, "nodes": measured, "largest": largest, "sizes": [m["n"] for m in measured],
+            "met_everywhere": all(r["met"] for m in measured for p in m["patterns"] for r in p["runs"]
+                                  if r["kernel"] != "cublas"),
+            "met_on": [{"n": m["n"], "all": all(r["met"] for p in m["patterns"] for r in p["runs"] if r["kernel"] != "cublas")}
+                       for m in measured],
+            "best": best, "cublas": cublas,
+            # ours against cuBLAS's overlap, pattern by pattern: level where their intervals meet
+            "against_cublas": {k: {"points": f"{100 * (best[k]['of_ideal'] - cublas[k]['of_ideal']):+.0f}".replace("-", "−"),
+                                   "call": ("level with" if intervals_overlap(best[k]["of_ideal_by_sample"],
+                                                                              cublas[k]["of_ideal_by_sample"])
+                                            else "ahead of" if best[k]["of_ideal"] > cublas[k]["of_ideal"] else "behind")}
+                               for k in best},
+            "waits": waits, "slower_from": SLOWER_FROM,
+            "slowed_by_overlap": [r for r in ours if r["verdict"] == "slower"]}
+
+
+# --- figures -----------------------------------------------------------------------------------
+
+def timeline(c: dict) -> str:
+    """The largest node's overlapped runs, one block per pattern: for each GEMM two lanes (its
+    chunks on the GEMM stream, NCCL's on the other), drawn from the recorded events."""
+    m = c["largest"]
+    lanes = [(p, r) for p in m["patterns"] for r in p["runs"] if r["kernel"] != "cublas"]
+    end = max(s["end_ms"] for _, r in lanes for s in r["timeline"])
+    left, right, lane_h, gap, top = 250, 20, 20, 6, 28
+    width = 900
+    scale = (width - left - right) / end
+    bottom = top + (2 * len(lanes) + len(m["patterns"])) * (lane_h + gap)
+    dwg = fig.drawing(width, bottom + 40)
+    for t in fig.nice_ticks(end):             # the grid first, under the bars
+        x = left + t * scale
+        dwg.add(dwg.line((x, top - 6), (x, bottom), stroke=fig.GROUP, stroke_width=0.8))
+        fig.text(dwg, (x, bottom + 16), f"{t:g}", size=11, color=fig.MUTED, anchor="middle")
+    fig.text(dwg, (left + (width - left - right) / 2, bottom + 32), "ms from the start of the overlapped run", size=12,
+             color=fig.MUTED, anchor="middle")
+    y = top
+    for p in m["patterns"]:
+        fig.text(dwg, (10, y + 14), f"{p['name']}, {m['n']} GPUs", size=13, weight="bold")
+        y += lane_h + gap
+        for r in (r for pp, r in lanes if pp is p):
+            for stream, color, name in (("gemm", fig.ACCENT, f"{r['label']}: GEMM"), ("comm", fig.PALETTE[3], "NCCL")):
+                fig.text(dwg, (left - 8, y + 14), name, size=12, color=fig.MUTED, anchor="end")
+                for s in (s for s in r["timeline"] if s["stream"] == stream):
+                    x0, x1 = left + s["start_ms"] * scale, left + s["end_ms"] * scale
+                    dwg.add(dwg.rect((x0, y), (max(1.0, x1 - x0 - 1), lane_h), fill=color, rx=2))
+                    if x1 - x0 > 16:
+                        fig.text(dwg, ((x0 + x1) / 2, y + 14), str(s["chunk"]), size=11, color="#ffffff", anchor="middle")
+                y += lane_h + gap
+    return dwg.tostring()
+
+
+def draw(deck) -> dict[str, str]:
+    c = deck["overlap"]
+    return {"overlap_timeline.svg": timeline(c)} if c["measured"] else {}
