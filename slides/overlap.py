@@ -17,8 +17,10 @@ SLOWER_FROM = 1.5      # a GEMM chunk this many times its share of the GEMM alon
 def run(label: str, r: dict, target: float) -> dict:
     """One GEMM's four ways, what overlap bought, and the calls the slides make of them."""
     t = r["times_ms"]
-    per_chunk = t["gemm"]["median"] / (1 + max(s["chunk"] for s in r["timeline"]))
-    chunks = [s["end_ms"] - s["start_ms"] for s in r["timeline"] if s["stream"] == "gemm"]
+    count = 1 + max(s["chunk"] for s in r["timeline"])
+    # each stream's slowest chunk in the overlapped run against its share of that work alone
+    worst = {stream: max(s["end_ms"] - s["start_ms"] for s in r["timeline"] if s["stream"] == stream)
+             / (t[stream]["median"] / count) for stream in ("gemm", "comm")}
     return {"label": label, "kernel": r["kernel"], "tile": r["tile"], "times": {w: v["median"] for w, v in t.items()},
             "of_ideal": r["efficiency"]["of_ideal"], "speedup": r["efficiency"]["speedup_over_serial"],
             "of_ideal_by_sample": r["efficiency_by_sample"]["of_ideal"],
@@ -26,7 +28,7 @@ def run(label: str, r: dict, target: float) -> dict:
             # overlapped against one after the other, in turns: a call only where their intervals part
             "verdict": ("a tie" if intervals_overlap(t["overlapped"], t["sequential"])
                         else "faster" if t["overlapped"]["median"] < t["sequential"]["median"] else "slower"),
-            "worst_chunk": max(chunks) / per_chunk, "timeline": r["timeline"]}
+            "worst_chunk": worst["gemm"], "worst_comm_chunk": worst["comm"], "timeline": r["timeline"]}
 
 
 def node_overlap(doc: dict, rec: dict) -> dict:
@@ -69,6 +71,7 @@ def context(deck) -> dict:
     best = {p["key"]: max((r for r in p["runs"] if r["kernel"] != "cublas"), key=lambda r: r["of_ideal"])
             for p in largest["patterns"]}
     waits = [r for r in ours if r["worst_chunk"] >= SLOWER_FROM]
+    slowed_comm = max(ours, key=lambda r: r["worst_comm_chunk"])
     return {"measured": True, "id": ID, "nodes": measured, "largest": largest, "sizes": [m["n"] for m in measured],
             "met_everywhere": all(r["met"] for m in measured for p in m["patterns"] for r in p["runs"]
                                   if r["kernel"] != "cublas"),
@@ -82,6 +85,7 @@ def context(deck) -> dict:
                                             else "ahead of" if best[k]["of_ideal"] > cublas[k]["of_ideal"] else "behind")}
                                for k in best},
             "waits": waits, "slower_from": SLOWER_FROM,
+            "slowed_comm": slowed_comm if slowed_comm["worst_comm_chunk"] >= SLOWER_FROM else None,
             "slowed_by_overlap": [r for r in ours if r["verdict"] == "slower"]}
 
 
