@@ -90,6 +90,7 @@ def combine(ranks: list[dict], pattern: str, label: str) -> dict:
                                        *dict.fromkeys(f for k in OURS for f in kernel_sources(catalogue.step_of(k)))],
           definition={"kernels": KERNELS, **{k: kernel_definition(*catalogue.KERNELS[k]) for k in OURS}},
           title="A GEMM overlapped with its communication (tensor-parallel MLP)", timeout_s=900, gpus=2,
+          min_cc=catalogue.HOPPER,          # our GEMMs are Hopper's
           builds=tuple(b for k in OURS for b in builds(*catalogue.KERNELS[k])))
 def overlap(ctx) -> dict:
     from . import nccl
