@@ -21,7 +21,7 @@ from markupsafe import Markup
 
 from bench import checks
 from slides import escape
-from slides.kit import fmt_bytes
+from slides.kit import fmt_bytes, layer_name
 from slides.outline import SECTIONS
 
 SLIDES_DIR = Path(__file__).resolve().parent
@@ -264,15 +264,26 @@ def figures_dir(out_dir: Path) -> Path:
 
 def figure_tag(svgs: dict[str, str]):
     """The templates' ``figure(name, classes)``: the figure shown at the width it was drawn, so
-    that the sizes of its text are the sizes a room sees (slides/kit.py draws to the slide)."""
+    that the sizes of its text are the sizes a room sees (slides/kit.py draws to the slide), with
+    the layers drawn over it (kit.layers) revealed a click each; and ``overlays(name)``, their count."""
     folder = figures_folder(svgs)
 
     def figure(name: str, classes: str = "") -> Markup:
         if name not in svgs:
             raise BuildError(f"a slide shows {name}, which no figure function drew")
         width = SVG_SIZE.search(svgs[name]).group(1)
-        return Markup(f'<img src="./svgs/{folder}/{name}" class="{classes}" style="width: {width}px; max-width: none" />')
-    return figure
+        img = lambda file, cls: f'<img src="./svgs/{folder}/{file}" class="{cls}" style="width: {width}px; max-width: none" />'
+        if not overlays(name):
+            return Markup(img(name, classes))
+        # its layers over it, each shown by a click
+        tops = "".join(f'<div v-click class="absolute left-0 top-0">{img(layer_name(name, i), "")}</div>'
+                       for i in range(1, overlays(name) + 1))
+        return Markup(f'<div class="relative {classes}" style="width: {width}px">{img(name, "")}{tops}</div>')
+
+    def overlays(name: str) -> int:
+        """How many layers a figure draws over its first (kit.layers)."""
+        return next(i for i in range(1, len(svgs) + 2) if layer_name(name, i) not in svgs) - 1
+    return figure, overlays
 
 
 FRONTMATTER_START = re.compile(r"^[A-Za-z][\w-]*:")
@@ -283,7 +294,7 @@ def render(context: dict, svgs: dict[str, str]) -> str:
     own frontmatter (``layout: section``) follows the separator directly; any other starts after a
     blank line, so Slidev does not read its first lines as frontmatter."""
     env = environment()
-    env.globals["figure"] = figure_tag(svgs)
+    env.globals["figure"], env.globals["overlays"] = figure_tag(svgs)
     parts = [env.get_template(f"{name}.md.j2").render(**context).strip() for name in SECTIONS]
     parts = [p for p in parts if p]            # a section with nothing to show (no comparison) is left out
     return parts[0] + "".join("\n\n---\n" + ("" if FRONTMATTER_START.match(p) else "\n") + p

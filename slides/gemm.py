@@ -15,6 +15,8 @@ from markupsafe import Markup
 from bench import catalogue, cublas as cublas_lib
 from bench.timing import spread
 from slides.diagrams import DIAGRAMS
+from slides.kit import layer_name
+from slides.step_diagrams import REVEALS
 from slides.kit import ACCENT, Bar, Line, MISSING, REF, bar_chart, climb
 from slides.deck import ROOT, BuildError
 from slides.device import occupancy
@@ -274,6 +276,7 @@ def context(deck) -> dict:
                       "precision": step.precision, "baseline": baseline,
                       "source": source, "code": code, "beyond": step.beyond,
                       "variants": variants, "best": best, "block": block, "diagram": diagram, "draw": step.diagram,
+                      "reveals": REVEALS.get(step.diagram, []),
                       "measured": any(v["measured"] for v in variants),
                       "skip_reason": "; ".join(dict.fromkeys(v["reason"] for v in variants if v["status"] == "skipped"))})
         if usable:
@@ -340,5 +343,8 @@ def draw(deck) -> dict[str, str]:
             svgs[step["climb"]] = climb_of(gemm, at)
     for step in gemm["steps"]:
         if step["diagram"]:
-            svgs[step["diagram"]] = DIAGRAMS[step["draw"]](step, gemm["shape"])
+            drawn = DIAGRAMS[step["draw"]](step, gemm["shape"])
+            base, *over = drawn if isinstance(drawn, list) else [drawn]     # a figure in layers: one a click
+            svgs[step["diagram"]] = base
+            svgs.update({layer_name(step["diagram"], i): svg for i, svg in enumerate(over, 1)})
     return svgs

@@ -18,11 +18,23 @@ GROUP = "#d1d5db"            # lines drawn as a group, behind the ones the figur
 PALETTE = ("#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#65a30d", "#475569", "#ea580c")
 
 
-def drawing(w: int, h: int) -> svgwrite.Drawing:
+def drawing(w: int, h: int, background: bool = True) -> svgwrite.Drawing:
+    """A figure of w x h px; without its white background, a layer shown over another (layers)."""
     # debug=False: no attribute validation on every element (a fifth of build.py's time)
     dwg = svgwrite.Drawing(size=(f"{w}px", f"{h}px"), viewBox=f"0 0 {w} {h}", profile="full", debug=False)
-    dwg.add(dwg.rect((0, 0), (w, h), fill="white"))
+    if background:
+        dwg.add(dwg.rect((0, 0), (w, h), fill="white"))
     return dwg
+
+
+def layers(w: int, h: int, count: int) -> list[svgwrite.Drawing]:
+    """A figure revealed a layer a click: the first drawn on white, each next one over it, transparent."""
+    return [drawing(w, h, background=not i) for i in range(count)]
+
+
+def layer_name(name: str, i: int) -> str:
+    """The file of layer i (1, 2, ...) of figure ``name``: gemm_cluster.svg -> gemm_cluster.1.svg."""
+    return name.replace(".svg", f".{i}.svg")
 
 
 def text(dwg, xy, s, size=13, color=INK, anchor="start", weight="normal", **kw):

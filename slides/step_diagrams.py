@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from bench.catalogue import ctas as ctas_of
-from slides.kit import GROUP, INK, MUTED, PALETTE, REF, arrow, drawing, text, text_width
+from slides.kit import GROUP, INK, MUTED, PALETTE, REF, arrow, drawing, layers, text, text_width
 
 W, H = 860, 400
 # One meaning per colour across the figures.
@@ -90,7 +90,8 @@ def producer_ring(step: dict, shape: dict) -> str:
     res, t = _resources(step)
     stages, consumers = t["STAGES"], t["WARPGROUPS_M"]
     producers = t.get("PRODUCER_WARPGROUPS", res["threads_per_block"] // 128 - consumers)
-    dwg = drawing(W, H)
+    ring, over_time = layers(W, H, 2)
+    dwg = ring
     _title(dwg, f"Warp specialization: {res['threads_per_block']} threads, {producers} producer and "
                 f"{consumers} consumer warpgroups around a ring")
     # roles and the ring: producer -> ring -> consumers, and back by empty[s]
@@ -120,6 +121,7 @@ def producer_ring(step: dict, shape: dict) -> str:
          anchor="middle")
 
     # over time, a row per stage: load k waits for the release of k - STAGES, wgmma k for load k
+    dwg = over_time
     load_t, mma_t = 0.5, 1.0                      # compute-bound: a K-tile's wgmma outlasts its load
     top, x0, unit = 178, 80, 64
     row_h = min(28, (306 - top - 6 * (stages - 1)) / stages)
@@ -151,7 +153,7 @@ def producer_ring(step: dict, shape: dict) -> str:
     _caption(dwg, [f"Load k + {stages} starts the moment wgmma k frees its stage: the producer stays {stages} "
                    "K-tiles ahead,",
                    "so each wgmma finds its K-tile already landed (full) and the consumers never wait on memory."])
-    return dwg.tostring()
+    return [d.tostring() for d in (ring, over_time)]
 
 
 def multicast(step: dict, shape: dict) -> str:
@@ -161,7 +163,8 @@ def multicast(step: dict, shape: dict) -> str:
     res, t = _resources(step)
     n, bm, bn, bk = t.get("CLUSTER_M", 1), t["BM"], t["BN"], t["BK"]
     piece = res.get("tma", {}).get("b", {}).get("box", [bk, bn // n])[1]      # rows of B a CTA loads
-    dwg = drawing(W, H)
+    geometry, landing, l2 = layers(W, H, 3)
+    dwg = geometry
     _title(dwg, f"Cluster of {n} CTAs on {n} tiles of C one above the other: one B tile, loaded once")
     # the GEMM's geometry: B's K-step above the cluster's tiles of C, each CTA's A to their left
     gap = 8
@@ -181,6 +184,7 @@ def multicast(step: dict, shape: dict) -> str:
             text(dwg, (ax - 6, y + bm * px / 2 + 4), f"A {bm}×{bk}", size=11, color=MUTED, anchor="end")
         text(dwg, (cx + cw / 2, y + bm * px / 2 - 2), f"CTA {r}", size=12, weight="bold", anchor="middle", **HALO)
         text(dwg, (cx + cw / 2, y + bm * px / 2 + 14), f"C tile {bm}×{bn}", size=11, anchor="middle", **HALO)
+    dwg = landing
     for i in range(n):                          # slice i lands in every CTA's shared memory
         sx = cx + (i + 0.5) * piece * px
         for r in range(n):
@@ -188,6 +192,7 @@ def multicast(step: dict, shape: dict) -> str:
                   (sx, ty + r * (bm * px + gap) + 10), color=RANKS[i % 4], width=1.6)
     # bytes from L2 per CTA and K-step, alone (step 7) and in the cluster; the peers' slices arrive by
     # multicast (dashed), not from L2
+    dwg = l2
     a, b, own = bm * bk * 4, bn * bk * 4, piece * bk * 4
     mine = RANKS[0], True
     bars = (("alone", [(a, ("A " + _kib(a), "A"), *mine), (b, ("all of B " + _kib(b), "B"), *mine)]),
@@ -211,7 +216,7 @@ def multicast(step: dict, shape: dict) -> str:
                    f"shared memory of {every}.",
                    f"A stage is full when A and {every} slices have landed; it is refilled once the consumers of "
                    f"{every} CTAs released it."])
-    return dwg.tostring()
+    return [d.tostring() for d in (geometry, landing, l2)]
 
 
 def tile_schedule(step: dict, shape: dict) -> str:
@@ -291,7 +296,8 @@ def split_tail(step: dict, shape: dict) -> str:
     clusters, k, split = plan["clusters"], plan["k_tiles"], plan["split"]
     left, full = plan["left"], plan["full_waves"]
     helpers = plan["helpers"] if left and split < k else 0
-    dwg = drawing(W, H)
+    base, share = layers(W, H, 2)               # the waves; then how the last wave's units are shared out
+    dwg = base
     _title(dwg, f"Split last wave: {plan['units']} units of {t.get('CLUSTER_M', 1)} tiles on {clusters} clusters, "
                 f"{full} full waves + {left} left")
     top, row_h = 70, min(4.0, 250 / clusters)
@@ -305,10 +311,16 @@ def split_tail(step: dict, shape: dict) -> str:
     if not left:
         text(dwg, (zx0, top + 20), f"{plan['units']} units fill {full} whole waves:", size=13)
         text(dwg, (zx0, top + 40), "no last wave to split.", size=13)
-        return dwg.tostring()
+        return [dwg.tostring()]
     for y in (top - 6, bottom + 6):             # the axis breaks here: the last wave is drawn larger
         text(dwg, ((fx1 + zx0) / 2, y + 4), "//", size=12, color=MUTED, anchor="middle")
     kx = (zx1 - zx0) / k                        # the last wave, in K-tiles
+    if helpers:                                 # the unsplit last wave: owners run all k_tiles, the rest idle
+        dwg.add(dwg.rect((zx0, top), (k * kx, left * row_h), fill="none", stroke=INK, stroke_dasharray="5,4"))
+    text(dwg, (zx0, top - 10), "0", size=11, color=MUTED)
+    text(dwg, ((zx0 + zx1) / 2, bottom + 18), "last wave, in K-tiles (drawn larger)", size=11, color=MUTED,
+         anchor="middle")
+    dwg = share
     h = max(row_h - 0.5, 0.6)
     for c in range(clusters):
         y = top + c * row_h
@@ -319,16 +331,10 @@ def split_tail(step: dict, shape: dict) -> str:
                 dwg.add(dwg.rect((zx0 + i * (k - split) * kx, y), ((k - split) * kx - 1.5, h), fill=HELP,
                                  fill_opacity=0.55))
     finish = max(split, plan["rounds"] * (k - split)) if helpers else k
-    if helpers:                                 # the unsplit last wave: owners run all k_tiles, the rest idle
-        dwg.add(dwg.rect((zx0, top), (k * kx, left * row_h), fill="none", stroke=INK, stroke_dasharray="5,4"))
-    text(dwg, (zx0, top - 10), "0", size=11, color=MUTED)
-    for at, color, anchor, dx in ((finish, MMA, "end", -4), (k, INK, "start", 4)):
-        dwg.add(dwg.line((zx0 + at * kx, top - 4), (zx0 + at * kx, bottom + 4), stroke=color,
-                         stroke_dasharray="2,2"))
+    for at, color, anchor, dx, on in ((finish, MMA, "end", -4, share), (k, INK, "start", 4, base)):
+        on.add(on.line((zx0 + at * kx, top - 4), (zx0 + at * kx, bottom + 4), stroke=color, stroke_dasharray="2,2"))
         if at < k or color == INK:
-            text(dwg, (zx0 + at * kx + dx, top - 10), f"{at}", size=11, color=color, anchor=anchor)
-    text(dwg, ((zx0 + zx1) / 2, bottom + 18), "last wave, in K-tiles (drawn larger)", size=11, color=MUTED,
-         anchor="middle")
+            text(on, (zx0 + at * kx + dx, top - 10), f"{at}", size=11, color=color, anchor=anchor)
 
     if helpers:
         items = [(MMA, f"{left} owners: K-tiles 0–{split - 1}", True),
@@ -349,7 +355,7 @@ def split_tail(step: dict, shape: dict) -> str:
     else:
         _caption(dwg, ["No split plan recorded for this run: its last wave drawn unsplit." if not recorded
                        else "The last wave is not split: its units run whole."])
-    return dwg.tostring()
+    return [d.tostring() for d in (base, share)]
 
 
 def staged_store(step: dict, shape: dict) -> str:
@@ -455,6 +461,18 @@ def lean_loop(step: dict, shape: dict) -> str:
         _caption(dwg, ["The records hold no main-loop count for these kernels: measured before it was recorded."])
     return dwg.tostring()
 
+
+# What the speaker says as each layer after the first appears, by kind of diagram (a [click] each in
+# the Diagram slide's notes, as many as the figure drew).
+REVEALS = {
+    "producer_ring": ["Now the ring over time: each load starts the moment a wgmma frees its stage, so the producer "
+                      "stays a ring ahead and the consumers never wait."],
+    "multicast": ["Each CTA loads one slice of B and multicasts it: every slice lands in the shared memory of "
+                  "every CTA of the cluster.",
+                  "So one CTA reads its A and only its own slice of B from L2: the bars show the bytes saved."],
+    "split_tail": ["Now how the last wave is shared out: owners stop at the split, helpers compute the tails "
+                   "and leave partial sums."],
+}
 
 # By the kind of diagram a step names in the catalogue (bench/catalogue.py, Step.diagram).
 IDEAS = {"producer_ring": producer_ring, "multicast": multicast, "tile_schedule": tile_schedule,

@@ -1,5 +1,5 @@
-// Opens every slide of a built deck in Chromium at Slidev's canvas size (980 x 552, scale 1) and
-// prints, as JSON, what a room would not see: elements past the slide's edges, code blocks that
+// Opens every slide of a built deck in Chromium at Slidev's canvas size (980 x 552, scale 1), in
+// every click state (a magic-move's morph, a highlight), and prints, as JSON, what a room would not see: elements past the slide's edges, code blocks that
 // scroll or clip, text under 12 px (code 11), figure text under 10 px at the size it is shown, and
 // titles that wrap; and what data must never become: an element with an event handler, a page title
 // changed by script. Usage: node deck_check.mjs <base url> <slides> <chromium>
@@ -9,11 +9,31 @@ const [base, count, executablePath] = process.argv.slice(2);
 const browser = await chromium.launch({ executablePath });
 const page = await browser.newPage({ viewport: { width: 980, height: 552 } });
 const problems = [];
+let clicked = 0;                 // click states walked past the first of each slide
+// A click moves the route to #/<n>?clicks=<k> while it stays on slide n; past its last click, to #/<n+1>.
+const NEXT_MS = 150;             // for the route to change
+const SETTLE_MS = 5000;          // at most, for a click's transitions (a magic-move's morph) to end
+const MAX_CLICKS = 20;
 for (let n = 1; n <= Number(count); n++) {
   await page.goto(`${base}/#/${n}`, { waitUntil: 'load' });
   await page.waitForSelector(`.slidev-page-${n}`, { state: 'visible' });
   await page.evaluate(() => Promise.all([document.fonts.ready,
     ...[...document.images].map((i) => i.complete ? null : new Promise((r) => { i.onload = i.onerror = r; }))]));
+  problems.push(...await check(n, 0));
+  for (let k = 1; k <= MAX_CLICKS; k++) {
+    await page.keyboard.press('ArrowRight');
+    await page.waitForTimeout(NEXT_MS);
+    if (!(await page.evaluate(() => location.hash)).startsWith(`#/${n}?`)) break;
+    await page.waitForFunction(() => document.getAnimations().every((a) => a.playState !== 'running'), null,
+                               { timeout: SETTLE_MS, polling: 100 });
+    clicked += 1;
+    problems.push(...await check(n, k));
+  }
+}
+await browser.close();
+console.log(JSON.stringify({ problems, clicked }));
+
+async function check(n, click) {
   const found = await page.evaluate(async (n) => {
     const out = [];
     const slide = document.querySelector('#slide-content').getBoundingClientRect();
@@ -71,7 +91,5 @@ for (let n = 1; n <= Number(count); n++) {
     }
     return out;
   }, n);
-  problems.push(...found);
+  return found.map((p) => (click ? { ...p, click } : p));
 }
-await browser.close();
-console.log(JSON.stringify(problems));

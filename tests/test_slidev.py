@@ -109,8 +109,12 @@ def _assert_every_slide_fits(site: Path, slides_md: Path) -> None:
     finally:
         server.shutdown()
     assert proc.returncode == 0, proc.stderr[-3000:]
-    problems = json.loads(proc.stdout)
-    assert not problems, "\n".join(f"slide {p['slide']} ({p['title']}): {p['what']}" for p in problems)
+    walked = json.loads(proc.stdout)
+    problems = walked["problems"]
+    assert not problems, "\n".join(f"slide {p['slide']}{'.' + str(p['click']) if 'click' in p else ''} ({p['title']}): "
+                                    f"{p['what']}" for p in problems)
+    # every click the speaker's notes mark was walked, each state checked like a slide's first
+    assert walked["clicked"] >= slides_md.read_text().count("[click]"), walked["clicked"]
 
 
 def test_a_plain_static_host_serves_a_slide_and_the_presenter_view_by_url(site, deck_dir):

@@ -33,7 +33,14 @@ def resources(recorded, kind: str) -> dict:
 
 
 def draw(kind: str, res: dict, shape: dict = SHAPE) -> str:
-    return step_diagrams.IDEAS[kind]({"best": {"resources": res}}, shape)
+    """The diagram as its last click shows it: a figure in layers, each drawn over the one before."""
+    drawn = step_diagrams.IDEAS[kind]({"best": {"resources": res}}, shape)
+    if isinstance(drawn, str):
+        return drawn
+    base = ET.fromstring(drawn[0])
+    for layer in drawn[1:]:
+        base.extend(ET.fromstring(layer))
+    return ET.tostring(base, encoding="unicode")
 
 
 def texts(svg: str) -> list[tuple[float, float, float, str, str]]:
@@ -190,3 +197,16 @@ def test_the_lean_loop_sets_its_main_loop_beside_the_step_before():
     assert f"{per_tile(145):g} a K-tile" in shown(svg) and f"{per_tile(96):g} a K-tile" in shown(svg)
     assert f"{100 * (1 - 96 / 145):.0f}% fewer instructions per K-tile" in shown(svg)
     assert f"{100 * (120 / 96 - 1):.0f}% more instructions" in shown(step_diagrams.lean_loop(step((96, 120)), SHAPE))
+
+
+@pytest.mark.parametrize("kind", sorted(step_diagrams.REVEALS))
+def test_a_diagram_in_layers_has_a_sentence_for_each_click(recorded, kind):
+    """Every layer after the first is one click, which the notes speak to (REVEALS); the layers are
+    the same size, and only the first paints a background (the others lie over it)."""
+    drawn = step_diagrams.IDEAS[kind]({"best": {"resources": resources(recorded, kind)}}, SHAPE)
+    assert len(drawn) == 1 + len(step_diagrams.REVEALS[kind])
+    roots = [ET.fromstring(svg) for svg in drawn]
+    assert len({r.get("viewBox") for r in roots}) == 1
+    backgrounds = [any(e.get("fill") == "white" and e.get("x") in ("0", None) and e.get("width") == r.get("width").replace("px", "")
+                       for e in r.iter(f"{SVG}rect")) for r in roots]
+    assert backgrounds == [True] + [False] * len(step_diagrams.REVEALS[kind])
