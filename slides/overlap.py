@@ -78,6 +78,7 @@ def context(deck) -> dict:
             "met_on": [{"n": m["n"], "all": all(r["met"] for p in m["patterns"] for r in p["runs"] if r["kernel"] != "cublas")}
                        for m in measured],
             "best": best, "cublas": cublas,
+            "best_range": sorted(r["of_ideal"] for r in best.values()),
             # ours against cuBLAS's overlap, pattern by pattern: level where their intervals meet
             "against_cublas": {k: {"points": f"{100 * (best[k]['of_ideal'] - cublas[k]['of_ideal']):+.0f}".replace("-", "−"),
                                    "call": ("level with" if intervals_overlap(best[k]["of_ideal_by_sample"],
