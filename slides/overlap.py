@@ -3,6 +3,7 @@ node files: each pattern and GEMM against the ideal, at every node size measured
 largest node's overlapped runs as timelines. Template: overlap.md.j2."""
 from __future__ import annotations
 
+from bench.catalogue import KERNELS
 from bench.schema import one_line
 from bench.timing import overlap as intervals_overlap
 from slides import kit as fig
@@ -21,7 +22,8 @@ def run(label: str, r: dict, target: float) -> dict:
     # each stream's slowest chunk in the overlapped run against its share of that work alone
     worst = {stream: max(s["end_ms"] - s["start_ms"] for s in r["timeline"] if s["stream"] == stream)
              / (t[stream]["median"] / count) for stream in ("gemm", "comm")}
-    return {"label": label, "kernel": r["kernel"], "tile": r["tile"], "times": {w: v["median"] for w, v in t.items()},
+    return {"label": label, "kernel": r["kernel"], "ours": r["kernel"] in KERNELS, "tile": r["tile"],
+            "times": {w: v["median"] for w, v in t.items()},
             "of_ideal": r["efficiency"]["of_ideal"], "speedup": r["efficiency"]["speedup_over_serial"],
             "of_ideal_by_sample": r["efficiency_by_sample"]["of_ideal"],
             "met": r["efficiency"]["of_ideal"] >= target, "check": r["check"],
@@ -65,18 +67,14 @@ def context(deck) -> dict:
             r["elsewhere"] = [{"n": m["n"], "of_ideal": next(o["of_ideal"] for q in m["patterns"] if q["key"] == p["key"]
                                                              for o in q["runs"] if o["label"] == r["label"])}
                               for m in measured[:-1]]
-    runs = [r for p in largest["patterns"] for r in p["runs"]]
-    ours = [r for r in runs if r["kernel"] != "cublas"]
-    cublas = {p["key"]: next(r for r in p["runs"] if r["kernel"] == "cublas") for p in largest["patterns"]}
-    best = {p["key"]: max((r for r in p["runs"] if r["kernel"] != "cublas"), key=lambda r: r["of_ideal"])
-            for p in largest["patterns"]}
+    ours = [r for p in largest["patterns"] for r in p["runs"] if r["ours"]]
+    cublas = {p["key"]: next(r for r in p["runs"] if not r["ours"]) for p in largest["patterns"]}
+    best = {p["key"]: max((r for r in p["runs"] if r["ours"]), key=lambda r: r["of_ideal"]) for p in largest["patterns"]}
+    met_on = [{"n": m["n"], "all": all(r["met"] for p in m["patterns"] for r in p["runs"] if r["ours"])} for m in measured]
     waits = [r for r in ours if r["worst_chunk"] >= SLOWER_FROM]
     slowed_comm = max(ours, key=lambda r: r["worst_comm_chunk"])
     return {"measured": True, "id": ID, "nodes": measured, "largest": largest, "sizes": [m["n"] for m in measured],
-            "met_everywhere": all(r["met"] for m in measured for p in m["patterns"] for r in p["runs"]
-                                  if r["kernel"] != "cublas"),
-            "met_on": [{"n": m["n"], "all": all(r["met"] for p in m["patterns"] for r in p["runs"] if r["kernel"] != "cublas")}
-                       for m in measured],
+            "met_everywhere": all(s["all"] for s in met_on), "met_on": met_on,
             "best": best, "cublas": cublas,
             "best_range": sorted(r["of_ideal"] for r in best.values()),
             # ours against cuBLAS's overlap, pattern by pattern: level where their intervals meet
@@ -96,7 +94,7 @@ def timeline(c: dict) -> str:
     """The largest node's overlapped runs, one block per pattern: for each GEMM two lanes (its
     chunks on the GEMM stream, NCCL's on the other), drawn from the recorded events."""
     m = c["largest"]
-    lanes = [(p, r) for p in m["patterns"] for r in p["runs"] if r["kernel"] != "cublas"]
+    lanes = [(p, r) for p in m["patterns"] for r in p["runs"] if r["ours"]]
     end = max(s["end_ms"] for _, r in lanes for s in r["timeline"])
     left, right, lane_h, gap, top = 250, 20, 20, 6, 28
     width = 900
