@@ -116,11 +116,14 @@ NCCL_NAMES = {"AllReduce": "all_reduce", "AllGather": "all_gather", "ReduceScatt
               "Broadcast": "broadcast"}
 
 
-def nccl_choices(log: str) -> dict[tuple[str, int], dict]:
+def nccl_choices(log: str, nranks: int) -> dict[tuple[str, int], dict]:
     """(collective, bytes the call moves) -> the algorithm and protocol NCCL chose, from its TUNING log.
-    NCCL logs a collective's size as the bytes of its largest buffer, as this project counts them."""
+    NCCL logs a call's count times its type's size: for all-gather and reduce-scatter that count is
+    one rank's part, so the row's bytes (the largest buffer, as nccl-tests counts them) are n times it."""
     named = lambda value, names: names[int(value)] if value.isdigit() and int(value) < len(names) else value.upper()
-    return {(NCCL_NAMES[m[1]], int(m[2])): {"algorithm": named(m[3], NCCL_ALGOS), "protocol": named(m[4], NCCL_PROTOS)}
+    per_rank = {"all_gather", "reduce_scatter"}
+    return {(NCCL_NAMES[m[1]], int(m[2]) * (nranks if NCCL_NAMES[m[1]] in per_rank else 1)):
+            {"algorithm": named(m[3], NCCL_ALGOS), "protocol": named(m[4], NCCL_PROTOS)}
             for m in TUNING_LINE.finditer(log)}
 
 
@@ -156,7 +159,7 @@ def collectives(ctx) -> dict:
     # a unique id bootstraps one communicator: the probe gets one of its own
     probe = run_ranks("bench.collective_rank", {**spec, "probe": True, "uid": nccl.unique_id().hex()}, n,
                       timeout_s=300, progress=ctx.progress, env=TUNING_ENV)
-    chosen = nccl_choices(probe[0]["logs"])
+    chosen = nccl_choices(probe[0]["logs"], n)
     ctx.progress(f"NCCL's choice of algorithm and protocol logged for {len(chosen)} collective calls")
     rows = combine(run_ranks("bench.collective_rank", spec, n, timeout_s=800, progress=ctx.progress), n)
     for row in rows:                       # send/recv is point to point: NCCL chooses no algorithm for it

@@ -316,15 +316,18 @@ def test_stale_records_of_the_node_file_are_printed_and_on_the_title_slide(fixtu
 
 
 def test_nccl_choices_are_read_from_its_tuning_log():
-    """Both the names newer NCCL logs and the enum numbers of older releases; rank 0's lines only
-    name a collective's total bytes, as the rows count them."""
+    """Both the names newer NCCL logs and the enum numbers of older releases; rank 0's lines name a
+    call's count times its type's size, one rank's part for all-gather and reduce-scatter, the row's
+    bytes their whole (4 ranks here)."""
     log = ("host:1:1 [0] NCCL INFO AllReduce: 4096 Bytes -> Algo TREE proto LL channel{Lo..Hi}={0..1}\n"
-           "host:1:1 [0] NCCL INFO AllGather: 67108864 Bytes -> Algo 1 proto 2 time 123.4\n"
+           "host:1:1 [0] NCCL INFO AllGather: 16777216 Bytes -> Algo 1 proto 2 time 123.4\n"
+           "host:1:1 [0] NCCL INFO ReduceScatter: 1024 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}\n"
            "host:1:1 [0] NCCL INFO Broadcast:    32768 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..0}\n"
            "host:1:1 [0] NCCL INFO Init COMPLETE\n")
-    assert multigpu.nccl_choices(log) == {
+    assert multigpu.nccl_choices(log, 4) == {
         ("all_reduce", 4096): {"algorithm": "TREE", "protocol": "LL"},
         ("all_gather", 64 << 20): {"algorithm": "RING", "protocol": "SIMPLE"},
+        ("reduce_scatter", 4096): {"algorithm": "RING", "protocol": "LL"},
         ("broadcast", 32768): {"algorithm": "RING", "protocol": "SIMPLE"}}
 
 
