@@ -323,7 +323,11 @@ def peer_to_peer(ctx) -> dict:
     def checked(label, dst, src):
         with cupy.cuda.Device(dst.device.id) as d:
             d.synchronize()
-            same = bool(cupy.array_equal(dst.view(cupy.uint32), src.view(cupy.uint32)))
+            # src copied to dst's GPU first: compared there, not read across the link element by element
+            here = src if src.device.id == dst.device.id else cupy.empty_like(dst)
+            if here is not src:
+                runtime.memcpyPeer(here.data.ptr, dst.device.id, src.data.ptr, src.device.id, src.nbytes)
+            same = bool(cupy.array_equal(dst.view(cupy.uint32), here.view(cupy.uint32)))
         if not same:
             failures.append(label)
         return same
