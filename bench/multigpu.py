@@ -326,7 +326,9 @@ def peer_to_peer(ctx) -> dict:
             # src copied to dst's GPU first: compared there, not read across the link element by element
             here = src if src.device.id == dst.device.id else cupy.empty_like(dst)
             if here is not src:
+                # on the legacy stream and asynchronous to the host: finished before the comparison's stream reads
                 runtime.memcpyPeer(here.data.ptr, dst.device.id, src.data.ptr, src.device.id, src.nbytes)
+                d.synchronize()
             same = bool(cupy.array_equal(dst.view(cupy.uint32), here.view(cupy.uint32)))
         if not same:
             failures.append(label)
