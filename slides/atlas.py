@@ -20,7 +20,14 @@ def _where(row: dict) -> str:
     return f"{row['model']} {row['projection']}, M = {row['shape'][0]:,}"
 
 
-def one(deck, bench_id: str) -> dict:
+def _tiles(row: dict) -> int:
+    """The output tiles the tile that ran made of the cell's C: the CTAs with work (a cluster's
+    partner past the last row has none)."""
+    m, n, _ = row["shape"]
+    return catalogue.ctas({**row["tile"], "CLUSTER_M": 1}, m, n)
+
+
+def one(deck, bench_id: str, sm_count: int) -> dict:
     step, _ = catalogue.KERNELS[bench_id]
     (r,) = deck.need(SLIDES[step.precision], f"atlas.{step.precision}")
     if not r["measured"] or r["failed"] and "rows" not in r["record"]:
@@ -38,19 +45,22 @@ def one(deck, bench_id: str) -> dict:
     return {**r, "precision": step.precision.upper(), "title": step.title_of(step.best), "rows": rows,
             "params": params, "correct": len(correct),
             "median_pct": 100 * median(ratios) if ratios else None,
-            "worst": worst and {"where": _where(worst), "pct": 100 * worst["ratio_same_layout"]},
+            "worst": worst and {"where": _where(worst), "pct": 100 * worst["ratio_same_layout"], "tiles": _tiles(worst),
+                                "idle": _tiles(worst) < sm_count},
             "large": worst_large and {"from": LARGE_M, "pct": 100 * worst_large["ratio_same_layout"],
                                       "where": _where(worst_large), "target_pct": 100 * HELD_LARGE,
                                       "held": worst_large["ratio_same_layout"] >= HELD_LARGE},
             "small": worst_small and {"to": SMALL_M, "pct": 100 * worst_small["ratio_same_layout"],
                                       "where": _where(worst_small), "target_pct": 100 * HELD_SMALL,
-                                      "held": worst_small["ratio_same_layout"] >= HELD_SMALL},
+                                      "held": worst_small["ratio_same_layout"] >= HELD_SMALL,
+                                      "tiles": _tiles(worst_small), "idle": _tiles(worst_small) < sm_count},
             "above": sum(x >= 1 for x in ratios), "small_tile": small_tile,
             "wrong": [_where(x) for x in rows if x["outcome"] == "wrong"]}
 
 
 def context(deck) -> dict:
-    both = {"tf32": one(deck, catalogue.HEADLINE), "bf16": one(deck, catalogue.HEADLINE_BF16)}
+    sms = deck["device"]["sm_count"]
+    both = {"tf32": one(deck, catalogue.HEADLINE, sms), "bf16": one(deck, catalogue.HEADLINE_BF16, sms)}
     return {**both, "measured": any(a["rows"] for a in both.values()), "ids": [a["id"] for a in both.values()]}
 
 

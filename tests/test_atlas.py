@@ -59,9 +59,19 @@ def test_each_cell_is_its_ratio_and_the_small_tile_is_outlined(fixture_doc, writ
         assert svg.count('stroke="#1f2937"') == 2 * len(atlas.PROJECTIONS) + 1
         assert "outlined: the 128×64 tile ran" in svg
         small = min(m for m in atlas.MS)
-        assert f"down to {100 * ratio(small, 1, 1):.1f}% at" in s[title] and "too few tiles" in s[title]
+        assert f"down to {100 * ratio(small, 1, 1):.1f}% at" in s[title]
+        assert re.search(r"only \d+ tiles for \d+ SMs", s[title]), "M = 64 leaves SMs without a tile"
         large = min(m for m in atlas.MS if m >= 512)
         assert f"down to {100 * ratio(large, 1, 1):.1f}% of cuBLAS" in s[title]
+
+
+def test_a_small_shape_that_fills_the_sms_is_not_blamed_on_idle_sms(fixture_doc, write_results, tmp_path):
+    bid = catalogue.HEADLINE
+    fixture_doc["benchmarks"][atlas.atlas_id(bid)] = atlas_record(fixture_doc, bid, lambda m, n, k: 0.5 if (m, n) == (256, 28672) else 1.0)
+    s, _ = built(fixture_doc, write_results, tmp_path)
+    slide = s["Shape Atlas — TF32"]
+    assert re.search(r"M = 256: \d+ tiles for \d+ SMs, enough to fill them", slide)
+    assert "its loss is the kernel's, not the grid's" in slide and "leave SMs idle" not in slide
 
 
 def test_a_kernel_that_holds_cuBLAS_everywhere_is_said_to(fixture_doc, write_results, tmp_path):
