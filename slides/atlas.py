@@ -20,11 +20,12 @@ def _where(row: dict) -> str:
     return f"{row['model']} {row['projection']}, M = {row['shape'][0]:,}"
 
 
-def _tiles(row: dict) -> int:
-    """The output tiles the tile that ran made of the cell's C: the CTAs with work (a cluster's
-    partner past the last row has none)."""
+def _grid(row: dict, sm_count: int) -> dict:
+    """The output tiles the tile that ran made of the cell's C (the CTAs with work: a cluster's
+    partner past the last row has none), and whether they leave SMs idle."""
     m, n, _ = row["shape"]
-    return catalogue.ctas({**row["tile"], "CLUSTER_M": 1}, m, n)
+    tiles = catalogue.ctas({**row["tile"], "CLUSTER_M": 1}, m, n)
+    return {"tiles": tiles, "idle": tiles < sm_count}
 
 
 def one(deck, bench_id: str, sm_count: int) -> dict:
@@ -45,15 +46,13 @@ def one(deck, bench_id: str, sm_count: int) -> dict:
     return {**r, "precision": step.precision.upper(), "title": step.title_of(step.best), "rows": rows,
             "params": params, "correct": len(correct),
             "median_pct": 100 * median(ratios) if ratios else None,
-            "worst": worst and {"where": _where(worst), "pct": 100 * worst["ratio_same_layout"], "tiles": _tiles(worst),
-                                "idle": _tiles(worst) < sm_count},
+            "worst": worst and {"where": _where(worst), "pct": 100 * worst["ratio_same_layout"], **_grid(worst, sm_count)},
             "large": worst_large and {"from": LARGE_M, "pct": 100 * worst_large["ratio_same_layout"],
                                       "where": _where(worst_large), "target_pct": 100 * HELD_LARGE,
                                       "held": worst_large["ratio_same_layout"] >= HELD_LARGE},
             "small": worst_small and {"to": SMALL_M, "pct": 100 * worst_small["ratio_same_layout"],
                                       "where": _where(worst_small), "target_pct": 100 * HELD_SMALL,
-                                      "held": worst_small["ratio_same_layout"] >= HELD_SMALL,
-                                      "tiles": _tiles(worst_small), "idle": _tiles(worst_small) < sm_count},
+                                      "held": worst_small["ratio_same_layout"] >= HELD_SMALL, **_grid(worst_small, sm_count)},
             "above": sum(x >= 1 for x in ratios), "small_tile": small_tile,
             "wrong": [_where(x) for x in rows if x["outcome"] == "wrong"]}
 
