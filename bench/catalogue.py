@@ -133,6 +133,7 @@ def tile_for(step: Step, m: int, n: int, sm_count: int) -> dict:
 _WS = {"producers": 1}
 _PERSISTENT = {**_WS, "cluster_m": 2, "PERSISTENT": 1}
 _TMA = ("HGMMA", "UTMALDG")
+_FP8_TMA = ("QGMMA", "UTMALDG")
 _BF16 = ("bf16",)
 _BF16_FP8 = ("bf16", "fp8")
 # C staged 32 columns (128 bytes) at a time, double-buffered
@@ -210,7 +211,16 @@ STEPS = (
 BF16_STEPS = tuple(in_precision(s, "bf16") for s in STEPS if "bf16" in s.also_in)
 # The FP8 track: e4m3 in, the tensor cores' own accumulation, FP32 out scaled by alpha (the
 # operands' per-tensor scales).
-FP8_STEPS = tuple(in_precision(s, "fp8") for s in STEPS if "fp8" in s.also_in)
+FP8_STEPS = (
+    *(in_precision(s, "fp8") for s in STEPS if "fp8" in s.also_in),
+    Step("fp8_promote", "FP32 Promotion",
+         "+ each K-tile's wgmmas start from zero and their sums, in the FP8 tensor cores' own precision, "
+         "are added into FP32 registers; the tile narrows (128 x 128, 128 x 192) so that both fit in registers",
+         "kernels/gemm_13_fp8_promote.cu", "gemm_fp8_promote",
+         (Variant("gemm.fp8_promote_128x128", "128x128 tile", {**sm90(128, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]}),
+          Variant("gemm.fp8_promote", "128x192 tile", {**sm90(192, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]})),
+         "lean_loop", (*_FP8_TMA, "UTMASTG"), HOPPER, beyond=True, precision="fp8", track="_fp8"),
+)
 TRACKS = {"tf32": STEPS, "bf16": BF16_STEPS, "fp8": FP8_STEPS}
 # A track whose first kernel is timed against the same step on the track of wider operands: the
 # gain is the narrower type's.

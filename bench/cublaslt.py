@@ -37,6 +37,9 @@ def _library() -> ctypes.CDLL:
     raise CublasLtError("no libcublasLt found (CuPy's cuBLAS loads one; install CuPy for this CUDA)")
 
 
+_NOT_SUPPORTED = 15                    # cublasStatus_t CUBLAS_STATUS_NOT_SUPPORTED
+
+
 def _call(fn: str, *args) -> None:
     status = getattr(_library(), fn)(*args)
     if status:
@@ -77,10 +80,13 @@ def _plan(m: int, n: int, k: int, fast_accum: bool):
     _call("cublasLtMatmulPreferenceSetAttribute", pref, ctypes.c_int(_PREF_MAX_WORKSPACE_BYTES),
           ctypes.byref(workspace), ctypes.sizeof(workspace))
     heuristic, found = ctypes.create_string_buffer(_HEURISTIC_BYTES), ctypes.c_int(0)
-    _call("cublasLtMatmulAlgoGetHeuristic", _handle(), desc, a, b, c, c, pref, ctypes.c_int(1),
-          heuristic, ctypes.byref(found))
-    if found.value < 1:
-        raise CublasLtError(f"cuBLASLt has no FP8 algorithm for {m}x{n}x{k}")
+    status = _library().cublasLtMatmulAlgoGetHeuristic(_handle(), desc, a, b, c, c, pref, ctypes.c_int(1),
+                                                       heuristic, ctypes.byref(found))
+    if status == _NOT_SUPPORTED or (not status and found.value < 1):
+        from .harness import Refused
+        raise Refused(f"cuBLASLt has no FP8 GEMM for {m}x{n}x{k} (its FP8 GEMMs take dimensions in multiples of 16)")
+    if status:
+        raise CublasLtError(f"cublasLtMatmulAlgoGetHeuristic returned cublasStatus_t {status}")
     return desc, a, b, c, heuristic
 
 
