@@ -156,7 +156,7 @@ def test_numbers_follow_the_results(fixture_doc, write_results, tmp_path):
 # the constants of a formula (2·M·N·K, 4 bytes a float, × 2 for double data rate) and
 # a baseline's 100% of itself.
 ALLOWED_IN_TEMPLATES = re.compile(
-    r"(FP|TF|BF)(16|32|64)|SM\d\d|sm_\d+|L[12]\b|\d+-(byte|bit)|float4|im2col|"
+    r"(FP|TF|BF)(8|16|32|64)|e4m3|SM\d\d|sm_\d+|L[12]\b|\d+-(byte|bit)|float4|im2col|"
     r"^\*\*\d\. |\b\d·|× \d ×|\b100%")
 
 

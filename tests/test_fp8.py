@@ -58,3 +58,40 @@ def test_cublas_fp8_is_measured_k_major_only():
 @pytest.mark.parametrize("precision", ["tf32", "bf16", "fp8"])
 def test_a_k_tile_is_one_128_byte_swizzle_row(precision):
     assert catalogue.ELEMENTS[precision]["BK"] * catalogue.ELEMENT_BYTES[precision] == 128
+
+
+# --- the deck's FP8 section, on the fixture's FP8 records ----------------------------------------
+
+def _fp8_slides(doc, write_results, tmp_path):
+    from tests.test_atlas import built
+    s, _ = built(doc, write_results, tmp_path)
+    return s
+
+
+def test_the_fp8_slide_sets_the_three_precisions_side_by_side(fixture_doc, write_results, tmp_path):
+    s = _fp8_slides(fixture_doc, write_results, tmp_path)
+    slide = s["FP8: Three Precisions Side by Side"]
+    for precision in ("| TF32 |", "| BF16 |", "| FP8 |"):
+        assert precision in slide
+    b = fixture_doc["benchmarks"]
+    gain = b[catalogue.HEADLINE_FP8]["before"]["gain_by_sample"]["median"]
+    assert f"**{gain:.2f}×** its BF16 run" in slide
+    # the fixture's unpromoted FP8 errs far more than cuBLASLt, which promotes: the target is not met
+    assert "without promotion" in slide.lower() and "not met" in slide
+    assert "FP8: Sums Promoted to FP32" in s
+
+
+def test_a_promoted_kernel_that_holds_cublaslt_is_said_to(fixture_doc, write_results, tmp_path):
+    rec = fixture_doc["benchmarks"][catalogue.FP8_STEPS[-1].best.id]
+    rec["cublas"]["ratio_by_sample"]["ci"] = [1.001, 1.01]
+    rec["check"]["rel_error"] = rec["cublas"]["check"]["rel_error"]
+    slide = _fp8_slides(fixture_doc, write_results, tmp_path)["FP8: Three Precisions Side by Side"]
+    assert "With FP32 promotion:" in slide and "1.00× its error (target: met)" in slide
+
+
+def test_without_fp8_records_the_talk_has_no_fp8_slides_and_the_backup_says_so(fixture_doc, write_results, tmp_path):
+    for bid in [k for k in fixture_doc["benchmarks"] if "fp8" in k]:
+        del fixture_doc["benchmarks"][bid]
+    s = _fp8_slides(fixture_doc, write_results, tmp_path)
+    assert "FP8: Three Precisions Side by Side" not in s
+    assert "Not measured on this GPU: the FP8 track" in s["Backup Slides"]
