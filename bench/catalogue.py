@@ -219,7 +219,7 @@ FP8_STEPS = (
          "kernels/gemm_13_fp8_promote.cu", "gemm_fp8_promote",
          (Variant("gemm.fp8_promote_128x128", "128x128 tile", {**sm90(128, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]}),
           Variant("gemm.fp8_promote", "128x192 tile", {**sm90(192, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]})),
-         "lean_loop", (*_FP8_TMA, "UTMASTG"), HOPPER, beyond=True, precision="fp8", track="_fp8"),
+         "lean_loop", (*_FP8_TMA, "UTMASTG"), HOPPER, beyond=True, precision="fp8"),
 )
 TRACKS = {"tf32": STEPS, "bf16": BF16_STEPS, "fp8": FP8_STEPS}
 # A track whose first kernel is timed against the same step on the track of wider operands: the
@@ -233,7 +233,8 @@ HEADLINE_BF16 = "gemm.lean_loop_bf16"  # the BF16 track's headline: its sweep, a
 HEADLINE_FP8 = "gemm.lean_loop_fp8"    # the FP8 track's headline
 TUNED = "gemm.persistent"              # the kernel the tuner searches around (bench/tune.py)
 ROLES = {"headline": HEADLINE, "headline_bf16": HEADLINE_BF16, "headline_fp8": HEADLINE_FP8, "tuned": TUNED}
-SWEPT = (*STEPS, KERNELS[HEADLINE_BF16][0])   # across sizes: every step of the talk, and the BF16 headline
+# across sizes: every step of the talk, the BF16 headline and the FP8 track
+SWEPT = (*STEPS, KERNELS[HEADLINE_BF16][0], *FP8_STEPS)
 
 
 def before(bench_id: str) -> str | None:
