@@ -220,6 +220,13 @@ FP8_STEPS = (
          (Variant("gemm.fp8_promote_128x128", "128x128 tile", {**sm90(128, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]}),
           Variant("gemm.fp8_promote", "128x192 tile", {**sm90(192, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]})),
          "lean_loop", (*_FP8_TMA, "UTMASTG"), HOPPER, beyond=True, precision="fp8"),
+    Step("fp8_promote_behind", "Promotion Behind the Next K-tile",
+         "+ two accumulators take K-tiles in turn: the next K-tile's wgmmas are issued before this one's "
+         "sums are added into FP32, so the tensor cores keep the warpgroup's work while it adds (128 x 96: three "
+         "sets of sums in registers)",
+         "kernels/gemm_14_fp8_promote_behind.cu", "gemm_fp8_promote_behind",
+         (Variant("gemm.fp8_promote_behind", "128x96 tile", {**sm90(96, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]}),),
+         "lean_loop", (*_FP8_TMA, "UTMASTG"), HOPPER, beyond=True, precision="fp8"),
 )
 TRACKS = {"tf32": STEPS, "bf16": BF16_STEPS, "fp8": FP8_STEPS}
 # A track whose first kernel is timed against the same step on the track of wider operands: the

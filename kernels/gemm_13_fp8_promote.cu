@@ -4,27 +4,11 @@
 // its own. The accumulator and the FP32 sums both live in registers, so the tile is narrower than
 // step 12's: BN / 2 floats each of the 232 a consumer thread has.
 #include <cuda.h>                           // CUtensorMap
-#include "gemm_sm90_tma_store.cuh"         // Epilogue
+#include "gemm_sm90_promote.cuh"          // mma_k_tile_alone, Epilogue
 
-static_assert(BN / 2 * 2 + 40 <= CONSUMER_REGS, "room for the accumulator, the FP32 sums and the loop");
+static_assert(2 * FRAGMENT + 40 <= CONSUMER_REGS, "room for the accumulator, the FP32 sums and the loop");
 
 // #region kernel
-// wgmma over one K-tile into c, its first instruction overwriting c (scale-out zero): c holds this
-// K-tile's sums alone, in the tensor cores' own precision.
-template <class TiledMma, class FragA, class FragB, class FragC>
-__device__ inline void mma_k_tile_alone(TiledMma& mma, FragA const& a, FragB const& b, FragC& c) {
-    warpgroup_fence_operand(c);
-    warpgroup_arrive();
-    mma.accumulate_ = GMMA::ScaleOut::Zero;
-    CUTE_UNROLL
-    for (int kb = 0; kb < size<2>(a); ++kb) {
-        gemm(mma, a(_, _, kb), b(_, _, kb), c);
-        mma.accumulate_ = GMMA::ScaleOut::One;
-    }
-    warpgroup_commit_batch();
-    warpgroup_fence_operand(c);
-}
-
 extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(THREADS, 1) gemm_fp8_promote(
         const __grid_constant__ CUtensorMap tmaA,     // A (M,K): box BK x BM, 128-byte swizzle
         const __grid_constant__ CUtensorMap tmaB,     // B (N,K): box BK x BN/CLUSTER_M, 128-byte swizzle
@@ -39,21 +23,9 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
     const Schedule schedule(K, full_units, left, split);
     init_ring_barriers(smem);
 
-    if (threadIdx.x < 128) {                                     // producer warpgroup, as in step 12
+    if (threadIdx.x < 128) {                                     // producer warpgroup
         cutlass::arch::warpgroup_reg_dealloc<PRODUCER_REGS>();
-        if (threadIdx.x == 0) {
-            int fill = 0;
-            Piece p;
-            for (int i = 0; schedule.piece(i, p); ++i) {
-                auto [tm, tn] = cta_tile(M, N, p.unit * CLUSTER_M + rank);
-                for (int k = p.k0; k < p.k1; ++k, ++fill) {
-                    int s = acquire_stage(smem, fill);
-                    SM90_TMA_LOAD_2D::copy(&tmaA, &smem.full[s], TMA_HINT, smem.A + s * BM * BK, k * BK, tm * BM);
-                    SM90_TMA_LOAD_MULTICAST_2D::copy(&tmaB, &smem.full[s], WHOLE_CLUSTER, TMA_HINT,
-                                                     smem.B + s * BN * BK + rank * B_SLICE * BK, k * BK, tn * BN + rank * B_SLICE);
-                }
-            }
-        }
+        if (threadIdx.x == 0) produce(smem, schedule, tmaA, tmaB, M, N, rank);
     } else {
         cutlass::arch::warpgroup_reg_alloc<CONSUMER_REGS>();
         auto [mma, thr, tCrA, tCrB] = consumer_fragments(smem);                  // (MMA,MMA_M|N,MMA_K,PIPE) descriptors
