@@ -5,7 +5,7 @@ the tensor cores' sums promoted into FP32 every K-tile, costs and buys."""
 from __future__ import annotations
 
 from bench import catalogue
-from slides.device import PRECISION_NAMES, peak_tflops
+from slides.device import peak_tflops
 from slides.gemm import gain_in_turns, pair_with_cublas
 from slides.kit import ACCENT, INK, MUTED, REF, arrow, drawing, text
 
@@ -23,16 +23,19 @@ def _row(deck, r: dict, bench_id: str) -> dict:
     rate = (deck["device"]["rates"] or {}).get(step.precision)
     peak = peak_tflops(deck["device"], rate, r["clock_mhz"]) if rate and r["clock_mhz"] else None
     usable = bool(r["tflops"] and not r["failed"] and r["baseline"])
-    ratio = r["record"]["cublas"]["ratio_by_sample"] if usable else None
+    # the interval of the ratio where the record has one, else the ratio alone
+    versus = r["record"]["cublas"] if usable else {}
+    ratio = versus.get("ratio_by_sample") or ({"median": versus["ratio"], "ci": [versus["ratio"]] * 2} if usable else None)
     error = r["check"]["rel_error"] if usable else None
     out = {**r, "name": step.title, "precision": step.precision.upper(), "usable": usable,
-           "precision_name": PRECISION_NAMES.get(step.precision, step.precision.upper()),
-           "pct_peak": 100 * r["tflops"] / peak if usable and peak else None, "peak_tflops": peak}
+           "pct_peak": 100 * r["tflops"] / peak if usable and peak else None}
     if usable:
-        error_ratio = error / r["baseline"]["error"]
+        theirs = r["baseline"]["error"]
+        error_ratio = error / theirs if theirs else None          # cuBLAS exact: no ratio, held only by an exact result
         out.update(error=error, error_ratio=error_ratio, ratio=ratio,
                    # the targets, from the interval: held where even its low end reaches cuBLAS
-                   held=ratio["ci"][0] >= HELD, error_held=error_ratio <= ERROR_WITHIN)
+                   held=ratio["ci"][0] >= HELD,
+                   error_held=error_ratio <= ERROR_WITHIN if error_ratio is not None else error == 0)
     return out
 
 
@@ -47,15 +50,16 @@ def context(deck) -> dict:
     promoted_rows = [by[s.best.id] for s in after if by[s.best.id]["usable"]]
     promoted = max(promoted_rows, key=lambda r: r["tflops"]) if promoted_rows else by[after[0].best.id]
     promotion = None
-    if promoted["usable"] and fp8["usable"]:
+    tile = (promoted["record"].get("resources") or {}).get("tile")
+    if promoted["usable"] and fp8["usable"] and tile:
         # its cost: the pairs timed in turns, each kernel against the one before it, from the headline on
         chain = [v for s in after for v in s.variants]
         chain = chain[:[v.id for v in chain].index(promoted["id"]) + 1]
         promotion = {"cost": gain_in_turns([deck.record(v.id) for v in chain], catalogue.HEADLINE_FP8),
-                     "tile": promoted["record"]["resources"]["tile"], "name": promoted["name"],
+                     "tile": tile, "name": promoted["name"],
                      "regs": promoted["record"]["resources"]["regs_per_thread"],
                      "k": promoted["record"]["params"]["k"], "error_before": fp8["error"], "error_after": promoted["error"],
-                     "error_drop": fp8["error"] / promoted["error"],
+                     "error_drop": fp8["error"] / promoted["error"] if promoted["error"] else None,
                      "label": catalogue.variant(promoted["id"]).label}
     rates = deck["device"]["rates"] or {}
     headline_tile = catalogue.KERNELS[catalogue.HEADLINE_FP8][1].tile
@@ -96,7 +100,8 @@ def promotion_figure(fp8: dict) -> str:
     text(dwg, (side, 122), "the tensor cores' accumulator,", size=12, color=MUTED)
     text(dwg, (side, 138), f"{per_thread} registers, zeroed each K-tile", size=12, color=MUTED)
     text(dwg, (side, 194), f"error {p['error_before']:.1e} → {p['error_after']:.1e}", size=13, color=REF)
-    text(dwg, (side, 212), f"({p['error_drop']:.0f}× smaller)", size=12, color=REF)
+    if p["error_drop"]:
+        text(dwg, (side, 212), f"({p['error_drop']:.0f}× smaller)", size=12, color=REF)
     return dwg.tostring()
 
 
