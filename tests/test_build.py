@@ -59,8 +59,8 @@ def fixture_outline() -> list[str]:
             titles += [f"Kernel {i}: {k} — {part}" for i, k in enumerate(KERNELS, 1) for part in ("Code", "Diagram", "Performance")]
         elif name == "kernel_pages":
             titles += written[:1] + CODE_PAGES
-        elif name == "atlas" and not any(bid.startswith("atlas.") for bid in _fixture_results()["benchmarks"]):
-            continue                                 # no atlas measured: one line on the backup divider
+        elif name in ("atlas", "machinery") and not any(bid.startswith(f"{name}.") for bid in _fixture_results()["benchmarks"]):
+            continue                                 # not measured: one line on the backup divider
         elif name not in ("multigpu", "overlap", "compare"):   # no node's or other GPU's file beside the fixture
             titles += [t.replace("[[ device.arch ]]", "Hopper") for t in written]
     assert not [t for t in titles if "[[" in t], "a title made from data that fixture_outline does not expand"
