@@ -15,7 +15,7 @@ PER_SM_FLOP_PER_CLK = {
 ARCH_NAMES = {"7.0": "Volta", "7.5": "Turing", "8.0": "Ampere", "8.6": "Ampere", "8.7": "Ampere", "8.9": "Ada Lovelace",
               "9.0": "Hopper", "10.0": "Blackwell", "10.3": "Blackwell", "12.0": "Blackwell"}
 PRECISION_NAMES = {"fp32": "FP32 (CUDA cores)", "tf32": "TF32 (tensor cores)", "bf16": "BF16 (tensor cores)",
-                   "fp8": "FP8 e4m3 (tensor cores)"}
+                   "fp8": "FP8 (tensor cores)"}
 SUBPARTITIONS_PER_SM = 4     # one warp scheduler each, every architecture since Volta
 WARP_SIZE = 32
 MAX_BLOCKS_PER_SM = 32       # every architecture since Volta except Turing's 16

@@ -3,15 +3,18 @@ from pathlib import Path
 
 import pytest
 
-from bench import catalogue, cuda, hbm, latency, launch
+from bench import catalogue, cuda, hbm, latency, launch, registry
 from bench.catalogue import KERNELS, STEPS
 from bench.sass import WGMMA
 from tests.conftest import builds
 
 
 def _measured_tile(src: Path) -> dict | None:
-    """A GEMM file is compiled with a tile it is measured with (and so shares that test's build)."""
-    return next((v.tile for s, v in KERNELS.values() if s.source == f"kernels/{src.name}" and v.tile), None)
+    """A file is compiled with constants it is measured with (and so shares that build): a GEMM's
+    tile, else the first build a benchmark declares of it, else its own defaults."""
+    tile = next((v.tile for s, v in KERNELS.values() if s.source == f"kernels/{src.name}" and v.tile), None)
+    return tile or next((defines for b in registry.discover().values() for built, defines in b.builds
+                         if Path(built).name == src.name and defines), None)
 
 
 SM90_BUILDS = [(src, "90a", _measured_tile(src)) for src in sorted(cuda.KERNELS.glob("*.cu"))]
