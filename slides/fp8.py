@@ -55,7 +55,10 @@ def context(deck) -> dict:
         # its cost: the pairs timed in turns, each kernel against the one before it, from the headline on
         chain = [v for s in after for v in s.variants]
         chain = chain[:[v.id for v in chain].index(promoted["id"]) + 1]
-        promotion = {"cost": gain_in_turns([deck.record(v.id) for v in chain], catalogue.HEADLINE_FP8),
+        cost = gain_in_turns([deck.record(v.id) for v in chain], catalogue.HEADLINE_FP8)
+        if cost:      # called from the interval: slower or faster only where all of it lies on one side
+            cost.update(slower=cost["ci"][1] < 1, faster=cost["ci"][0] > 1)
+        promotion = {"cost": cost,
                      "tile": tile, "name": promoted["name"],
                      "regs": promoted["record"]["resources"]["regs_per_thread"],
                      "k": promoted["record"]["params"]["k"], "error_before": fp8["error"], "error_after": promoted["error"],
