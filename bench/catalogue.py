@@ -212,20 +212,14 @@ BF16_STEPS = tuple(in_precision(s, "bf16") for s in STEPS if "bf16" in s.also_in
 # The FP8 track: e4m3 in, the tensor cores' own accumulation, FP32 out scaled by alpha (the
 # operands' per-tensor scales).
 FP8_STEPS = (
-    *(in_precision(s, "fp8") for s in STEPS if "fp8" in s.also_in),
+    # one tile at every size: launch.prepare_by_shape does not yet pass the scales on to the tile it picks
+    *(replace(in_precision(s, "fp8"), small_tile=None) for s in STEPS if "fp8" in s.also_in),
     Step("fp8_promote", "FP32 Promotion",
          "+ each K-tile's wgmmas start from zero and their sums, in the FP8 tensor cores' own precision, "
          "are added into FP32 registers; the tile narrows (128 x 128, 128 x 192) so that both fit in registers",
          "kernels/gemm_13_fp8_promote.cu", "gemm_fp8_promote",
          (Variant("gemm.fp8_promote_128x128", "128x128 tile", {**sm90(128, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]}),
           Variant("gemm.fp8_promote", "128x192 tile", {**sm90(192, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]})),
-         "lean_loop", (*_FP8_TMA, "UTMASTG"), HOPPER, beyond=True, precision="fp8"),
-    Step("fp8_promote_behind", "Promotion Behind the Next K-tile",
-         "+ two accumulators take K-tiles in turn: the next K-tile's wgmmas are issued before this one's "
-         "sums are added into FP32, so the tensor cores keep the warpgroup's work while it adds (128 x 96: three "
-         "sets of sums in registers)",
-         "kernels/gemm_14_fp8_promote_behind.cu", "gemm_fp8_promote_behind",
-         (Variant("gemm.fp8_promote_behind", "128x96 tile", {**sm90(96, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]}),),
          "lean_loop", (*_FP8_TMA, "UTMASTG"), HOPPER, beyond=True, precision="fp8"),
 )
 TRACKS = {"tf32": STEPS, "bf16": BF16_STEPS, "fp8": FP8_STEPS}

@@ -13,14 +13,6 @@ def test_the_benchmark_declares_every_build_it_loads():
     assert [d for _, d in declared] == [machinery.defines(p, n) for p, n in BUILDS]
 
 
-def test_four_warpgroups_run_wherever_their_accumulators_fit():
-    for n in machinery.NS:
-        most = machinery.defines("bf16", n)["MAX_WARPGROUPS"]
-        # a thread's N / 2 accumulators and about 40 more registers, of the 65,536 the SM's warpgroups share
-        assert n // 2 + 40 <= 65536 // (128 * most)
-        assert most == max(machinery.WARPGROUPS) or n // 2 + 40 > 65536 // (128 * max(machinery.WARPGROUPS))
-
-
 @pytest.mark.parametrize("precision,n", [pytest.param(p, n, id=f"{p}-{n}",
                                                       marks=builds((machinery.SOURCE, "90a", machinery.defines(p, n))))
                                          for p, n in BUILDS])
