@@ -110,7 +110,8 @@ def _main(argv=None) -> int:
     for path, benchmarks, node in runs:
         try:
             estimates = {bid: rec["duration_s"] for bid, rec in earlier[path].items() if rec.get("duration_s")}
-            doc = run_all(benchmarks, path, device, software, node=node, estimates=estimates)
+            doc = run_all(benchmarks, path, device, software, node=node, estimates=estimates,
+                          registered=set(registry.discover()))
         except schema.ResultsError as e:
             print(f"python -m bench: {e}", file=sys.stderr)
             return 1

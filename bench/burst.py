@@ -57,7 +57,7 @@ def _gemms(device: dict) -> dict:
            "headline_bf16": (f"{BF16[0].title} (BF16)", "bf16", BF16_SHAPE, launch.prepare(*BF16, device))}
     checkout = os.environ.get(fastcu.PEER_ENV)
     if checkout and Path(checkout).is_dir():
-        out["fastcu"] = ("fast.cu kernel 12", "bf16", BF16_SHAPE, fastcu._peer(fastcu.build(Path(checkout))))
+        out["fastcu"] = ("fast.cu kernel 12", "bf16", BF16_SHAPE, fastcu.peer(fastcu.build(Path(checkout))))
     return out
 
 
@@ -92,7 +92,7 @@ def run(ctx) -> dict:
         sustained = harness.energy(fn, shape, b["time_ms"]["median"])
         rows.append({"name": name, "title": title, "precision": precision, "shape": shape.dims, "check": check,
                      **b, "tflops": harness.tflops(shape, b["time_ms"]),
-                     **({"sustained": {**sustained, "tflops": shape.flops / (sustained["time_ms"] * 1e-3) / 1e12}}
+                     **({"sustained": {**sustained, "tflops": harness.tflops(shape, {"median": sustained["time_ms"]})}}
                         if sustained else {})})
         ctx.progress(f"{title} at {shape.m}x{shape.n}x{shape.k}: {rows[-1]['tflops']:.1f} TFLOPS in bursts of "
                      f"{BURST_RUNS} from a rest, SMs at {b['samples'][-1]['sm_clock_mhz'] or 0:.0f} MHz; sustained "

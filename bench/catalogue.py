@@ -83,9 +83,14 @@ DEEPEST = 0          # STAGES: as many as the shared memory holds, which the ker
 
 # What A and B hold in a Hopper step, by precision: the CuTe type wgmma reads (the kernel picks its
 # wgmma atom for it) and BK, the K-tile of them that makes one 128-byte swizzle row.
-ELEMENT_BYTES = {"tf32": 4, "bf16": 2}
+# FP8 is e4m3: 4 exponent bits, 3 of mantissa, the format wgmma reads for the forward pass.
+ELEMENT_BYTES = {"tf32": 4, "bf16": 2, "fp8": 1}
 ELEMENTS = {p: {"ELEMENT": name, "BK": 128 // ELEMENT_BYTES[p]}
-            for p, name in (("tf32", "tfloat32_t"), ("bf16", "bfloat16_t"))}
+            for p, name in (("tf32", "tfloat32_t"), ("bf16", "bfloat16_t"), ("fp8", "float_e4m3_t"))}
+# How the SASS names each precision's operands at the end of a tensor-core opcode
+# (QGMMA.64x256x32.F32.E4M3.E4M3), and its wgmma: FP8's is QGMMA.
+SASS_TYPES = {"tf32": "TF32", "bf16": "BF16", "fp8": "E4M3"}
+WGMMA_OPCODES = {"tf32": "HGMMA", "bf16": "HGMMA", "fp8": "QGMMA"}
 
 
 def sm90(bn: int, stages: int, group_m: int = 0, producers: int = 0, cluster_m: int = 1, **beyond) -> dict:
@@ -102,7 +107,8 @@ def in_precision(step: Step, precision: str) -> Step:
     of that type (its own benchmark, "<id>_<precision>")."""
     best = step.best
     retyped = Variant(f"{best.id}_{precision}", best.label, {**best.tile, **ELEMENTS[precision]})
-    return replace(step, precision=precision, variants=(retyped,), also_in=(), track=f"_{precision}")
+    sass = tuple(WGMMA_OPCODES[precision] if op == "HGMMA" else op for op in step.sass)
+    return replace(step, precision=precision, variants=(retyped,), also_in=(), track=f"_{precision}", sass=sass)
 
 
 def ctas(tile: dict, m: int, n: int) -> int:
@@ -127,7 +133,9 @@ def tile_for(step: Step, m: int, n: int, sm_count: int) -> dict:
 _WS = {"producers": 1}
 _PERSISTENT = {**_WS, "cluster_m": 2, "PERSISTENT": 1}
 _TMA = ("HGMMA", "UTMALDG")
+_FP8_TMA = ("QGMMA", "UTMALDG")
 _BF16 = ("bf16",)
+_BF16_FP8 = ("bf16", "fp8")
 # C staged 32 columns (128 bytes) at a time, double-buffered
 _STAGED = {**_PERSISTENT, "SPLIT_WAVE": 1, "EPILOGUE_N": 32, "EPILOGUE_BUFFERS": 2}
 # 128 x 64: at 1024^3 the 128 x 256 tiles number 32 for the H100's 132 SMs, these 128 (the fastest
@@ -195,33 +203,56 @@ STEPS = (
          "warpgroup index (kept in uniform registers), the ring's stage and parity carried from one K-tile "
          "to the next", "kernels/gemm_12_lean_loop.cu", "gemm_lean_loop",
          (Variant("gemm.lean_loop", "leaner main loop", sm90(256, DEEPEST, BAND, **_STAGED)),),
-         "lean_loop", (*_TMA, "UTMASTG"), HOPPER, beyond=True, also_in=_BF16, small_tile=_SMALL,
+         "lean_loop", (*_TMA, "UTMASTG"), HOPPER, beyond=True, also_in=_BF16_FP8, small_tile=_SMALL,
          focus=("auto [mma, tCrA, tCrB, tCrC] = lean_fragments(smem);", "release_stage(smem, previous);")),
 )
 
 # The BF16 track: the Hopper steps again, BF16 in, FP32 accumulated and out.
 BF16_STEPS = tuple(in_precision(s, "bf16") for s in STEPS if "bf16" in s.also_in)
-KERNELS: dict[str, tuple[Step, Variant]] = {v.id: (s, v) for s in (*STEPS, *BF16_STEPS) for v in s.variants}
+# The FP8 track: e4m3 in, the tensor cores' own accumulation, FP32 out scaled by alpha (the
+# operands' per-tensor scales).
+FP8_STEPS = (
+    # one tile at every size: launch.prepare_by_shape does not yet pass the scales on to the tile it picks
+    *(replace(in_precision(s, "fp8"), small_tile=None) for s in STEPS if "fp8" in s.also_in),
+    Step("fp8_promote", "FP32 Promotion",
+         "+ each K-tile's wgmmas start from zero and their sums, in the FP8 tensor cores' own precision, "
+         "are added into FP32 registers; the tile narrows (128 x 128, 128 x 192) so that both fit in registers",
+         "kernels/gemm_13_fp8_promote.cu", "gemm_fp8_promote",
+         (Variant("gemm.fp8_promote_128x128", "128x128 tile", {**sm90(128, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]}),
+          Variant("gemm.fp8_promote", "128x192 tile", {**sm90(192, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]})),
+         "lean_loop", (*_FP8_TMA, "UTMASTG"), HOPPER, beyond=True, precision="fp8"),
+)
+TRACKS = {"tf32": STEPS, "bf16": BF16_STEPS, "fp8": FP8_STEPS}
+# A track whose first kernel is timed against the same step on the track of wider operands: the
+# gain is the narrower type's.
+WIDER = {"fp8": "bf16"}
+KERNELS: dict[str, tuple[Step, Variant]] = {v.id: (s, v) for track in TRACKS.values() for s in track for v in s.variants}
 # The roles of the talk, each named once by its kernel's id: a step appended to STEPS takes none of
 # them (and changes no other benchmark's id or source hash) until one is moved to it here.
 HEADLINE = "gemm.lean_loop"            # the talk's headline; the settling run's kernel (bench/settle.py)
 HEADLINE_BF16 = "gemm.lean_loop_bf16"  # the BF16 track's headline: its sweep, and beside fast.cu (bench/fastcu.py)
+HEADLINE_FP8 = "gemm.lean_loop_fp8"    # the FP8 track's headline
 TUNED = "gemm.persistent"              # the kernel the tuner searches around (bench/tune.py)
-ROLES = {"headline": HEADLINE, "headline_bf16": HEADLINE_BF16, "tuned": TUNED}
-SWEPT = (*STEPS, KERNELS[HEADLINE_BF16][0])   # across sizes: every step of the talk, and the BF16 headline
+ROLES = {"headline": HEADLINE, "headline_bf16": HEADLINE_BF16, "headline_fp8": HEADLINE_FP8, "tuned": TUNED}
+# across sizes: every step of the talk, the BF16 headline and the FP8 track
+SWEPT = (*STEPS, KERNELS[HEADLINE_BF16][0], *FP8_STEPS)
 
 
 def before(bench_id: str) -> str | None:
     """The kernel a kernel is timed in turns with to measure its gain: the variant before it in its
     step, else the best of the step before it on its track (TF32: the naive FP32 kernel first);
-    None for the first of a track."""
+    the first of a track in WIDER, the same step on the wider track; None for the first of any
+    other track."""
     step, variant = KERNELS[bench_id]
     within = step.variants.index(variant)
     if within:
         return step.variants[within - 1].id
-    track = STEPS if step in STEPS else BF16_STEPS
+    name, track = next((name, track) for name, track in TRACKS.items() if step in track)
     at = track.index(step)
-    return track[at - 1].best.id if at else None
+    if at:
+        return track[at - 1].best.id
+    wider = WIDER.get(name)
+    return next(s.best.id for s in TRACKS[wider] if s.key == step.key) if wider else None
 
 
 def step_of(bench_id: str) -> Step:

@@ -1,8 +1,14 @@
-"""cuBLAS through CuPy's cublasGemmEx binding: the baseline every GEMM is compared with."""
+"""cuBLAS through CuPy's cublasGemmEx binding, and FP8 through cuBLASLt (bench/cublaslt.py): the
+baseline every GEMM is compared with."""
 from __future__ import annotations
 
 LAYOUTS = {"b_row": "B row-major (N contiguous)", "b_kmajor": "B K-major (stored transposed)"}
-PRECISIONS = ("fp32", "tf32", "bf16")
+PRECISIONS = ("fp32", "tf32", "bf16", "fp8")
+
+
+def layouts(precision: str) -> tuple[str, ...]:
+    """The B layouts cuBLAS is measured in: FP8 tensor cores read both operands K-major only."""
+    return ("b_kmajor",) if precision == "fp8" else tuple(LAYOUTS)
 
 _CUDA_R_32F, _CUDA_R_16BF = 0, 14                       # cudaDataType, library_types.h
 _COMPUTE = {"fp32": "CUBLAS_COMPUTE_32F", "tf32": "CUBLAS_COMPUTE_32F_FAST_TF32", "bf16": "CUBLAS_COMPUTE_32F"}
@@ -12,12 +18,16 @@ def bench_id(precision: str, layout: str) -> str:
     return f"gemm.cublas_{precision}_{layout}"
 
 
-def gemm(a, b, c, layout: str, precision: str) -> None:
-    """C = A B for row-major C through column-major cuBLAS: compute C^T = B^T A^T. C is FP32, or
-    BF16 where it holds BF16 bit patterns (uint16)."""
+def gemm(a, b, c, layout: str, precision: str, alpha: float = 1.0) -> None:
+    """C = alpha A B for row-major C through column-major cuBLAS: compute C^T = B^T A^T. C is FP32,
+    or BF16 where it holds BF16 bit patterns (uint16); FP8 operands are e4m3 bit patterns (uint8)."""
     import cupy
     import numpy as np
     from cupy_backends.cuda.libs import cublas
+
+    if precision == "fp8":
+        from .cublaslt import gemm_fp8
+        return gemm_fp8(a, b, c, alpha)
 
     m, k = a.shape
     n = c.shape[1]
@@ -25,10 +35,10 @@ def gemm(a, b, c, layout: str, precision: str) -> None:
     cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
     cublas.setMathMode(handle, cublas.CUBLAS_DEFAULT_MATH)   # TF32 only where the compute type asks
     dtype = _CUDA_R_16BF if precision == "bf16" else _CUDA_R_32F
-    one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)
+    alpha_, zero = np.full(1, alpha, np.float32), np.zeros(1, np.float32)
     trans_b = cublas.CUBLAS_OP_T if layout == "b_kmajor" else cublas.CUBLAS_OP_N
     ldb = k if layout == "b_kmajor" else n
     cublas.gemmEx(handle, trans_b, cublas.CUBLAS_OP_N, n, m, k,
-                  one.ctypes.data, b.data.ptr, dtype, ldb, a.data.ptr, dtype, k,
+                  alpha_.ctypes.data, b.data.ptr, dtype, ldb, a.data.ptr, dtype, k,
                   zero.ctypes.data, c.data.ptr, _CUDA_R_16BF if c.dtype == cupy.uint16 else _CUDA_R_32F, n,
                   getattr(cublas, _COMPUTE[precision]), -1)   # -1: CUBLAS_GEMM_DEFAULT

@@ -34,7 +34,7 @@ def checkout_commit(checkout: Path) -> str:
 def build(checkout: Path) -> Path:
     """The peer's kernel behind bench/peers/fastcu.cu, compiled with its own flags (its Makefile's),
     for sm_90a, into .cache/peers/: the shared library's path. The driver's symbols it calls
-    (cuTensorMapEncodeTiled) are left to the driver library loaded before it (_peer)."""
+    (cuTensorMapEncodeTiled) are left to the driver library loaded before it (peer)."""
     if not (checkout / HEADER).exists():
         raise RuntimeError(f"{checkout} holds no {HEADER}: is {PEER_ENV} a checkout of pranjalssh/fast.cu?")
     nvcc = shutil.which("nvcc")
@@ -55,7 +55,7 @@ def build(checkout: Path) -> Path:
     return out
 
 
-def _peer(library: Path):
+def peer(library: Path):
     """fastcu(a, b, c): fast.cu's kernel 12 on CuPy arrays of BF16 bit patterns."""
     import ctypes
     ctypes.CDLL("libcuda.so.1", mode=ctypes.RTLD_GLOBAL)      # the driver API, for the library's undefined symbols
@@ -75,14 +75,14 @@ def _entry(shape: Shape, time_ms: dict, check: dict) -> dict:
     return {"time_ms": time_ms, "tflops": harness.tflops(shape, time_ms), "check": check}
 
 
-def measure(shape: Shape, peer, ours_prepare) -> dict:
+def measure(shape: Shape, theirs, ours_prepare) -> dict:
     """The four on one shape's operands, checked, the peer settled, then timed in turns."""
     import cupy
     ours, ours_check, ops, _ = harness.checked_launch(shape, LAYOUT, "bf16", ours_prepare)
     c_peer = ops.poisoned_c("bf16", rows=shape.n, cols=shape.m)          # column-major C: (N, M) row-major
     c_bf16 = ops.poisoned_c("bf16")
     c_fp32 = ops.poisoned_c()
-    runs = {"fastcu": lambda: peer(ops.a, ops.b, c_peer),
+    runs = {"fastcu": lambda: theirs(ops.a, ops.b, c_peer),
             "cublas_bf16_out": lambda: cublas.gemm(ops.a, ops.b, c_bf16, LAYOUT, "bf16"),
             "cublas": lambda: cublas.gemm(ops.a, ops.b, c_fp32, LAYOUT, "bf16"),
             "ours": ours.run}
@@ -107,12 +107,12 @@ def measure(shape: Shape, peer, ours_prepare) -> dict:
 def fastcu(ctx) -> dict:
     checkout = Path(os.environ[PEER_ENV])
     ctx.progress(f"building fast.cu's kernel 12 from {checkout} ({checkout_commit(checkout)[:12]})")
-    peer = _peer(build(checkout))
+    theirs = peer(build(checkout))
     harness.keep_busy()
     ours_prepare = launch.prepare(STEP, OURS, ctx.device)
     shapes = []
     for shape in SHAPES:
-        result = measure(shape, peer, ours_prepare)
+        result = measure(shape, theirs, ours_prepare)
         shapes.append(result)
         line = ", ".join(f"{name} {result[name]['tflops']:.1f}" for name in ("fastcu", "cublas_bf16_out", "cublas", "ours"))
         ctx.progress(f"{shape.m}x{shape.n}x{shape.k}: {line} TFLOPS (spread {100 * spread(result['fastcu']['time_ms']):.1f}%)")

@@ -8,7 +8,7 @@ from . import catalogue, cublas, cuda, harness, launch
 from .catalogue import Step, Variant
 from .registry import register
 
-HARNESS_SOURCES = ("bench/harness.py", "bench/cublas.py")
+HARNESS_SOURCES = ("bench/harness.py", "bench/cublas.py", "bench/cublaslt.py")
 CUTE_SOURCES = ("bench/launch.py", "bench/cuda.py", "bench/sass.py")
 
 
@@ -17,12 +17,12 @@ def _register_cublas(precision: str, layout: str):
               title=f"cuBLAS {precision.upper()}, {cublas.LAYOUTS[layout]}")
     def run(ctx) -> dict:
         harness.keep_busy()
-        prepare = lambda a, b, c: harness.Launch(lambda: cublas.gemm(a, b, c, layout, precision))
+        prepare = lambda a, b, c, alpha=1.0: harness.Launch(lambda: cublas.gemm(a, b, c, layout, precision, alpha))
         return harness.run_gemm(ctx, precision=precision, layout=layout, prepare=prepare)
 
 
 for _precision in cublas.PRECISIONS:
-    for _layout in cublas.LAYOUTS:
+    for _layout in cublas.layouts(_precision):
         _register_cublas(_precision, _layout)
 
 

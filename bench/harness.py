@@ -59,8 +59,13 @@ SETTLE_RULE = {"round_s": ROUND_S, "drift": SETTLED_DRIFT, "max_s": SETTLE_MAX_S
 
 # Relative Frobenius error allowed, by arithmetic: FP32 accumulates in FP32; TF32 rounds each
 # operand to 10 mantissa bits (unit roundoff 2^-11); BF16 operands are exact in the reference, so
-# only the FP32 accumulation errs.
-TOLERANCE = {"fp32": 1e-5, "tf32": 2e-3, "bf16": 1e-4}
+# only the FP32 accumulation errs. FP8 operands are exact too (the reference takes their e4m3
+# values times their scales), but Hopper's FP8 tensor cores add into an accumulator of about 14
+# bits, truncating (DeepSeek-V3's report, section 3.3.2: up to 2% relative error at K = 4096), unless
+# the kernel moves its sums into FP32 every few K-tiles: 3.1e-3 at K = 16384 on an H100 without,
+# 1.3e-4 with (cuBLASLt's default). The check is for a wrong result; each record also compares
+# its error with cuBLASLt's.
+TOLERANCE = {"fp32": 1e-5, "tf32": 2e-3, "bf16": 1e-4, "fp8": 1e-2}
 # ... and what rounding C to its output type adds: BF16 keeps 8 bits (unit roundoff 2^-9).
 OUTPUT_ROUNDING = {"fp32": 0.0, "bf16": 2.0**-8}
 BF16_NAN = 0x7FC0
@@ -99,9 +104,43 @@ def _bf16_to_f64(bits):
     return (bits.astype(cupy.uint32) << 16).view(cupy.float32).astype(cupy.float64)
 
 
+E4M3_MAX = 448.0        # the largest finite e4m3 value: 1.75 x 2^8
+
+
+def e4m3_values():
+    """The value of each of the 256 e4m3 bit patterns (NumPy float64): sign, 4 exponent bits biased
+    by 7, 3 mantissa bits; exponent 0 is subnormal; S.1111.111 is NaN, and there is no infinity."""
+    import numpy as np
+    code = np.arange(256)
+    exponent, mantissa = (code >> 3) & 0xF, code & 7
+    magnitude = np.where(exponent == 0, mantissa / 8 * 2.0**-6, (1 + mantissa / 8) * 2.0 ** (exponent - 7))
+    values = np.where(code & 0x80, -magnitude, magnitude)
+    values[[0x7F, 0xFF]] = np.nan
+    return values
+
+
+def to_e4m3_bits(x, xp=None):
+    """float32 within +-E4M3_MAX -> the nearest e4m3 bit patterns (uint8; CuPy has no FP8 dtype)."""
+    import numpy as np
+    xp = xp or __import__("cupy")
+    positive = xp.asarray(e4m3_values()[:0x7F])                     # 0 up to 448, increasing
+    magnitude = xp.abs(x)
+    above = xp.clip(xp.searchsorted(positive, magnitude), 1, 0x7E)
+    below = above - 1
+    code = xp.where(magnitude - positive[below] <= positive[above] - magnitude, below, above)
+    return (code | (x < 0).astype(np.int64) << 7).astype(np.uint8)
+
+
+def e4m3_to_f64(bits):
+    import cupy
+    return cupy.asarray(e4m3_values())[bits]
+
+
 class Operands:
     """Random A and B of a shape (B transposed in memory for b_kmajor; bf16 as uint16 bit
-    patterns) and, once asked for, their float64 product."""
+    patterns; fp8 as e4m3 bit patterns, each matrix scaled to fill e4m3's range, its scale kept)
+    and, once asked for, their float64 product. ``scaling`` is what a GEMM is given besides the
+    operands: FP8's alpha, the product of the two scales."""
 
     def __init__(self, shape: Shape, layout: str, precision: str, seed: int = SEED):
         import cupy
@@ -109,7 +148,14 @@ class Operands:
         self.shape, self.layout, self.precision = shape, layout, precision
         a = rng.standard_normal((shape.m, shape.k), dtype=cupy.float32)
         b = rng.standard_normal((shape.n, shape.k) if layout == "b_kmajor" else (shape.k, shape.n), dtype=cupy.float32)
-        self.a, self.b = (_to_bf16_bits(a), _to_bf16_bits(b)) if precision == "bf16" else (a, b)
+        self.scales, self.scaling = (1.0, 1.0), {}
+        if precision == "bf16":
+            a, b = _to_bf16_bits(a), _to_bf16_bits(b)
+        elif precision == "fp8":           # per-tensor scales: each matrix's largest value becomes E4M3_MAX
+            self.scales = tuple(float(cupy.abs(x).max()) / E4M3_MAX for x in (a, b))
+            a, b = (to_e4m3_bits(x / s) for x, s in zip((a, b), self.scales))
+            self.scaling = {"alpha": self.scales[0] * self.scales[1]}
+        self.a, self.b = a, b
         self._reference = None
 
     @property
@@ -120,8 +166,8 @@ class Operands:
         """A B in float64 (cuBLAS DGEMM), and its Frobenius norm."""
         import cupy
         if self._reference is None:
-            up = _bf16_to_f64 if self.precision == "bf16" else (lambda x: x.astype(cupy.float64))
-            a64, b64 = up(self.a), up(self.b)
+            up = {"bf16": _bf16_to_f64, "fp8": e4m3_to_f64}.get(self.precision, lambda x: x.astype(cupy.float64))
+            a64, b64 = (up(x) * s for x, s in zip((self.a, self.b), self.scales))
             self._reference = a64 @ (b64.T if self.layout == "b_kmajor" else b64)
             self._norm = float(cupy.linalg.norm(self._reference))
         return self._reference, self._norm
@@ -134,22 +180,28 @@ class Operands:
         return cupy.full((self.shape.m, self.shape.n), cupy.nan, dtype=cupy.float32)
 
     def check(self, c) -> dict:
-        """Relative Frobenius error of C (M x N, FP32 or BF16 bit patterns) against the float64
-        product, and whether every element of C was written (no NaN left of the poison)."""
-        import cupy
+        """C (M x N, FP32 or BF16 bit patterns) against the float64 product (compare)."""
         ref, norm = self.reference()
-        output = "bf16" if c.dtype == cupy.uint16 else "fp32"
-        c64 = _bf16_to_f64(c) if output == "bf16" else c.astype(cupy.float64)
-        unwritten = int(cupy.isnan(c64).sum())
-        err = float(cupy.linalg.norm(cupy.nan_to_num(c64) - ref) / norm)
-        tol = TOLERANCE[self.precision] + OUTPUT_ROUNDING[output]
-        passed = unwritten == 0 and err <= tol
-        out = {"passed": passed, "rel_error": err, "tolerance": tol, "unwritten": unwritten, "output": output,
-               "reference": "float64 GEMM of the same operands, relative Frobenius norm"}
-        if not passed:
-            out["detail"] = (f"{unwritten} elements of C never written" if unwritten
-                             else f"relative error {err:.2e} above {self.precision} tolerance {tol:.0e}")
-        return out
+        return compare(c, ref, norm, self.precision)
+
+
+def compare(c, reference, norm: float, precision: str) -> dict:
+    """Relative Frobenius error of C (FP32 or BF16 bit patterns) against a float64 ``reference`` of
+    Frobenius norm ``norm``, within the tolerance of ``precision`` and C's type, and whether every
+    element of C was written (no NaN left of the poison)."""
+    import cupy
+    output = "bf16" if c.dtype == cupy.uint16 else "fp32"
+    c64 = _bf16_to_f64(c) if output == "bf16" else c.astype(cupy.float64)
+    unwritten = int(cupy.isnan(c64).sum())
+    err = float(cupy.linalg.norm(cupy.nan_to_num(c64) - reference) / norm)
+    tol = TOLERANCE[precision] + OUTPUT_ROUNDING[output]
+    passed = unwritten == 0 and err <= tol
+    out = {"passed": passed, "rel_error": err, "tolerance": tol, "unwritten": unwritten, "output": output,
+           "reference": "float64 GEMM of the same operands, relative Frobenius norm"}
+    if not passed:
+        out["detail"] = (f"{unwritten} elements of C never written" if unwritten
+                         else f"relative error {err:.2e} above {precision} tolerance {tol:.0e}")
+    return out
 
 
 # Operands kept for the next GEMM of the same shape, layout and precision, the least recently
@@ -174,7 +226,7 @@ def checked_launch(shape: Shape, layout: str, precision: str, prepare):
     import cupy
     ops = operands(shape, layout, precision)
     c = ops.poisoned_c()
-    launch = prepare(ops.a, ops.b, c)
+    launch = prepare(ops.a, ops.b, c, **ops.scaling)
     launch.run()
     cupy.cuda.get_current_stream().synchronize()
     return launch, ops.check(c), ops, c
@@ -185,7 +237,7 @@ def checked_cublas(ops: Operands, precision: str | None = None):
     import cupy
     precision = precision or ops.precision
     c = ops.poisoned_c()
-    run = lambda: cublas.gemm(ops.a, ops.b, c, ops.layout, precision)
+    run = lambda: cublas.gemm(ops.a, ops.b, c, ops.layout, precision, **ops.scaling)
     run()
     cupy.cuda.get_current_stream().synchronize()
     return run, ops.check(c)
@@ -307,7 +359,7 @@ def energy(run, shape: "Shape", ms: float) -> dict | None:
     per_run = cupy.cuda.get_elapsed_time(start, end) / runs
     clock = probe.read()        # the SMs' clock over the window
     return {"watts": watts, "time_ms": per_run, "joules": watts * per_run / 1e3,
-            "tflops_per_watt": shape.flops / (per_run * 1e-3) / 1e12 / watts, "runs": runs,
+            "tflops_per_watt": tflops(shape, {"median": per_run}) / watts, "runs": runs,
             "window_s": float(t[-1] - t[0]), "ticks": len(ticks), "nvml_power_w": float(np.median(nvml)),
             **({"sm_clock_mhz": clock[0]} if clock else {})}
 

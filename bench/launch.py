@@ -44,7 +44,7 @@ def _numba_prepare(step: Step):
 # TFLOAT32 reads FP32 and rounds each float to the nearest TF32 on its way in, where the tensor
 # cores, given the float, would drop its low 13 bits.
 TMA_TYPES = {"fp32": ("CU_TENSOR_MAP_DATA_TYPE_FLOAT32", 4), "tf32": ("CU_TENSOR_MAP_DATA_TYPE_TFLOAT32", 4),
-             "bf16": ("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2)}
+             "bf16": ("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2), "fp8": ("CU_TENSOR_MAP_DATA_TYPE_UINT8", 1)}
 
 
 def tensor_map_args(box_rows: int, box_cols: int, element: str = "fp32") -> dict:
@@ -131,7 +131,8 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
     of A and B in place of the pointers (B's box is 1/CLUSTER_M of its tile: each CTA of a cluster
     loads that slice for all of them), and those with EPILOGUE_N one of C, stored through shared
     memory a chunk at a time; SPLIT_WAVE kernels also take scratch for the partial sums of split
-    tiles, their ready flags, and the plan of the last wave (split_wave)."""
+    tiles, their ready flags, and the plan of the last wave (split_wave); EPILOGUE_N kernels last
+    take alpha, C = alpha A B (prepare's alpha: FP8's per-tensor scales)."""
     import cupy
     import numpy as np
     from .cuda import load_module
@@ -148,8 +149,9 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
     # the tensor-core instructions name the operands' type and the atom: HGMMA.64x256x16.F32.BF16
     mma = sorted({i.opcode for i in instructions if i.mnemonic in MMA})
     loop = mma_loop(instructions)
-    if any(not op.endswith("." + step.precision.upper()) for op in mma):
-        raise RuntimeError(f"{name}: its tensor-core instructions {mma} are not all {step.precision.upper()}")
+    sass_type = catalogue.SASS_TYPES[step.precision]
+    if any(not op.endswith("." + sass_type) for op in mma):
+        raise RuntimeError(f"{name}: its tensor-core instructions {mma} are not all {sass_type}")
     kernel = module.get_function(name)
     hopper = "WARPGROUPS_M" in tile
     threads = (128 * (tile["WARPGROUPS_M"] + tile["PRODUCER_WARPGROUPS"]) if hopper
@@ -169,9 +171,12 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
     resident = resident_ctas(kernel, threads, smem_dynamic, cluster) if tile.get("PERSISTENT") else None
     # TMA in and out: zeros are read past a ragged edge, and nothing is stored there
     ragged = uses_tma and "c" in boxes
+    scales = "c" in boxes          # the TMA-store epilogue writes C = alpha A B
 
-    def prepare(a, b, c):
+    def prepare(a, b, c, alpha: float = 1.0):
         (m, k), n = a.shape, c.shape[1]
+        if alpha != 1.0 and not scales:
+            raise Refused(f"{name} writes C = A B: it takes no alpha (the per-tensor scales of {alpha:g})")
         if ragged:
             misaligned = [f"{what} = {count} elements of {size} bytes" for what, count, size in
                           (("K", k, a.itemsize), ("N", n, c.itemsize)) if count * size % 16]
@@ -192,6 +197,8 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
             plan = split_wave(ctas // cluster, grid[0] // cluster, -(-k // tile["BK"]))
             args += (cupy.empty(grid[0] * tile["BM"] * tile["BN"], cupy.float32), cupy.zeros(grid[0] * consumers, cupy.int32),
                      *(np.int32(plan[key]) for key in ("full_units", "left", "split")))
+        if scales:
+            args += (np.float32(alpha),)
         run = lambda: kernel(grid, (threads,), args, shared_mem=smem_dynamic)
         attrs = kernel.attributes
         resources = {"threads_per_block": threads, "grid": list(grid),

@@ -243,7 +243,7 @@ class _Rank:
         against the float64 sum of every rank's product."""
         import cupy
         import numpy as np
-        from .harness import TOLERANCE, Operands, Shape
+        from .harness import Operands, Shape, compare
         m, n, k = self.layer["gemm_reduce_scatter"]["gemm"]
         operands = lambda q: Operands(Shape(m, n, k), "b_kmajor", "bf16", seed=SEED + 1 + q)
         ops = operands(self.rank)
@@ -274,11 +274,7 @@ class _Rank:
             partial.fill(cupy.nan)
             overlapped()
             self.main.synchronize()
-            err = float(cupy.linalg.norm(cupy.nan_to_num(shard.astype(cupy.float64)) - want) / cupy.linalg.norm(want))
-            unwritten, tol = int(cupy.isnan(shard).sum()), TOLERANCE["bf16"]
-            check = {"passed": unwritten == 0 and err <= tol, "rel_error": err, "tolerance": tol,
-                     **({"detail": f"{unwritten} elements never written" if unwritten else f"relative error {err:.2e}"}
-                        if unwritten or err > tol else {})}
+            check = compare(shard, want, float(cupy.linalg.norm(want)), "bf16")
             done[label] = self.timed({"overlapped": overlapped, "sequential": lambda whole=whole, comm=comm: (whole(), comm()),
                                       "gemm": whole, "comm": comm}, check, tile)
         return done

@@ -80,18 +80,24 @@ def locked(path: Path):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def merge(path: Path, device: dict, software: dict, records: dict, node: dict | None = None) -> dict:
+def merge(path: Path, device: dict, software: dict, records: dict, node: dict | None = None,
+          registered=None) -> dict:
     """Add ``records`` to the results file at ``path`` (created if absent), atomically; a node's
-    file (the records of benchmarks on several GPUs) also holds ``node``, its topology. A document
+    file (the records of benchmarks on several GPUs) also holds ``node``, its topology. Given the
+    ids ``registered``, the file's records of any other id (a step taken out of the catalogue) are
+    dropped: nothing could measure them again. A document
     that ``schema.load`` would refuse (too large, too deep, text not UTF-8) is a LimitError, and
     nothing is written."""
     path = Path(path)
     with locked(path):
+        kept = existing(path, device, node is not None)
+        if registered is not None:
+            kept = {bid: rec for bid, rec in kept.items() if bid in registered}
         merged = {
             "schema_version": schema.SCHEMA_VERSION,
             "device": device,
             "software": software,
-            "benchmarks": dict(sorted({**existing(path, device, node is not None), **records}.items())),
+            "benchmarks": dict(sorted({**kept, **records}.items())),
             **({"node": node} if node else {}),
         }
         schema.validate(merged, str(path))

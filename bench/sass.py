@@ -76,12 +76,13 @@ def timed_loop(instructions: list[Instruction]) -> list[Instruction]:
     raise ValueError("no backward branch between the clock reads")
 
 
-MMA = ("HMMA", "HGMMA")
+WGMMA = ("HGMMA", "QGMMA")     # wgmma: TF32 and BF16 operands; FP8's
+MMA = ("HMMA", *WGMMA)
 
 
 def mma_loop(instructions: list[Instruction]) -> list[Instruction] | None:
     """The innermost loop that issues tensor-core instructions (a kernel's main loop): the shortest
-    run from a backward branch's target to the branch holding an HMMA or HGMMA; None if every
+    run from a backward branch's target to the branch holding a tensor-core instruction (MMA); None if every
     such instruction is outside a loop (unrolled)."""
     loops = []
     for ins in instructions:

@@ -57,6 +57,8 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         # sweep.<step>: rows[] {shape, outcome: correct | wrong | refused, tflops/time_ms by kernel and
         #     cuBLAS layout, ratio_same_layout, ratio_best_layout} (bench/sweep.py);
         # atlas.<precision>: rows[] {model, projection, shape, and a sweep row's fields} (bench/atlas.py);
+        # machinery.wgmma: rows[] {precision, n, atom, k_tile, sass, latency_cycles, rates[] {warpgroups,
+        #   time_ms, flop_per_sm_clock, tflops}} (bench/machinery.py);
         # tune.persistent: trials[] {config, outcome, ratio, ...}, winner, hand_picked, final (bench/tune.py);
         # multigpu.p2p: rows[] per ordered pair {src, dst, copy_engine, copy_engine_both_ways, sm_read,
         #     sm_write: {gbps, time_ms}, latency_ns {peer, local}}; multigpu.nccl, multigpu.nccl_tests:
@@ -185,6 +187,9 @@ RECORDS = {
                                       for p in ("all_gather_gemm", "gemm_reduce_scatter")}},
     "multigpu.nccl": {"params": {"ranks": int}, "rows": [{"collective": str, "bytes": POS_INT, "time_ms": _TIMED,
                                                           "wrong": int, "algorithm?": str, "protocol?": str, **_BUSBW}]},
+    "machinery.wgmma": {"params": {"ns": [POS_INT], "iters": POS_INT},
+                        "rows": [{"precision": str, "n": POS_INT, "atom": [POS_INT], "k_tile": POS_INT, "latency_cycles": POS,
+                                  "rates": [{"warpgroups": POS_INT, "time_ms": _TIMED, "flop_per_sm_clock": POS, "tflops": POS}]}]},
     "atlas.": {"params": {"ms": [POS_INT], "projections": [{"model": str, "projection": str, "n": POS_INT, "k": POS_INT}]},
                "rows": [{"model": str, "projection": str, "shape": [int], "outcome": str, "ratio_same_layout?": NUM,
                          "tflops?": dict}]},

@@ -16,7 +16,8 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
         int M, int N, int K,
         float* partials,                              // per CTA of the last wave: its tail's sums (TailSums)
         int* ready,                                   // (CONSUMER_THREADS) per CTA of the last wave: 1 while its tail waits
-        int full_units, int left, int split) {        // the last wave's plan (Schedule)
+        int full_units, int left, int split,          // the last wave's plan (Schedule)
+        float alpha) {                                // C = alpha A B: FP8's per-tensor scales, 1 for the others
     SharedStorage& smem = shared_storage();
     const int rank = block_rank_in_cluster();
     const Schedule schedule(K, full_units, left, split);
@@ -43,7 +44,7 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
         auto [mma, thr, tCrA, tCrB] = consumer_fragments(smem);                  // (MMA,MMA_M|N,MMA_K,PIPE) descriptors
         Tensor tCrC = thr.partition_fragment_C(cta_tile_of_C(nullptr, 0, 0, 0, 0)); // (MMA,MMA_M,MMA_N)
         static_assert(decltype(size(tCrC))::value == FRAGMENT);
-        Epilogue epilogue;
+        Epilogue epilogue(alpha);
         int fill = 0;
         Piece p;
         for (int i = 0; schedule.piece(i, p); ++i) {

@@ -28,7 +28,8 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
         int M, int N, int K,
         float* partials,                              // per CTA of the last wave: its tail's sums (TailSums)
         int* ready,                                   // (CONSUMER_THREADS) per CTA of the last wave: 1 while its tail waits
-        int full_units, int left, int split) {        // the last wave's plan (Schedule)
+        int full_units, int left, int split,          // the last wave's plan (Schedule)
+        float alpha) {                                // C = alpha A B: FP8's per-tensor scales, 1 for the others
     SharedStorage& smem = shared_storage();
     const int rank = block_rank_in_cluster();
     const Schedule schedule(K, full_units, left, split);
@@ -52,7 +53,7 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
     } else {
         cutlass::arch::warpgroup_reg_alloc<CONSUMER_REGS>();
         auto [mma, tCrA, tCrB, tCrC] = lean_fragments(smem);
-        Epilogue epilogue;
+        Epilogue epilogue(alpha);
         static_assert(decltype(size(tCrC))::value == FRAGMENT);
         // The ring's next stage and its fill's parity, carried rather than divided out of a count.
         uint32_t stage = 0, phase = 0, previous = 0;

@@ -21,9 +21,11 @@ __shared__ alignas(1024) float staging[EPILOGUE_BUFFERS * BM * EPILOGUE_N];   //
 // A consumer warpgroup's side of the epilogue. Chunks are numbered over all the tiles a CTA stores, so
 // that a buffer is reused only after TMA has finished reading the chunk before in it.
 struct Epilogue {
+    const float alpha;                              // C = alpha A B
     const int warpgroup = (threadIdx.x - 128 * PRODUCER_WARPGROUPS) / 128;
     const bool leader = threadIdx.x % 128 == 0;     // the thread that issues its warpgroup's TMA stores
     int chunk = 0;
+    __device__ explicit Epilogue(float alpha) : alpha(alpha) {}
     __device__ void sync() const {   // this warpgroup's 128 threads (named barriers 1 on; 0 is __syncthreads)
         cutlass::arch::NamedBarrier::arrive_and_wait(128, 1 + warpgroup);
     }
@@ -47,8 +49,8 @@ struct Epilogue {
             for (int i = 0; i < PER_CHUNK; i += 2) {              // a value pair: two adjacent columns
                 auto [row, col] = coords(i);
                 uint32_t at = base + SmemLayoutC{}(row, col) * sizeof(float);
-                asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(at), "f"(tCrC(j * PER_CHUNK + i)),
-                             "f"(tCrC(j * PER_CHUNK + i + 1)));
+                asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(at), "f"(alpha * tCrC(j * PER_CHUNK + i)),
+                             "f"(alpha * tCrC(j * PER_CHUNK + i + 1)));
             }
             tma_store_fence();                                    // the writes are visible to TMA
             sync();

@@ -100,10 +100,16 @@ class Deck:
         benchmarks = self.doc["benchmarks"]
         beside = [{"file": Path(path).name, **stale_line(Deck(doc, self.benchmarks).stale(), doc)}
                   for path, doc in self.beside]
+        beside = [b for b in beside if b["count"]]
         stale = self.stale()
+        here = stale_line(stale, self.doc)
+        # past LISTED in all, the title counts them by file (its notes name them)
+        if len(stale) + sum(b["count"] for b in beside) > LISTED:
+            here, beside = {**here, "ids": [], "more": here["count"]}, [{**b, "ids": [], "more": b["count"]} for b in beside]
         return {**self._sections, "software": self.doc["software"], "measured_count": len(benchmarks),
-                "stale": stale, "stale_listed": stale_line(stale, self.doc),
-                "stale_beside": [b for b in beside if b["ids"]],
+                "stale": stale, "stale_listed": here, "stale_beside": beside,
+                "stale_named": [*stale, *(f"{bid} ({Path(path).name})" for path, doc in self.beside
+                                          for bid in Deck(doc, self.benchmarks).stale())],
                 "quick": sorted(bid for bid, rec in benchmarks.items() if rec.get("quick")),
                 "failed": [{"id": bid, "reason": rec["reason"]} for bid, rec in benchmarks.items()
                            if rec["status"] == "failed"],

@@ -5,16 +5,17 @@ from __future__ import annotations
 import math
 
 # Dense FLOP per clock per SM by compute capability (NVIDIA architecture
-# whitepapers): FP32 FMA on the CUDA cores, TF32 and BF16 on the tensor cores.
+# whitepapers): FP32 FMA on the CUDA cores, TF32, BF16 and (Hopper) FP8 on the tensor cores.
 PER_SM_FLOP_PER_CLK = {
     "8.0": {"fp32": 128, "tf32": 1024, "bf16": 2048},
     "8.6": {"fp32": 256, "tf32": 512, "bf16": 1024},
     "8.9": {"fp32": 256, "tf32": 512, "bf16": 1024},
-    "9.0": {"fp32": 256, "tf32": 2048, "bf16": 4096},
+    "9.0": {"fp32": 256, "tf32": 2048, "bf16": 4096, "fp8": 8192},
 }
 ARCH_NAMES = {"7.0": "Volta", "7.5": "Turing", "8.0": "Ampere", "8.6": "Ampere", "8.7": "Ampere", "8.9": "Ada Lovelace",
               "9.0": "Hopper", "10.0": "Blackwell", "10.3": "Blackwell", "12.0": "Blackwell"}
-PRECISION_NAMES = {"fp32": "FP32 (CUDA cores)", "tf32": "TF32 (tensor cores)", "bf16": "BF16 (tensor cores)"}
+PRECISION_NAMES = {"fp32": "FP32 (CUDA cores)", "tf32": "TF32 (tensor cores)", "bf16": "BF16 (tensor cores)",
+                   "fp8": "FP8 (tensor cores)"}
 SUBPARTITIONS_PER_SM = 4     # one warp scheduler each, every architecture since Volta
 WARP_SIZE = 32
 MAX_BLOCKS_PER_SM = 32       # every architecture since Volta except Turing's 16

@@ -190,7 +190,7 @@ def context(deck) -> dict:
     device = deck["device"]
     cublas = {}
     for precision in cublas_lib.PRECISIONS:
-        for layout in cublas_lib.LAYOUTS:
+        for layout in cublas_lib.layouts(precision):
             r = deck.record(cublas_lib.bench_id(precision, layout))
             r.update(precision=precision, layout=layout, layout_name=cublas_lib.LAYOUTS[layout])
             cublas[(precision, layout)] = r

@@ -59,8 +59,8 @@ def fixture_outline() -> list[str]:
             titles += [f"Kernel {i}: {k} — {part}" for i, k in enumerate(KERNELS, 1) for part in ("Code", "Diagram", "Performance")]
         elif name == "kernel_pages":
             titles += written[:1] + CODE_PAGES
-        elif name == "atlas" and not any(bid.startswith("atlas.") for bid in _fixture_results()["benchmarks"]):
-            continue                                 # no atlas measured: one line on the backup divider
+        elif name in ("atlas", "machinery") and not any(bid.startswith(f"{name}.") for bid in _fixture_results()["benchmarks"]):
+            continue                                 # not measured: one line on the backup divider
         elif name not in ("multigpu", "overlap", "compare"):   # no node's or other GPU's file beside the fixture
             titles += [t.replace("[[ device.arch ]]", "Hopper") for t in written]
     assert not [t for t in titles if "[[" in t], "a title made from data that fixture_outline does not expand"
@@ -156,7 +156,7 @@ def test_numbers_follow_the_results(fixture_doc, write_results, tmp_path):
 # the constants of a formula (2·M·N·K, 4 bytes a float, × 2 for double data rate) and
 # a baseline's 100% of itself.
 ALLOWED_IN_TEMPLATES = re.compile(
-    r"(FP|TF|BF)(16|32|64)|SM\d\d|sm_\d+|L[12]\b|\d+-(byte|bit)|float4|im2col|"
+    r"(FP|TF|BF)(8|16|32|64)|e4m3|SM\d\d|sm_\d+|L[12]\b|\d+-(byte|bit)|float4|im2col|"
     r"^\*\*\d\. |\b\d·|× \d ×|\b100%")
 
 

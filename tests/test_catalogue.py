@@ -72,9 +72,11 @@ def test_every_variant_is_registered_once_and_swept_once():
 
 def test_each_kernel_is_timed_in_turns_with_the_one_before_it_on_its_track():
     benches = registry.discover()
-    for track in (catalogue.STEPS, catalogue.BF16_STEPS):
+    for name, track in catalogue.TRACKS.items():
         ids = [v.id for s in track for v in s.variants]
-        assert catalogue.before(ids[0]) is None
+        wider = catalogue.WIDER.get(name)
+        # a narrower track starts against its first step on the wider one: the narrower type's gain
+        assert catalogue.before(ids[0]) == (f"{track[0].best.id.removesuffix('_' + name)}_{wider}" if wider else None)
         for earlier, later in zip(ids, ids[1:]):
             assert catalogue.before(later) == earlier
             # the pair's result depends on both kernels: a change to the one before stales it

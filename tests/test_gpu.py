@@ -57,7 +57,7 @@ def test_the_deepest_ring_fills_the_shared_memory_of_this_gpu(bid, device):
     from bench import launch
     step, variant = catalogue.KERNELS[bid]
     prepare = launch.prepare(step, variant, device)
-    element = {4: cupy.float32, 2: cupy.uint16}[catalogue.ELEMENT_BYTES[step.precision]]   # BF16 as its bit patterns
+    element = cupy.dtype(f"u{catalogue.ELEMENT_BYTES[step.precision]}")     # zeros: any type of the element's size
     a = cupy.zeros((4096, 16384), element)
     b = cupy.zeros((8192, 16384), element)
     c = cupy.zeros((4096, 8192), cupy.float32)

@@ -3,14 +3,18 @@ from pathlib import Path
 
 import pytest
 
-from bench import catalogue, cuda, hbm, latency, launch
+from bench import catalogue, cuda, hbm, latency, launch, registry
 from bench.catalogue import KERNELS, STEPS
+from bench.sass import WGMMA
 from tests.conftest import builds
 
 
 def _measured_tile(src: Path) -> dict | None:
-    """A GEMM file is compiled with a tile it is measured with (and so shares that test's build)."""
-    return next((v.tile for s, v in KERNELS.values() if s.source == f"kernels/{src.name}" and v.tile), None)
+    """A file is compiled with constants it is measured with (and so shares that build): a GEMM's
+    tile, else the first build a benchmark declares of it, else its own defaults."""
+    tile = next((v.tile for s, v in KERNELS.values() if s.source == f"kernels/{src.name}" and v.tile), None)
+    return tile or next((defines for b in registry.discover().values() for built, defines in b.builds
+                         if Path(built).name == src.name and defines), None)
 
 
 SM90_BUILDS = [(src, "90a", _measured_tile(src)) for src in sorted(cuda.KERNELS.glob("*.cu"))]
@@ -97,11 +101,12 @@ def test_cute_gemm_compiles_with_its_tile_and_holds_its_instructions(bid, compil
     cubin = compile_cu(cuda.ROOT / step.source, "90a", variant.tile)
     counts = sass.histogram(sass.disassemble(cubin)[step.function])
     assert step.sass and all(counts[op] for op in step.sass), (bid, dict(counts))
-    if "HGMMA" in step.sass:    # a K-tile is 128 bytes of K, four wgmmas of 32 bytes each, issued as one batch
-        assert counts["HGMMA"] % 4 == 0
-    mma = {i.opcode for i in sass.disassemble(cubin)[step.function] if i.mnemonic in ("HMMA", "HGMMA")}
-    shape = f"64x{variant.tile['BN']}x{32 // catalogue.ELEMENT_BYTES[step.precision]}." if "HGMMA" in step.sass else ""
-    assert mma and all(shape in op and op.endswith("." + step.precision.upper()) for op in mma), (bid, mma)
+    wgmma = set(step.sass) & set(sass.WGMMA)
+    if wgmma:                   # a K-tile is 128 bytes of K, four wgmmas of 32 bytes each, issued as one batch
+        assert counts[wgmma.pop()] % 4 == 0
+    mma = {i.opcode for i in sass.disassemble(cubin)[step.function] if i.mnemonic in sass.MMA}
+    shape = f"64x{variant.tile['BN']}x{32 // catalogue.ELEMENT_BYTES[step.precision]}." if set(step.sass) & set(sass.WGMMA) else ""
+    assert mma and all(shape in op and op.endswith("." + catalogue.SASS_TYPES[step.precision]) for op in mma), (bid, mma)
 
 
 @builds((cuda.ROOT / STEPS[-1].source, "90a", {k: v for k, v in STEPS[-1].best.tile.items() if k != "EPILOGUE_N"}))
@@ -125,7 +130,7 @@ def test_tensor_map_box_is_the_tile():
 
 
 @pytest.mark.parametrize("bid", [pytest.param(b, marks=builds((cuda.ROOT / s.source, "90a", v.tile)), id=b)
-                                 for b, (s, v) in KERNELS.items() if "HGMMA" in s.sass])
+                                 for b, (s, v) in KERNELS.items() if set(s.sass) & set(WGMMA)])
 def test_every_wgmma_kernel_has_a_main_loop_the_record_can_count(bid, compile_cu):
     """Each wgmma kernel's K-loop is found in its SASS (what its record counts as its main loop),
     and holds a K-tile's wgmmas: the four of a 128-byte K-tile, or a multiple."""
@@ -133,7 +138,7 @@ def test_every_wgmma_kernel_has_a_main_loop_the_record_can_count(bid, compile_cu
     step, variant = KERNELS[bid]
     loop = sass.mma_loop(sass.disassemble(compile_cu(cuda.ROOT / step.source, "90a", variant.tile))[step.function])
     assert loop, bid
-    assert sum(i.mnemonic == "HGMMA" for i in loop) % 4 == 0
+    assert sum(i.mnemonic in WGMMA for i in loop) % 4 == 0
 
 
 @pytest.mark.parametrize("precision", ["tf32", "bf16"])
@@ -146,5 +151,5 @@ def test_the_leaner_main_loop_issues_fewer_instructions_than_the_step_before(pre
     per_mma = []
     for step, variant in (staged, lean):
         loop = sass.mma_loop(sass.disassemble(compile_cu(cuda.ROOT / step.source, "90a", variant.tile))[step.function])
-        per_mma.append(len(loop) / sum(i.mnemonic == "HGMMA" for i in loop))
+        per_mma.append(len(loop) / sum(i.mnemonic in WGMMA for i in loop))
     assert per_mma[1] < per_mma[0], per_mma

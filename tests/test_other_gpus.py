@@ -22,12 +22,13 @@ OTHER_GPUS = {
             "memory_bytes": 48305799168, "max_threads_per_sm": 1536, "regs_per_sm": 65536,
             "smem_per_sm_bytes": 102400, "power_limit_w": 350.0},
 }
-# The catalogue's Hopper kernels (both tracks), their sweeps and atlases, the tuner, settling run
-# and bursts that use them, and the BF16 peer that runs beside them.
+# The catalogue's Hopper kernels (every track), their sweeps and atlases, the tuner, settling run
+# and bursts that use them, the BF16 peer that runs beside them, and Hopper's machinery measured alone.
 HOPPER_ONLY = ({bid for bid, (s, v) in catalogue.KERNELS.items() if s.min_cc == catalogue.HOPPER}
                | {s.sweep_id for s in catalogue.SWEPT if s.min_cc == catalogue.HOPPER}
                | {atlas.atlas_id(bid) for bid in atlas.ATLAS}
-               | {"tune.persistent", "settle.headline", "burst.gemm", "peers.fastcu"})
+               | {"tune.persistent", "settle.headline", "burst.gemm", "peers.fastcu"}
+               | {bid for bid in registry.discover() if bid.startswith("machinery.")})
 
 
 def on_gpu(doc: dict, cc: str) -> dict:

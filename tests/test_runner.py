@@ -379,6 +379,15 @@ def test_a_merge_reads_the_file_again_only_when_another_process_replaced_it(tmp_
     assert loads == [out] and set(merged["benchmarks"]) == {"x.a", "x.b", "x.c", "x.d"}
 
 
+def test_a_merge_drops_the_records_of_benchmarks_no_longer_registered(tmp_path):
+    out = tmp_path / "r.yaml"
+    rec = {"family": "x", "status": "ok", "source_hash": "h", "telemetry": {"before": None, "after": None}}
+    results.merge(out, FAKE_DEVICE, SOFTWARE, {"x.kept": rec, "x.removed": rec})
+    merged = results.merge(out, FAKE_DEVICE, SOFTWARE, {"x.new": rec}, registered={"x.kept", "x.new"})
+    assert set(merged["benchmarks"]) == {"x.kept", "x.new"}
+    assert set(schema.load(out)["benchmarks"]) == {"x.kept", "x.new"}
+
+
 def test_the_gpu_tests_record_counts_each_outcome_of_the_junit_report(tmp_path):
     from bench import checks
     report = tmp_path / "r.xml"

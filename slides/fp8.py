@@ -1,0 +1,113 @@
+"""FP8, the third track (bench/catalogue.py's FP8_STEPS): e4m3 operands with per-tensor scales,
+beside the TF32 and BF16 headlines, each against the cuBLAS of its precision timed in turns with it
+(cuBLASLt for FP8) and against its precision's peak at the clock its SMs ran at; and what step 13,
+the tensor cores' sums promoted into FP32 every K-tile, costs and buys."""
+from __future__ import annotations
+
+from bench import catalogue
+from slides.device import peak_tflops
+from slides.gemm import gain_in_turns, pair_with_cublas
+from slides.kit import ACCENT, INK, MUTED, REF, arrow, drawing, text
+
+SLIDE = "FP8: Three Precisions Side by Side"
+PROMOTION_SLIDE = "FP8: Sums Promoted to FP32"
+# The FP8 track's targets: at least cuBLASLt's speed (the low end of the in-turns interval) ...
+HELD = 1.0
+# ... with an error within this many times cuBLASLt's on the same operands.
+ERROR_WITHIN = 1.25
+
+
+def _row(deck, r: dict, bench_id: str) -> dict:
+    step = catalogue.step_of(bench_id)
+    pair_with_cublas(r, deck["gemm"]["cublas_by_id"])
+    rate = (deck["device"]["rates"] or {}).get(step.precision)
+    peak = peak_tflops(deck["device"], rate, r["clock_mhz"]) if rate and r["clock_mhz"] else None
+    usable = bool(r["tflops"] and not r["failed"] and r["baseline"])
+    # the interval of the ratio where the record has one, else the ratio alone
+    versus = r["record"]["cublas"] if usable else {}
+    ratio = versus.get("ratio_by_sample") or ({"median": versus["ratio"], "ci": [versus["ratio"]] * 2} if usable else None)
+    error = r["check"]["rel_error"] if usable else None
+    out = {**r, "name": step.title, "precision": step.precision.upper(), "usable": usable,
+           "pct_peak": 100 * r["tflops"] / peak if usable and peak else None}
+    if usable:
+        theirs = r["baseline"]["error"]
+        error_ratio = error / theirs if theirs else None          # cuBLAS exact: no ratio, held only by an exact result
+        out.update(error=error, error_ratio=error_ratio, ratio=ratio,
+                   # the targets, from the interval: held where even its low end reaches cuBLAS
+                   held=ratio["ci"][0] >= HELD,
+                   error_held=error_ratio <= ERROR_WITHIN if error_ratio is not None else error == 0)
+    return out
+
+
+def context(deck) -> dict:
+    ids = (catalogue.HEADLINE, catalogue.HEADLINE_BF16, *(s.best.id for s in catalogue.FP8_STEPS))
+    rows = [_row(deck, r, bid) for bid, r in zip(ids, deck.need(SLIDE, *ids))]
+    by = {r["id"]: r for r in rows}
+    fp8, bf16 = by[catalogue.HEADLINE_FP8], by[catalogue.HEADLINE_BF16]
+    over_bf16 = fp8["record"].get("before") if fp8["usable"] else None
+    # the steps after the headline promote their sums into FP32: the fastest of them measured speaks for them
+    after = catalogue.FP8_STEPS[[s.best.id for s in catalogue.FP8_STEPS].index(catalogue.HEADLINE_FP8) + 1:]
+    promoted_rows = [by[s.best.id] for s in after if by[s.best.id]["usable"]]
+    promoted = max(promoted_rows, key=lambda r: r["tflops"]) if promoted_rows else by[after[0].best.id]
+    promotion = None
+    tile = (promoted["record"].get("resources") or {}).get("tile")
+    if promoted["usable"] and fp8["usable"] and tile:
+        # its cost: the pairs timed in turns, each kernel against the one before it, from the headline on
+        chain = [v for s in after for v in s.variants]
+        chain = chain[:[v.id for v in chain].index(promoted["id"]) + 1]
+        cost = gain_in_turns([deck.record(v.id) for v in chain], catalogue.HEADLINE_FP8)
+        if cost:      # called from the interval: slower or faster only where all of it lies on one side
+            cost.update(slower=cost["ci"][1] < 1, faster=cost["ci"][0] > 1)
+        promotion = {"cost": cost,
+                     "tile": tile, "name": promoted["name"],
+                     "regs": promoted["record"]["resources"]["regs_per_thread"],
+                     "k": promoted["record"]["params"]["k"], "error_before": fp8["error"], "error_after": promoted["error"],
+                     "error_drop": fp8["error"] / promoted["error"] if promoted["error"] else None,
+                     "label": catalogue.variant(promoted["id"]).label}
+    rates = deck["device"]["rates"] or {}
+    headline_tile = catalogue.KERNELS[catalogue.HEADLINE_FP8][1].tile
+    return {"measured": any(r["usable"] for r in rows if r["precision"] == "FP8"), "rows": rows,
+            "rate": rates.get("fp8"), "rate_over_bf16": rates["fp8"] / rates["bf16"] if "fp8" in rates else None,
+            "headline_tile": f"{headline_tile['BM']}×{headline_tile['BN']}",
+            "ids": list(ids), "fp8": fp8, "bf16": bf16, "promoted": promoted, "promotion": promotion,
+            "over_bf16": over_bf16 and {"gain": over_bf16["gain_by_sample"]["median"], "ci": over_bf16["gain_by_sample"]["ci"]},
+            "held_pct": 100 * HELD, "error_within": ERROR_WITHIN}
+
+
+# --- figures --------------------------------------------------------------------------------------
+
+def promotion_figure(fp8: dict) -> str:
+    """One consumer thread's sums over K: per K-tile, the tensor cores' own accumulator (drawn from
+    the recorded tile: BK, BN / 2 values a thread) started from zero, then added into FP32 registers."""
+    p = fp8["promotion"]
+    tile = p["tile"]
+    per_thread = tile["BN"] // 2
+    w, h = 860, 230
+    dwg = drawing(w, h)
+    text(dwg, (20, 26), f"K in tiles of {tile['BK']} e4m3 values ({tile['BK'] * catalogue.ELEMENT_BYTES['fp8']} bytes); {p['k']:,} of K is "
+         f"{p['k'] // tile['BK']} K-tiles", size=13, color=INK)
+    x0, box, gap, shown = 20, 120, 24, 4
+    for i in range(shown):
+        x = x0 + i * (box + gap)
+        dwg.add(dwg.rect((x, 46), (box, 40), fill="#e5e7eb", stroke=MUTED))
+        text(dwg, (x + box / 2, 71), f"K-tile {i}", size=12, anchor="middle")
+        dwg.add(dwg.rect((x, 110), (box, 36), fill="#fde68a", stroke=MUTED))
+        text(dwg, (x + box / 2, 133), "wgmma sums", size=12, anchor="middle")
+        arrow(dwg, (x + box / 2, 86), (x + box / 2, 108))
+        arrow(dwg, (x + box / 2, 146), (x + box / 2, 178), color=ACCENT)
+    text(dwg, (x0 + shown * (box + gap), 71), "…", size=16)
+    dwg.add(dwg.rect((x0, 180), (shown * (box + gap) - gap, 36), fill="#dbeafe", stroke=ACCENT))
+    text(dwg, (x0 + (shown * (box + gap) - gap) / 2, 203), f"FP32 sums: {per_thread} registers a thread, added every K-tile",
+         size=12, anchor="middle", color=INK)
+    side = x0 + shown * (box + gap) + 20
+    text(dwg, (side, 122), "the tensor cores' accumulator,", size=12, color=MUTED)
+    text(dwg, (side, 138), f"{per_thread} registers, zeroed each K-tile", size=12, color=MUTED)
+    text(dwg, (side, 194), f"error {p['error_before']:.1e} → {p['error_after']:.1e}", size=13, color=REF)
+    if p["error_drop"]:
+        text(dwg, (side, 212), f"({p['error_drop']:.0f}× smaller)", size=12, color=REF)
+    return dwg.tostring()
+
+
+def draw(deck) -> dict[str, str]:
+    fp8 = deck["fp8"]
+    return {"fp8_promotion.svg": promotion_figure(fp8)} if fp8["promotion"] else {}
