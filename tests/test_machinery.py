@@ -66,8 +66,11 @@ def test_the_wgmma_slide_follows_the_step_that_brings_in_wgmma(fixture_doc, writ
     assert titles[titles.index(performance) + 1] == "wgmma Alone: Rate Against N"
     slide = s["wgmma Alone: Rate Against N"]
     assert "At N = 256: TF32 99.0%, BF16 99.0%, FP8 99.0% of the dense peak per clock, at least 95% in every precision." in slide
-    # 95% is first reached at N = 190 in this record: of the measured widths, at 256
-    assert "TF32 reaches 95% from N = 256" in slide
+    # 95% is first reached at N = 190 in this record: of the measured widths, at 256; at N = 8 a
+    # wgmma's 4 cycles of work at the peak run at 4% of it, so it holds the tensor cores 100 cycles
+    assert "Every precision reaches 95% from N = 256; at N = 8 a wgmma still holds the tensor cores 100 cycles for 4 " \
+           "cycles of work (4% of the peak)." in slide
+    assert "in flight keep" not in slide, "the widest N is the first to reach the target: no narrower one to compare"
     assert "| FP8 | 8 | 64×8×32 |" in s["wgmma Alone — Every N"]
 
 
@@ -75,7 +78,15 @@ def test_a_precision_short_of_the_target_is_named(fixture_doc, write_results, tm
     fixture_doc["benchmarks"]["machinery.wgmma"] = wgmma_record(fixture_doc, lambda p, n: 0.9 if p == "fp8" else 0.97)
     slide = _slides(fixture_doc, write_results, tmp_path)["wgmma Alone: Rate Against N"]
     assert "under 95% in FP8" in slide and "FP8 reaches" not in slide
-    assert "TF32 reaches 95% at every N measured, down to 8." in slide
+    assert "TF32 and BF16 reach 95% at every N measured, down to 8." in slide
+
+
+def test_the_latency_bullet_counts_the_wgmmas_in_flight_that_cover_it(fixture_doc, write_results, tmp_path):
+    fixture_doc["benchmarks"]["machinery.wgmma"] = wgmma_record(fixture_doc, lambda p, n: 1.0 if n >= 64 else n / 64)
+    slide = _slides(fixture_doc, write_results, tmp_path)["wgmma Alone: Rate Against N"]
+    # N = 64: 32 cycles of work, latency 164 (the record's 100 + N): 6 in flight; N = 256: 128 and 356, 3
+    assert "Alone, a wgmma finishes after 164 cycles at N = 64 and 356 at N = 256, holding the tensor cores 32 and " \
+           "128: 6 and 3 in flight keep them busy." in slide
 
 
 def test_without_the_record_the_talk_has_no_wgmma_slide_and_the_backup_says_so(fixture_doc, write_results, tmp_path):
