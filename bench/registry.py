@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Modules that hold benchmarks; adding a family means adding its module here.
 MODULES = ("bench.checks", "bench.gemm", "bench.hbm", "bench.latency", "bench.l2", "bench.transpose", "bench.sweep", "bench.tune",
            "bench.settle", "bench.multigpu", "bench.nvbandwidth", "bench.overlap", "bench.fastcu",
-           "bench.burst", "bench.atlas", "bench.machinery")
+           "bench.burst", "bench.atlas", "bench.machinery", "bench.clusters")
 # Code every measurement passes through: a change here makes every result stale.
 COMMON_SOURCES = ("bench/timing.py",)
 
