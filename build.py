@@ -204,7 +204,7 @@ def main(argv=None) -> int:
             say(f"  {slide}: {', '.join(dict.fromkeys(ids))}")
     for bid in context["stale"]:
         say(f"STALE: {bid} was measured with code that has changed since; rerun python -m bench --only {bid}")
-    for beside in context["stale_beside"]:
+    for beside in context["stale_elsewhere"]:
         for bid in beside["ids"]:
             say(f"STALE: {bid} in {beside['file']} was measured with code that has changed since; rerun python -m "
                 f"bench --only {bid} on that machine")

@@ -98,18 +98,20 @@ class Deck:
             if hasattr(section_module(name), "context"):
                 self[name]
         benchmarks = self.doc["benchmarks"]
-        beside = [{"file": Path(path).name, **stale_line(Deck(doc, self.benchmarks).stale(), doc)}
-                  for path, doc in self.beside]
-        beside = [b for b in beside if b["count"]]
+        elsewhere, beside = [], []          # every stale id of each other file (build.py prints them), its line
+        for path, doc in self.beside:
+            ids = Deck(doc, self.benchmarks).stale()
+            if ids:
+                elsewhere.append({"file": Path(path).name, "ids": ids})
+                beside.append({"file": Path(path).name, **stale_line(ids, doc)})
         stale = self.stale()
         here = stale_line(stale, self.doc)
         # past LISTED in all, the title counts them by file (its notes name them)
         if len(stale) + sum(b["count"] for b in beside) > LISTED:
             here, beside = {**here, "ids": [], "more": here["count"]}, [{**b, "ids": [], "more": b["count"]} for b in beside]
         return {**self._sections, "software": self.doc["software"], "measured_count": len(benchmarks),
-                "stale": stale, "stale_listed": here, "stale_beside": beside,
-                "stale_named": [*stale, *(f"{bid} ({Path(path).name})" for path, doc in self.beside
-                                          for bid in Deck(doc, self.benchmarks).stale())],
+                "stale": stale, "stale_listed": here, "stale_beside": beside, "stale_elsewhere": elsewhere,
+                "stale_named": [*stale, *(f"{bid} ({e['file']})" for e in elsewhere for bid in e["ids"])],
                 "quick": sorted(bid for bid, rec in benchmarks.items() if rec.get("quick")),
                 "failed": [{"id": bid, "reason": rec["reason"]} for bid, rec in benchmarks.items()
                            if rec["status"] == "failed"],

@@ -12,7 +12,7 @@ from bench import multigpu, runner, schema
 from bench.registry import discover
 from bench.topology import NO_MULTICAST, child_env, pairs_of
 from slides import multigpu as section
-from slides.deck import Deck, figures_dir
+from slides.deck import LISTED, Deck, figures_dir
 from slides.kit import fmt_bytes
 from tests.conftest import NODE_FIXTURES
 from tests.test_build import assert_spoken_first, deck, headings, prose_words, slides_of  # noqa: F401 (deck: the fixture deck)
@@ -313,6 +313,22 @@ def test_stale_records_of_the_node_file_are_printed_and_on_the_title_slide(fixtu
     assert "multigpu.nccl in" not in out
     title = slides_of((tmp_path / "slides.md").read_text())["CUDA Performance Study"]
     assert f"Stale, code changed since measured: multigpu.p2p in {node.name}." in title
+
+
+def test_build_prints_every_stale_record_of_the_files_beside_even_where_the_title_only_counts_them(
+        fixture_doc, node_doc, write_results, tmp_path, capsys):
+    for rec in node_doc["benchmarks"].values():
+        rec["source_hash"] = "0" * 16
+    for bid in ("hbm.copy_scaling", "l2.bandwidth_scaling"):
+        fixture_doc["benchmarks"][bid]["source_hash"] = "0" * 16
+    fixture_doc["device"].update(name=node_doc["device"]["name"], slug=node_doc["device"]["slug"])
+    node = write_results(node_doc, "gpu-x2.yaml")
+    assert build.main(["--results", str(write_results(fixture_doc, "gpu.yaml")), "--out-dir", str(tmp_path),
+                       "--no-compare"]) == 0
+    out = capsys.readouterr().out
+    assert len(node_doc["benchmarks"]) + 2 > LISTED, "past what the title slide names one by one"
+    for bid in node_doc["benchmarks"]:
+        assert f"STALE: {bid} in {node.name} was measured with code that has changed since" in out
 
 
 def test_nccl_choices_are_read_from_its_tuning_log():
