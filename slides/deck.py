@@ -181,6 +181,17 @@ def fmt_num(x, digits: int = 1) -> str:
     return f"{x:,.{digits}f}"
 
 
+def fmt_change(ratio: float) -> str:
+    """A ratio as a signed change in percent, one decimal, more where one would round a change to
+    +0.0 or -0.0 and hide the side of no change it lies on (an interval's bound): +3.2, -0.04, 0.0."""
+    pct = 100 * (ratio - 1)
+    for digits in (1, 2, 3):
+        text = f"{pct:+.{digits}f}"
+        if pct == 0 or text.strip("+-0.") != "":
+            return text if pct else f"{0:.1f}"
+    return f"{0:.1f}"
+
+
 def fmt_sig(x, sig: int = 3) -> str:
     """Significant figures, never scientific notation: 0.234, 27.9, 2,981."""
     if x == 0:
@@ -218,7 +229,7 @@ def environment() -> jinja2.Environment:
         # Every [[ ]] output is data: escaped for Markdown, Vue and HTML unless it is markup the
         # templates made (a macro's output); see slides/escape.py.
         autoescape=True, finalize=escape.finalize)
-    env.filters.update(num=fmt_num, sig=fmt_sig, bytes=fmt_bytes, code_block=code_block, magic_move=magic_move,
+    env.filters.update(num=fmt_num, sig=fmt_sig, change=fmt_change, bytes=fmt_bytes, code_block=code_block, magic_move=magic_move,
                        count=lambda n, noun: f"{n:,} {noun}{'' if n == 1 else 's'}",
                        yaml_str=escape.yaml_string, yaml_plain=escape.yaml_plain, join=_join,
                        replace=lambda s, old, new: str(s).replace(old, new))   # plain text, escaped on output

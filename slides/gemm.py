@@ -175,7 +175,8 @@ def pair_with_cublas(r: dict, by_id: dict) -> dict:
 def gain_in_turns(variants: list[dict], before_id: str) -> dict | None:
     """A step's best over ``before_id`` (the best of the step before) from the pairs the run timed
     in turns: each variant against the kernel before it, chained from ``before_id``; the interval
-    the product of theirs (wider than the chain's own). None where a link was not timed in turns."""
+    the product of theirs (wider than the chain's own), and ``through`` the variants the chain
+    passes on the way. None where a link was not timed in turns."""
     gain, lo, hi, expected = 1.0, 1.0, 1.0, before_id
     for v in variants:
         pair = v["record"].get("before")
@@ -183,7 +184,7 @@ def gain_in_turns(variants: list[dict], before_id: str) -> dict | None:
             return None
         g = pair["gain_by_sample"]
         gain, lo, hi, expected = gain * g["median"], lo * g["ci"][0], hi * g["ci"][1], v["id"]
-    return {"gain": gain, "ci": [lo, hi]}
+    return {"gain": gain, "ci": [lo, hi], "through": variants[:-1]}
 
 
 def context(deck) -> dict:
@@ -239,7 +240,7 @@ def context(deck) -> dict:
             if paired:       # timed in turns with the step before: a change is one its interval excludes
                 best["speedup"] = paired["gain"]
                 best["change"] = {"in_turns": True, "ci": paired["ci"], "within_noise": paired["ci"][0] <= 1 <= paired["ci"][1],
-                                  "slower": paired["ci"][1] < 1}
+                                  "slower": paired["ci"][1] < 1, "through": [v["label"] for v in paired["through"]]}
             else:            # records timed apart (older runs): a change within their spread is a tie
                 best["speedup"] = best["tflops"] / prev["best"]["tflops"]
                 noise = max(spread(best["time_ms"]), spread(prev["best"]["time_ms"]))
@@ -284,10 +285,18 @@ def context(deck) -> dict:
     measured_steps = [s for s in steps if s["best"]["tflops"] and not s["best"]["failed"]]
     headline = None
     if len(measured_steps) >= 2:
-        first, top = measured_steps[0], max(measured_steps, key=lambda s: s["best"]["tflops"])
+        # the talk's headline is a role (catalogue.HEADLINE), not the fastest record: steps timed
+        # apart tie within their spreads; the fastest stands in only where the headline did not run
+        first = measured_steps[0]
+        top = next((s for s in measured_steps if s["best"]["id"] == catalogue.HEADLINE),
+                   max(measured_steps, key=lambda s: s["best"]["tflops"]))
         last = top["best"]
+        during = last["record"]["telemetry"].get("during") or {}
         headline = {"from": first["best"], "to": last, "to_title": top["title"], "to_name": top["name"],
-                    "speedup": last["tflops"] / first["best"]["tflops"]}
+                    "speedup": last["tflops"] / first["best"]["tflops"],
+                    # what held the clock down while it ran, as NVML names it
+                    "power_capped": "sw_power_cap" in (during.get("throttle_reasons") or []),
+                    "throttle_reasons": during.get("throttle_reasons") or []}
     # What the reference deck left on the table, as built here: its last step, then each step past it.
     reference_last = [s for s in measured_steps if not s["beyond"]][-1:]
     story = reference_last + [s for s in measured_steps if s["beyond"]]

@@ -11,7 +11,11 @@ def context(deck) -> dict:
     (r,) = deck.need("Memory Latency", "latency.memory")
     if "levels" not in r["record"]:
         return {**r, "levels": None, "sweep": None, "hbm_step_bytes": None}
-    return {**r, **read(r["record"], deck["device"]["l2_bytes"])}
+    out = {**r, **read(r["record"], deck["device"]["l2_bytes"])}
+    top = deck["device"].get("sm_clock_max_mhz")
+    # the cycle counter against the global timer can read past the card's maximum: said, not hidden
+    out["clock_over_max_pct"] = 100 * (out["clock_mhz"] / top - 1) if top and out["clock_mhz"] > top else None
+    return out
 
 
 def read(rec: dict, l2_bytes: int) -> dict:

@@ -5,4 +5,4 @@ sections read (device: the GPU model; gemm: the step catalogue's results) are no
 A new section: its template, its module, and its name here."""
 SECTIONS = ("title", "architecture", "peaks", "why_gemm", "setup", "kernels", "results", "regimes", "sweep", "atlas", "tune", "settle",
             "precision", "fp8", "multigpu", "overlap", "missing", "backup", "instruction_latency", "memory_latency", "hbm", "l2", "transpose", "machinery",
-            "compare", "counters", "kernel_pages")
+            "clusters", "compare", "counters", "kernel_pages")

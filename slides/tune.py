@@ -8,7 +8,7 @@ from slides.device import tflops_of
 from slides.kit import ACCENT, Bar, INK, Line, REF, bar_chart
 
 
-TIE_PCT = 1.0      # a tuner's winner within 1% of the hand-picked configuration: nothing to search for
+TIE_PCT = 1.0      # without intervals (older records), a winner within 1% of the hand-picked one ties it
 
 
 def context(deck) -> dict:
@@ -28,6 +28,7 @@ def context(deck) -> dict:
     ranked = sorted((t for t in trials if "ratio" in t), key=lambda t: -t["ratio"])
     final = {name: {**f, "stages": stages(f["config"])} if "config" in f else f for name, f in rec["final"].items()}
     gain = (final["winner"]["ratio"] / final["hand_picked"]["ratio"] - 1) * 100 if "hand_picked" in final else None
+    intervals = all("ci" in final.get(k, {}).get("ratio_by_sample", {}) for k in ("winner", "hand_picked"))
     versus = deck.record(rec["params"]["kernel"])["record"].get("cublas")   # the hand-picked kernel on the GEMM slides
     table = None
     # records from before the tuner timed as the table does have no intervals to compare
@@ -43,8 +44,11 @@ def context(deck) -> dict:
             "table": table, "cublas_tflops": tflops_of(rec["params"], rec["final"]["cublas_time_ms"]),
             "stages_max": deepest, "deepest": catalogue.DEEPEST, "final": final, "gain_pct": gain,
             "same_as_hand_picked": rec["winner"] == rec["hand_picked"],
-            # nothing left in these constants: the hand-picked one won, or the winner is within TIE_PCT of it
-            "nothing_left": rec["winner"] == rec["hand_picked"] or (gain is not None and abs(gain) < TIE_PCT),
+            # nothing left in these constants: the hand-picked one won, or the two tie: their intervals
+            # against cuBLAS overlap (records without intervals: the winner within TIE_PCT of it)
+            "intervals": intervals, "nothing_left": rec["winner"] == rec["hand_picked"] or (
+                overlap(*(final[k]["ratio_by_sample"] for k in ("winner", "hand_picked"))) if intervals
+                else gain is not None and abs(gain) < TIE_PCT),
             "errors": [t for t in trials if t["outcome"] == "error"],
             "wrong": [t for t in trials if t["outcome"] == "wrong"]}
 

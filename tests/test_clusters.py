@@ -2,7 +2,7 @@
 the sums the streams must reach), and every build compiled for sm_90a with each path's own load."""
 import pytest
 
-from bench import clusters, sass
+from bench import catalogue, clusters, sass
 from tests.conftest import builds
 
 
@@ -37,3 +37,61 @@ def test_each_cluster_build_reads_a_peer_through_the_cluster_window_and_its_own_
     assert loads("chase_peer") == {"LD.E"} and loads("stream_peer") == {"LD.E.128"}
     assert any(i.mnemonic == "UCGABAR_ARV" for i in functions["meet_cluster_relaxed"])
     assert any(i.opcode.startswith("SYNCS.ARRIVE") for i in functions["signal_peer"]), "a remote mbarrier arrive"
+
+
+# --- the deck's cluster slides, on a record in the benchmark's shape ------------------------------
+
+def cluster_record(doc: dict, ctas_of=lambda size, sms: sms) -> dict:
+    """A machinery.cluster record for the fixture's GPU: a peer's load 200 cycles against 30, its
+    stream 16 B/SM/clock against 128, barriers 45 (CTA), 90 (relaxed), 1,260 (ordered)."""
+    from bench import registry
+    sms = doc["device"]["sm_count"]
+    timed = {"median": 1.0, "p10": 1.0, "p90": 1.0, "n": 10}
+    rows = [{"cluster": c, "ctas": ctas_of(c, sms), "chase_cycles": {"own": 30.0, "peer": 200.0 + c},
+             "stream": {"own": {"bytes_per_sm_clock": 128.0, "time_ms": timed, "tbps": 30.0},
+                        "peer": {"bytes_per_sm_clock": 16.0, "time_ms": timed, "tbps": 4.0}},
+             "barrier_cycles": {"cta": 45.0, "cluster": 1260.0, "cluster_relaxed": 90.0},
+             "signal_round_trip_cycles": 440.0} for c in clusters.CLUSTERS]
+    bid = "machinery.cluster"
+    return {"family": "machinery", "title": bid, "source_hash": registry.discover()[bid].source_hash(),
+            "measured_at": "2026-11-26T00:00:00+00:00", "git_commit": "0" * 40, "status": "ok",
+            "telemetry": doc["benchmarks"]["hbm.copy_scaling"]["telemetry"], "duration_s": 1.0,
+            "params": {"clusters": list(clusters.CLUSTERS), "hops": 16384, "passes": 1024, "meetings": 4096, "reps": 10,
+                       "buffer_bytes": 131072, "threads": 512, "ring_seed": 2026},
+            "check": {"passed": True}, "rows": rows}
+
+
+def _slides(doc, write_results, tmp_path):
+    from tests.test_atlas import built
+    return built(doc, write_results, tmp_path)[0]
+
+
+def test_the_cluster_slide_follows_the_step_that_brings_in_clusters(fixture_doc, write_results, tmp_path):
+    fixture_doc["benchmarks"]["machinery.cluster"] = cluster_record(fixture_doc)
+    s = _slides(fixture_doc, write_results, tmp_path)
+    titles = list(s)
+    first = next(step for step in catalogue.STEPS if (step.best.tile or {}).get("CLUSTER_M", 1) > 1)
+    performance = next(t for t in titles if t.endswith(f"{first.title} — Performance"))
+    assert titles[titles.index(performance) + 1] == "Clusters Alone: What a Peer Costs"
+    slide = s["Clusters Alone: What a Peer Costs"]
+    size = first.best.tile["CLUSTER_M"]
+    # at the step's own cluster size: the peer's load 200 + size cycles against 30
+    assert (f"A load from the peer's shared memory: {200 + size} cycles, {(200 + size) / 30:.1f}× the CTA's own (30); "
+            "streamed, 16 bytes per SM per clock against 128.") in slide
+    assert "Meeting the cluster: 90 cycles relaxed, 1,260 with its memory ordered (14×); the CTA alone, 45." in slide
+    assert "SMs idle" not in slide, "every size covers every SM in this record"
+    assert "| 8 |" in s["Clusters Alone — Every Size"]
+
+
+def test_sizes_that_leave_sms_idle_are_named_together(fixture_doc, write_results, tmp_path):
+    fixture_doc["benchmarks"]["machinery.cluster"] = cluster_record(
+        fixture_doc, lambda size, sms: sms if size == 2 else sms - 12)
+    slide = _slides(fixture_doc, write_results, tmp_path)["Clusters Alone: What a Peer Costs"]
+    sms = fixture_doc["device"]["sm_count"]
+    assert f"Clusters of 4 and 8 fit {sms - 12} CTAs at once: 12 of {sms} SMs idle." in slide
+
+
+def test_without_the_record_the_talk_has_no_cluster_slide_and_the_backup_says_so(fixture_doc, write_results, tmp_path):
+    s = _slides(fixture_doc, write_results, tmp_path)
+    assert "Clusters Alone: What a Peer Costs" not in s and "Clusters Alone — Every Size" not in s
+    assert "Not measured on this GPU: clusters alone (machinery.cluster)" in s["Backup Slides"]

@@ -3,7 +3,7 @@ import contextlib
 import io
 
 import build
-from tests.test_build import slides_of
+from tests.test_build import deck, slides_of  # noqa: F401 (deck: the fixture deck)
 
 TITLE = "GEMM Kernels — Resources"
 
@@ -16,4 +16,10 @@ def test_without_a_profile_there_is_no_counters_slide(fixture_doc, write_results
     table = slides_of((tmp_path / "slides.md").read_text())[TITLE]
     lean = fixture_doc["benchmarks"]["gemm.lean_loop"]["resources"]["sass"]["main_loop"]
     assert f"| {lean['instructions']} / {lean['mma']} |" in table
-    assert "GEMM Kernels — Counters" not in slides_of((tmp_path / "slides.md").read_text())
+    md = (tmp_path / "slides.md").read_text()
+    assert "GEMM Kernels — Counters" not in slides_of(md)
+    assert "— Counters" not in md, "no kernel's notes point to the slide that is not there"
+
+
+def test_with_a_profile_the_kernels_notes_point_to_the_counters(deck):
+    assert 'backup tables, "GEMM Kernels — Resources" and "— Counters"' in deck["md"]

@@ -1,0 +1,74 @@
+"""Clusters measured alone (bench/clusters.py): what a CTA pays to reach its peer's shared memory
+and to meet or signal its cluster, against the same within itself. The in-talk slide sits beside the
+step that brings in clusters (kernels.md.j2), at that step's cluster size; this section's own slide
+is the backup table of every size."""
+from __future__ import annotations
+
+from bench import catalogue
+from slides.kit import ACCENT, REF, Bar, bar_chart
+
+ID = "machinery.cluster"
+SLIDE = "Clusters Alone: What a Peer Costs"
+# A peer's load whose cost moves less than this share from one cluster size to another: the same.
+SAME_WITHIN = 0.10
+
+
+def _beside() -> catalogue.Step:
+    """The step the cluster slide follows: the first whose best kernel runs in clusters."""
+    return next(s for s in catalogue.STEPS if (s.best.tile or {}).get("CLUSTER_M", 1) > 1)
+
+
+def _spread(values: list[float]) -> float:
+    """How far apart the sizes' figures lie: the largest over the smallest, less one."""
+    return max(values) / min(values) - 1
+
+
+def _short(rows: list[dict], sms: int) -> list[dict]:
+    """The sizes whose clusters cannot cover every SM (the GPCs' SMs do not divide into them),
+    grouped by the CTAs they fit at once."""
+    groups: dict[int, list[int]] = {}
+    for x in rows:
+        if x["ctas"] < sms:
+            groups.setdefault(x["ctas"], []).append(x["cluster"])
+    return [{"sizes": sizes, "ctas": ctas, "idle": sms - ctas} for ctas, sizes in groups.items()]
+
+
+def context(deck) -> dict:
+    (r,) = deck.need(SLIDE, ID)
+    if not r["measured"] or r["failed"] and "rows" not in r["record"]:
+        return {"id": ID, "clusters": None}
+    rows = r["record"]["rows"]
+    step = _beside()
+    size = step.best.tile["CLUSTER_M"]
+    at = next((x for x in rows if x["cluster"] == size), rows[0])
+    sms = deck["device"]["sm_count"]
+    chase, stream, meet = at["chase_cycles"], at["stream"], at["barrier_cycles"]
+    return {"id": ID, "clusters": {
+        "rows": rows, "size": at["cluster"], "beside": step.key, "beside_title": step.title,
+        "load": {"own": chase["own"], "peer": chase["peer"], "times": chase["peer"] / chase["own"]},
+        "stream": {"own": stream["own"]["bytes_per_sm_clock"], "peer": stream["peer"]["bytes_per_sm_clock"],
+                   "times": stream["own"]["bytes_per_sm_clock"] / stream["peer"]["bytes_per_sm_clock"]},
+        "barrier": {**meet, "ordered_times": meet["cluster"] / meet["cluster_relaxed"]},
+        "signal": at["signal_round_trip_cycles"],
+        # a peer's load from one size to the next: the same where within a tenth
+        "load_spread_pct": 100 * _spread([x["chase_cycles"]["peer"] for x in rows]),
+        "load_same": _spread([x["chase_cycles"]["peer"] for x in rows]) < SAME_WITHIN,
+        "sizes": [x["cluster"] for x in rows],
+        # sizes whose clusters cannot cover every SM: the GPCs' SMs do not divide into them
+        "short": _short(rows, sms),
+        "sm_count": sms, "params": r["record"]["params"], "buffer_kib": r["record"]["params"]["buffer_bytes"] / 2**10}}
+
+
+def cost_chart(c: dict) -> str:
+    """The cycles each mechanism takes, the CTA's own beside its cluster's, at the slide's size."""
+    load, meet = c["load"], c["barrier"]
+    bars = [Bar("load, own shared memory", load["own"], ACCENT), Bar("load, the peer's", load["peer"], REF),
+            Bar("barrier, the CTA's", meet["cta"], ACCENT), Bar("barrier, the cluster's (relaxed)", meet["cluster_relaxed"], REF),
+            Bar("barrier, the cluster's (memory ordered)", meet["cluster"], REF),
+            Bar("signal to the peer and back", c["signal"], REF)]
+    return bar_chart(bars, f"cycles, clusters of {c['size']}", width=760)
+
+
+def draw(deck) -> dict[str, str]:
+    c = deck["clusters"]["clusters"]
+    return {"clusters_cost.svg": cost_chart(c)} if c else {}
