@@ -65,6 +65,17 @@ def test_each_cell_is_its_ratio_and_the_small_tile_is_outlined(fixture_doc, writ
         assert f"down to {100 * ratio(large, 1, 1):.1f}% of cuBLAS" in s[title]
 
 
+def test_the_takeaways_give_the_atlas_median_and_worst(fixture_doc, write_results, tmp_path):
+    ratio = lambda m, n, k: 0.5 + m / 16384
+    fixture_doc["benchmarks"][atlas.atlas_id(catalogue.HEADLINE)] = atlas_record(fixture_doc, catalogue.HEADLINE, ratio)
+    s, _ = built(fixture_doc, write_results, tmp_path)
+    cells = len(atlas.PROJECTIONS) * len(atlas.MS)
+    ratios = sorted(ratio(m, 1, 1) for _ in atlas.PROJECTIONS for m in atlas.MS)
+    median = (ratios[(cells - 1) // 2] + ratios[cells // 2]) / 2
+    assert (f"- {cells} model shapes in TF32: median {100 * median:.1f}% of cuBLAS, worst "
+            f"{100 * ratio(min(atlas.MS), 1, 1):.0f}%.") in s["Takeaways"]
+
+
 def test_a_small_shape_that_fills_the_sms_is_not_blamed_on_idle_sms(fixture_doc, write_results, tmp_path):
     bid = catalogue.HEADLINE
     fixture_doc["benchmarks"][atlas.atlas_id(bid)] = atlas_record(fixture_doc, bid, lambda m, n, k: 0.5 if (m, n) == (256, 28672) else 1.0)

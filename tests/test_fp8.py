@@ -5,6 +5,7 @@ import pytest
 
 from bench import catalogue, cublas
 from bench.harness import E4M3_MAX, TOLERANCE, e4m3_values, to_e4m3_bits
+from tests.test_build import deck  # noqa: F401 (the fixture deck)
 
 FINITE = [c for c in range(256) if c not in (0x7F, 0xFF)]
 
@@ -95,3 +96,12 @@ def test_without_fp8_records_the_talk_has_no_fp8_slides_and_the_backup_says_so(f
     s = _fp8_slides(fixture_doc, write_results, tmp_path)
     assert "FP8: Three Precisions Side by Side" not in s
     assert "Not measured on this GPU: the FP8 track" in s["Backup Slides"]
+
+
+def test_the_takeaways_carry_the_fp8_headline_beside_bf16(deck):
+    from tests.test_build import slides_of
+    b = deck["doc"]["benchmarks"]
+    fp8 = b[catalogue.HEADLINE_FP8]
+    closing = slides_of(deck["md"])["Takeaways"]
+    assert (f"; FP8: **{fp8['tflops']:,.1f}**, {100 * fp8['tflops'] / fp8['cublas']['tflops']:.1f}% of cuBLASLt; "
+            "in turns.") in closing
