@@ -1,6 +1,6 @@
 """Clusters measured alone (bench/clusters.py): what a CTA pays to reach its peer's shared memory
 and to meet or signal its cluster, against the same within itself. The in-talk slide sits beside the
-step that brings in clusters (kernels.md.j2), at that step's cluster size; this section's own slide
+step that brings in clusters (gemm.md.j2), at that step's cluster size; this section's own slide
 is the backup table of every size."""
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Hopper's machinery measured alone (bench/machinery.py). wgmma: its rate against N in each
 precision as a share of the tensor cores' dense rate per clock (slides/device.py), counted in each
 warpgroup's own cycles, so no clock reading enters it; and its latency. The in-talk slide sits beside
-the step that brings in wgmma (kernels.md.j2); this section's own slide is the backup table."""
+the step that brings in wgmma (gemm.md.j2); this section's own slide is the backup table."""
 from __future__ import annotations
 
 from bench import catalogue

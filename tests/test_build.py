@@ -57,7 +57,7 @@ def fixture_outline() -> list[str]:
     titles = []
     for name in SECTIONS:
         written = template_titles(name)
-        if name == "kernels":
+        if name == "gemm":
             titles += [f"Kernel {i}: {k} — {part}" for i, k in enumerate(KERNELS, 1) for part in ("Code", "Diagram", "Performance")]
         elif name == "kernel_pages":
             titles += written[:1] + CODE_PAGES
