@@ -293,7 +293,7 @@ def context(deck) -> dict:
         last = top["best"]
         during = last["record"]["telemetry"].get("during") or {}
         headline = {"from": first["best"], "to": last, "to_title": top["title"], "to_name": top["name"],
-                    "speedup": last["tflops"] / first["best"]["tflops"],
+                    "speedup": last["tflops"] / first["best"]["tflops"], "climb": top["climb"],
                     # what held the clock down while it ran, as NVML names it
                     "power_capped": "sw_power_cap" in (during.get("throttle_reasons") or []),
                     "throttle_reasons": during.get("throttle_reasons") or []}

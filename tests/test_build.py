@@ -144,6 +144,11 @@ def test_measured_numbers_come_from_the_fixture(deck):
     assert f"**{b['gemm.cute_mma_tf32']['before']['gain_by_sample']['median']:.1f}×** over Naive FP32" in s["Kernel 2: CuTe Simple MMA — Performance"]
 
 
+def test_the_title_slide_carries_the_headline_climb(deck):
+    title = slides_of(deck["md"])["CUDA Performance Study"]
+    assert f"climb_{catalogue.step_of(catalogue.HEADLINE).key}.svg" in title
+
+
 def test_numbers_follow_the_results(fixture_doc, write_results, tmp_path):
     """Change a measurement and the deck changes with it: nothing was typed in."""
     fixture_doc["benchmarks"]["gemm.cublas_tf32_b_row"]["tflops"] = 123.45
