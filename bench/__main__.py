@@ -107,11 +107,11 @@ def _main(argv=None) -> int:
     compiling = threading.Thread(target=precompile, args=(chosen, device), daemon=True)
     compiling.start()
     bad = []
+    registered = set(registry.discover())       # a file's records of any other id are dropped
     for path, benchmarks, node in runs:
         try:
             estimates = {bid: rec["duration_s"] for bid, rec in earlier[path].items() if rec.get("duration_s")}
-            doc = run_all(benchmarks, path, device, software, node=node, estimates=estimates,
-                          registered=set(registry.discover()))
+            doc = run_all(benchmarks, path, device, software, node=node, estimates=estimates, registered=registered)
         except schema.ResultsError as e:
             print(f"python -m bench: {e}", file=sys.stderr)
             return 1

@@ -187,8 +187,8 @@ def fmt_change(ratio: float) -> str:
     pct = 100 * (ratio - 1)
     for digits in (1, 2, 3):
         text = f"{pct:+.{digits}f}"
-        if pct == 0 or text.strip("+-0.") != "":
-            return text if pct else f"{0:.1f}"
+        if text.strip("+-0."):           # a digit that is not zero: the sign is shown
+            return text
     return f"{0:.1f}"
 
 

@@ -44,6 +44,13 @@ def peak_tflops(device: dict, per_sm_per_clk: int, clock_mhz: float) -> float:
     return device["sm_count"] * per_sm_per_clk * clock_mhz * 1e6 / 1e12
 
 
+def pct_of_peak(device: dict, precision: str, tflops: float | None, clock_mhz: float | None) -> float | None:
+    """``tflops`` as a share of ``precision``'s dense peak at ``clock_mhz``, the clock its SMs ran
+    at; None without a rate for this GPU, a clock or a figure."""
+    rate = (device["rates"] or {}).get(precision)
+    return 100 * tflops / peak_tflops(device, rate, clock_mhz) if rate and clock_mhz and tflops else None
+
+
 def occupancy(resources: dict, device: dict) -> dict:
     """Resident blocks and warps per SM from the kernel's resources and the device
     limits, and which limit binds (registers are allocated per warp in 256s; each

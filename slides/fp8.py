@@ -5,7 +5,7 @@ the tensor cores' sums promoted into FP32 every K-tile, costs and buys."""
 from __future__ import annotations
 
 from bench import catalogue
-from slides.device import peak_tflops
+from slides.device import pct_of_peak
 from slides.gemm import gain_in_turns, pair_with_cublas
 from slides.kit import ACCENT, INK, MUTED, REF, arrow, drawing, text
 
@@ -20,15 +20,13 @@ ERROR_WITHIN = 1.25
 def _row(deck, r: dict, bench_id: str) -> dict:
     step = catalogue.step_of(bench_id)
     pair_with_cublas(r, deck["gemm"]["cublas_by_id"])
-    rate = (deck["device"]["rates"] or {}).get(step.precision)
-    peak = peak_tflops(deck["device"], rate, r["clock_mhz"]) if rate and r["clock_mhz"] else None
     usable = bool(r["tflops"] and not r["failed"] and r["baseline"])
     # the interval of the ratio where the record has one, else the ratio alone
     versus = r["record"]["cublas"] if usable else {}
     ratio = versus.get("ratio_by_sample") or ({"median": versus["ratio"], "ci": [versus["ratio"]] * 2} if usable else None)
     error = r["check"]["rel_error"] if usable else None
     out = {**r, "name": step.title, "precision": step.precision.upper(), "usable": usable,
-           "pct_peak": 100 * r["tflops"] / peak if usable and peak else None}
+           "pct_peak": pct_of_peak(deck["device"], step.precision, r["tflops"], r["clock_mhz"]) if usable else None}
     if usable:
         theirs = r["baseline"]["error"]
         error_ratio = error / theirs if theirs else None          # cuBLAS exact: no ratio, held only by an exact result

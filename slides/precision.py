@@ -5,7 +5,7 @@ beside cuBLAS's on the same operands."""
 from __future__ import annotations
 
 from bench import catalogue
-from slides.device import peak_tflops
+from slides.device import pct_of_peak
 from slides.gemm import pair_with_cublas
 from slides.kit import ACCENT, Bar, REF, bar_chart
 
@@ -33,9 +33,7 @@ def context(deck) -> dict:
     usable = [s for s in steps if s["tflops"] and not s["failed"] and s["baseline"]]
     headline = usable[-1] if usable and usable[-1]["id"] == catalogue.HEADLINE_BF16 else None
     if headline:     # its share of the BF16 peak at the clock its own SMs ran at
-        rate = (deck["device"]["rates"] or {}).get("bf16")
-        peak = peak_tflops(deck["device"], rate, headline["clock_mhz"]) if rate and headline["clock_mhz"] else None
-        headline = {**headline, "pct_peak": 100 * headline["tflops"] / peak if peak else None}
+        headline = {**headline, "pct_peak": pct_of_peak(deck["device"], "bf16", headline["tflops"], headline["clock_mhz"])}
     return {"steps": steps if any(s["measured"] for s in steps) else [], "headline": headline,
             "peak": deck["peaks"]["by"].get("bf16"), "tolerance": headline["check"]["tolerance"] if headline else None,
             "peer": _peer(deck), "peer_kernel": PEER_KERNEL,
