@@ -239,14 +239,11 @@ SWEPT = (*STEPS, KERNELS[HEADLINE_BF16][0], *FP8_STEPS)
 
 
 def before(bench_id: str) -> str | None:
-    """The kernel a kernel is timed in turns with to measure its gain: the variant before it in its
-    step, else the best of the step before it on its track (TF32: the naive FP32 kernel first);
+    """The kernel a kernel is timed in turns with to measure its gain: the best of the step before
+    its step on its track (TF32: the naive FP32 kernel first), so that a step's gain is one pair;
     the first of a track in WIDER, the same step on the wider track; None for the first of any
     other track."""
-    step, variant = KERNELS[bench_id]
-    within = step.variants.index(variant)
-    if within:
-        return step.variants[within - 1].id
+    step, _ = KERNELS[bench_id]
     name, track = next((name, track) for name, track in TRACKS.items() if step in track)
     at = track.index(step)
     if at:

@@ -2,6 +2,7 @@
 no GPU, so these tests pass or fail only here, and the deck says which on its title slide."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tempfile
@@ -25,7 +26,32 @@ def outcomes(report: Path) -> dict:
     return out
 
 
-@register("checks.gpu_tests", sources=(TESTS,), timeout_s=900,
+def _imports(text: str, package: bool) -> set[str]:
+    """The bench modules a file imports: ``from bench(.x) import ...`` in a test, ``from .x``
+    and ``from . import x`` inside bench."""
+    prefix = r"\." if package else r"bench\.?"
+    found = set()
+    for module, names in re.findall(rf"^\s*from {prefix}(\w*) import ([\w, ]+)", text, re.M):
+        found |= {module} if module else {n.strip() for n in names.split(",")}
+    return found
+
+
+def exercised(tests: str = TESTS) -> tuple[str, ...]:
+    """What the GPU tests run: the tests, the bench modules they import (and those import) and
+    every kernel, so that a change to any of it makes their outcome stale: it is the code they
+    passed on."""
+    todo, seen = list(_imports((ROOT / tests).read_text(), package=False)), set()
+    while todo:
+        module = todo.pop()
+        path = ROOT / "bench" / f"{module}.py"
+        if module not in seen and path.exists():
+            seen.add(module)
+            todo += _imports(path.read_text(), package=True)
+    return (tests, *sorted(f"bench/{m}.py" for m in seen),
+            *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernels").rglob("*.cu*")))
+
+
+@register("checks.gpu_tests", sources=exercised(), timeout_s=900,
           title="The GPU tests (python -m pytest -m gpu) on this GPU")
 def gpu_tests(ctx) -> dict:
     with tempfile.TemporaryDirectory() as tmp:

@@ -50,10 +50,8 @@ def context(deck) -> dict:
     promotion = None
     tile = (promoted["record"].get("resources") or {}).get("tile")
     if promoted["usable"] and fp8["usable"] and tile:
-        # its cost: the pairs timed in turns, each kernel against the one before it, from the headline on
-        chain = [v for s in after for v in s.variants]
-        chain = chain[:[v.id for v in chain].index(promoted["id"]) + 1]
-        cost = gain_in_turns([deck.record(v.id) for v in chain], catalogue.HEADLINE_FP8)
+        # its cost: the pair timed in turns with the headline, where it is the step before
+        cost = gain_in_turns(promoted, catalogue.HEADLINE_FP8)
         if cost:      # called from the interval: slower or faster only where all of it lies on one side
             cost.update(slower=cost["ci"][1] < 1, faster=cost["ci"][0] > 1)
         promotion = {"cost": cost,

@@ -172,19 +172,14 @@ def pair_with_cublas(r: dict, by_id: dict) -> dict:
     return r
 
 
-def gain_in_turns(variants: list[dict], before_id: str) -> dict | None:
-    """A step's best over ``before_id`` (the best of the step before) from the pairs the run timed
-    in turns: each variant against the kernel before it, chained from ``before_id``; the interval
-    the product of theirs (wider than the chain's own), and ``through`` the variants the chain
-    passes on the way. None where a link was not timed in turns."""
-    gain, lo, hi, expected = 1.0, 1.0, 1.0, before_id
-    for v in variants:
-        pair = v["record"].get("before")
-        if not pair or pair["id"] != expected:
-            return None
-        g = pair["gain_by_sample"]
-        gain, lo, hi, expected = gain * g["median"], lo * g["ci"][0], hi * g["ci"][1], v["id"]
-    return {"gain": gain, "ci": [lo, hi], "through": variants[:-1]}
+def gain_in_turns(best: dict, before_id: str) -> dict | None:
+    """A step's best over ``before_id`` (the best of the step before), the two timed in turns;
+    None where they were not."""
+    pair = best["record"].get("before")
+    if not pair or pair["id"] != before_id:
+        return None
+    g = pair["gain_by_sample"]
+    return {"gain": g["median"], "ci": g["ci"]}
 
 
 def context(deck) -> dict:
@@ -236,11 +231,11 @@ def context(deck) -> dict:
         diagram = f"gemm_{step.key}.svg" if drawable else None
         if usable and prev:
             best["speedup_over"] = prev["title"]
-            paired = gain_in_turns(variants, prev["best"]["id"])
+            paired = gain_in_turns(best, prev["best"]["id"])
             if paired:       # timed in turns with the step before: a change is one its interval excludes
                 best["speedup"] = paired["gain"]
                 best["change"] = {"in_turns": True, "ci": paired["ci"], "within_noise": paired["ci"][0] <= 1 <= paired["ci"][1],
-                                  "slower": paired["ci"][1] < 1, "through": [v["label"] for v in paired["through"]]}
+                                  "slower": paired["ci"][1] < 1}
             else:            # records timed apart (older runs): a change within their spread is a tie
                 best["speedup"] = best["tflops"] / prev["best"]["tflops"]
                 noise = max(spread(best["time_ms"]), spread(prev["best"]["time_ms"]))

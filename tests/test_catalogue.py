@@ -70,18 +70,19 @@ def test_every_variant_is_registered_once_and_swept_once():
     assert gemm_kernels == set(catalogue.KERNELS)
 
 
-def test_each_kernel_is_timed_in_turns_with_the_one_before_it_on_its_track():
+def test_each_kernel_is_timed_in_turns_with_the_best_of_the_step_before_on_its_track():
     benches = registry.discover()
     for name, track in catalogue.TRACKS.items():
-        ids = [v.id for s in track for v in s.variants]
         wider = catalogue.WIDER.get(name)
         # a narrower track starts against its first step on the wider one: the narrower type's gain
-        assert catalogue.before(ids[0]) == (f"{track[0].best.id.removesuffix('_' + name)}_{wider}" if wider else None)
-        for earlier, later in zip(ids, ids[1:]):
-            assert catalogue.before(later) == earlier
-            # the pair's result depends on both kernels: a change to the one before stales it
-            assert set(gemm.kernel_sources(catalogue.step_of(earlier))) <= set(benches[later].sources)
-            assert benches[later].definition["before"]["id"] == earlier
+        first = track[0].best.id
+        assert catalogue.before(first) == (f"{first.removesuffix('_' + name)}_{wider}" if wider else None)
+        for previous, step in zip(track, track[1:]):
+            for v in step.variants:         # every kernel of a step: one pair with the step before's best
+                assert catalogue.before(v.id) == previous.best.id
+                # the pair's result depends on both kernels: a change to the one before stales it
+                assert set(gemm.kernel_sources(previous)) <= set(benches[v.id].sources)
+                assert benches[v.id].definition["before"]["id"] == previous.best.id
 
 
 def test_the_small_tile_runs_only_where_the_best_leaves_most_sms_idle():

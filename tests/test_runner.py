@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import registry, results, runner, schema, timing
+from bench import catalogue, registry, results, runner, schema, timing
 from tests.conftest import ROOT
 
 FAKE_DEVICE = {"name": "Fake GPU", "slug": "fake-gpu", "compute_capability": "9.0", "sm_count": 4,
@@ -386,6 +386,14 @@ def test_a_merge_drops_the_records_of_benchmarks_no_longer_registered(tmp_path):
     merged = results.merge(out, FAKE_DEVICE, SOFTWARE, {"x.new": rec}, registered={"x.kept", "x.new"})
     assert set(merged["benchmarks"]) == {"x.kept", "x.new"}
     assert set(schema.load(out)["benchmarks"]) == {"x.kept", "x.new"}
+
+
+def test_the_gpu_tests_record_follows_the_code_they_ran():
+    """A change to a kernel, or to a module the GPU tests import (or one it imports), stales their outcome."""
+    from bench.registry import discover
+    sources = discover()["checks.gpu_tests"].sources
+    assert {"tests/test_gpu.py", "bench/launch.py", "bench/cublas.py", "bench/cublaslt.py"} <= set(sources)
+    assert catalogue.step_of(catalogue.HEADLINE).source in sources
 
 
 def test_the_gpu_tests_record_counts_each_outcome_of_the_junit_report(tmp_path):
