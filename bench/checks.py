@@ -51,7 +51,14 @@ def exercised(tests: str = TESTS) -> tuple[str, ...]:
             *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernels").rglob("*.cu*")))
 
 
-@register("checks.gpu_tests", sources=exercised(), timeout_s=900,
+def kernel_builds() -> tuple:
+    """Every catalogue kernel's nvcc build: the run compiles them in parallel before the tests, which
+    would otherwise build the ones they load one after another."""
+    from . import catalogue, gemm
+    return tuple(b for step, variant in catalogue.KERNELS.values() for b in gemm.builds(step, variant))
+
+
+@register("checks.gpu_tests", sources=exercised(), builds=kernel_builds(), timeout_s=900,
           title="The GPU tests (python -m pytest -m gpu) on this GPU")
 def gpu_tests(ctx) -> dict:
     with tempfile.TemporaryDirectory() as tmp:

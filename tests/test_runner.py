@@ -394,6 +394,9 @@ def test_the_gpu_tests_record_follows_the_code_they_ran():
     sources = discover()["checks.gpu_tests"].sources
     assert {"tests/test_gpu.py", "bench/launch.py", "bench/cublas.py", "bench/cublaslt.py"} <= set(sources)
     assert catalogue.step_of(catalogue.HEADLINE).source in sources
+    # the kernels they load are built up front, in parallel, as a GEMM record's are
+    step, variant = catalogue.KERNELS[catalogue.HEADLINE]
+    assert (step.source, variant.tile) in discover()["checks.gpu_tests"].builds
 
 
 def test_the_gpu_tests_record_counts_each_outcome_of_the_junit_report(tmp_path):
