@@ -212,8 +212,7 @@ BF16_STEPS = tuple(in_precision(s, "bf16") for s in STEPS if "bf16" in s.also_in
 # The FP8 track: e4m3 in, the tensor cores' own accumulation, FP32 out scaled by alpha (the
 # operands' per-tensor scales).
 FP8_STEPS = (
-    # one tile at every size: launch.prepare_by_shape does not yet pass the scales on to the tile it picks
-    *(replace(in_precision(s, "fp8"), small_tile=None) for s in STEPS if "fp8" in s.also_in),
+    *(in_precision(s, "fp8") for s in STEPS if "fp8" in s.also_in),
     Step("fp8_promote", "FP32 Promotion",
          "+ each K-tile's wgmmas start from zero and their sums, in the FP8 tensor cores' own precision, "
          "are added into FP32 registers; the tile narrows (128 x 128, 128 x 192) so that both fit in registers",

@@ -11,7 +11,7 @@ import numpy as np
 
 from .catalogue import HOPPER
 from .cuda import KERNELS, load_module
-from .launch import _exported
+from .launch import exported
 from .registry import register
 from .timing import quick, time_gpu
 
@@ -57,8 +57,8 @@ def cluster(ctx) -> dict:
     rows, wrong = [], []
     for size in CLUSTERS:
         module, _ = load_module(SOURCE, ctx.device, {"CLUSTER": size})
-        [words_n] = _exported(module, "BUFFER_WORDS")
-        [threads] = _exported(module, "CTA_THREADS")
+        [words_n] = exported(module, "BUFFER_WORDS")
+        [threads] = exported(module, "CTA_THREADS")
         nxt = ring(words_n)
         words = cupy.asarray(nxt)
         smem = 4 * words_n

@@ -56,7 +56,9 @@ def local_includes(source: str) -> list[str]:
     return found
 
 
-SERIALIZED_WGMMA = "(C7515)"     # ptxas: "wgmma.mma_async instructions are serialized due to ..."
+# ptxas: "wgmma.mma_async instructions are serialized due to ...", with either code (C7514: other
+# instructions read a wgmma's accumulators while it may still run, as step 14 once did)
+SERIALIZED_WGMMA = ("(C7514)", "(C7515)")
 
 
 def compile_cu(src: Path, arch: str, defines: dict | None = None) -> Path:
@@ -77,9 +79,9 @@ def compile_cu(src: Path, arch: str, defines: dict | None = None) -> Path:
         proc = subprocess.run(nvcc_command(src, tmp, arch, defines), capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"nvcc failed on {src.name} for sm_{arch}:\n{proc.stderr.strip()}")
-        if SERIALIZED_WGMMA in proc.stderr:
+        if any(code in proc.stderr for code in SERIALIZED_WGMMA):
             # ptxas would make every wgmma wait for the one before: a slower path, not a tuning choice
-            detail = next(line for line in proc.stderr.splitlines() if SERIALIZED_WGMMA in line)
+            detail = next(line for line in proc.stderr.splitlines() if any(code in line for code in SERIALIZED_WGMMA))
             raise RuntimeError(f"{src.name} with {defines}: {detail.strip()}")
         tmp.replace(out)
     return out

@@ -111,7 +111,7 @@ def split_wave(units: int, clusters: int, k_tiles: int) -> dict:
             "split": split if left else k_tiles}
 
 
-def _exported(module, name: str, count: int = 1) -> list[int]:
+def exported(module, name: str, count: int = 1) -> list[int]:
     """An ``extern "C" __constant__ int`` (or array of ``count``) the kernel exports: its shared
     memory, its ring's depth, its MMA atom's shape."""
     import cupy
@@ -159,10 +159,10 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
     cluster = tile.get("CLUSTER_M", 1)
     smem_dynamic, compiled = 0, dict(tile)
     if hopper:
-        [smem_dynamic] = _exported(module, "SMEM_BYTES")
-        [compiled["STAGES"]] = _exported(module, "RING_STAGES")    # STAGES 0 asks for the deepest that fits
+        [smem_dynamic] = exported(module, "SMEM_BYTES")
+        [compiled["STAGES"]] = exported(module, "RING_STAGES")    # STAGES 0 asks for the deepest that fits
         kernel.max_dynamic_shared_size_bytes = smem_dynamic
-    compiled["atom_mnk"] = _exported(module, "ATOM_MNK", 3)
+    compiled["atom_mnk"] = exported(module, "ATOM_MNK", 3)
     uses_tma = "UTMALDG" in step.sass
     # (rows, cols, element): the operands in the step's precision, the result in FP32
     boxes = {"a": (tile["BM"], tile["BK"], step.precision), "b": (tile["BN"] // cluster, tile["BK"], step.precision)}
@@ -234,7 +234,7 @@ def prepare_by_shape(step: Step, device: dict):
         return prepare(step, step.best, device)
     prepares = [prepare(step, replace(step.best, tile=tile), device) for tile in step.tiles]
 
-    def pick(a, b, c):
+    def pick(a, b, c, **scaling):
         tile = catalogue.tile_for(step, a.shape[0], c.shape[1], device["sm_count"])
-        return prepares[step.tiles.index(tile)](a, b, c)
+        return prepares[step.tiles.index(tile)](a, b, c, **scaling)
     return pick

@@ -13,7 +13,7 @@ import numpy as np
 
 from .catalogue import ELEMENTS, HOPPER, SASS_TYPES, WGMMA_OPCODES
 from .cuda import KERNELS, load_module
-from .launch import _exported
+from .launch import exported
 from .registry import register
 from .sass import disassemble
 from .timing import quick, time_gpu
@@ -44,8 +44,8 @@ def wgmma(ctx) -> dict:
     for precision in PRECISIONS:
         for n in NS:
             module, cubin = load_module(SOURCE, ctx.device, defines(precision, n))
-            m, atom_n, atom_k = _exported(module, "ATOM_MNK", 3)
-            [k_tile] = _exported(module, "K_TILE")
+            m, atom_n, atom_k = exported(module, "ATOM_MNK", 3)
+            [k_tile] = exported(module, "K_TILE")
             label = f"{precision} N={n}"
             opcodes = _wgmma_opcodes(cubin, precision)
             shape = f"64x{n}x{atom_k}."

@@ -105,3 +105,17 @@ def test_the_takeaways_carry_the_fp8_headline_beside_bf16(deck):
     closing = slides_of(deck["md"])["Takeaways"]
     assert (f"; FP8: **{fp8['tflops']:,.1f}**, {100 * fp8['tflops'] / fp8['cublas']['tflops']:.1f}% of cuBLASLt; "
             "in turns.") in closing
+
+
+def test_the_tile_picked_by_shape_is_given_the_scales(monkeypatch):
+    """An FP8 kernel with a small tile for small shapes: the tile picked for the shape gets alpha."""
+    from bench import launch
+    step = catalogue.step_of(catalogue.HEADLINE_FP8)
+    assert step.small_tile, "the FP8 headline keeps the small tile of its TF32 step"
+    calls = []
+    monkeypatch.setattr(launch, "prepare", lambda s, v, device: lambda a, b, c, **kw: calls.append((v.tile, kw)))
+    pick = launch.prepare_by_shape(step, {"sm_count": 132})
+    small = np.zeros((1024, 1024))
+    pick(small, small, small, alpha=0.25)
+    assert calls == [(catalogue.tile_for(step, 1024, 1024, 132), {"alpha": 0.25})]
+    assert calls[0][0] == step.tiles[1], "1024 x 1024 leaves most SMs idle with the best tile: the small one runs"

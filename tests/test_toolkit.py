@@ -39,3 +39,17 @@ def test_written_files_follow_the_umask(umask, mode, tmp_path):
         os.umask(old)
     assert (tmp_path / "slides.md").stat().st_mode & 0o777 == mode
     assert [p.name for p in tmp_path.iterdir()] == ["slides.md"]
+
+
+@pytest.mark.parametrize("code", ["C7514", "C7515"])
+def test_a_build_whose_wgmmas_ptxas_serializes_is_refused(code, monkeypatch, tmp_path):
+    """Either of ptxas's reasons for serializing wgmmas fails the build: a slower path, never timed."""
+    from bench import cuda
+    src = tmp_path / "k.cu"
+    src.write_text("extern \"C\" __global__ void k() {}\n")
+    said = f"ptxas info    : ({code}) Potential Performance Loss: wgmma.mma_async instructions are serialized"
+    monkeypatch.setattr(cuda, "CACHE", tmp_path / "cache")
+    monkeypatch.setattr(cuda.shutil, "which", lambda name: "/usr/bin/nvcc")
+    monkeypatch.setattr(cuda.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, "", said))
+    with pytest.raises(RuntimeError, match=code):
+        cuda.compile_cu(src, "90a")
