@@ -1,5 +1,8 @@
 """cuBLASLt's FP8 GEMM through ctypes (CuPy binds cublasGemmEx, which has no FP8): e4m3 A and B,
-both K-major (the only layout FP8 tensor cores read), FP32 accumulation, FP32 C = alpha A B.
+both K-major (the only layout FP8 tensor cores read), FP32 accumulation, C = alpha A B in FP32 or BF16.
+
+With ``blocks``, A and B carry DeepSeek-V3's block scales instead of alpha (cuBLASLt 12.9 and later,
+on compute capability 9.0 only): A per 1 x 128 of a row, B per 128 x 128.
 
 ``FAST_ACCUM`` off (cuBLASLt's default) promotes the tensor cores' partial sums into FP32 every
 few K-tiles; on, it keeps them in the tensor cores' narrower accumulator, as a plain FP8 wgmma
@@ -11,9 +14,12 @@ from functools import lru_cache
 
 # cublasLt.h (CUDA 12 and 13)
 _COMPUTE_32F = 68                      # cublasComputeType_t CUBLAS_COMPUTE_32F
-_R_32F, _R_8F_E4M3 = 0, 28             # cudaDataType_t
+_R_32F, _R_16BF, _R_8F_E4M3 = 0, 14, 28     # cudaDataType_t
+_OUTPUT_TYPES = {"fp32": _R_32F, "bf16": _R_16BF}
 _OP_N, _OP_T = 0, 1
 _DESC_TRANSA, _DESC_TRANSB, _DESC_FAST_ACCUM = 3, 4, 25    # cublasLtMatmulDescAttributes_t
+_DESC_A_SCALE_POINTER, _DESC_B_SCALE_POINTER, _DESC_A_SCALE_MODE, _DESC_B_SCALE_MODE = 17, 18, 31, 32
+_SCALE_VEC128_32F, _SCALE_BLK128x128_32F = 4, 5     # cublasLtMatmulMatrixScale_t
 _PREF_MAX_WORKSPACE_BYTES = 1          # cublasLtMatmulPreferenceAttributes_t
 _HEURISTIC_BYTES = 96                  # cublasLtMatmulHeuristicResult_t: algo (64), workspaceSize, state, wavesCount, reserved[4]
 WORKSPACE_BYTES = 32 * 2**20           # what cuBLAS asks for on Hopper
@@ -65,7 +71,7 @@ def _set(desc: ctypes.c_void_p, attribute: int, value) -> None:
 
 
 @lru_cache(maxsize=None)
-def _plan(m: int, n: int, k: int, fast_accum: bool):
+def _plan(m: int, n: int, k: int, fast_accum: bool, output: str, scale_pointers: tuple[int, int] | None = None):
     """The descriptors and the heuristic's first algorithm for row-major C (M x N) = A (M x K) B^T,
     B stored N x K: column-major, C^T (N x M) = B' A' with B' (K x N) transposed, the TN of FP8."""
     desc = ctypes.c_void_p()
@@ -73,7 +79,13 @@ def _plan(m: int, n: int, k: int, fast_accum: bool):
     _set(desc, _DESC_TRANSA, ctypes.c_int32(_OP_T))
     _set(desc, _DESC_TRANSB, ctypes.c_int32(_OP_N))
     _set(desc, _DESC_FAST_ACCUM, ctypes.c_int8(int(fast_accum)))
-    a, b, c = _layout(_R_8F_E4M3, k, n, k), _layout(_R_8F_E4M3, k, m, k), _layout(_R_32F, n, m, n)
+    if scale_pointers:   # cuBLAS's A is our B (N x K): 128 x 128 blocks; its B our A: 1 x 128
+        _set(desc, _DESC_A_SCALE_MODE, ctypes.c_int32(_SCALE_BLK128x128_32F))
+        _set(desc, _DESC_B_SCALE_MODE, ctypes.c_int32(_SCALE_VEC128_32F))
+        # the heuristic refuses block modes without their scales (status 7): set before it
+        _set(desc, _DESC_A_SCALE_POINTER, ctypes.c_void_p(scale_pointers[1]))
+        _set(desc, _DESC_B_SCALE_POINTER, ctypes.c_void_p(scale_pointers[0]))
+    a, b, c = _layout(_R_8F_E4M3, k, n, k), _layout(_R_8F_E4M3, k, m, k), _layout(_OUTPUT_TYPES[output], n, m, n)
     pref = ctypes.c_void_p()
     _call("cublasLtMatmulPreferenceCreate", ctypes.byref(pref))
     workspace = ctypes.c_uint64(WORKSPACE_BYTES)
@@ -84,23 +96,50 @@ def _plan(m: int, n: int, k: int, fast_accum: bool):
                                                        heuristic, ctypes.byref(found))
     if status == _NOT_SUPPORTED or (not status and found.value < 1):
         from .harness import Refused
-        raise Refused(f"cuBLASLt has no FP8 GEMM for {m}x{n}x{k} (its FP8 GEMMs take dimensions in multiples of 16)")
+        raise Refused(f"cuBLASLt has no FP8 GEMM{' with block scales' if scale_pointers else ''} for {m}x{n}x{k} "
+                      "(its FP8 GEMMs take dimensions in multiples of 16)")
     if status:
         raise CublasLtError(f"cublasLtMatmulAlgoGetHeuristic returned cublasStatus_t {status}")
     return desc, a, b, c, heuristic
 
 
 def gemm_fp8(a, b, c, alpha: float = 1.0, fast_accum: bool = False) -> None:
-    """C (M x N, FP32) = alpha A B^T on the current stream: A (M x K) and B (N x K) e4m3 bit patterns (uint8)."""
+    """C (M x N, FP32, or BF16 bit patterns) = alpha A B^T on the current stream: A (M x K) and B
+    (N x K) e4m3 bit patterns (uint8)."""
     import cupy
     (m, k), n = a.shape, b.shape[0]
-    desc, a_layout, b_layout, c_layout, heuristic = _plan(m, n, k, fast_accum)
+    output = "bf16" if c.dtype == cupy.uint16 else "fp32"
+    _matmul(*_plan(m, n, k, fast_accum, output), a, b, c, alpha)
+
+
+def _matmul(desc, a_layout, b_layout, c_layout, heuristic, a, b, c, alpha: float) -> None:
+    import cupy
     workspace = _workspace(cupy.cuda.Device().id)
     alpha_, beta = ctypes.c_float(alpha), ctypes.c_float(0.0)
     ptr = lambda x: ctypes.c_void_p(x.data.ptr)
     _call("cublasLtMatmul", _handle(), desc, ctypes.byref(alpha_), ptr(b), a_layout, ptr(a), b_layout,
           ctypes.byref(beta), ptr(c), c_layout, ptr(c), c_layout, heuristic, ptr(workspace),
           ctypes.c_size_t(WORKSPACE_BYTES), ctypes.c_void_p(cupy.cuda.get_current_stream().ptr))
+
+
+def block_scales(sfa, sfb):
+    """cuBLASLt's layouts of block scales (harness.block_quantize's): A's (M x L, L = K/128 rounded
+    up) M-major; B's (N/128 x L) K-major with each row padded to a multiple of 4 (unpadded, cuBLASLt
+    returns a wrong product without an error)."""
+    import cupy
+    rows, width = sfb.shape
+    padded = cupy.zeros((rows, -(-width // 4) * 4), dtype=cupy.float32)
+    padded[:, :width] = sfb
+    return cupy.ascontiguousarray(sfa.T), padded
+
+
+def gemm_fp8_blocks(a, b, c, scales) -> None:
+    """C (M x N, BF16 bit patterns or FP32) = A B^T with block scales, on the current stream: A
+    (M x K) and B (N x K) e4m3 bit patterns, ``scales`` from block_scales()."""
+    import cupy
+    (m, k), n = a.shape, b.shape[0]
+    output = "bf16" if c.dtype == cupy.uint16 else "fp32"
+    _matmul(*_plan(m, n, k, False, output, tuple(x.data.ptr for x in scales)), a, b, c, 1.0)
 
 
 @lru_cache(maxsize=None)

@@ -131,9 +131,38 @@ def to_e4m3_bits(x, xp=None):
     return (code | (x < 0).astype(np.int64) << 7).astype(np.uint8)
 
 
-def e4m3_to_f64(bits):
-    import cupy
-    return cupy.asarray(e4m3_values())[bits]
+def e4m3_to_f64(bits, xp=None):
+    xp = xp or __import__("cupy")
+    return xp.asarray(e4m3_values())[bits]
+
+
+# DeepSeek-V3's FP8 blocks: A (activations) scaled per 1 x BLOCK of a row, B (weights, N x K) per
+# BLOCK x BLOCK, so that one outlier costs the precision of its block only, not of the tensor.
+BLOCK = 128
+BLOCKS = {"a": (1, BLOCK), "b": (BLOCK, BLOCK)}
+
+
+def block_quantize(x, rows: int, cols: int, xp=None):
+    """float32 x (R x C) -> its e4m3 bits with each rows x cols block scaled so that its largest
+    value becomes E4M3_MAX, and the scales (ceil(R/rows) x ceil(C/cols) float32: a value is bits x
+    scale); a last, partial block is scaled by what it holds."""
+    import numpy as np
+    xp = xp or __import__("cupy")
+    r, c = x.shape
+    padded = xp.zeros((-(-r // rows) * rows, -(-c // cols) * cols), dtype=np.float32)
+    padded[:r, :c] = x
+    blocks = padded.reshape(padded.shape[0] // rows, rows, padded.shape[1] // cols, cols)
+    scales = (xp.maximum(xp.abs(blocks).max(axis=(1, 3)), np.float32(1e-30)) / np.float32(E4M3_MAX)).astype(np.float32)
+    bits = to_e4m3_bits((blocks / scales[:, None, :, None]).reshape(padded.shape), xp)
+    return xp.ascontiguousarray(bits[:r, :c]), scales
+
+
+def block_dequantize(bits, scales, rows: int, cols: int, xp=None):
+    """The float64 values of block-scaled e4m3 ``bits`` (block_quantize's inverse, exactly)."""
+    xp = xp or __import__("cupy")
+    r, c = bits.shape
+    per_element = xp.repeat(xp.repeat(scales.astype(xp.float64), rows, axis=0), cols, axis=1)[:r, :c]
+    return e4m3_to_f64(bits, xp) * per_element
 
 
 class Operands:
@@ -162,12 +191,17 @@ class Operands:
     def nbytes(self) -> int:
         return self.a.nbytes + self.b.nbytes + (self._reference.nbytes if self._reference is not None else 0)
 
+    def dequantized(self):
+        """A and B in float64: the values a GEMM of them multiplies."""
+        import cupy
+        up = {"bf16": _bf16_to_f64, "fp8": e4m3_to_f64}.get(self.precision, lambda x: x.astype(cupy.float64))
+        return tuple(up(x) * s for x, s in zip((self.a, self.b), self.scales))
+
     def reference(self):
         """A B in float64 (cuBLAS DGEMM), and its Frobenius norm."""
         import cupy
         if self._reference is None:
-            up = {"bf16": _bf16_to_f64, "fp8": e4m3_to_f64}.get(self.precision, lambda x: x.astype(cupy.float64))
-            a64, b64 = (up(x) * s for x, s in zip((self.a, self.b), self.scales))
+            a64, b64 = self.dequantized()
             self._reference = a64 @ (b64.T if self.layout == "b_kmajor" else b64)
             self._norm = float(cupy.linalg.norm(self._reference))
         return self._reference, self._norm
@@ -183,6 +217,25 @@ class Operands:
         """C (M x N, FP32 or BF16 bit patterns) against the float64 product (compare)."""
         ref, norm = self.reference()
         return compare(c, ref, norm, self.precision)
+
+
+class BlockScaledOperands(Operands):
+    """FP8 operands as DeepSeek-V3 trains with: A (M x K) and B (N x K) e4m3 bits, ``sfa``
+    (M x K/BLOCK) and ``sfb`` (N/BLOCK x K/BLOCK, rounded up) float32 scales; the reference is their
+    dequantized product. Drawn from the same normal values as the per-tensor operands."""
+
+    def __init__(self, shape: Shape, seed: int = SEED):
+        import cupy
+        rng = cupy.random.default_rng(seed)
+        a = rng.standard_normal((shape.m, shape.k), dtype=cupy.float32)
+        b = rng.standard_normal((shape.n, shape.k), dtype=cupy.float32)
+        self.shape, self.layout, self.precision = shape, "b_kmajor", "fp8"
+        self.scales, self.scaling = (1.0, 1.0), {}
+        (self.a, self.sfa), (self.b, self.sfb) = (block_quantize(x, *BLOCKS[name]) for name, x in (("a", a), ("b", b)))
+        self._reference = None
+
+    def dequantized(self):
+        return block_dequantize(self.a, self.sfa, *BLOCKS["a"]), block_dequantize(self.b, self.sfb, *BLOCKS["b"])
 
 
 def compare(c, reference, norm: float, precision: str) -> dict:

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Modules that hold benchmarks; adding a family means adding its module here.
 MODULES = ("bench.checks", "bench.gemm", "bench.hbm", "bench.latency", "bench.l2", "bench.transpose", "bench.sweep", "bench.tune",
-           "bench.settle", "bench.multigpu", "bench.nvbandwidth", "bench.overlap", "bench.fastcu",
+           "bench.settle", "bench.multigpu", "bench.nvbandwidth", "bench.overlap", "bench.fastcu", "bench.deepgemm",
            "bench.burst", "bench.atlas", "bench.machinery", "bench.clusters")
 # Code every measurement passes through: a change here makes every result stale.
 COMMON_SOURCES = ("bench/timing.py",)
@@ -40,6 +40,7 @@ class Benchmark:
     definition: dict | None = None          # what else defines the result (a kernel's tile constants): hashed too
     builds: tuple = ()                      # (source, defines) it compiles with nvcc: the run builds them up front
     prebuild: Callable | None = None        # other host work it needs (a peer's build): done up front, beside them
+    env: tuple[tuple[str, str], ...] = ()   # what its process's environment needs (a peer's loader): a worker of its own
 
     @property
     def family(self) -> str:

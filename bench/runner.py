@@ -141,8 +141,8 @@ def _worker(batch: list[Benchmark], device: dict, workdir: Path, log_dir: Path |
     device_json = session / "device.json"
     device_json.write_text(json.dumps(device))
     token = uuid.uuid4().hex
-    env = {**child_env(), "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-           "PYTHONUNBUFFERED": "1", TOKEN: token}
+    env = {**child_env(**dict(batch[0].env)), "PYTHONUNBUFFERED": "1", TOKEN: token,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     with open(session / f"{batch[0].id}.stderr", "w") as err:      # until the worker points it at the benchmark's
         proc = subprocess.Popen([sys.executable, "-m", "bench.worker", str(device_json), str(session),
                                  *(f"{b.module}:{b.id}" for b in batch)],
@@ -191,7 +191,7 @@ def run_session(benchmarks: list[Benchmark], device: dict, workdir: Path, log_di
             continue
         batch = []
         for bench in pending:
-            if skip_reason(bench, device):
+            if skip_reason(bench, device) or bench.env != pending[0].env:
                 break
             batch.append(bench)
         for bench, record in _worker(batch, device, workdir, log_dir, starting):

@@ -11,6 +11,8 @@ from slides.kit import ACCENT, INK, MUTED, REF, arrow, drawing, text
 
 SLIDE = "FP8: Three Precisions Side by Side"
 PROMOTION_SLIDE = "FP8: Sums Promoted to FP32"
+PEER_SLIDE = "FP8 Beside DeepGEMM"
+PEER = "peers.deepgemm"
 # The FP8 track's targets: at least cuBLASLt's speed (the low end of the in-turns interval) ...
 HELD = 1.0
 # ... with an error within this many times cuBLASLt's on the same operands.
@@ -67,7 +69,37 @@ def context(deck) -> dict:
             "headline_tile": f"{headline_tile['BM']}×{headline_tile['BN']}",
             "ids": list(ids), "fp8": fp8, "bf16": bf16, "promoted": promoted, "promotion": promotion,
             "over_bf16": over_bf16 and {"gain": over_bf16["gain_by_sample"]["median"], "ci": over_bf16["gain_by_sample"]["ci"]},
-            "held_pct": 100 * HELD, "error_within": ERROR_WITHIN}
+            "held_pct": 100 * HELD, "error_within": ERROR_WITHIN, "peer": _peer(deck)}
+
+
+def _called(pair: dict) -> str:
+    """A speed ratio's verdict from its interval: ahead or behind only where all of it lies on one side."""
+    low, high = pair["ci"]
+    return "ahead" if low > 1 else "behind" if high < 1 else "tie"
+
+
+def _peer(deck) -> dict | None:
+    """DeepGEMM on its shapes: against cuBLASLt with the same block scales and BF16 C, and this
+    project's headline against it, each a pair from the same turns."""
+    (r,) = deck.need(PEER_SLIDE, PEER)
+    if "shapes" not in r["record"]:
+        return {**r, "shapes": None}
+    shapes = []
+    for s in r["record"]["shapes"]:
+        versus = s["deepgemm_over_cublaslt_by_sample"]
+        ours = s.get("ours_over_deepgemm_by_sample")
+        shapes.append({"shape": s["shape"], "deepgemm": s["deepgemm"], "cublaslt": s["cublaslt_blocks"],
+                       "per_tensor": s["cublaslt_bf16_out"],
+                       "ours": s.get("ours"), "versus": versus, "versus_called": _called(versus),
+                       "ours_over": ours, "ours_called": _called(ours) if ours else None, "refused": s.get("ours_refused")})
+    called = [s["versus_called"] for s in shapes]
+    ours = [s["ours_over"]["median"] for s in shapes if s["ours_over"]]
+    params = r["record"]["params"]
+    return {**r, "shapes": shapes, "commit": params["commit"], "version": params["version"],
+            "block": params["block"], "counts": {c: called.count(c) for c in ("ahead", "tie", "behind")},
+            "ours_range": (min(ours), max(ours)) if ours else None,
+            "wrong": [name for s in r["record"]["shapes"] for name in ("deepgemm", "cublaslt_blocks", "cublaslt_bf16_out", "ours")
+                      if name in s and not s[name]["check"]["passed"]]}
 
 
 # --- figures --------------------------------------------------------------------------------------

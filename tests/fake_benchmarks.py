@@ -125,3 +125,14 @@ def _peer_build():
 def with_peer_build(ctx):
     time.sleep(1)          # the build runs beside it
     return {"gbps": 1.0}
+
+
+@register("fake.with_env", sources=[], timeout_s=60, env=(("FAKE_PEER_LOADER", "preloaded"),))
+def with_env(ctx):
+    """Reports its process and what its environment holds (a peer's loader needs a worker of its own)."""
+    return {"check": {"passed": True}, "pid": os.getpid(), "loader": os.environ.get("FAKE_PEER_LOADER", "")}
+
+
+@register("fake.pid", sources=[], timeout_s=60)
+def pid(ctx):
+    return {"check": {"passed": True}, "pid": os.getpid(), "loader": os.environ.get("FAKE_PEER_LOADER", "")}

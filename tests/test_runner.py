@@ -416,3 +416,13 @@ def test_a_measured_clock_above_the_cards_maximum_is_refused():
     assert "above the card's maximum of 1980 MHz" in worker.clock_error(clock(2010), device)
     assert worker.clock_error(clock(2010, seconds=0.001), device) is None      # too short to tell
     assert worker.clock_error(None, device) is None
+
+
+def test_a_benchmark_that_needs_its_own_environment_gets_a_worker_of_its_own(fakes, tmp_path):
+    """DeepGEMM's extension needs libstdc++ preloaded: its benchmark runs in a process started with
+    that environment, the benchmarks around it in processes without it."""
+    order = [fakes["fake.pid"], fakes["fake.with_env"], fakes["fake.ok"]]
+    got = {bench.id: rec for bench, rec in runner.run_session(order, FAKE_DEVICE, tmp_path)}
+    assert got["fake.with_env"]["loader"] == "preloaded" and got["fake.pid"]["loader"] == ""
+    assert got["fake.with_env"]["pid"] != got["fake.pid"]["pid"]
+    assert got["fake.ok"]["check"]["passed"]
