@@ -1,7 +1,7 @@
 """cuBLASLt's FP8 GEMM through ctypes (CuPy binds cublasGemmEx, which has no FP8): e4m3 A and B,
 both K-major (the only layout FP8 tensor cores read), FP32 accumulation, C = alpha A B in FP32 or BF16.
 
-With ``blocks``, A and B carry DeepSeek-V3's block scales instead of alpha (cuBLASLt 12.9 and later,
+With gemm_fp8_blocks, A and B carry DeepSeek-V3's block scales instead of alpha (cuBLASLt 12.9 and later,
 on compute capability 9.0 only): A per 1 x 128 of a row, B per 128 x 128.
 
 ``FAST_ACCUM`` off (cuBLASLt's default) promotes the tensor cores' partial sums into FP32 every
@@ -103,13 +103,17 @@ def _plan(m: int, n: int, k: int, fast_accum: bool, output: str, scale_pointers:
     return desc, a, b, c, heuristic
 
 
+def _output(c) -> str:
+    """C's type: BF16 bit patterns (uint16, as CuPy holds them) or FP32."""
+    import cupy
+    return "bf16" if c.dtype == cupy.uint16 else "fp32"
+
+
 def gemm_fp8(a, b, c, alpha: float = 1.0, fast_accum: bool = False) -> None:
     """C (M x N, FP32, or BF16 bit patterns) = alpha A B^T on the current stream: A (M x K) and B
     (N x K) e4m3 bit patterns (uint8)."""
-    import cupy
     (m, k), n = a.shape, b.shape[0]
-    output = "bf16" if c.dtype == cupy.uint16 else "fp32"
-    _matmul(*_plan(m, n, k, fast_accum, output), a, b, c, alpha)
+    _matmul(*_plan(m, n, k, fast_accum, _output(c)), a, b, c, alpha)
 
 
 def _matmul(desc, a_layout, b_layout, c_layout, heuristic, a, b, c, alpha: float) -> None:
@@ -136,10 +140,8 @@ def block_scales(sfa, sfb):
 def gemm_fp8_blocks(a, b, c, scales) -> None:
     """C (M x N, BF16 bit patterns or FP32) = A B^T with block scales, on the current stream: A
     (M x K) and B (N x K) e4m3 bit patterns, ``scales`` from block_scales()."""
-    import cupy
     (m, k), n = a.shape, b.shape[0]
-    output = "bf16" if c.dtype == cupy.uint16 else "fp32"
-    _matmul(*_plan(m, n, k, False, output, tuple(x.data.ptr for x in scales)), a, b, c, 1.0)
+    _matmul(*_plan(m, n, k, False, _output(c), tuple(x.data.ptr for x in scales)), a, b, c, 1.0)
 
 
 @lru_cache(maxsize=None)

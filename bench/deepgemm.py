@@ -35,6 +35,11 @@ SCALING = {"deepgemm": "block", "cublaslt_blocks": "block", "cublaslt_bf16_out":
            "ours": "tensor"}
 
 
+def cuda_home() -> str:
+    """The toolkit of the nvcc on PATH, for DeepGEMM's build and its JIT."""
+    return str(Path(shutil.which("nvcc")).resolve().parents[1])
+
+
 def build(checkout: Path) -> Path:
     """DeepGEMM's host extension built in a copy of the checkout under .cache/peers/ (the checkout
     is left as it was), with the CUTLASS headers of the nvidia-cutlass package: the folder that
@@ -64,7 +69,7 @@ def build(checkout: Path) -> Path:
         shutil.rmtree(dst, ignore_errors=True)
         dst.parent.mkdir(parents=True, exist_ok=True)
         dst.symlink_to(src)
-    env = {**os.environ, "CUDA_HOME": str(Path(nvcc).resolve().parents[1]), "DG_USE_LOCAL_VERSION": "0"}
+    env = {**os.environ, "CUDA_HOME": cuda_home(), "DG_USE_LOCAL_VERSION": "0"}
     proc = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=work, env=env,
                           capture_output=True, text=True)
     if proc.returncode != 0:
@@ -80,7 +85,7 @@ def peer(built: Path):
     once, beforehand, as a model keeps its weights' and its quantizer writes its activations'."""
     import cupy
     sys.path.insert(0, str(built))
-    os.environ.setdefault("CUDA_HOME", str(Path(shutil.which("nvcc")).resolve().parents[1]))
+    os.environ.setdefault("CUDA_HOME", cuda_home())
     os.environ.setdefault("DG_JIT_CACHE_DIR", str(ROOT / ".cache" / "peers" / "deepgemm-jit"))
     import torch
     import deep_gemm
@@ -95,10 +100,6 @@ def peer(built: Path):
         a, b, sfb, out = fp8(ops.a), fp8(ops.b), torch.from_dlpack(ops.sfb), torch.from_dlpack(d.view(cupy.float16)).view(torch.bfloat16)
         return lambda: deep_gemm.fp8_gemm_nt((a, sfa), (b, sfb), out)
     return prepare, deep_gemm.__version__
-
-
-def _entry(shape: Shape, time_ms: dict, check: dict) -> dict:
-    return {"time_ms": time_ms, "tflops": harness.tflops(shape, time_ms), "check": check}
 
 
 def measure(shape: Shape, theirs, ours_prepare) -> dict:
@@ -133,7 +134,7 @@ def measure(shape: Shape, theirs, ours_prepare) -> dict:
     # speed ratios, each pair from the same turns: DeepGEMM over cuBLASLt on the same operands, ours over DeepGEMM
     pairs = {**harness.ratio("deepgemm_over_cublaslt", times["cublaslt_blocks"], times["deepgemm"]),
              **(harness.ratio("ours_over_deepgemm", times["deepgemm"], times["ours"]) if "ours" in times else {})}
-    entries = {name: _entry(shape, {k: v for k, v in t.items() if k != "samples"}, checks[name])
+    entries = {name: harness.timed(shape, {k: v for k, v in t.items() if k != "samples"}, checks[name])
                for name, t in times.items()}
     return {"shape": shape.dims, "batch": batch, "turns": turns, "settle": settled, **entries, **pairs,
             **({"ours_refused": refused} if refused else {})}

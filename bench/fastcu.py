@@ -71,10 +71,6 @@ def peer(library: Path):
     return run
 
 
-def _entry(shape: Shape, time_ms: dict, check: dict) -> dict:
-    return {"time_ms": time_ms, "tflops": harness.tflops(shape, time_ms), "check": check}
-
-
 def measure(shape: Shape, theirs, ours_prepare) -> dict:
     """The four on one shape's operands, checked, the peer settled, then timed in turns."""
     import cupy
@@ -95,7 +91,7 @@ def measure(shape: Shape, theirs, ours_prepare) -> dict:
     batch, turns = harness.pace(fns)
     settled = harness.settle(fns, batch, turns)
     times = time_gpu_alternating(fns, warmup=0, reps=harness.REPS, batch=batch, turns=turns)
-    entries = {name: _entry(shape, t, checks[name]) for name, t in zip(runs, times)}
+    entries = {name: harness.timed(shape, t, checks[name]) for name, t in zip(runs, times)}
     return {"shape": shape.dims, "batch": batch, "turns": turns, "settle": settled, **entries}
 
 

@@ -238,6 +238,11 @@ class BlockScaledOperands(Operands):
         return block_dequantize(self.a, self.sfa, *BLOCKS["a"]), block_dequantize(self.b, self.sfb, *BLOCKS["b"])
 
 
+def timed(shape: Shape, time_ms: dict, check: dict) -> dict:
+    """One GEMM of a side-by-side record: its times, its TFLOPS, its check."""
+    return {"time_ms": time_ms, "tflops": tflops(shape, time_ms), "check": check}
+
+
 def compare(c, reference, norm: float, precision: str) -> dict:
     """Relative Frobenius error of C (FP32 or BF16 bit patterns) against a float64 ``reference`` of
     Frobenius norm ``norm``, within the tolerance of ``precision`` and C's type, and whether every

@@ -54,8 +54,9 @@ def context(deck) -> dict:
     if promoted["usable"] and fp8["usable"] and tile:
         # its cost: the pair timed in turns with the headline, where it is the step before
         cost = gain_in_turns(promoted, catalogue.HEADLINE_FP8)
-        if cost:      # called from the interval: slower or faster only where all of it lies on one side
-            cost.update(slower=cost["ci"][1] < 1, faster=cost["ci"][0] > 1)
+        if cost:
+            verdict = _called(cost)
+            cost.update(slower=verdict == "behind", faster=verdict == "ahead")
         promotion = {"cost": cost,
                      "tile": tile, "name": promoted["name"],
                      "regs": promoted["record"]["resources"]["regs_per_thread"],
@@ -90,8 +91,7 @@ def _peer(deck) -> dict | None:
         ours = s.get("ours_over_deepgemm_by_sample")
         shapes.append({"shape": s["shape"], "deepgemm": s["deepgemm"], "cublaslt": s["cublaslt_blocks"],
                        "per_tensor": s["cublaslt_bf16_out"],
-                       "ours": s.get("ours"), "versus": versus, "versus_called": _called(versus),
-                       "ours_over": ours, "ours_called": _called(ours) if ours else None, "refused": s.get("ours_refused")})
+                       "ours": s.get("ours"), "versus": versus, "versus_called": _called(versus), "ours_over": ours})
     called = [s["versus_called"] for s in shapes]
     ours = [s["ours_over"]["median"] for s in shapes if s["ours_over"]]
     params = r["record"]["params"]
