@@ -20,7 +20,6 @@ from . import catalogue, cuda, cublaslt, gemm, harness, launch
 from .fastcu import checkout_commit
 from .harness import BlockScaledOperands, Refused, Shape
 from .registry import ROOT, register
-from .timing import time_gpu_alternating
 
 PEER_ENV = "DEEPGEMM_DIR"
 # DeepGEMM's extension links no shared libstdc++ (ldd lists none), so its std::regex and ostreams use
@@ -126,18 +125,11 @@ def measure(shape: Shape, theirs, ours_prepare) -> dict:
         runs["ours"] = ours.run
     except Refused as e:
         refused = str(e)
-    fns = list(runs.values())
-    batch, turns = harness.pace(fns)
-    settled = harness.settle(fns, batch, turns)
-    times = dict(zip(runs, time_gpu_alternating(fns, warmup=0, reps=harness.REPS, batch=batch, turns=turns,
-                                                keep_samples=True)))
+    record, times = harness.side_by_side(shape, runs, checks)
     # speed ratios, each pair from the same turns: DeepGEMM over cuBLASLt on the same operands, ours over DeepGEMM
     pairs = {**harness.ratio("deepgemm_over_cublaslt", times["cublaslt_blocks"], times["deepgemm"]),
              **(harness.ratio("ours_over_deepgemm", times["deepgemm"], times["ours"]) if "ours" in times else {})}
-    entries = {name: harness.timed(shape, {k: v for k, v in t.items() if k != "samples"}, checks[name])
-               for name, t in times.items()}
-    return {"shape": shape.dims, "batch": batch, "turns": turns, "settle": settled, **entries, **pairs,
-            **({"ours_refused": refused} if refused else {})}
+    return {**record, **pairs, **({"ours_refused": refused} if refused else {})}
 
 
 @register("peers.deepgemm", sources=gemm.kernel_sources(STEP),

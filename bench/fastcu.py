@@ -16,7 +16,7 @@ from pathlib import Path
 from . import catalogue, cublas, gemm, harness, launch
 from .harness import Shape
 from .registry import ROOT, register
-from .timing import spread, time_gpu_alternating
+from .timing import spread
 
 PEER_ENV = "FASTCU_DIR"
 ENTRY = ROOT / "bench" / "peers" / "fastcu.cu"
@@ -87,12 +87,7 @@ def measure(shape: Shape, theirs, ours_prepare) -> dict:
     cupy.cuda.get_current_stream().synchronize()
     checks = {"fastcu": ops.check(c_peer.T), "cublas_bf16_out": ops.check(c_bf16), "cublas": ops.check(c_fp32),
               "ours": ours_check}
-    fns = list(runs.values())
-    batch, turns = harness.pace(fns)
-    settled = harness.settle(fns, batch, turns)
-    times = time_gpu_alternating(fns, warmup=0, reps=harness.REPS, batch=batch, turns=turns)
-    entries = {name: harness.timed(shape, t, checks[name]) for name, t in zip(runs, times)}
-    return {"shape": shape.dims, "batch": batch, "turns": turns, "settle": settled, **entries}
+    return harness.side_by_side(shape, runs, checks)[0]
 
 
 @register("peers.fastcu", sources=(str(ENTRY.relative_to(ROOT)), *gemm.kernel_sources(STEP)),

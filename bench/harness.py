@@ -238,9 +238,19 @@ class BlockScaledOperands(Operands):
         return block_dequantize(self.a, self.sfa, *BLOCKS["a"]), block_dequantize(self.b, self.sfb, *BLOCKS["b"])
 
 
-def timed(shape: Shape, time_ms: dict, check: dict) -> dict:
-    """One GEMM of a side-by-side record: its times, its TFLOPS, its check."""
-    return {"time_ms": time_ms, "tflops": tflops(shape, time_ms), "check": check}
+def side_by_side(shape: Shape, runs: dict, checks: dict) -> tuple[dict, dict]:
+    """GEMMs of one shape, each already checked (``checks``, by the names of ``runs``), settled and
+    timed in turns: the record's part for the shape (each with its times, TFLOPS and check) and
+    their times with the samples, for ratios from the same turns."""
+    fns = list(runs.values())
+    batch, turns = pace(fns)
+    settled = settle(fns, batch, turns)
+    times = dict(zip(runs, time_gpu_alternating(fns, warmup=0, reps=REPS, batch=batch, turns=turns, keep_samples=True)))
+    entries = {}
+    for name, own in times.items():
+        time_ms = {k: v for k, v in own.items() if k != "samples"}
+        entries[name] = {"time_ms": time_ms, "tflops": tflops(shape, time_ms), "check": checks[name]}
+    return {"shape": shape.dims, "batch": batch, "turns": turns, "settle": settled, **entries}, times
 
 
 def compare(c, reference, norm: float, precision: str) -> dict:
