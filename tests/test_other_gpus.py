@@ -23,11 +23,11 @@ OTHER_GPUS = {
             "smem_per_sm_bytes": 102400, "power_limit_w": 350.0},
 }
 # The catalogue's Hopper kernels (every track), their sweeps and atlases, the tuner, settling run
-# and bursts that use them, the BF16 peer that runs beside them, and Hopper's machinery measured alone.
+# and bursts that use them, the BF16 and FP8 peers that run beside them, and Hopper's machinery measured alone.
 HOPPER_ONLY = ({bid for bid, (s, v) in catalogue.KERNELS.items() if s.min_cc == catalogue.HOPPER}
                | {s.sweep_id for s in catalogue.SWEPT if s.min_cc == catalogue.HOPPER}
                | {atlas.atlas_id(bid) for bid in atlas.ATLAS}
-               | {"tune.persistent", "settle.headline", "burst.gemm", "peers.fastcu"}
+               | {"tune.persistent", "settle.headline", "burst.gemm", "peers.fastcu", "peers.deepgemm"}
                | {bid for bid in registry.discover() if bid.startswith("machinery.")})
 
 
