@@ -17,6 +17,8 @@ PEER = "peers.deepgemm"
 HELD = 1.0
 # ... with an error within this many times cuBLASLt's on the same operands.
 ERROR_WITHIN = 1.25
+# A BF16 value's significand, the implicit bit included: C rounded to BF16 is off by up to 2^-(BITS+1)
+BF16_BITS = 8
 
 
 def _row(deck, r: dict, bench_id: str) -> dict:
@@ -98,6 +100,8 @@ def _peer(deck) -> dict | None:
     return {**r, "shapes": shapes, "commit": params["commit"], "version": params["version"],
             "block": params["block"], "counts": {c: called.count(c) for c in ("ahead", "tie", "behind")},
             "ours_range": (min(ours), max(ours)) if ours else None,
+            "ours_in_fp32": params["outputs"]["ours"] == "fp32",
+            "bf16_bits": BF16_BITS, "bf16_roundoff": 2.0 ** -(BF16_BITS + 1),
             "wrong": [name for s in r["record"]["shapes"] for name in ("deepgemm", "cublaslt_blocks", "cublaslt_bf16_out", "ours")
                       if name in s and not s[name]["check"]["passed"]]}
 
