@@ -7,9 +7,8 @@ from __future__ import annotations
 from statistics import median_high
 
 from bench import catalogue, cublas as cublas_lib
-from slides.deck import clock_during, clock_measured
+from slides.deck import clock_during
 from slides.device import tflops_of
-from slides.kit import ACCENT, Bar, bar_chart
 
 PRECISION, LAYOUT = "tf32", "b_kmajor"      # the Hopper kernels' operands: the cuBLAS most slides divide by
 # the figures' spread per MHz of the SMs' clock under this: the clock accounts for the spread
@@ -70,9 +69,8 @@ def context(deck) -> dict:
                          [tflops_of(p, {"median": median_high(r["ms"] for r in tail)})],
                          [median_high(r[key] for r in tail)], key != "sm_clock_mhz",
                          [median_high(r["power_w"] for r in tail)]))
-    extra = {"burst": bursts(deck), "energy": energies(deck)}
     if not rows:
-        return {"rows": [], "alone": alone, **extra}
+        return {"rows": [], "alone": alone}
     lo, hi = min(r["lo"] for r in rows), max(r["hi"] for r in rows)
     per_mhz = [x for r in rows for x in r["per_mhz"]]
     per_clock_spread = (max(per_mhz) / min(per_mhz) - 1) if len(per_mhz) == sum(r["count"] for r in rows) else None
@@ -81,70 +79,4 @@ def context(deck) -> dict:
             "clock_explains": per_clock_spread is not None and per_clock_spread < PER_CLOCK_SAME,
             "per_clock_same_pct": 100 * PER_CLOCK_SAME, "layout_name": cublas_lib.LAYOUTS[LAYOUT],
             "precision": PRECISION.upper(), "turn_ms": paired[0]["record"]["params"]["turn_ms"] if paired else None,
-            "trials": len(tune["record"].get("trials", [])) if tune["measured"] else None, **extra}
-
-
-
-# A GEMM "draws the cap" where its power alone is within this of the card's limit: then its joules
-# follow its time, and TFLOPS per watt ranks the kernels as TFLOPS does.
-AT_CAP = 0.95
-
-
-def bursts(deck) -> dict:
-    """Each GEMM in bursts from a rest, as public READMEs time them (bench/burst.py), beside the
-    same GEMM sustained: TFLOPS and the SMs' clock of each, the sustained power (a burst is shorter
-    than NVML's power window), and the burst's gain."""
-    (r,) = deck.need("Bursts From a Rest", "burst.gemm")
-    if not r["measured"] or r["failed"]:
-        return {"rows": [], "record": r}
-    rows = []
-    for row in r["record"]["rows"]:
-        sustained = row.get("sustained")
-        samples = row["samples"]
-        dims = dict(zip("mnk", row["shape"]))
-        rows.append({"title": row["title"], "shape": row["shape"], "tflops": row["tflops"],
-                     "lo": min(tflops_of(dims, {"median": s["ms"]}) for s in samples),
-                     "hi": max(tflops_of(dims, {"median": s["ms"]}) for s in samples),
-                     "clock": median_high(s["sm_clock_mhz"] or 0 for s in samples) or None,
-                     "sustained": sustained, "gain": row["tflops"] / sustained["tflops"] if sustained else None,
-                     "check": row["check"]})
-    gains = [x["gain"] for x in rows if x["gain"]]
-    return {"rows": rows, "record": r, "params": r["record"]["params"],
-            "gain_lo": min(gains, default=None), "gain_hi": max(gains, default=None),
-            "faster": bool(gains) and min(gains) > 1}
-
-
-def energies(deck) -> dict:
-    """Each step's best kernel and its cuBLAS alone after their turns: power, joules per GEMM and
-    TFLOPS per watt (harness.energy), and whether every one of them drew the power cap."""
-    gemm, limit = deck["gemm"], deck["device"]["power_limit_w"]
-    rows = []
-    for s in gemm["steps"]:
-        best = s["best"]
-        mine = best["record"].get("energy") if best["measured"] and not best["failed"] else None
-        if not mine:
-            continue
-        theirs = (best["record"].get("cublas") or {}).get("energy")
-        rows.append({"name": s["title"], "index": s["index"], "precision": s["precision"].upper(), "kernel": mine,
-                     "cublas": theirs})
-    if not rows:
-        return {"rows": []}
-    watts = [x[who]["watts"] for x in rows for who in ("kernel", "cublas") if x[who]]
-    return {"rows": rows, "power_limit_w": limit, "at_cap": min(watts) >= AT_CAP * limit,
-            "watts_lo": min(watts), "watts_hi": max(watts), "at_cap_pct": 100 * AT_CAP,
-            "under": [x for x in rows if x["kernel"]["watts"] < AT_CAP * limit]}
-
-
-def energy_bars(en: dict) -> str:
-    """GFLOPS per watt of each step's best alone, its power and joules per GEMM, and the GFLOPS per
-    watt of the cuBLAS it took turns with."""
-    bars = [Bar(f"{x['index']}. {x['name']}", 1e3 * x["kernel"]["tflops_per_watt"], ACCENT,
-                f"(at {x['kernel']['watts']:.0f} W, {x['kernel']['joules']:.2f} J a GEMM"
-                + (f"; its cuBLAS {x['precision']}: {1e3 * x['cublas']['tflops_per_watt']:.1f})" if x["cublas"] else ")"))
-            for x in en["rows"]]
-    return bar_chart(bars, "GFLOPS per watt, each alone at the steady state (energy counter)", height=40 + 22 * len(bars) + 46)
-
-
-def draw(deck) -> dict[str, str]:
-    en = deck["regimes"]["energy"]
-    return {"energy.svg": energy_bars(en)} if en["rows"] else {}
+            "trials": len(tune["record"].get("trials", [])) if tune["measured"] else None}

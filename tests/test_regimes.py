@@ -1,4 +1,4 @@
-"""The slides that set a GEMM's figures side by side by how they were timed (slides/regimes.py):
+"""The slides that set a GEMM's figures side by side by how they were timed (slides/regimes.py and slides/bursts.py):
 bursts from a rest against the same GEMM sustained, and energy per GEMM, each traced to its
 record, each judgment with its other outcome."""
 import contextlib
