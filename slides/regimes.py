@@ -25,6 +25,8 @@ def _row(regime: str, beside: str, tflops: list[float], clocks: list[float | Non
     clocks, power = [c for c in clocks if c], [p for p in power if p]
     return {"regime": regime, "beside": beside, "lo": min(tflops), "hi": max(tflops), "count": len(tflops),
             "clock_lo": min(clocks, default=None), "clock_hi": max(clocks, default=None), "clock_measured": measured,
+            # a range where the clocks differ once rounded to a MHz
+            "clock_range": bool(clocks) and round(max(clocks)) != round(min(clocks)),
             "power_lo": min(power, default=None), "power_hi": max(power, default=None),
             "per_mhz": [t / c for t, c in zip(tflops, clocks)] if len(clocks) == len(tflops) else []}
 

@@ -9,4 +9,6 @@ def context(deck) -> dict:
         return {"balance": None}
     balance = 1000 * tf32["tflops_max_clock"] / hbm["best"]["gbps"]
     return {"balance": {"tflops": tf32["tflops_max_clock"], "gbps": hbm["best"]["gbps"], "flop_per_byte": balance,
-                        "margin": shape["intensity_fp32"] / balance}}
+                        "margin": shape["intensity_fp32"] / balance,
+                        # the reference shape's intensity past the balance: it can be compute-bound
+                        "compute_bound": shape["intensity_fp32"] > balance}}

@@ -784,7 +784,7 @@ def test_without_a_checkout_the_peer_slide_says_why(fixture_doc, write_results, 
     assert "Not measured on this GPU: peers.fastcu (no checkout of the peer: set FASTCU_DIR to one)" in s
 
 
-# A comparison inside a template's tag against a number other than 0 or 1: a judgment (faster, held,
+# A comparison inside a template's tag or expression against a number other than 0 or 1: a judgment (faster, held,
 # a tie, needs every SM) made in the template instead of the section's module.
 JUDGED_IN_TEMPLATE = re.compile(r"(?:<|>|<=|>=|==|!=)\s*-?(?![01](?![\d.]))\d[\d.]*|-?(?![01](?![\d.]))\d[\d.]*\s*(?:<|>|<=|>=)(?!-)")
 
@@ -795,7 +795,7 @@ def test_templates_hold_no_judgment_against_a_literal():
     found = []
     for template in sorted(SLIDES_DIR.glob("*.md.j2")):
         for number, line in enumerate(template.read_text().splitlines(), 1):
-            for tag in re.findall(r"\[%.*?%\]", line):
+            for tag in re.findall(r"\[%.*?%\]|\[\[.*?\]\]", line):
                 if JUDGED_IN_TEMPLATE.search(tag):
                     found.append(f"{template.name}:{number}: {tag}")
     assert not found, "\n".join(found)
