@@ -18,7 +18,7 @@ REGISTRY = ("import json; from bench import catalogue, registry; "
 NEW_STEP = '''    Step("recipe_copy", "Recipe Copy", "+ nothing: the last step's kernel again, added by CONTRIBUTING's recipe",
          "kernels/gemm_{number}_recipe_copy.cu", "gemm_recipe_copy",
          (Variant("gemm.recipe_copy", "a copy", {tile}),),
-         "staged_store", (*_TMA, "UTMASTG"), HOPPER, beyond=True, focus={focus}),
+         "staged_store", (*_TMA, "UTMASTG"), HOPPER, beyond=True, also_in=_BF16, focus={focus}),
 )
 '''
 
