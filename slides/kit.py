@@ -195,7 +195,7 @@ class Bar:
 
 def bar_chart(bars: list[Bar], title: str, lines: list[Line] = (), width: int = 860, height: int | None = None) -> str:
     """Horizontal bars, one per row, in ``height`` (or 30 px a row); missing values drawn as dashed
-    'not measured' boxes."""
+    'not measured' boxes. A bar's value label that a reference line would cross starts past the line."""
     top, bottom = 40, 46
     h = height or top + 30 * len(bars) + bottom
     row_h = (h - top - bottom) / len(bars)
@@ -205,8 +205,20 @@ def bar_chart(bars: list[Bar], title: str, lines: list[Line] = (), width: int = 
     left = min(max(text_width(b.label, size) for b in bars) + 16, 0.5 * w)
     values = [b.value for b in bars if b.value] + [l.value for l in lines]
     ticks = nice_ticks(max(values) if values else 1.0)
-    notes = max((text_width(f"{b.value:,.1f}  {b.note}", size) for b in bars if b.value), default=0)
-    scale = (w - left - max(notes + 10, 30)) / ticks[-1]
+    labels = {i: f"{b.value:,.1f}" + (f"  {b.note}" if b.note else "") for i, b in enumerate(bars) if b.value}
+
+    def label_x(value: float, label: str, scale: float) -> float:
+        x = left + value * scale + 5
+        for l in lines:             # past each line it would cross, in order
+            at = left + l.value * scale
+            if x - 2 <= at <= x + text_width(label, size) + 2:
+                x = at + 5
+        return x
+    # the widest scale that keeps every label, moved past the lines, within the drawing
+    widest = scale = (w - left - 30) / ticks[-1]
+    while scale > widest / 4 and any(label_x(bars[i].value, s, scale) + text_width(s, size) > w - 4
+                                     for i, s in labels.items()):
+        scale *= 0.97
     text(dwg, (left, 20), title, size=12, color=MUTED)
     # a label on every tick that leaves room for it, the others unlabelled
     every = math.ceil((text_width(_fmt(ticks[-1]), 11) + 10) / (scale * (ticks[1] - ticks[0])))
@@ -226,7 +238,7 @@ def bar_chart(bars: list[Bar], title: str, lines: list[Line] = (), width: int = 
         bar_h = max(row_h - 6, row_h * 0.7)
         if b.value:
             dwg.add(dwg.rect((left, y + (row_h - bar_h) / 2), (b.value * scale, bar_h), rx=2, fill=b.color))
-            text(dwg, (left + b.value * scale + 5, mid), f"{b.value:,.1f}" + (f"  {b.note}" if b.note else ""), size=size)
+            text(dwg, (label_x(b.value, labels[i], scale), mid), labels[i], size=size)
         else:
             dwg.add(dwg.rect((left, y + (row_h - bar_h) / 2), (120, bar_h), rx=2, fill="none", stroke=MISSING,
                              stroke_dasharray="4,3"))
@@ -245,6 +257,7 @@ def climb(values: list[float | None], current: int, line: Line, title: str, widt
     slot = (width - left - right) / len(values)
     base = height - bottom
     text(dwg, (left, 14), title, size=11, color=MUTED)
+    y = base - line.value * scale
     for i, v in enumerate(values):
         x = left + i * slot + 0.15 * slot
         w = 0.7 * slot
@@ -254,8 +267,10 @@ def climb(values: list[float | None], current: int, line: Line, title: str, widt
             dwg.add(dwg.rect((x, base - 6), (w, 6), rx=1, fill="none", stroke=GROUP, stroke_dasharray="3,2"))
         text(dwg, (x + w / 2, height - 6), str(i + 1), size=11, color=INK if i == current else MUTED, anchor="middle")
         if i == current and v:
-            text(dwg, (x + w / 2, base - v * scale - 4), f"{v:,.1f}", size=11, anchor="middle", weight="bold")
-    y = base - line.value * scale
+            label_y = base - v * scale - 4
+            if label_y - 11 < y < label_y + 3:          # the line would cross it: above both
+                label_y = min(base - v * scale, y) - 4
+            text(dwg, (x + w / 2, label_y), f"{v:,.1f}", size=11, anchor="middle", weight="bold")
     dwg.add(dwg.line((left, y), (width - right, y), stroke=line.color, stroke_dasharray="6,4"))
     # on the side away from the current column, clear of its value
     if current < len(values) / 2:

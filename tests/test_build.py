@@ -945,3 +945,31 @@ def test_no_figure_prints_text_over_text(deck, results, tmp_path):
                 overprinted.append((path.name, a[4], b[4]))
     assert not overprinted, overprinted
     assert_spoken_first((out / "slides.md").read_text())      # and the notes, read aloud first
+
+
+def svg_dashed_lines(svg: str) -> list[tuple]:
+    """Each dashed <line> of an SVG (the charts' reference lines) as (x1, y1, x2, y2)."""
+    import xml.etree.ElementTree as ET
+    return [tuple(float(line.get(k)) for k in ("x1", "y1", "x2", "y2"))
+            for line in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}line") if line.get("stroke-dasharray")]
+
+
+@pytest.mark.parametrize("results", [None, "nvidia-h100-80gb-hbm3.yaml", "nvidia-h200.yaml"])
+def test_no_reference_line_runs_through_a_label(deck, results, tmp_path):
+    """In every figure of a deck, no dashed reference line, across or down, crosses a label by more
+    than OVERPRINT_PX (the tuner's and the transpose chart's values sat under theirs)."""
+    out = deck["dir"]
+    if results:
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert build.main(["--results", str(ROOT / "results" / results), "--out-dir", str(tmp_path)]) == 0
+        out = tmp_path
+    crossed = []
+    for path in sorted(figures_dir(out).glob("*.svg")):
+        svg = path.read_text()
+        for x0, y0, x1, y1, words in svg_text_boxes(svg):
+            for lx1, ly1, lx2, ly2 in svg_dashed_lines(svg):
+                down = abs(lx1 - lx2) < 0.5 and x0 + OVERPRINT_PX < lx1 < x1 - OVERPRINT_PX and min(ly1, ly2) < y1 and max(ly1, ly2) > y0
+                across = abs(ly1 - ly2) < 0.5 and y0 + OVERPRINT_PX < ly1 < y1 - OVERPRINT_PX and min(lx1, lx2) < x1 and max(lx1, lx2) > x0
+                if down or across:
+                    crossed.append((path.name, words))
+    assert not crossed, crossed
