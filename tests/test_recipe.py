@@ -88,7 +88,8 @@ def test_a_step_and_a_section_added_by_the_recipes_build_and_the_suite_stays_gre
     # every record keeps its hash but the GPU tests', which follow every kernel (the new one too)
     kept = {bid: h for bid, h in before["hashes"].items() if bid != "checks.gpu_tests"}
     assert {bid: after["hashes"][bid] for bid in kept} == kept
-    assert set(after["hashes"]) - set(before["hashes"]) == {"gemm.recipe_copy", "sweep.recipe_copy"}
+    # the step, its sweep, and its BF16 twin (CONTRIBUTING: a Hopper step is on the BF16 track too)
+    assert set(after["hashes"]) - set(before["hashes"]) == {"gemm.recipe_copy", "sweep.recipe_copy", "gemm.recipe_copy_bf16"}
 
     built = _run([sys.executable, "build.py", "--no-compare"], repo)
     assert built.returncode == 0, built.stderr
