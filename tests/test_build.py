@@ -928,16 +928,22 @@ def svg_text_boxes(svg: str) -> list[tuple]:
 OVERPRINT_PX = 3        # text boxes may touch by this much (the width is the kit's estimate)
 
 
-@pytest.mark.parametrize("results", [None, "nvidia-h100-80gb-hbm3.yaml", "nvidia-h200.yaml"])
-def test_no_figure_prints_text_over_text(deck, results, tmp_path):
-    """In every figure of a deck (the fixture's, the committed ones, each with the node's section
-    beside it), no two labels overlap by more than OVERPRINT_PX both ways."""
+@pytest.fixture(scope="module", params=[None, "nvidia-h100-80gb-hbm3.yaml", "nvidia-h200.yaml"])
+def built_deck(request, deck, tmp_path_factory):
+    """The folder of a deck the figure tests read, each built once: the fixture's, and the committed
+    ones, each with the node's section beside it."""
+    if request.param is None:
+        return deck["dir"]
+    out = tmp_path_factory.mktemp("built")
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert build.main(["--results", str(ROOT / "results" / request.param), "--out-dir", str(out)]) == 0
+    return out
+
+
+def test_no_figure_prints_text_over_text(built_deck):
+    """In every figure of a deck, no two labels overlap by more than OVERPRINT_PX both ways."""
     import itertools
-    out = deck["dir"]
-    if results:
-        with contextlib.redirect_stdout(io.StringIO()):
-            assert build.main(["--results", str(ROOT / "results" / results), "--out-dir", str(tmp_path)]) == 0
-        out = tmp_path
+    out = built_deck
     overprinted = []
     for path in sorted(figures_dir(out).glob("*.svg")):
         for a, b in itertools.combinations(svg_text_boxes(path.read_text()), 2):
@@ -954,17 +960,11 @@ def svg_dashed_lines(svg: str) -> list[tuple]:
             for line in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}line") if line.get("stroke-dasharray")]
 
 
-@pytest.mark.parametrize("results", [None, "nvidia-h100-80gb-hbm3.yaml", "nvidia-h200.yaml"])
-def test_no_reference_line_runs_through_a_label(deck, results, tmp_path):
+def test_no_reference_line_runs_through_a_label(built_deck):
     """In every figure of a deck, no dashed reference line, across or down, crosses a label by more
     than OVERPRINT_PX (the tuner's and the transpose chart's values sat under theirs)."""
-    out = deck["dir"]
-    if results:
-        with contextlib.redirect_stdout(io.StringIO()):
-            assert build.main(["--results", str(ROOT / "results" / results), "--out-dir", str(tmp_path)]) == 0
-        out = tmp_path
     crossed = []
-    for path in sorted(figures_dir(out).glob("*.svg")):
+    for path in sorted(figures_dir(built_deck).glob("*.svg")):
         svg = path.read_text()
         for x0, y0, x1, y1, words in svg_text_boxes(svg):
             for lx1, ly1, lx2, ly2 in svg_dashed_lines(svg):
