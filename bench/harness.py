@@ -344,12 +344,12 @@ def warm(run, seconds: float) -> None:
         cupy.cuda.get_current_stream().synchronize()
 
 
-def pace(runs) -> tuple[int, int]:
+def pace(runs, round_s: float = ROUND_S) -> tuple[int, int]:
     """(batch, turns): runs of the slowest of ``runs`` that fill a turn of TURN_MS, and turns of each
-    that make a round of about ROUND_S."""
+    that make a round of about ``round_s``."""
     probe = [t["median"] for t in time_gpu_alternating(runs, warmup=1, reps=3)]
     batch = max(1, round(TURN_MS / max(probe)))
-    return batch, max(1, round(ROUND_S * 1e3 / (batch * sum(probe))))
+    return batch, max(1, round(round_s * 1e3 / (batch * sum(probe))))
 
 
 def settle(runs, batch: int, turns: int, max_s: float = SETTLE_MAX_S) -> dict:
@@ -369,10 +369,11 @@ def settle(runs, batch: int, turns: int, max_s: float = SETTLE_MAX_S) -> dict:
                     "first_ms": rounds[0], "last_ms": rounds[-1]}
 
 
-def time_in_turns(runs, reps: int = REPS, settle_max_s: float = SETTLE_MAX_S) -> tuple[list[dict], dict, int, int]:
+def time_in_turns(runs, reps: int = REPS, settle_max_s: float = SETTLE_MAX_S,
+                  round_s: float = ROUND_S) -> tuple[list[dict], dict, int, int]:
     """The GEMM timing every GEMM figure comes from: ``runs`` in turns of TURN_MS, settled, then
-    ``reps`` rounds of ROUND_S, each summary keeping its samples. (times, settling, batch, turns)."""
-    batch, turns = pace(runs)
+    ``reps`` rounds of ``round_s``, each summary keeping its samples. (times, settling, batch, turns)."""
+    batch, turns = pace(runs, round_s)
     settled = settle(runs, batch, turns, settle_max_s)
     times = time_gpu_alternating(runs, warmup=0, reps=reps, batch=batch, turns=turns, keep_samples=True)
     return times, settled, batch, turns
@@ -480,7 +481,7 @@ def run_gemm(ctx, *, precision: str, layout: str, prepare, against_cublas: bool 
     partners = ["cuBLAS"] * against_cublas + ([before.id] if before else [])
     timing = " and ".join(partners)
     record = {"params": {"m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "layout": layout, "precision": precision,
-                         "output": "fp32", "reps": REPS, "turn_ms": TURN_MS, "round_s": ROUND_S, "batch": batch,
+                         "output": "fp32", **({"scaling": scaling} if precision == "fp8" else {}), "reps": REPS, "turn_ms": TURN_MS, "round_s": ROUND_S, "batch": batch,
                          "turns": turns, "seed": SEED,
                          "settle_rule": SETTLE_RULE,
                          "timing": f"in turns with {timing}" if timing else "alone"},

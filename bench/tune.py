@@ -9,7 +9,7 @@ import itertools
 
 from . import catalogue, cublas, cuda, gemm, launch
 from .catalogue import DEEPEST
-from .harness import REPS, SETTLE_MAX_S, SHAPE, checked_launch, operands, ratio, tflops, time_in_turns
+from .harness import REPS, ROUND_S, SETTLE_MAX_S, SHAPE, checked_launch, operands, ratio, tflops, time_in_turns
 from .registry import register
 from .timing import quick
 
@@ -18,9 +18,10 @@ STEP, HAND_PICKED = catalogue.KERNELS[catalogue.TUNED]
 SPACE = ({"BN": (256,), "STAGES": (DEEPEST,), "CLUSTER_M": (1, 2), "GROUP_M": (16,)} if quick() else
          {"BN": (128, 256), "STAGES": (3, DEEPEST), "CLUSTER_M": (1, 2, 4), "GROUP_M": (8, 16)})
 # Timed as the GEMM family times (harness.time_in_turns: turns with cuBLAS, settled, rounds), so a
-# configuration's figure here and in the results table come from one method; the trials take fewer
-# rounds and settle for less long (the chip is warm from the GEMMs before), the final all of them.
-TRIAL_REPS, TRIAL_SETTLE_S = (3, 0.5) if quick() else (4, 1.0)
+# configuration's figure here and in the results table come from one method; the trials take as many
+# rounds as the table (its interval), each shorter, and settle for less long (the chip is warm from
+# the GEMMs before); the final is timed as the table is.
+TRIAL_REPS, TRIAL_ROUND_S, TRIAL_SETTLE_S = (REPS, ROUND_S / 2, 0.5) if quick() else (REPS, 0.16, 1.0)
 def configurations(base: dict) -> list[dict]:
     """Every point of SPACE as a complete tile."""
     return [{**base, **point}
@@ -31,10 +32,10 @@ def _point(tile: dict) -> dict:
     return {key: tile[key] for key in SPACE}
 
 
-def _time_against_cublas(runs, ops, reps: int, settle_max_s: float) -> list[dict]:
+def _time_against_cublas(runs, ops, reps: int, settle_max_s: float, round_s: float) -> list[dict]:
     c = ops.poisoned_c()        # once: a C made per call would put its fill in cuBLAS's time
     fns = [*runs, lambda: cublas.gemm(ops.a, ops.b, c, STEP.layout, STEP.precision)]
-    return time_in_turns(fns, reps, settle_max_s)[0]
+    return time_in_turns(fns, reps, settle_max_s, round_s)[0]
 
 
 def _variant(tile: dict) -> catalogue.Variant:
@@ -58,7 +59,7 @@ def tune(ctx) -> dict:
             kernel, check, _, _ = checked_launch(SHAPE, STEP.layout, STEP.precision, prepare)
             trial["check"] = check
             if check["passed"]:
-                t_kernel, t_cublas = _time_against_cublas([kernel.run], ops, TRIAL_REPS, TRIAL_SETTLE_S)
+                t_kernel, t_cublas = _time_against_cublas([kernel.run], ops, TRIAL_REPS, TRIAL_SETTLE_S, TRIAL_ROUND_S)
                 trial.update(time_ms=t_kernel, tflops=tflops(SHAPE, t_kernel), **ratio("ratio", t_cublas, t_kernel),
                              cublas_tflops=tflops(SHAPE, t_cublas),
                              stages=kernel.resources["tile"]["STAGES"],
@@ -80,7 +81,7 @@ def tune(ctx) -> dict:
     contenders = {"winner": winner, "hand_picked": hand_picked}
     indices = [i for i in dict.fromkeys(contenders.values()) if i in prepared]
     runs = [prepared[i](ops.a, ops.b, ops.poisoned_c()).run for i in indices]
-    *times, cublas_time = _time_against_cublas(runs, ops, REPS, SETTLE_MAX_S)
+    *times, cublas_time = _time_against_cublas(runs, ops, REPS, SETTLE_MAX_S, ROUND_S)
     by_index = dict(zip(indices, times))
     final = {name: {"config": trials[i]["config"], "time_ms": by_index[i], "tflops": tflops(SHAPE, by_index[i]),
                     **ratio("ratio", cublas_time, by_index[i])}
@@ -89,7 +90,7 @@ def tune(ctx) -> dict:
     failed = [f"{t['config']}: {t['check'].get('detail')}" for t in trials if t["outcome"] == "wrong"]
     deepest = {str(t["config"]["BN"]): t["stages"] for t in trials if t["config"]["STAGES"] == DEEPEST and "stages" in t}
     return {"params": {"kernel": catalogue.TUNED, "bm": HAND_PICKED.tile["BM"], "space": {k: list(v) for k, v in SPACE.items()},
-                       "stages_max": deepest, "m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "trial_reps": TRIAL_REPS,
+                       "stages_max": deepest, "m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "trial_reps": TRIAL_REPS, "trial_round_s": TRIAL_ROUND_S,
                        "trial_settle_s": TRIAL_SETTLE_S, "final_reps": REPS, "final_settle_s": SETTLE_MAX_S,
                        "timing": "in turns with cuBLAS TF32, as the GEMM family times"},
             "check": {"passed": not failed, "method": "every configuration against a float64 GEMM",
