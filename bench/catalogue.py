@@ -33,6 +33,7 @@ class Step:
     min_cc: tuple[int, int] | None = None
     layout: str = "b_kmajor"      # the B layout its kernel reads
     precision: str = "tf32"
+    scaling: str = "tensor"       # FP8's scales: "tensor", one a matrix (alpha); "blocks", DeepSeek-V3's (harness.BLOCKS)
     beyond: bool = False          # past the reference deck's last step: what it left on the table
     also_in: tuple[str, ...] = ()  # other precisions its best kernel is built in (the BF16 track)
     # Where the best tile's CTAs would leave most SMs idle (small shapes), the tile these constants
@@ -136,6 +137,10 @@ _TMA = ("HGMMA", "UTMALDG")
 _FP8_TMA = ("QGMMA", "UTMALDG")
 _BF16 = ("bf16",)
 _BF16_FP8 = ("bf16", "fp8")
+# DeepSeek-V3's FP8 blocks (harness.BLOCKS): A scaled per 1 x SCALE_BLOCK of a row, B per SCALE_BLOCK x
+# SCALE_BLOCK; one block along K is one K-tile of e4m3 (BK = 128)
+SCALE_BLOCK = 128
+_FP8_BLOCKS = {**ELEMENTS["fp8"], "SCALE_BLOCK": SCALE_BLOCK}
 # C staged 32 columns (128 bytes) at a time, double-buffered
 _STAGED = {**_PERSISTENT, "SPLIT_WAVE": 1, "EPILOGUE_N": 32, "EPILOGUE_BUFFERS": 2}
 # 128 x 64: at 1024^3 the 128 x 256 tiles number 32 for the H100's 132 SMs, these 128 (the fastest
@@ -220,6 +225,14 @@ FP8_STEPS = (
          (Variant("gemm.fp8_promote_128x128", "128x128 tile", {**sm90(128, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]}),
           Variant("gemm.fp8_promote", "128x192 tile", {**sm90(192, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]})),
          "lean_loop", (*_FP8_TMA, "UTMASTG"), HOPPER, beyond=True, precision="fp8"),
+    Step("fp8_blocks", "Block Scales",
+         "+ DeepSeek-V3's scales: A's per 1 x 128 of a row, B's per 128 x 128 block; a K-tile is one block "
+         "along K, so each K-tile's sums are multiplied by their row's and their column block's scales as "
+         "they are promoted into FP32",
+         "kernels/gemm_14_fp8_blocks.cu", "gemm_fp8_blocks",
+         (Variant("gemm.fp8_blocks_128x128", "128x128 tile", {**sm90(128, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS}),
+          Variant("gemm.fp8_blocks", "128x192 tile", {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS})),
+         "lean_loop", (*_FP8_TMA, "UTMASTG"), HOPPER, beyond=True, precision="fp8", scaling="blocks"),
 )
 TRACKS = {"tf32": STEPS, "bf16": BF16_STEPS, "fp8": FP8_STEPS}
 # A track whose first kernel is timed against the same step on the track of wider operands: the
@@ -231,8 +244,10 @@ KERNELS: dict[str, tuple[Step, Variant]] = {v.id: (s, v) for track in TRACKS.val
 HEADLINE = "gemm.lean_loop"            # the talk's headline; the settling run's kernel (bench/settle.py)
 HEADLINE_BF16 = "gemm.lean_loop_bf16"  # the BF16 track's headline: its sweep, and beside fast.cu (bench/fastcu.py)
 HEADLINE_FP8 = "gemm.lean_loop_fp8"    # the FP8 track's headline
+BLOCK_SCALED = "gemm.fp8_blocks"       # FP8 with DeepSeek-V3's block scales: beside DeepGEMM (bench/deepgemm.py)
 TUNED = "gemm.persistent"              # the kernel the tuner searches around (bench/tune.py)
-ROLES = {"headline": HEADLINE, "headline_bf16": HEADLINE_BF16, "headline_fp8": HEADLINE_FP8, "tuned": TUNED}
+ROLES = {"headline": HEADLINE, "headline_bf16": HEADLINE_BF16, "headline_fp8": HEADLINE_FP8,
+         "block_scaled": BLOCK_SCALED, "tuned": TUNED}
 # across sizes: every step of the talk, the BF16 headline and the FP8 track
 SWEPT = (*STEPS, KERNELS[HEADLINE_BF16][0], *FP8_STEPS)
 

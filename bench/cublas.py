@@ -18,16 +18,17 @@ def bench_id(precision: str, layout: str) -> str:
     return f"gemm.cublas_{precision}_{layout}"
 
 
-def gemm(a, b, c, layout: str, precision: str, alpha: float = 1.0) -> None:
+def gemm(a, b, c, layout: str, precision: str, alpha: float = 1.0, scales=None) -> None:
     """C = alpha A B for row-major C through column-major cuBLAS: compute C^T = B^T A^T. C is FP32,
-    or BF16 where it holds BF16 bit patterns (uint16); FP8 operands are e4m3 bit patterns (uint8)."""
+    or BF16 where it holds BF16 bit patterns (uint16); FP8 operands are e4m3 bit patterns (uint8),
+    scaled by alpha or by blocks (``scales``: cuBLASLt's block scales, cublaslt.block_scales)."""
     import cupy
     import numpy as np
     from cupy_backends.cuda.libs import cublas
 
     if precision == "fp8":
-        from .cublaslt import gemm_fp8
-        return gemm_fp8(a, b, c, alpha)
+        from .cublaslt import gemm_fp8, gemm_fp8_blocks
+        return gemm_fp8(a, b, c, alpha) if scales is None else gemm_fp8_blocks(a, b, c, scales)
 
     m, k = a.shape
     n = c.shape[1]

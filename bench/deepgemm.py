@@ -2,10 +2,11 @@
 operands with block scales (A per 1 x 128 of a row, B per 128 x 128), its sums promoted into FP32,
 BF16 out. Built at run time from a checkout named by $DEEPGEMM_DIR (its host extension against
 torch, its kernels by its own JIT at their first call) and measured on its own shapes, in turns
-with cuBLASLt and this project's FP8 headline, every output checked against float64.
+with cuBLASLt and this project's block-scaled kernel, every output checked against float64.
 
-The operands are one set of normal values quantized twice: with block scales for DeepGEMM and
-cuBLASLt's block-scaled mode, with one scale per tensor for cuBLASLt and the headline (its scaling). Its code stays in its checkout."""
+The operands are one set of normal values quantized twice: with block scales for DeepGEMM,
+cuBLASLt's block-scaled mode and the project's kernel, with one scale per tensor for cuBLASLt alone
+(its scaling). Its code stays in its checkout."""
 from __future__ import annotations
 
 import hashlib
@@ -28,10 +29,10 @@ LOADER_ENV = (("LD_PRELOAD", "libstdc++.so.6"),)
 # The reference shape, and DeepGEMM's test shapes at M = 4096 (DeepSeek-V3's projections)
 SHAPES = (harness.SHAPE, Shape(4096, 7168, 16384), Shape(4096, 2112, 7168), Shape(4096, 24576, 1536),
           Shape(4096, 7168, 2048))
-STEP, OURS = catalogue.KERNELS[catalogue.HEADLINE_FP8]
+STEP, OURS = catalogue.KERNELS[catalogue.BLOCK_SCALED]
 OUTPUTS = {"deepgemm": "bf16", "cublaslt_blocks": "bf16", "cublaslt_bf16_out": "bf16", "cublaslt": "fp32", "ours": "fp32"}
 SCALING = {"deepgemm": "block", "cublaslt_blocks": "block", "cublaslt_bf16_out": "tensor", "cublaslt": "tensor",
-           "ours": "tensor"}
+           "ours": "block"}
 
 
 def cuda_home() -> str:
@@ -103,14 +104,14 @@ def peer(built: Path):
 
 def measure(shape: Shape, theirs, ours_prepare) -> dict:
     """The peer, cuBLASLt with the same block scales, cuBLASLt with one scale a tensor (BF16 out as
-    the peer's, and FP32 as the headline's) and the headline on one shape, each checked, settled,
-    then timed in turns; the headline only where it takes the shape."""
+    the peer's, and FP32 as ours) and the block-scaled kernel on one shape, each checked, settled,
+    then timed in turns; ours only where it takes the shape."""
     import cupy
     ops = harness.operands(shape, "b_kmajor", "fp8")
-    blocks = BlockScaledOperands(shape)
+    blocks = harness.operands(shape, "b_kmajor", "fp8", "blocks")
     c_peer, c_blocks = blocks.poisoned_c("bf16"), blocks.poisoned_c("bf16")
     c_bf16, c_fp32 = ops.poisoned_c("bf16"), ops.poisoned_c()
-    alpha, scales = ops.scaling["alpha"], cublaslt.block_scales(blocks.sfa, blocks.sfb)
+    alpha, scales = ops.scaling["alpha"], blocks.scaling["scales"]
     runs = {"deepgemm": theirs(blocks, c_peer),
             "cublaslt_blocks": lambda: cublaslt.gemm_fp8_blocks(blocks.a, blocks.b, c_blocks, scales),
             "cublaslt_bf16_out": lambda: cublaslt.gemm_fp8(ops.a, ops.b, c_bf16, alpha),
@@ -121,7 +122,7 @@ def measure(shape: Shape, theirs, ours_prepare) -> dict:
     checks = {"deepgemm": blocks.check(c_peer), "cublaslt_blocks": blocks.check(c_blocks), "cublaslt_bf16_out": ops.check(c_bf16), "cublaslt": ops.check(c_fp32)}
     refused = None
     try:
-        ours, checks["ours"], _, _ = harness.checked_launch(shape, "b_kmajor", "fp8", ours_prepare)
+        ours, checks["ours"], _, _ = harness.checked_launch(shape, "b_kmajor", "fp8", ours_prepare, STEP.scaling)
         runs["ours"] = ours.run
     except Refused as e:
         refused = str(e)

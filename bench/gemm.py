@@ -36,7 +36,7 @@ def kernel_sources(step: Step) -> tuple[str, ...]:
 def kernel_definition(step: Step, variant: Variant) -> dict:
     """What of the catalogue entry defines the result (its words do not): hashed with the sources."""
     return {"function": step.function, "tile": variant.tile, "sass": list(step.sass), "layout": step.layout,
-            "precision": step.precision}
+            "precision": step.precision, **({"scaling": step.scaling} if step.scaling != "tensor" else {})}
 
 
 def paired_sources(step: Step, before: str | None) -> tuple[str, ...]:
@@ -63,8 +63,8 @@ def _register_kernel(step: Step, variant: Variant):
     def run(ctx) -> dict:
         harness.keep_busy()         # while the kernels load and their SASS is read
         paired = harness.Before(before, before_kernel[0].precision, before_kernel[0].layout,
-                                launch.prepare(*before_kernel, ctx.device)) if before else None
-        return harness.run_gemm(ctx, precision=step.precision, layout=step.layout,
+                                launch.prepare(*before_kernel, ctx.device), before_kernel[0].scaling) if before else None
+        return harness.run_gemm(ctx, precision=step.precision, layout=step.layout, scaling=step.scaling,
                                 prepare=launch.prepare(step, variant, ctx.device), against_cublas=True, before=paired)
 
 

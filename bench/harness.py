@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from . import cublas
+from .catalogue import SCALE_BLOCK
 from .timing import SM_CLOCKS, TIMED_SPANS, clock_probe, quick, spread, summarize, time_gpu, time_gpu_alternating
 
 
@@ -79,6 +80,7 @@ class Before:
     precision: str
     layout: str
     prepare: Callable
+    scaling: str = "tensor"
 
 
 @dataclass
@@ -138,7 +140,7 @@ def e4m3_to_f64(bits, xp=None):
 
 # DeepSeek-V3's FP8 blocks: A (activations) scaled per 1 x BLOCK of a row, B (weights, N x K) per
 # BLOCK x BLOCK, so that one outlier costs the precision of its block only, not of the tensor.
-BLOCK = 128
+BLOCK = SCALE_BLOCK
 BLOCKS = {"a": (1, BLOCK), "b": (BLOCK, BLOCK)}
 
 
@@ -222,7 +224,8 @@ class Operands:
 class BlockScaledOperands(Operands):
     """FP8 operands as DeepSeek-V3 trains with: A (M x K) and B (N x K) e4m3 bits, ``sfa``
     (M x K/BLOCK) and ``sfb`` (N/BLOCK x K/BLOCK, rounded up) float32 scales; the reference is their
-    dequantized product. Drawn from the same normal values as the per-tensor operands."""
+    dequantized product. Drawn from the same normal values as the per-tensor operands. A GEMM is
+    given the scales in the layouts cuBLASLt reads (cublaslt.block_scales), which the kernels read too."""
 
     def __init__(self, shape: Shape, seed: int = SEED):
         import cupy
@@ -232,7 +235,13 @@ class BlockScaledOperands(Operands):
         self.shape, self.layout, self.precision = shape, "b_kmajor", "fp8"
         self.scales, self.scaling = (1.0, 1.0), {}
         (self.a, self.sfa), (self.b, self.sfb) = (block_quantize(x, *BLOCKS[name]) for name, x in (("a", a), ("b", b)))
+        from .cublaslt import block_scales
+        self.scaling = {"scales": block_scales(self.sfa, self.sfb)}
         self._reference = None
+
+    @property
+    def nbytes(self) -> int:
+        return super().nbytes + sum(x.nbytes for x in (self.sfa, self.sfb, *self.scaling["scales"]))
 
     def dequantized(self):
         return block_dequantize(self.a, self.sfa, *BLOCKS["a"]), block_dequantize(self.b, self.sfb, *BLOCKS["b"])
@@ -278,21 +287,25 @@ KEPT_OPERAND_BYTES = 12 * 2**30
 _kept: OrderedDict[tuple, Operands] = OrderedDict()
 
 
-def operands(shape: Shape, layout: str, precision: str) -> Operands:
-    key = (shape, layout, precision)
+def operands(shape: Shape, layout: str, precision: str, scaling: str = "tensor") -> Operands:
+    """The operands of a shape, kept (KEPT_OPERAND_BYTES); FP8's with a scale a tensor or, for
+    ``scaling`` "blocks", a scale a block (BlockScaledOperands)."""
+    key = (shape, layout, precision, scaling)
     if key not in _kept:
-        _kept[key] = Operands(shape, layout, precision)
+        if scaling == "blocks" and (layout, precision) != ("b_kmajor", "fp8"):
+            raise ValueError(f"block scales are FP8's, B K-major: not {precision}, {layout}")
+        _kept[key] = BlockScaledOperands(shape) if scaling == "blocks" else Operands(shape, layout, precision)
     _kept.move_to_end(key)
     while len(_kept) > 1 and sum(o.nbytes for o in _kept.values()) > KEPT_OPERAND_BYTES:
         _kept.popitem(last=False)
     return _kept[key]
 
 
-def checked_launch(shape: Shape, layout: str, precision: str, prepare):
+def checked_launch(shape: Shape, layout: str, precision: str, prepare, scaling: str = "tensor"):
     """A kernel on the shape's operands, C poisoned with NaN, one run, and its check against float64:
     (the launch, the check, the operands, C). ``prepare`` may raise Refused."""
     import cupy
-    ops = operands(shape, layout, precision)
+    ops = operands(shape, layout, precision, scaling)
     c = ops.poisoned_c()
     launch = prepare(ops.a, ops.b, c, **ops.scaling)
     launch.run()
@@ -437,9 +450,9 @@ def tflops(shape: Shape, time_ms: dict) -> float:
     return shape.flops / (time_ms["median"] * 1e-3) / 1e12
 
 
-def _odd_shape(layout: str, precision: str, prepare) -> dict:
+def _odd_shape(layout: str, precision: str, prepare, scaling: str) -> dict:
     try:
-        _, check, _, _ = checked_launch(ODD_SHAPE, layout, precision, prepare)
+        _, check, _, _ = checked_launch(ODD_SHAPE, layout, precision, prepare, scaling)
         odd = {"outcome": "correct" if check["passed"] else "wrong", "check": check}
     except Refused as e:
         odd = {"outcome": "refused", "reason": str(e)}
@@ -454,28 +467,30 @@ def ratio(name: str, numerator: dict, denominator: dict) -> dict:
 
 
 def run_gemm(ctx, *, precision: str, layout: str, prepare, against_cublas: bool = False,
-             before: Before | None = None) -> dict:
+             before: Before | None = None, scaling: str = "tensor") -> dict:
     """Check at the reference shape, settle, time; then correctness (or a clear refusal) at ODD_SHAPE.
     ``against_cublas``: cuBLAS (same precision, layout and operands) is checked too, and, once the
     kernel has settled, the two are timed in turns, so that both meet the same clock: the kernel's
     figures and cuBLAS's come from the same samples, and their ratio is per unit of clock.
     ``before``: the kernel before it in the talk joins the turns (checked on its own operands), and
     the kernel's gain over it is that pair's. Then the kernel and cuBLAS each run alone for their
-    power and energy per GEMM (energy())."""
-    launch, check, ops, _ = checked_launch(SHAPE, layout, precision, prepare)
+    power and energy per GEMM (energy()). ``scaling``: FP8's scales, a tensor's or a block's (operands()),
+    cuBLASLt's given the same."""
+    launch, check, ops, _ = checked_launch(SHAPE, layout, precision, prepare, scaling)
     runs = [launch.run]
     if against_cublas:
         cublas_run, cublas_check = checked_cublas(ops)
         runs.append(cublas_run)
     if before:
-        before_launch, before_check, _, _ = checked_launch(SHAPE, before.layout, before.precision, before.prepare)
+        before_launch, before_check, _, _ = checked_launch(SHAPE, before.layout, before.precision, before.prepare,
+                                                           before.scaling)
         runs.append(before_launch.run)
     times, settled, batch, turns = time_in_turns(runs)
     t = times[0]
     # alone, after the turns: each one's power and energy (the turns mix theirs)
     used = [energy(launch.run, SHAPE, t["median"]),
             energy(cublas_run, SHAPE, times[1]["median"]) if against_cublas else None]
-    odd = _odd_shape(layout, precision, prepare)
+    odd = _odd_shape(layout, precision, prepare, scaling)
     if odd["outcome"] == "wrong":
         check = {**check, "passed": False, "detail": f"wrong at the odd shape {odd['shape']}: {odd['check']['detail']}"}
     partners = ["cuBLAS"] * against_cublas + ([before.id] if before else [])

@@ -132,7 +132,8 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
     loads that slice for all of them), and those with EPILOGUE_N one of C, stored through shared
     memory a chunk at a time; SPLIT_WAVE kernels also take scratch for the partial sums of split
     tiles, their ready flags, and the plan of the last wave (split_wave); EPILOGUE_N kernels last
-    take alpha, C = alpha A B (prepare's alpha: FP8's per-tensor scales)."""
+    take alpha, C = alpha A B (prepare's alpha: FP8's per-tensor scales), or, with SCALE_BLOCK, A's
+    and B's block scales and the row length of B's (prepare's scales, cublaslt.block_scales)."""
     import cupy
     import numpy as np
     from .cuda import load_module
@@ -171,12 +172,21 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
     resident = resident_ctas(kernel, threads, smem_dynamic, cluster) if tile.get("PERSISTENT") else None
     # TMA in and out: zeros are read past a ragged edge, and nothing is stored there
     ragged = uses_tma and "c" in boxes
-    scales = "c" in boxes          # the TMA-store epilogue writes C = alpha A B
+    blocks = tile.get("SCALE_BLOCK")
+    takes_alpha = "c" in boxes and not blocks     # the TMA-store epilogue writes C = alpha A B
 
-    def prepare(a, b, c, alpha: float = 1.0):
+    def prepare(a, b, c, alpha: float = 1.0, scales=None):
         (m, k), n = a.shape, c.shape[1]
-        if alpha != 1.0 and not scales:
-            raise Refused(f"{name} writes C = A B: it takes no alpha (the per-tensor scales of {alpha:g})")
+        if alpha != 1.0 and not takes_alpha:
+            raise Refused(f"{name} takes no alpha (the per-tensor scales of {alpha:g})")
+        if (scales is None) == bool(blocks):
+            raise Refused(f"{name} takes {'block scales' if blocks else 'no block scales'}")
+        if blocks:
+            sfa, sfb = scales
+            want = (-(-k // blocks), m), -(-n // blocks)
+            if sfa.shape != want[0] or sfb.shape[0] != want[1] or sfb.shape[1] < want[0][0]:
+                raise ValueError(f"{name}: block scales {sfa.shape} and {sfb.shape} do not fit {m}x{n}x{k} "
+                                 f"in blocks of {blocks} (A's {want[0]}, B's {want[1]} rows of at least {want[0][0]})")
         if ragged:
             misaligned = [f"{what} = {count} elements of {size} bytes" for what, count, size in
                           (("K", k, a.itemsize), ("N", n, c.itemsize)) if count * size % 16]
@@ -197,8 +207,10 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
             plan = split_wave(ctas // cluster, grid[0] // cluster, -(-k // tile["BK"]))
             args += (cupy.empty(grid[0] * tile["BM"] * tile["BN"], cupy.float32), cupy.zeros(grid[0] * consumers, cupy.int32),
                      *(np.int32(plan[key]) for key in ("full_units", "left", "split")))
-        if scales:
+        if takes_alpha:
             args += (np.float32(alpha),)
+        if blocks:
+            args += (sfa, sfb, np.int32(sfb.shape[1]))
         run = lambda: kernel(grid, (threads,), args, shared_mem=smem_dynamic)
         attrs = kernel.attributes
         resources = {"threads_per_block": threads, "grid": list(grid),

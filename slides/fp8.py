@@ -1,7 +1,8 @@
 """FP8, the third track (bench/catalogue.py's FP8_STEPS): e4m3 operands with per-tensor scales,
 beside the TF32 and BF16 headlines, each against the cuBLAS of its precision timed in turns with it
-(cuBLASLt for FP8) and against its precision's peak at the clock its SMs ran at; and what step 13,
-the tensor cores' sums promoted into FP32 every K-tile, costs and buys."""
+(cuBLASLt for FP8) and against its precision's peak at the clock its SMs ran at; what step 13,
+the tensor cores' sums promoted into FP32 every K-tile, costs and buys; and step 14, DeepSeek-V3's
+block scales applied as the sums are promoted, against cuBLASLt given the same scales."""
 from __future__ import annotations
 
 from bench import catalogue
@@ -11,6 +12,7 @@ from slides.kit import ACCENT, INK, MUTED, REF, arrow, drawing, text
 
 SLIDE = "FP8: Three Precisions Side by Side"
 PROMOTION_SLIDE = "FP8: Sums Promoted to FP32"
+BLOCKS_SLIDE = "FP8: Block Scales"
 PEER_SLIDE = "FP8 Beside DeepGEMM"
 PEER = "peers.deepgemm"
 # The FP8 track's targets: at least cuBLASLt's speed (the low end of the in-turns interval) ...
@@ -47,8 +49,10 @@ def context(deck) -> dict:
     by = {r["id"]: r for r in rows}
     fp8, bf16 = by[catalogue.HEADLINE_FP8], by[catalogue.HEADLINE_BF16]
     over_bf16 = fp8["record"].get("before") if fp8["usable"] else None
-    # the steps after the headline promote their sums into FP32: the fastest of them measured speaks for them
-    after = catalogue.FP8_STEPS[[s.best.id for s in catalogue.FP8_STEPS].index(catalogue.HEADLINE_FP8) + 1:]
+    # the steps after the headline with a scale a tensor promote their sums into FP32: the fastest of
+    # them measured speaks for them
+    after = [s for s in catalogue.FP8_STEPS[[s.best.id for s in catalogue.FP8_STEPS].index(catalogue.HEADLINE_FP8) + 1:]
+             if s.scaling == "tensor"]
     promoted_rows = [by[s.best.id] for s in after if by[s.best.id]["usable"]]
     promoted = max(promoted_rows, key=lambda r: r["tflops"]) if promoted_rows else by[after[0].best.id]
     promotion = None
@@ -72,7 +76,25 @@ def context(deck) -> dict:
             "headline_tile": f"{headline_tile['BM']}×{headline_tile['BN']}",
             "ids": list(ids), "fp8": fp8, "bf16": bf16, "promoted": promoted, "promotion": promotion,
             "over_bf16": over_bf16 and {"gain": over_bf16["gain_by_sample"]["median"], "ci": over_bf16["gain_by_sample"]["ci"]},
-            "held_pct": 100 * HELD, "error_within": ERROR_WITHIN, "peer": _peer(deck)}
+            "held_pct": 100 * HELD, "error_within": ERROR_WITHIN, "peer": _peer(deck),
+            "blocks": _blocks(by[catalogue.BLOCK_SCALED]), "blocks_name": catalogue.step_of(catalogue.BLOCK_SCALED).title,
+            "block": catalogue.SCALE_BLOCK}
+
+
+def _blocks(r: dict) -> dict | None:
+    """The block-scaled kernel against cuBLASLt given the same block scales (in turns), and what the
+    scales cost: the pair timed in turns with the step before, which takes one scale a tensor."""
+    tile = (r["record"].get("resources") or {}).get("tile")
+    if not (r["usable"] and tile):
+        return None
+    before = catalogue.before(r["id"])
+    cost = gain_in_turns(r, before)
+    if cost:
+        called = _called(cost)
+        cost.update(words={"ahead": "faster", "behind": "slower", "tie": "apart: a tie"}[called])
+    return {**r, "tile": tile, "block": tile["SCALE_BLOCK"], "cost": cost, "before": catalogue.step_of(before).title,
+            "versus": {"ahead": "ahead of it", "behind": "behind it", "tie": "level with it"}[_called(r["ratio"])],
+            "label": catalogue.variant(r["id"]).label}
 
 
 def _called(pair: dict) -> str:
@@ -97,7 +119,11 @@ def _peer(deck) -> dict | None:
     called = [s["versus_called"] for s in shapes]
     ours = [s["ours_over"]["median"] for s in shapes if s["ours_over"]]
     params = r["record"]["params"]
+    # what ran as "ours": the FP8 headline with a scale a tensor (records before step 14) or step 14, block-scaled
+    ours_blocks = params["scaling"].get("ours") == "block"
     return {**r, "shapes": shapes, "commit": params["commit"], "version": params["version"],
+            "ours_name": catalogue.step_of(params["ours"]).title,
+            "ours_scaling": "the same block scales" if ours_blocks else "a scale a tensor",
             "block": params["block"], "counts": {c: called.count(c) for c in ("ahead", "tie", "behind")},
             "ours_range": (min(ours), max(ours)) if ours else None,
             "ours_in_fp32": params["outputs"]["ours"] == "fp32",
@@ -140,6 +166,40 @@ def promotion_figure(fp8: dict) -> str:
     return dwg.tostring()
 
 
+def blocks_figure(blocks: dict) -> str:
+    """Where a K-tile's scales come from, drawn from the recorded tile: A's strip of SCALE_BLOCK values
+    a row, B's SCALE_BLOCK x SCALE_BLOCK blocks, and the CTA tile of C whose sums take them."""
+    tile, block = blocks["tile"], blocks["block"]
+    w, h = 860, 250
+    dwg = drawing(w, h)
+    unit = 0.55                                   # pixels per element
+    bk, bm, bn = block * unit, tile["BM"] * unit, tile["BN"] * unit
+    # A: a CTA's BM rows by one K-tile; one row's strip of SCALE_BLOCK values shares a scale
+    ax, ay = 40, 60
+    text(dwg, (ax, ay - 14), f"A: {tile['BM']} rows × K-tile {tile['BK']}", size=12, color=INK)
+    dwg.add(dwg.rect((ax, ay), (bk, bm), fill="#e5e7eb", stroke=MUTED))
+    dwg.add(dwg.rect((ax, ay + 20), (bk, 4), fill=ACCENT))
+    text(dwg, (ax, ay + bm + 18), f"a scale a row: 1×{block}", size=12, color=ACCENT)
+    # B: the tile's BN columns by one K-tile, in blocks of SCALE_BLOCK x SCALE_BLOCK
+    bx, by_ = ax + bk + 70, 60
+    text(dwg, (bx, by_ - 14), f"B: K-tile {tile['BK']} × {tile['BN']} columns", size=12, color=INK)
+    for i in range(-(-tile["BN"] // block)):
+        width = min(block, tile["BN"] - i * block) * unit
+        dwg.add(dwg.rect((bx + i * bk, by_), (width, bk), fill="#fde68a" if i % 2 == 0 else "#fcd34d", stroke=MUTED))
+    text(dwg, (bx, by_ + bk + 18), f"a scale a block: {block}×{block}", size=12, color="#b45309")
+    # C: the CTA tile; an element takes its row's A scale times its column block's B scale
+    cx, cy = bx + bn + 70, 60
+    text(dwg, (cx, cy - 14), f"C: {tile['BM']}×{tile['BN']} tile", size=12, color=INK)
+    dwg.add(dwg.rect((cx, cy), (bn, bm), fill="#dbeafe", stroke=ACCENT))
+    dwg.add(dwg.rect((cx, cy + 20), (bn, 4), fill=ACCENT, opacity=0.6))
+    text(dwg, (cx, cy + bm + 18), "sums × a[row] × b[block]", size=12, color=INK)
+    text(dwg, (cx, cy + bm + 34), "added into FP32, every K-tile", size=12, color=MUTED)
+    arrow(dwg, (ax + bk + 8, ay + bm / 2), (bx - 8, ay + bm / 2), color=MUTED)
+    arrow(dwg, (bx + bn + 8, ay + bm / 2), (cx - 8, ay + bm / 2), color=MUTED)
+    return dwg.tostring()
+
+
 def draw(deck) -> dict[str, str]:
     fp8 = deck["fp8"]
-    return {"fp8_promotion.svg": promotion_figure(fp8)} if fp8["promotion"] else {}
+    return {**({"fp8_promotion.svg": promotion_figure(fp8)} if fp8["promotion"] else {}),
+            **({"fp8_blocks.svg": blocks_figure(fp8["blocks"])} if fp8["blocks"] else {})}

@@ -61,11 +61,43 @@ def test_the_deepest_ring_fills_the_shared_memory_of_this_gpu(bid, device):
     a = cupy.zeros((4096, 16384), element)
     b = cupy.zeros((8192, 16384), element)
     c = cupy.zeros((4096, 8192), cupy.float32)
-    resources = prepare(a, b, c).resources
+    scales = ({"scales": (cupy.zeros((16384 // catalogue.SCALE_BLOCK, 4096), cupy.float32),
+                          cupy.zeros((8192 // catalogue.SCALE_BLOCK, 16384 // catalogue.SCALE_BLOCK), cupy.float32))}
+              if step.scaling == "blocks" else {})
+    resources = prepare(a, b, c, **scales).resources
     stage = (variant.tile["BM"] + variant.tile["BN"]) * variant.tile["BK"] * catalogue.ELEMENT_BYTES[step.precision]
     used = resources["smem_dynamic_bytes"] + resources["smem_static_bytes"]
     assert resources["tile"]["STAGES"] * stage <= resources["smem_dynamic_bytes"]
     assert used <= device["smem_per_block_optin_bytes"] < used + stage
+
+
+@pytest.mark.parametrize("bid", [b for b, (s, v) in catalogue.KERNELS.items() if s.scaling == "blocks"])
+def test_block_scales_reach_every_row_and_block(bid, device):
+    """A block-scaled kernel where A's scales differ up to 32-fold from row to row and block to block,
+    and B's from block to block, so that a scale taken for the wrong row or block is far off; M and
+    N past whole tiles, B's last block partial (2112 = 16.5 blocks of 128). Without scales it refuses."""
+    import cupy
+    from bench import launch
+    from bench.cublaslt import block_scales
+    from bench.harness import BLOCK, BlockScaledOperands, Refused, Shape, block_quantize
+    step, variant = catalogue.KERNELS[bid]
+    shape = Shape(1000, 2112, 1536)
+    rng = cupy.random.default_rng(7)
+    spread = lambda rows, cols: 2.0 ** rng.integers(0, 6, (rows, cols)).astype(cupy.float32)
+    a = rng.standard_normal((shape.m, shape.k), dtype=cupy.float32) * cupy.repeat(spread(shape.m, shape.k // BLOCK), BLOCK, 1)
+    b = rng.standard_normal((shape.n, shape.k), dtype=cupy.float32)
+    b *= cupy.repeat(cupy.repeat(spread(-(-shape.n // BLOCK), shape.k // BLOCK), BLOCK, 0), BLOCK, 1)[:shape.n]
+    ops = BlockScaledOperands(shape)
+    (ops.a, ops.sfa), (ops.b, ops.sfb) = block_quantize(a, 1, BLOCK), block_quantize(b, BLOCK, BLOCK)
+    ops.scaling = {"scales": block_scales(ops.sfa, ops.sfb)}
+    prepare = launch.prepare(step, variant, device)
+    c = ops.poisoned_c()
+    prepare(ops.a, ops.b, c, **ops.scaling).run()
+    cupy.cuda.get_current_stream().synchronize()
+    check = ops.check(c)
+    assert check["passed"] and check["rel_error"] < 1e-3, check
+    with pytest.raises(Refused):
+        prepare(ops.a, ops.b, c)
 
 
 @pytest.mark.parametrize("unroll", [1, 4])
