@@ -141,8 +141,18 @@ _BF16_FP8 = ("bf16", "fp8")
 # SCALE_BLOCK; one block along K is one K-tile of e4m3 (BK = 128)
 SCALE_BLOCK = 128
 _FP8_BLOCKS = {**ELEMENTS["fp8"], "SCALE_BLOCK": SCALE_BLOCK}
-# C staged 32 columns (128 bytes) at a time, double-buffered
-_STAGED = {**_PERSISTENT, "SPLIT_WAVE": 1, "EPILOGUE_N": 32, "EPILOGUE_BUFFERS": 2}
+# What C holds, by its output type: the CuTe type the TMA-store epilogue writes (C_ELEMENT)
+C_ELEMENTS = {"fp32": "float", "bf16": "bfloat16_t"}
+# C staged 128 bytes of a row at a time (32 floats), double-buffered
+_STAGED = {**_PERSISTENT, "SPLIT_WAVE": 1, "EPILOGUE_N": 32, "EPILOGUE_BUFFERS": 2, "C_ELEMENT": C_ELEMENTS["fp32"]}
+# ... or 64 BF16 values: the sums rounded as they are staged, half the bytes to store
+_BF16_C = {"EPILOGUE_N": 64, "C_ELEMENT": C_ELEMENTS["bf16"]}
+
+
+def output_of(tile: dict | None) -> str:
+    """The type a kernel writes C in: BF16 where its epilogue stages BF16, else FP32."""
+    element = (tile or {}).get("C_ELEMENT", C_ELEMENTS["fp32"])
+    return next(name for name, e in C_ELEMENTS.items() if e == element)
 # 128 x 64: at 1024^3 the 128 x 256 tiles number 32 for the H100's 132 SMs, these 128 (the fastest
 # there of six smaller tiles tried on the H100 in turns with cuBLAS)
 _SMALL = {"BN": 64}
@@ -213,7 +223,13 @@ STEPS = (
 )
 
 # The BF16 track: the Hopper steps again, BF16 in, FP32 accumulated and out.
-BF16_STEPS = tuple(in_precision(s, "bf16") for s in STEPS if "bf16" in s.also_in)
+BF16_STEPS = (
+    *(in_precision(s, "bf16") for s in STEPS if "bf16" in s.also_in),
+    Step("bf16_out", "BF16 C", "+ C written in BF16, as a model keeps it: the FP32 sums rounded to BF16 as they "
+         "are staged, half the bytes to store", "kernels/gemm_12_lean_loop.cu", "gemm_lean_loop",
+         (Variant("gemm.bf16_out", "BF16 C", {**sm90(256, DEEPEST, BAND, **_STAGED), **ELEMENTS["bf16"], **_BF16_C}),),
+         "lean_loop", (*_TMA, "UTMASTG"), HOPPER, beyond=True, precision="bf16", small_tile=_SMALL),
+)
 # The FP8 track: e4m3 in, the tensor cores' own accumulation, FP32 out scaled by alpha (the
 # operands' per-tensor scales).
 FP8_STEPS = (
@@ -233,6 +249,10 @@ FP8_STEPS = (
          (Variant("gemm.fp8_blocks_128x128", "128x128 tile", {**sm90(128, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS}),
           Variant("gemm.fp8_blocks", "128x192 tile", {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS})),
          "lean_loop", (*_FP8_TMA, "UTMASTG"), HOPPER, beyond=True, precision="fp8", scaling="blocks"),
+    Step("fp8_bf16_out", "BF16 C", "+ C written in BF16, as DeepGEMM and a model write it: the FP32 sums rounded "
+         "to BF16 as they are staged, half the bytes to store", "kernels/gemm_14_fp8_blocks.cu", "gemm_fp8_blocks",
+         (Variant("gemm.fp8_blocks_bf16_out", "BF16 C", {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS, **_BF16_C}),),
+         "lean_loop", (*_FP8_TMA, "UTMASTG"), HOPPER, beyond=True, precision="fp8", scaling="blocks"),
 )
 TRACKS = {"tf32": STEPS, "bf16": BF16_STEPS, "fp8": FP8_STEPS}
 # A track whose first kernel is timed against the same step on the track of wider operands: the
@@ -244,7 +264,7 @@ KERNELS: dict[str, tuple[Step, Variant]] = {v.id: (s, v) for track in TRACKS.val
 HEADLINE = "gemm.lean_loop"            # the talk's headline; the settling run's kernel (bench/settle.py)
 HEADLINE_BF16 = "gemm.lean_loop_bf16"  # the BF16 track's headline: its sweep, and beside fast.cu (bench/fastcu.py)
 HEADLINE_FP8 = "gemm.lean_loop_fp8"    # the FP8 track's headline
-BLOCK_SCALED = "gemm.fp8_blocks"       # FP8 with DeepSeek-V3's block scales: beside DeepGEMM (bench/deepgemm.py)
+BLOCK_SCALED = "gemm.fp8_blocks_bf16_out"   # FP8 with DeepSeek-V3's block scales, C in BF16: beside DeepGEMM (bench/deepgemm.py)
 TUNED = "gemm.persistent"              # the kernel the tuner searches around (bench/tune.py)
 ROLES = {"headline": HEADLINE, "headline_bf16": HEADLINE_BF16, "headline_fp8": HEADLINE_FP8,
          "block_scaled": BLOCK_SCALED, "tuned": TUNED}

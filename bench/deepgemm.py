@@ -30,7 +30,8 @@ LOADER_ENV = (("LD_PRELOAD", "libstdc++.so.6"),)
 SHAPES = (harness.SHAPE, Shape(4096, 7168, 16384), Shape(4096, 2112, 7168), Shape(4096, 24576, 1536),
           Shape(4096, 7168, 2048))
 STEP, OURS = catalogue.KERNELS[catalogue.BLOCK_SCALED]
-OUTPUTS = {"deepgemm": "bf16", "cublaslt_blocks": "bf16", "cublaslt_bf16_out": "bf16", "cublaslt": "fp32", "ours": "fp32"}
+OUTPUTS = {"deepgemm": "bf16", "cublaslt_blocks": "bf16", "cublaslt_bf16_out": "bf16", "cublaslt": "fp32",
+           "ours": catalogue.output_of(OURS.tile)}
 SCALING = {"deepgemm": "block", "cublaslt_blocks": "block", "cublaslt_bf16_out": "tensor", "cublaslt": "tensor",
            "ours": "block"}
 
@@ -104,7 +105,7 @@ def peer(built: Path):
 
 def measure(shape: Shape, theirs, ours_prepare) -> dict:
     """The peer, cuBLASLt with the same block scales, cuBLASLt with one scale a tensor (BF16 out as
-    the peer's, and FP32 as ours) and the block-scaled kernel on one shape, each checked, settled,
+    the peer's, and FP32) and the block-scaled kernel on one shape, each checked, settled,
     then timed in turns; ours only where it takes the shape."""
     import cupy
     ops = harness.operands(shape, "b_kmajor", "fp8")
@@ -122,7 +123,8 @@ def measure(shape: Shape, theirs, ours_prepare) -> dict:
     checks = {"deepgemm": blocks.check(c_peer), "cublaslt_blocks": blocks.check(c_blocks), "cublaslt_bf16_out": ops.check(c_bf16), "cublaslt": ops.check(c_fp32)}
     refused = None
     try:
-        ours, checks["ours"], _, _ = harness.checked_launch(shape, "b_kmajor", "fp8", ours_prepare, STEP.scaling)
+        ours, checks["ours"], _, _ = harness.checked_launch(shape, "b_kmajor", "fp8", ours_prepare, STEP.scaling,
+                                                            OUTPUTS["ours"])
         runs["ours"] = ours.run
     except Refused as e:
         refused = str(e)

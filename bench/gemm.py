@@ -63,8 +63,10 @@ def _register_kernel(step: Step, variant: Variant):
     def run(ctx) -> dict:
         harness.keep_busy()         # while the kernels load and their SASS is read
         paired = harness.Before(before, before_kernel[0].precision, before_kernel[0].layout,
-                                launch.prepare(*before_kernel, ctx.device), before_kernel[0].scaling) if before else None
+                                launch.prepare(*before_kernel, ctx.device), before_kernel[0].scaling,
+                                catalogue.output_of(before_kernel[1].tile)) if before else None
         return harness.run_gemm(ctx, precision=step.precision, layout=step.layout, scaling=step.scaling,
+                                output=catalogue.output_of(variant.tile),
                                 prepare=launch.prepare(step, variant, ctx.device), against_cublas=True, before=paired)
 
 

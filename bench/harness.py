@@ -81,6 +81,7 @@ class Before:
     layout: str
     prepare: Callable
     scaling: str = "tensor"
+    output: str = "fp32"
 
 
 @dataclass
@@ -301,23 +302,24 @@ def operands(shape: Shape, layout: str, precision: str, scaling: str = "tensor")
     return _kept[key]
 
 
-def checked_launch(shape: Shape, layout: str, precision: str, prepare, scaling: str = "tensor"):
-    """A kernel on the shape's operands, C poisoned with NaN, one run, and its check against float64:
-    (the launch, the check, the operands, C). ``prepare`` may raise Refused."""
+def checked_launch(shape: Shape, layout: str, precision: str, prepare, scaling: str = "tensor", output: str = "fp32"):
+    """A kernel on the shape's operands, C (of the ``output`` type) poisoned with NaN, one run, and its
+    check against float64: (the launch, the check, the operands, C). ``prepare`` may raise Refused."""
     import cupy
     ops = operands(shape, layout, precision, scaling)
-    c = ops.poisoned_c()
+    c = ops.poisoned_c(output)
     launch = prepare(ops.a, ops.b, c, **ops.scaling)
     launch.run()
     cupy.cuda.get_current_stream().synchronize()
     return launch, ops.check(c), ops, c
 
 
-def checked_cublas(ops: Operands, precision: str | None = None):
-    """cuBLAS on the same operands into a poisoned C: its run and its check against the same reference."""
+def checked_cublas(ops: Operands, precision: str | None = None, output: str = "fp32"):
+    """cuBLAS on the same operands into a poisoned C of the ``output`` type: its run and its check
+    against the same reference."""
     import cupy
     precision = precision or ops.precision
-    c = ops.poisoned_c()
+    c = ops.poisoned_c(output)
     run = lambda: cublas.gemm(ops.a, ops.b, c, ops.layout, precision, **ops.scaling)
     run()
     cupy.cuda.get_current_stream().synchronize()
@@ -450,9 +452,9 @@ def tflops(shape: Shape, time_ms: dict) -> float:
     return shape.flops / (time_ms["median"] * 1e-3) / 1e12
 
 
-def _odd_shape(layout: str, precision: str, prepare, scaling: str) -> dict:
+def _odd_shape(layout: str, precision: str, prepare, scaling: str, output: str) -> dict:
     try:
-        _, check, _, _ = checked_launch(ODD_SHAPE, layout, precision, prepare, scaling)
+        _, check, _, _ = checked_launch(ODD_SHAPE, layout, precision, prepare, scaling, output)
         odd = {"outcome": "correct" if check["passed"] else "wrong", "check": check}
     except Refused as e:
         odd = {"outcome": "refused", "reason": str(e)}
@@ -467,7 +469,7 @@ def ratio(name: str, numerator: dict, denominator: dict) -> dict:
 
 
 def run_gemm(ctx, *, precision: str, layout: str, prepare, against_cublas: bool = False,
-             before: Before | None = None, scaling: str = "tensor") -> dict:
+             before: Before | None = None, scaling: str = "tensor", output: str = "fp32") -> dict:
     """Check at the reference shape, settle, time; then correctness (or a clear refusal) at ODD_SHAPE.
     ``against_cublas``: cuBLAS (same precision, layout and operands) is checked too, and, once the
     kernel has settled, the two are timed in turns, so that both meet the same clock: the kernel's
@@ -475,28 +477,28 @@ def run_gemm(ctx, *, precision: str, layout: str, prepare, against_cublas: bool 
     ``before``: the kernel before it in the talk joins the turns (checked on its own operands), and
     the kernel's gain over it is that pair's. Then the kernel and cuBLAS each run alone for their
     power and energy per GEMM (energy()). ``scaling``: FP8's scales, a tensor's or a block's (operands()),
-    cuBLASLt's given the same."""
-    launch, check, ops, _ = checked_launch(SHAPE, layout, precision, prepare, scaling)
+    cuBLASLt's given the same; ``output``: C's type, cuBLAS's the same."""
+    launch, check, ops, _ = checked_launch(SHAPE, layout, precision, prepare, scaling, output)
     runs = [launch.run]
     if against_cublas:
-        cublas_run, cublas_check = checked_cublas(ops)
+        cublas_run, cublas_check = checked_cublas(ops, output=output)
         runs.append(cublas_run)
     if before:
         before_launch, before_check, _, _ = checked_launch(SHAPE, before.layout, before.precision, before.prepare,
-                                                           before.scaling)
+                                                           before.scaling, before.output)
         runs.append(before_launch.run)
     times, settled, batch, turns = time_in_turns(runs)
     t = times[0]
     # alone, after the turns: each one's power and energy (the turns mix theirs)
     used = [energy(launch.run, SHAPE, t["median"]),
             energy(cublas_run, SHAPE, times[1]["median"]) if against_cublas else None]
-    odd = _odd_shape(layout, precision, prepare, scaling)
+    odd = _odd_shape(layout, precision, prepare, scaling, output)
     if odd["outcome"] == "wrong":
         check = {**check, "passed": False, "detail": f"wrong at the odd shape {odd['shape']}: {odd['check']['detail']}"}
     partners = ["cuBLAS"] * against_cublas + ([before.id] if before else [])
     timing = " and ".join(partners)
     record = {"params": {"m": SHAPE.m, "n": SHAPE.n, "k": SHAPE.k, "layout": layout, "precision": precision,
-                         "output": "fp32", **({"scaling": scaling} if precision == "fp8" else {}), "reps": REPS, "turn_ms": TURN_MS, "round_s": ROUND_S, "batch": batch,
+                         "output": output, **({"scaling": scaling} if precision == "fp8" else {}), "reps": REPS, "turn_ms": TURN_MS, "round_s": ROUND_S, "batch": batch,
                          "turns": turns, "seed": SEED,
                          "settle_rule": SETTLE_RULE,
                          "timing": f"in turns with {timing}" if timing else "alone"},

@@ -40,6 +40,8 @@ def _numba_prepare(step: Step):
     return prepare
 
 
+# C as CuPy holds it, by output type: BF16 as bit patterns
+OUTPUT_DTYPES = {"fp32": "float32", "bf16": "uint16"}
 # A matrix's element as the copy writes it to shared memory: its tensor-map type and its bytes.
 # TFLOAT32 reads FP32 and rounds each float to the nearest TF32 on its way in, where the tensor
 # cores, given the float, would drop its low 13 bits.
@@ -165,10 +167,11 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
         kernel.max_dynamic_shared_size_bytes = smem_dynamic
     compiled["atom_mnk"] = exported(module, "ATOM_MNK", 3)
     uses_tma = "UTMALDG" in step.sass
-    # (rows, cols, element): the operands in the step's precision, the result in FP32
+    # (rows, cols, element): the operands in the step's precision, the result in its output type
+    output = catalogue.output_of(tile)
     boxes = {"a": (tile["BM"], tile["BK"], step.precision), "b": (tile["BN"] // cluster, tile["BK"], step.precision)}
     if tile.get("EPILOGUE_N"):       # C leaves in chunks of EPILOGUE_N columns of a warpgroup's rows
-        boxes["c"] = (tile["BM"] // tile["WARPGROUPS_M"], tile["EPILOGUE_N"], "fp32")
+        boxes["c"] = (tile["BM"] // tile["WARPGROUPS_M"], tile["EPILOGUE_N"], output)
     resident = resident_ctas(kernel, threads, smem_dynamic, cluster) if tile.get("PERSISTENT") else None
     # TMA in and out: zeros are read past a ragged edge, and nothing is stored there
     ragged = uses_tma and "c" in boxes
@@ -177,6 +180,8 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
 
     def prepare(a, b, c, alpha: float = 1.0, scales=None):
         (m, k), n = a.shape, c.shape[1]
+        if c.dtype != OUTPUT_DTYPES[output]:
+            raise Refused(f"{name} writes C in {output}: not into {c.dtype} (C's type is the kernel's, as cuBLAS's is)")
         if alpha != 1.0 and not takes_alpha:
             raise Refused(f"{name} takes no alpha (the per-tensor scales of {alpha:g})")
         if (scales is None) == bool(blocks):

@@ -32,7 +32,8 @@ def measure(step: Step, prepare, shape: Shape) -> dict:
     import cupy
     row = {"shape": shape.dims}
     try:
-        launch_, check, ops, c = checked_launch(shape, step.layout, step.precision, prepare, step.scaling)
+        launch_, check, ops, c = checked_launch(shape, step.layout, step.precision, prepare, step.scaling,
+                                                catalogue.output_of(step.best.tile))
     except Refused as e:
         return {**row, "outcome": "refused", "reason": str(e)}
     tile = (launch_.resources or {}).get("tile")

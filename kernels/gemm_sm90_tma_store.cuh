@@ -1,21 +1,37 @@
 // The TMA-store epilogue (steps 11 on): C leaves through shared memory, a column chunk at a time.
+// C_ELEMENT: what C holds, float or bfloat16_t (rounded from the FP32 sums: half the bytes to store);
 // EPILOGUE_N: columns of C per staged chunk, one 128-byte swizzle row; EPILOGUE_BUFFERS: a warpgroup
 // fills one while TMA reads the other. The staging is static shared memory beside the ring.
 #pragma once
-#if !defined(EPILOGUE_N) || !defined(EPILOGUE_BUFFERS)
-#error "EPILOGUE_N and EPILOGUE_BUFFERS come from the step catalogue"
+#if !defined(EPILOGUE_N) || !defined(EPILOGUE_BUFFERS) || !defined(C_ELEMENT)
+#error "EPILOGUE_N, EPILOGUE_BUFFERS and C_ELEMENT come from the step catalogue"
 #endif
-#define STATIC_SMEM_BYTES (EPILOGUE_BUFFERS * BM * EPILOGUE_N * 4)
+#define STATIC_SMEM_BYTES (EPILOGUE_BUFFERS * BM * EPILOGUE_N * sizeof(C_ELEMENT))
+#include <cuda_bf16.h>                      // __floats2bfloat162_rn
 #include "gemm_sm90_split_wave.cuh"        // Schedule, Piece, FRAGMENT, TailSums
 
+using CElement = C_ELEMENT;
 constexpr int WG_ROWS = BM / WARPGROUPS_M;          // rows of C a consumer warpgroup holds
-static_assert(EPILOGUE_N * sizeof(float) == 128, "a staged row is one 128-byte swizzle row");
+static_assert(EPILOGUE_N * sizeof(CElement) == 128, "a staged row is one 128-byte swizzle row");
 static_assert(BN % EPILOGUE_N == 0, "the tile is whole chunks");
-// (BM,EPILOGUE_N) floats, rows of 128 bytes whose 16-byte chunks (4 floats) are XOR-ed with the row
-// within its 8-row atom: CU_TENSOR_MAP_SWIZZLE_128B's layout. Warpgroup w's rows are the w-th box.
-using SmemLayoutC = decltype(composition(Swizzle<3, 2, 3>{}, make_layout(Shape<Int<BM>, Int<EPILOGUE_N>>{}, LayoutRight{})));
+static_assert(sizeof(CElement) == 4 || sizeof(CElement) == 2, "C holds floats or BF16");
+// (BM,EPILOGUE_N) values of C, rows of 128 bytes whose 16-byte chunks (4 floats, 8 BF16) are XOR-ed
+// with the row within its 8-row atom: CU_TENSOR_MAP_SWIZZLE_128B's layout. Warpgroup w's rows are the w-th box.
+constexpr int CHUNK_LOG2 = sizeof(CElement) == 4 ? 2 : 3;       // log2 of the values in 16 bytes
+using SmemLayoutC = decltype(composition(Swizzle<3, CHUNK_LOG2, 3>{}, make_layout(Shape<Int<BM>, Int<EPILOGUE_N>>{}, LayoutRight{})));
 
-__shared__ alignas(1024) float staging[EPILOGUE_BUFFERS * BM * EPILOGUE_N];   // (BM,EPILOGUE_N) x EPILOGUE_BUFFERS
+__shared__ alignas(1024) CElement staging[EPILOGUE_BUFFERS * BM * EPILOGUE_N];   // (BM,EPILOGUE_N) x EPILOGUE_BUFFERS
+
+// Two adjacent columns of C into the staging at shared address `at`: floats as they are, BF16 rounded
+// to nearest and packed in one word.
+__device__ inline void store_pair(uint32_t at, float x, float y) {
+    if constexpr (sizeof(CElement) == 4) {
+        asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(at), "f"(x), "f"(y));
+    } else {
+        __nv_bfloat162 pair = __floats2bfloat162_rn(x, y);
+        asm volatile("st.shared.b32 [%0], %1;" :: "r"(at), "r"(*reinterpret_cast<uint32_t*>(&pair)));
+    }
+}
 
 // #region kernel
 // A consumer warpgroup's side of the epilogue. Chunks are numbered over all the tiles a CTA stores, so
@@ -41,16 +57,15 @@ struct Epilogue {
         static_assert(PER_CHUNK * (BN / EPILOGUE_N) == size(FragC{}), "the chunks are the accumulators, in order");
         CUTE_UNROLL
         for (int j = 0; j < BN / EPILOGUE_N; ++j, ++chunk) {
-            float* buffer = staging + chunk % EPILOGUE_BUFFERS * BM * EPILOGUE_N;
+            CElement* buffer = staging + chunk % EPILOGUE_BUFFERS * BM * EPILOGUE_N;
             if (leader) tma_store_wait<EPILOGUE_BUFFERS - 1>();   // TMA has read this buffer's last chunk
             sync();
             const uint32_t base = cast_smem_ptr_to_uint(buffer);
             CUTE_UNROLL
             for (int i = 0; i < PER_CHUNK; i += 2) {              // a value pair: two adjacent columns
                 auto [row, col] = coords(i);
-                uint32_t at = base + SmemLayoutC{}(row, col) * sizeof(float);
-                asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(at), "f"(alpha * tCrC(j * PER_CHUNK + i)),
-                             "f"(alpha * tCrC(j * PER_CHUNK + i + 1)));
+                store_pair(base + SmemLayoutC{}(row, col) * sizeof(CElement), alpha * tCrC(j * PER_CHUNK + i),
+                           alpha * tCrC(j * PER_CHUNK + i + 1));
             }
             tma_store_fence();                                    // the writes are visible to TMA
             sync();

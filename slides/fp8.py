@@ -123,6 +123,7 @@ def _peer(deck) -> dict | None:
     ours_blocks = params["scaling"].get("ours") == "block"
     return {**r, "shapes": shapes, "commit": params["commit"], "version": params["version"],
             "ours_name": catalogue.step_of(params["ours"]).title,
+            "ours_output": params["outputs"]["ours"].upper(),
             "ours_scaling": "the same block scales" if ours_blocks else "a scale a tensor",
             "block": params["block"], "counts": {c: called.count(c) for c in ("ahead", "tie", "behind")},
             "ours_range": (min(ours), max(ours)) if ours else None,

@@ -26,12 +26,13 @@ def context(deck) -> dict:
     steps = []
     records = deck.need(STEPS_SLIDE, *(s.best.id for s in catalogue.BF16_STEPS))
     for step, r in zip(catalogue.BF16_STEPS, records):
-        twin = tf32[step.key]["best"]
+        twin = tf32[step.key]["best"] if step.key in tf32 else None       # a BF16-only step has no TF32 twin
         steps.append({**pair_with_cublas(r, gemm["cublas_by_id"]), "name": step.title,
+                      "output": catalogue.output_of(step.best.tile).upper(),
                       "error": r["check"]["rel_error"] if r["check"] else None,
-                      "over_tf32": r["tflops"] / twin["tflops"] if r["tflops"] and twin["tflops"] else None})
+                      "over_tf32": r["tflops"] / twin["tflops"] if twin and r["tflops"] and twin["tflops"] else None})
     usable = [s for s in steps if s["tflops"] and not s["failed"] and s["baseline"]]
-    headline = usable[-1] if usable and usable[-1]["id"] == catalogue.HEADLINE_BF16 else None
+    headline = next((s for s in usable if s["id"] == catalogue.HEADLINE_BF16), None)
     if headline:     # its share of the BF16 peak at the clock its own SMs ran at
         headline = {**headline, "pct_peak": pct_of_peak(deck["device"], "bf16", headline["tflops"], headline["clock_mhz"])}
     return {"steps": steps if any(s["measured"] for s in steps) else [], "headline": headline,
@@ -62,14 +63,16 @@ def _peer(deck) -> dict | None:
 # --- figures --------------------------------------------------------------------------------------
 
 def bf16_steps_chart(precision: dict) -> str:
-    """Each BF16 step's TFLOPS, noted with its share of cuBLAS BF16 timed in turns with it and that
-    cuBLAS's own figure (each step's partner is its own), and the last step's cuBLAS as a bar."""
+    """Each BF16 step's TFLOPS, noted with its share of cuBLAS BF16 (of its own output type) timed in
+    turns with it and that cuBLAS's own figure (each step's partner is its own), and the headline's
+    cuBLAS as a bar."""
     bars = [Bar(s["name"], s["tflops"] if not s["failed"] else None, ACCENT,
-                f"{s['pct_cublas']:.1f}% of cuBLAS's {s['baseline_tflops']:,.0f}" if s["baseline"] else "")
+                f"{s['pct_cublas']:.1f}% of cuBLAS's {s['baseline_tflops']:,.0f}" + (f", C in {s['output']}" if s["output"] != "FP32" else "")
+                if s["baseline"] else "")
             for s in precision["steps"]]
     if precision["headline"]:
-        bars.append(Bar("cuBLAS BF16", precision["headline"]["baseline_tflops"], REF, "in turns with the last step"))
-    return bar_chart(bars, "TFLOPS, BF16 in, FP32 accumulated and out", height=300)
+        bars.append(Bar("cuBLAS BF16", precision["headline"]["baseline_tflops"], REF, f"in turns with {precision['headline']['name']}"))
+    return bar_chart(bars, "TFLOPS, BF16 in, FP32 accumulated, C in FP32 unless noted", height=300)
 
 
 def draw(deck) -> dict[str, str]:
