@@ -100,6 +100,20 @@ def test_block_scales_reach_every_row_and_block(bid, device):
         prepare(ops.a, ops.b, c)
 
 
+@pytest.mark.parametrize("bid", [b for b, (s, v) in catalogue.KERNELS.items() if catalogue.output_of(v.tile) == "bf16"])
+def test_a_bf16_c_is_written_whole_past_the_last_full_tile(bid, device):
+    """A kernel writing C in BF16, at a shape whose last tiles over M and N are partial: every element
+    written, within BF16's rounding of the float64 product; an FP32 C it refuses."""
+    from bench import launch
+    from bench.harness import Refused, Shape, checked_launch
+    step, variant = catalogue.KERNELS[bid]
+    prepare = launch.prepare(step, variant, device)
+    _, check, ops, _ = checked_launch(Shape(1000, 2112, 1536), step.layout, step.precision, prepare, step.scaling, "bf16")
+    assert check["passed"] and check["output"] == "bf16", check
+    with pytest.raises(Refused, match="writes C in bf16"):
+        prepare(ops.a, ops.b, ops.poisoned_c(), **ops.scaling)
+
+
 @pytest.mark.parametrize("unroll", [1, 4])
 def test_copy_kernel_copies_every_element_including_the_tail(device, unroll):
     import cupy
