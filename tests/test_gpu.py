@@ -60,7 +60,7 @@ def test_the_deepest_ring_fills_the_shared_memory_of_this_gpu(bid, device):
     element = cupy.dtype(f"u{catalogue.ELEMENT_BYTES[step.precision]}")     # zeros: any type of the element's size
     a = cupy.zeros((4096, 16384), element)
     b = cupy.zeros((8192, 16384), element)
-    c = cupy.zeros((4096, 8192), cupy.float32)
+    c = cupy.zeros((4096, 8192), launch.OUTPUT_DTYPES[catalogue.output_of(variant.tile)])
     scales = ({"scales": (cupy.zeros((16384 // catalogue.SCALE_BLOCK, 4096), cupy.float32),
                           cupy.zeros((8192 // catalogue.SCALE_BLOCK, 16384 // catalogue.SCALE_BLOCK), cupy.float32))}
               if step.scaling == "blocks" else {})
