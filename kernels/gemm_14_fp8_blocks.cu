@@ -19,10 +19,11 @@ static_assert(2 * FRAGMENT + 40 <= CONSUMER_REGS, "room for the accumulator, the
 // #region kernel
 // sums += acc x its row's A scale x its column block's B scale. A thread's accumulators come in fours,
 // two adjacent columns of its row r, the same two of row r + 8, then the next 8 columns (wgmma's
-// accumulator layout); s holds (r, first block), (r, second), (r + 8, first), (r + 8, second), and
-// the columns from NEXT_BLOCK_AT on lie in the second block. Unrolled, every index is a constant.
+// accumulator layout); the columns from NEXT_BLOCK_AT on lie in the second block. Unrolled, every
+// index is a constant.
 template <int NEXT_BLOCK_AT, class Frag>
-__device__ inline void add_scaled(Frag& sums, Frag const& acc, float const (&s)[4]) {
+__device__ inline void add_scaled(Frag& sums, Frag const& acc, float const (&a)[2], float const (&b)[2]) {
+    const float s[4] = {a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1]};   // (row, block) pairs
     CUTE_UNROLL
     for (int j = 0; j < size(sums); ++j)
         sums(j) += acc(j) * s[2 * (j / 2 % 2) + (8 * (j / 4) >= NEXT_BLOCK_AT)];
@@ -43,17 +44,16 @@ struct BlockScales {
         b1 = first + 1 < blocks ? b0 + ldb : nullptr;
         next_block_at = SCALE_BLOCK - tn * BN % SCALE_BLOCK;
     }
-    // K-tile k's four products, loaded now and read once its wgmmas are done
-    __device__ void load(int k, float (&s)[4]) const {
-        const float a[2] = {a0 ? __ldg(a0 + k * m) : 0.f, a1 ? __ldg(a1 + k * m) : 0.f};
-        const float b[2] = {__ldg(b0 + k), b1 ? __ldg(b1 + k) : 0.f};
-        CUTE_UNROLL
-        for (int i = 0; i < 4; ++i) s[i] = a[i / 2] * b[i % 2];
+    // K-tile k's scales, loaded now and not read until its wgmmas are done: a warp issues in order,
+    // so the first instruction that reads a load waits for it (several hundred cycles from L2)
+    __device__ void load(int k, float (&a)[2], float (&b)[2]) const {
+        a[0] = a0 ? __ldg(a0 + k * m) : 0.f, a[1] = a1 ? __ldg(a1 + k * m) : 0.f;
+        b[0] = __ldg(b0 + k), b[1] = b1 ? __ldg(b1 + k) : 0.f;
     }
     template <class Frag>
-    __device__ void add(Frag& sums, Frag const& acc, float const (&s)[4]) const {
-        if (next_block_at == SCALE_BLOCK) add_scaled<SCALE_BLOCK>(sums, acc, s);
-        else add_scaled<SCALE_BLOCK - 64>(sums, acc, s);
+    __device__ void add(Frag& sums, Frag const& acc, float const (&a)[2], float const (&b)[2]) const {
+        if (next_block_at == SCALE_BLOCK) add_scaled<SCALE_BLOCK>(sums, acc, a, b);
+        else add_scaled<SCALE_BLOCK - 64>(sums, acc, a, b);
     }
 };
 
@@ -90,13 +90,13 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
             const BlockScales scales(sfa, sfb, ldb, M, N, tm, tn, r);
             clear(sums);
             for (int k = p.k0; k < p.k1; ++k) {
-                float s[4];
-                scales.load(k, s);               // in flight while the K-tile lands and its wgmmas run
+                float a[2], b[2];
+                scales.load(k, a, b);            // in flight while the K-tile lands and its wgmmas run
                 wait_barrier(smem.full[stage], phase);
                 mma_k_tile_alone(mma, tCrA(_, _, _, stage), tCrB(_, _, _, stage), tCrC);
                 warpgroup_wait<0>();
                 release_stage(smem, stage);
-                scales.add(sums, tCrC, s);       // promoted and scaled: added in FP32
+                scales.add(sums, tCrC, a, b);    // promoted and scaled: added in FP32
                 if (++stage == RING) stage = 0, phase ^= 1;
             }
             const TailSums tail(partials, ready, p.unit - schedule.full_units);

@@ -91,7 +91,7 @@ def test_block_scales_reach_every_row_and_block(bid, device):
     (ops.a, ops.sfa), (ops.b, ops.sfb) = block_quantize(a, 1, BLOCK), block_quantize(b, BLOCK, BLOCK)
     ops.scaling = {"scales": block_scales(ops.sfa, ops.sfb)}
     prepare = launch.prepare(step, variant, device)
-    c = ops.poisoned_c()
+    c = ops.poisoned_c(catalogue.output_of(variant.tile))
     prepare(ops.a, ops.b, c, **ops.scaling).run()
     cupy.cuda.get_current_stream().synchronize()
     check = ops.check(c)
