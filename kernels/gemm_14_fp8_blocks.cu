@@ -44,8 +44,8 @@ struct BlockScales {
         b1 = first + 1 < blocks ? b0 + ldb : nullptr;
         next_block_at = SCALE_BLOCK - tn * BN % SCALE_BLOCK;
     }
-    // K-tile k's scales, loaded now and not read until its wgmmas are done: a warp issues in order,
-    // so the first instruction that reads a load waits for it (several hundred cycles from L2)
+    // K-tile k's scales, loaded a K-tile ahead: a warp issues in order, so the first instruction that
+    // reads a load waits for it (several hundred cycles from L2, more under the TMA loads' traffic)
     __device__ void load(int k, float (&a)[2], float (&b)[2]) const {
         a[0] = a0 ? __ldg(a0 + k * m) : 0.f, a[1] = a1 ? __ldg(a1 + k * m) : 0.f;
         b[0] = __ldg(b0 + k), b[1] = b1 ? __ldg(b1 + k) : 0.f;
@@ -89,11 +89,13 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
             auto [tm, tn] = cta_tile(M, N, p.unit * CLUSTER_M + rank);
             const BlockScales scales(sfa, sfb, ldb, M, N, tm, tn, r);
             clear(sums);
+            float a[2], b[2], next_a[2], next_b[2];
+            scales.load(p.k0, next_a, next_b);
             for (int k = p.k0; k < p.k1; ++k) {
-                float a[2], b[2];
-                scales.load(k, a, b);            // in flight while the K-tile lands and its wgmmas run
+                a[0] = next_a[0], a[1] = next_a[1], b[0] = next_b[0], b[1] = next_b[1];
                 wait_barrier(smem.full[stage], phase);
                 mma_k_tile_alone(mma, tCrA(_, _, _, stage), tCrB(_, _, _, stage), tCrC);
+                if (k + 1 < p.k1) scales.load(k + 1, next_a, next_b);   // a K-tile ahead: two K-tiles' wgmmas to land
                 warpgroup_wait<0>();
                 release_stage(smem, stage);
                 scales.add(sums, tCrC, a, b);    // promoted and scaled: added in FP32

@@ -95,7 +95,7 @@ def test_block_scales_reach_every_row_and_block(bid, device):
     prepare(ops.a, ops.b, c, **ops.scaling).run()
     cupy.cuda.get_current_stream().synchronize()
     check = ops.check(c)
-    assert check["passed"] and check["rel_error"] < 1e-3, check
+    assert check["passed"] and check["rel_error"] < check["tolerance"] / 4, check     # a misplaced scale is far off
     with pytest.raises(Refused):
         prepare(ops.a, ops.b, c)
 
