@@ -13,6 +13,9 @@ from slides.kit import ACCENT, INK, MUTED, REF, arrow, drawing, text
 SLIDE = "FP8: Three Precisions Side by Side"
 PROMOTION_SLIDE = "FP8: Sums Promoted to FP32"
 BLOCKS_SLIDE = "FP8: Block Scales"
+# the first step with DeepSeek-V3's block scales, and the first that writes C in BF16 after it
+BLOCKS_STEP = next(s for s in catalogue.FP8_STEPS if s.scaling == "blocks")
+BF16_C_STEP = next(s for s in catalogue.FP8_STEPS if s.scaling == "blocks" and catalogue.output_of(s.best.tile) == "bf16")
 PEER_SLIDE = "FP8 Beside DeepGEMM"
 PEER = "peers.deepgemm"
 # The FP8 track's targets: at least cuBLASLt's speed (the low end of the in-turns interval) ...
@@ -77,24 +80,32 @@ def context(deck) -> dict:
             "ids": list(ids), "fp8": fp8, "bf16": bf16, "promoted": promoted, "promotion": promotion,
             "over_bf16": over_bf16 and {"gain": over_bf16["gain_by_sample"]["median"], "ci": over_bf16["gain_by_sample"]["ci"]},
             "held_pct": 100 * HELD, "error_within": ERROR_WITHIN, "peer": _peer(deck),
-            "blocks": _blocks(by[catalogue.BLOCK_SCALED]), "blocks_name": catalogue.step_of(catalogue.BLOCK_SCALED).title,
+            "blocks": _blocks(by[BLOCKS_STEP.best.id], by.get(BF16_C_STEP.best.id)), "blocks_name": BLOCKS_STEP.title,
             "block": catalogue.SCALE_BLOCK}
 
 
-def _blocks(r: dict) -> dict | None:
-    """The block-scaled kernel against cuBLASLt given the same block scales (in turns), and what the
-    scales cost: the pair timed in turns with the step before, which takes one scale a tensor."""
+def _pair(r: dict) -> dict | None:
+    """A kernel's pair with the step before it, timed in turns, and its wording."""
+    pair = gain_in_turns(r, catalogue.before(r["id"]))
+    if pair:
+        pair.update(words={"ahead": "faster", "behind": "slower", "tie": "apart: a tie"}[_called(pair)])
+    return pair
+
+
+def _blocks(r: dict, bf16_c: dict | None) -> dict | None:
+    """The block-scaled kernel against cuBLASLt given the same block scales (in turns); what the
+    scales cost, the pair timed in turns with the step before, which takes one scale a tensor; and
+    what writing C in BF16 then gains (the next step, its own pair)."""
     tile = (r["record"].get("resources") or {}).get("tile")
     if not (r["usable"] and tile):
         return None
-    before = catalogue.before(r["id"])
-    cost = gain_in_turns(r, before)
-    if cost:
-        called = _called(cost)
-        cost.update(words={"ahead": "faster", "behind": "slower", "tie": "apart: a tie"}[called])
-    return {**r, "tile": tile, "block": tile["SCALE_BLOCK"], "cost": cost, "before": catalogue.step_of(before).title,
+    bf16_c = bf16_c if bf16_c and bf16_c["usable"] else None
+    return {**r, "tile": tile, "block": tile["SCALE_BLOCK"], "cost": _pair(r),
+            "before": catalogue.step_of(catalogue.before(r["id"])).title,
             "versus": {"ahead": "ahead of it", "behind": "behind it", "tie": "level with it"}[_called(r["ratio"])],
-            "label": catalogue.variant(r["id"]).label}
+            "label": catalogue.variant(r["id"]).label,
+            "bf16_c": bf16_c and {**bf16_c, "gain": _pair(bf16_c),
+                                  "versus": {"ahead": "ahead of", "behind": "behind", "tie": "level with"}[_called(bf16_c["ratio"])]}}
 
 
 def _called(pair: dict) -> str:
@@ -171,9 +182,9 @@ def blocks_figure(blocks: dict) -> str:
     """Where a K-tile's scales come from, drawn from the recorded tile: A's strip of SCALE_BLOCK values
     a row, B's SCALE_BLOCK x SCALE_BLOCK blocks, and the CTA tile of C whose sums take them."""
     tile, block = blocks["tile"], blocks["block"]
-    w, h = 860, 250
+    w, h = 860, 300
     dwg = drawing(w, h)
-    unit = 0.55                                   # pixels per element
+    unit = 0.8                                    # pixels per element
     bk, bm, bn = block * unit, tile["BM"] * unit, tile["BN"] * unit
     # A: a CTA's BM rows by one K-tile; one row's strip of SCALE_BLOCK values shares a scale
     ax, ay = 40, 60
