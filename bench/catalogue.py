@@ -246,8 +246,7 @@ FP8_STEPS = (
          "along K, so each K-tile's sums are multiplied by their row's and their column block's scales as "
          "they are promoted into FP32",
          "kernels/gemm_14_fp8_blocks.cu", "gemm_fp8_blocks",
-         (Variant("gemm.fp8_blocks_128x128", "128x128 tile", {**sm90(128, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS}),
-          Variant("gemm.fp8_blocks", "128x192 tile", {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS})),
+         (Variant("gemm.fp8_blocks", "128x192 tile", {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS}),),
          "lean_loop", (*_FP8_TMA, "UTMASTG"), HOPPER, beyond=True, precision="fp8", scaling="blocks"),
     Step("fp8_bf16_out", "BF16 C", "+ C written in BF16, as DeepGEMM and a model write it: the FP32 sums rounded "
          "to BF16 as they are staged, half the bytes to store", "kernels/gemm_14_fp8_blocks.cu", "gemm_fp8_blocks",
