@@ -44,6 +44,9 @@ class Step:
     # first and the last line, by a text each holds (the whole region goes to backup slides).
     focus: tuple[str, str] | None = None
     shown: str = ""               # the file whose `#region kernel` its code slide shows, if not its own (a header it includes)
+    # the kernel its gain is timed against where that is not the best of the step before on its track:
+    # a step that changes one thing of a named kernel (so that a step added before it changes nothing)
+    against: str = ""
 
     @property
     def best(self) -> Variant:
@@ -228,7 +231,8 @@ BF16_STEPS = (
     Step("bf16_out", "BF16 C", "+ C written in BF16, as a model keeps it: the FP32 sums rounded to BF16 as they "
          "are staged, half the bytes to store", "kernels/gemm_12_lean_loop.cu", "gemm_lean_loop",
          (Variant("gemm.bf16_out", "BF16 C", {**sm90(256, DEEPEST, BAND, **_STAGED), **ELEMENTS["bf16"], **_BF16_C}),),
-         "lean_loop", (*_TMA, "UTMASTG"), HOPPER, beyond=True, precision="bf16", small_tile=_SMALL),
+         "lean_loop", (*_TMA, "UTMASTG"), HOPPER, beyond=True, precision="bf16", small_tile=_SMALL,
+         against="gemm.lean_loop_bf16"),
 )
 # The FP8 track: e4m3 in, the tensor cores' own accumulation, FP32 out scaled by alpha (the
 # operands' per-tensor scales).
@@ -272,11 +276,14 @@ SWEPT = (*STEPS, KERNELS[HEADLINE_BF16][0], *FP8_STEPS)
 
 
 def before(bench_id: str) -> str | None:
-    """The kernel a kernel is timed in turns with to measure its gain: the best of the step before
-    its step on its track (TF32: the naive FP32 kernel first), so that a step's gain is one pair;
+    """The kernel a kernel is timed in turns with to measure its gain: its step's ``against`` where it
+    names one, else the best of the step before its step on its track (TF32: the naive FP32 kernel
+    first), so that a step's gain is one pair;
     the first of a track in WIDER, the same step on the wider track; None for the first of any
     other track."""
     step, _ = KERNELS[bench_id]
+    if step.against:
+        return step.against
     name, track = next((name, track) for name, track in TRACKS.items() if step in track)
     at = track.index(step)
     if at:

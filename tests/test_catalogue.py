@@ -79,10 +79,11 @@ def test_each_kernel_is_timed_in_turns_with_the_best_of_the_step_before_on_its_t
         assert catalogue.before(first) == (f"{first.removesuffix('_' + name)}_{wider}" if wider else None)
         for previous, step in zip(track, track[1:]):
             for v in step.variants:         # every kernel of a step: one pair with the step before's best
-                assert catalogue.before(v.id) == previous.best.id
+                partner = step.against or previous.best.id
+                assert catalogue.before(v.id) == partner
                 # the pair's result depends on both kernels: a change to the one before stales it
-                assert set(gemm.kernel_sources(previous)) <= set(benches[v.id].sources)
-                assert benches[v.id].definition["before"]["id"] == previous.best.id
+                assert set(gemm.kernel_sources(catalogue.step_of(partner))) <= set(benches[v.id].sources)
+                assert benches[v.id].definition["before"]["id"] == partner
 
 
 def test_the_small_tile_runs_only_where_the_best_leaves_most_sms_idle():
@@ -124,3 +125,13 @@ def test_the_ring_read_back_is_the_catalogues_or_the_deepest_that_fits(path):
         else:
             assert stages == declared["STAGES"], bid
     assert checked, f"{path.name}: no kernel of the deepest ring recorded"
+
+
+def test_a_step_timed_against_a_named_kernel_names_one_of_its_precision():
+    """A step's ``against`` (the kernel its one change is measured from) is a kernel of the catalogue
+    on the same track, so that its gain is a pair of one precision."""
+    named = [s for track in catalogue.TRACKS.values() for s in track if s.against]
+    assert named
+    for step in named:
+        assert step.against in catalogue.KERNELS and catalogue.step_of(step.against).precision == step.precision, step.key
+        assert catalogue.before(step.best.id) == step.against
