@@ -168,6 +168,15 @@ def block_dequantize(bits, scales, rows: int, cols: int, xp=None):
     return e4m3_to_f64(bits, xp) * per_element
 
 
+def _normal_values(shape: Shape, layout: str, seed: int):
+    """A (M x K) and B (N x K for b_kmajor, else K x N) of standard normal float32 values, drawn from
+    ``seed``: what every set of operands of a shape quantizes."""
+    import cupy
+    rng = cupy.random.default_rng(seed)
+    a = rng.standard_normal((shape.m, shape.k), dtype=cupy.float32)
+    return a, rng.standard_normal((shape.n, shape.k) if layout == "b_kmajor" else (shape.k, shape.n), dtype=cupy.float32)
+
+
 class Operands:
     """Random A and B of a shape (B transposed in memory for b_kmajor; bf16 as uint16 bit
     patterns; fp8 as e4m3 bit patterns, each matrix scaled to fill e4m3's range, its scale kept)
@@ -176,10 +185,8 @@ class Operands:
 
     def __init__(self, shape: Shape, layout: str, precision: str, seed: int = SEED):
         import cupy
-        rng = cupy.random.default_rng(seed)
         self.shape, self.layout, self.precision = shape, layout, precision
-        a = rng.standard_normal((shape.m, shape.k), dtype=cupy.float32)
-        b = rng.standard_normal((shape.n, shape.k) if layout == "b_kmajor" else (shape.k, shape.n), dtype=cupy.float32)
+        a, b = _normal_values(shape, layout, seed)
         self.scales, self.scaling = (1.0, 1.0), {}
         if precision == "bf16":
             a, b = _to_bf16_bits(a), _to_bf16_bits(b)
@@ -229,12 +236,9 @@ class BlockScaledOperands(Operands):
     given the scales in the layouts cuBLASLt reads (cublaslt.block_scales), which the kernels read too."""
 
     def __init__(self, shape: Shape, seed: int = SEED):
-        import cupy
-        rng = cupy.random.default_rng(seed)
-        a = rng.standard_normal((shape.m, shape.k), dtype=cupy.float32)
-        b = rng.standard_normal((shape.n, shape.k), dtype=cupy.float32)
         self.shape, self.layout, self.precision = shape, "b_kmajor", "fp8"
-        self.scales, self.scaling = (1.0, 1.0), {}
+        a, b = _normal_values(shape, self.layout, seed)
+        self.scales = (1.0, 1.0)
         (self.a, self.sfa), (self.b, self.sfb) = (block_quantize(x, *BLOCKS[name]) for name, x in (("a", a), ("b", b)))
         from .cublaslt import block_scales
         self.scaling = {"scales": block_scales(self.sfa, self.sfb)}

@@ -84,6 +84,10 @@ def context(deck) -> dict:
             "block": catalogue.SCALE_BLOCK}
 
 
+# where a kernel stands against its baseline, by _called's verdict
+PLACED = {"ahead": "ahead of", "behind": "behind", "tie": "level with"}
+
+
 def _pair(r: dict) -> dict | None:
     """A kernel's pair with the step before it, timed in turns, and its wording."""
     pair = gain_in_turns(r, catalogue.before(r["id"]))
@@ -102,10 +106,10 @@ def _blocks(r: dict, bf16_c: dict | None) -> dict | None:
     bf16_c = bf16_c if bf16_c and bf16_c["usable"] else None
     return {**r, "tile": tile, "block": tile["SCALE_BLOCK"], "cost": _pair(r),
             "before": catalogue.step_of(catalogue.before(r["id"])).title,
-            "versus": {"ahead": "ahead of it", "behind": "behind it", "tie": "level with it"}[_called(r["ratio"])],
+            "versus": PLACED[_called(r["ratio"])],
             "label": catalogue.variant(r["id"]).label,
             "bf16_c": bf16_c and {**bf16_c, "gain": _pair(bf16_c),
-                                  "versus": {"ahead": "ahead of", "behind": "behind", "tie": "level with"}[_called(bf16_c["ratio"])]}}
+                                  "versus": PLACED[_called(bf16_c["ratio"])]}}
 
 
 def _called(pair: dict) -> str:
