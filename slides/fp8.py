@@ -89,10 +89,12 @@ PLACED = {"ahead": "ahead of", "behind": "behind", "tie": "level with"}
 
 
 def _pair(r: dict) -> dict | None:
-    """A kernel's pair with the step before it, timed in turns, and its wording."""
+    """A kernel's pair with the step before it, timed in turns, and its wording: the gain and its
+    interval as percentages apart (a ratio's interval rounds to one value where it is narrow)."""
     pair = gain_in_turns(r, catalogue.before(r["id"]))
     if pair:
-        pair.update(words={"ahead": "faster", "behind": "slower", "tie": "apart: a tie"}[_called(pair)])
+        pair.update(words={"ahead": "faster", "behind": "slower", "tie": "apart: a tie"}[_called(pair)],
+                    percent_ci=sorted(abs(100 * (c - 1)) for c in pair["ci"]))
     return pair
 
 
