@@ -65,7 +65,8 @@ def context(deck) -> dict:
         cost = gain_in_turns(promoted, catalogue.HEADLINE_FP8)
         if cost:
             verdict = _called(cost)
-            cost.update(slower=verdict == "behind", faster=verdict == "ahead")
+            cost.update(slower=verdict == "behind", faster=verdict == "ahead",
+                        percent_ci=sorted(abs(100 * (c - 1)) for c in cost["ci"]))
         promotion = {"cost": cost,
                      "tile": tile, "name": promoted["name"],
                      "regs": promoted["record"]["resources"]["regs_per_thread"],

@@ -173,13 +173,14 @@ def pair_with_cublas(r: dict, by_id: dict) -> dict:
 
 
 def gain_in_turns(best: dict, before_id: str) -> dict | None:
-    """A step's best over ``before_id`` (the best of the step before), the two timed in turns;
-    None where they were not."""
+    """A step's best over ``before_id`` (the best of the step before), the two timed in turns, and
+    the two's TFLOPS in those turns (each record's own figure is from its turns with cuBLAS); None
+    where they were not."""
     pair = best["record"].get("before")
     if not pair or pair["id"] != before_id:
         return None
     g = pair["gain_by_sample"]
-    return {"gain": g["median"], "ci": g["ci"]}
+    return {"gain": g["median"], "ci": g["ci"], "tflops": pair["tflops"] * pair["gain"], "before_tflops": pair["tflops"]}
 
 
 def context(deck) -> dict:
@@ -235,7 +236,7 @@ def context(deck) -> dict:
             if paired:       # timed in turns with the step before: a change is one its interval excludes
                 best["speedup"] = paired["gain"]
                 best["change"] = {"in_turns": True, "ci": paired["ci"], "within_noise": paired["ci"][0] <= 1 <= paired["ci"][1],
-                                  "slower": paired["ci"][1] < 1}
+                                  "slower": paired["ci"][1] < 1, "tflops": paired["tflops"], "before_tflops": paired["before_tflops"]}
             else:            # records timed apart (older runs): a change within their spread is a tie
                 best["speedup"] = best["tflops"] / prev["best"]["tflops"]
                 noise = max(spread(best["time_ms"]), spread(prev["best"]["time_ms"]))
@@ -314,6 +315,8 @@ def context(deck) -> dict:
     return {"shape": shape, "reference_last": [s.title for s in catalogue.STEPS if not s.beyond][-1],
             "cublas": cublas, "cublas_rows": list(cublas.values()), "cublas_by_id": by_id, "best_tf32": best_tf32,
             "steps": steps, "headline": headline, "story": story, "waves": top_waves, "baseline_range": baseline_range,
+            # a counters column only where a kernel of the story was profiled
+            "profiled": any(s["best"].get("tensor_pct") is not None for s in story),
             "staged_epilogue": staged_epilogue}
 
 

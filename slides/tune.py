@@ -66,7 +66,7 @@ def tuner_bars(tune: dict) -> str:
                 REF if t["winner"] else (ACCENT if not t["hand_picked"] else "#059669"),
                 "winner" if t["winner"] else ("hand-picked" if t["hand_picked"] else ""))
             for t in tune["ranked"]]
-    return bar_chart(bars, "% of cuBLAS TF32, timed in turns with it", [Line("x", 100, "cuBLAS", INK)],
+    return bar_chart(bars, "% of cuBLAS TF32 in each trial, timed in turns with it", [Line("x", 100, "cuBLAS", INK)],
                      width=440, height=430)
 
 

@@ -103,7 +103,7 @@ def test_the_takeaways_carry_the_fp8_headline_beside_bf16(deck):
     b = deck["doc"]["benchmarks"]
     fp8 = b[catalogue.HEADLINE_FP8]
     closing = slides_of(deck["md"])["Takeaways"]
-    assert (f"; FP8: **{fp8['tflops']:,.1f}**, {100 * fp8['tflops'] / fp8['cublas']['tflops']:.1f}% of cuBLASLt; "
+    assert (f"; FP8: **{fp8['tflops']:,.1f} TFLOPS**, {100 * fp8['tflops'] / fp8['cublas']['tflops']:.1f}% of cuBLASLt; "
             "in turns.") in closing
 
 
