@@ -65,8 +65,7 @@ def context(deck) -> dict:
         cost = gain_in_turns(promoted, catalogue.HEADLINE_FP8)
         if cost:
             verdict = _called(cost)
-            cost.update(slower=verdict == "behind", faster=verdict == "ahead",
-                        percent_ci=sorted(abs(100 * (c - 1)) for c in cost["ci"]))
+            cost.update(slower=verdict == "behind", faster=verdict == "ahead")
         promotion = {"cost": cost,
                      "tile": tile, "name": promoted["name"],
                      "regs": promoted["record"]["resources"]["regs_per_thread"],
@@ -90,12 +89,10 @@ PLACED = {"ahead": "ahead of", "behind": "behind", "tie": "level with"}
 
 
 def _pair(r: dict) -> dict | None:
-    """A kernel's pair with the step before it, timed in turns, and its wording: the gain and its
-    interval as percentages apart (a ratio's interval rounds to one value where it is narrow)."""
+    """A kernel's pair with the step before it, timed in turns, and its wording."""
     pair = gain_in_turns(r, catalogue.before(r["id"]))
     if pair:
-        pair.update(words={"ahead": "faster", "behind": "slower", "tie": "apart: a tie"}[_called(pair)],
-                    percent_ci=sorted(abs(100 * (c - 1)) for c in pair["ci"]))
+        pair.update(words={"ahead": "faster", "behind": "slower", "tie": "apart: a tie"}[_called(pair)])
     return pair
 
 
