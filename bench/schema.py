@@ -57,6 +57,10 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         # sweep.<step>: rows[] {shape, outcome: correct | wrong | refused, tflops/time_ms by kernel and
         #     cuBLAS layout, ratio_same_layout, ratio_best_layout} (bench/sweep.py);
         # atlas.<precision>: rows[] {model, projection, shape, and a sweep row's fields} (bench/atlas.py);
+        # machinery.tma: latency[] {source, box_bytes, cycles}, depth[] {source, slots, tma, cp_async},
+        #   issuers[] {source, ctas_per_sm, slots, tma},
+        #   multicast[] {source, cluster, ctas, separate, multicast}, each stream {time_ms, tbps,
+        #   bytes_per_sm_clock} (bench/tma.py); l2.latency_map: rows[] {sm, cycles[] by line} (bench/l2_map.py);
         # machinery.wgmma: rows[] {precision, n, atom, k_tile, sass, latency_cycles, rates[] {warpgroups,
         #   time_ms, flop_per_sm_clock, tflops}} (bench/machinery.py);
         # tune.persistent: trials[] {config, outcome, ratio, ...}, winner, hand_picked, final (bench/tune.py);
@@ -139,6 +143,7 @@ NODE = {"gpu_count": int, "gpus": [{"index": int, "name": str, "pci_bus_id": str
 # keys, "?" marking one that may be absent; [spec] a list of at least one entry, each
 # following spec. The record's own fields (status, time_ms, check, ...) are checked above.
 _PEER_RUN = {"time_ms": _TIMED, "tflops": POS, "check": {"passed": bool, "rel_error": NUM}}
+_STREAM = {"time_ms": _TIMED, "tbps": POS, "bytes_per_sm_clock": POS}     # machinery.tma: a stream's rate
 _ENERGY = {"watts": POS, "time_ms": POS, "joules": POS, "tflops_per_watt": POS}
 RECORDS = {
     "checks.gpu_tests": {"tests": {"passed": int, "failed": int, "skipped": int, "failures": list}},
@@ -163,7 +168,8 @@ RECORDS = {
                          "samples": [{"ms": POS, "nvml_sm_clock_mhz": NUM, "power_w": NUM}]}]},
     "hbm.": {"params": {"buffer_bytes": int}, "memcpy": {"gbps": POS},
              "rows": [{"label": str, "blocks": POS_INT, "threads": int, "sms_used": POS_INT, "gbps": POS}]},
-    "l2.": {"params": {"read_bytes": int, "copy_bytes": int},
+    "l2.latency_map": {"params": {"lines": POS_INT, "hops": POS_INT}, "rows": [{"sm": int, "cycles": [POS]}]},
+    "l2.bandwidth_scaling": {"params": {"read_bytes": int, "copy_bytes": int},
             "rows": [{"label": str, "sms": POS_INT, "blocks": POS_INT, "read": {"gbps": NUM}, "copy": {"gbps": NUM}}]},
     "latency.instruction": {"params": {"ilps": [int], "iters": int, "ops_per_iter": int, "subpartitions": int},
                             "rows": [{"op": str, "name": str, "cycles": dict, "sass": dict, "warps_per_sm": NUM,
@@ -187,6 +193,12 @@ RECORDS = {
                                       for p in ("all_gather_gemm", "gemm_reduce_scatter")}},
     "multigpu.nccl": {"params": {"ranks": int}, "rows": [{"collective": str, "bytes": POS_INT, "time_ms": _TIMED,
                                                           "wrong": int, "algorithm?": str, "protocol?": str, **_BUSBW}]},
+    "machinery.tma": {"params": {"stream_box_bytes": POS_INT, "stream_boxes": POS_INT, "multicast_slots": POS_INT},
+                      "latency": [{"source": str, "box_bytes": POS_INT, "cycles": POS}],
+                      "depth": [{"source": str, "slots": POS_INT, "tma": _STREAM, "cp_async": _STREAM}],
+                      "issuers": [{"source": str, "ctas_per_sm": POS_INT, "slots": POS_INT, "tma": _STREAM}],
+                      "multicast": [{"source": str, "cluster": POS_INT, "ctas": POS_INT, "separate": _STREAM,
+                                     "multicast": _STREAM}]},
     "machinery.wgmma": {"params": {"ns": [POS_INT], "iters": POS_INT},
                         "rows": [{"precision": str, "n": POS_INT, "atom": [POS_INT], "k_tile": POS_INT, "latency_cycles": POS,
                                   "rates": [{"warpgroups": POS_INT, "time_ms": _TIMED, "flop_per_sm_clock": POS, "tflops": POS}]}]},
