@@ -58,7 +58,7 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         #     cuBLAS layout, ratio_same_layout, ratio_best_layout} (bench/sweep.py);
         # atlas.<precision>: rows[] {model, projection, shape, and a sweep row's fields} (bench/atlas.py);
         # machinery.tma: latency[] {source, box_bytes, cycles}, depth[] {source, slots, tma, cp_async},
-        #   issuers[] {source, ctas_per_sm, slots, tma},
+        #   sizes[] {source, box_bytes, slots, tma}, issuers[] {source, ctas_per_sm, slots, tma},
         #   multicast[] {source, cluster, ctas, separate, multicast}, each stream {time_ms, tbps,
         #   bytes_per_sm_clock} (bench/tma.py); l2.latency_map: rows[] {sm, cycles[] by line} (bench/l2_map.py);
         # machinery.wgmma: rows[] {precision, n, atom, k_tile, sass, latency_cycles, rates[] {warpgroups,
@@ -196,6 +196,7 @@ RECORDS = {
     "machinery.tma": {"params": {"stream_box_bytes": POS_INT, "stream_boxes": POS_INT, "multicast_slots": POS_INT},
                       "latency": [{"source": str, "box_bytes": POS_INT, "cycles": POS}],
                       "depth": [{"source": str, "slots": POS_INT, "tma": _STREAM, "cp_async": _STREAM}],
+                      "sizes": [{"source": str, "box_bytes": POS_INT, "slots": POS_INT, "tma": _STREAM}],
                       "issuers": [{"source": str, "ctas_per_sm": POS_INT, "slots": POS_INT, "tma": _STREAM}],
                       "multicast": [{"source": str, "cluster": POS_INT, "ctas": POS_INT, "separate": _STREAM,
                                      "multicast": _STREAM}]},

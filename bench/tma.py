@@ -28,7 +28,8 @@ STREAM_BOXES = 256 if quick() else 1024      # a CTA's boxes in a launch: a laun
 BATCH = 4                                    # a stream's launches between two events
 MULTICAST_SLOTS = 8                          # the multicast's boxes in flight
 ISSUERS = (1, 2, 4)                          # CTAs an SM, each with one thread issuing ...
-ISSUER_SLOTS = 4                             # ... this many boxes in flight
+ISSUER_SLOTS = 4                             # ... this many boxes in flight; and so for each box size:
+BOX_ROWS = (16, 32, 64, 128, 256)            # 2 KiB to TMA's largest box, 32 KiB
 REPS = 5 if quick() else 10
 WORD_STEP = 2654435761                       # odd: word i's value i * WORD_STEP mod 2^32 is distinct for every i
 SOURCES = ("l2", "hbm")
@@ -140,55 +141,74 @@ def tma(ctx) -> dict:
             f"{x['cycles']:.0f} cycles from {x['source']}" for x in latency_rows[-2:]))
         box_rows *= 2
 
-    def stream(name: str, args_of, ctas: int, cluster: int, source: str, smem_bytes: int | None = None,
+    def stream(name: str, args_of, ctas: int, cluster: int, source: str, rows: int, smem_bytes: int,
                boxes: int = STREAM_BOXES) -> dict:
-        """Time a stream's launches; check every CTA's last box of the last; its rate.
+        """Time a stream of boxes of ``rows`` rows; check every CTA's last box of the last launch; its rate.
         ``args_of(boxes, start, gap, region, out, clocks)``: the kernel's arguments."""
         f = kernel(name) if cluster == 1 else cluster_kernels[cluster](name)
         region = regions[source]
-        gap = spacing(source, ctas // cluster, boxes, box_rows_stream, region)
-        walk = _Walk(region, ctas // cluster * boxes * box_rows_stream, rotate=source == "hbm")
-        out = cupy.zeros(ctas * box_rows_stream * ROW_WORDS, dtype=cupy.uint32)
+        gap = spacing(source, ctas // cluster, boxes, rows, region)
+        walk = _Walk(region, ctas // cluster * boxes * rows, rotate=source == "hbm")
+        out = cupy.zeros(ctas * rows * ROW_WORDS, dtype=cupy.uint32)
         clocks = cupy.zeros(ctas, dtype=cupy.int64)
         last = {}
 
         def run():
             last["start"] = walk.next()
             f((ctas,), (threads,), args_of(np.int32(boxes), np.int32(last["start"]), np.int32(gap), np.int32(region), out, clocks),
-              shared_mem=smem_bytes or smem)
+              shared_mem=smem_bytes)
         t = time_gpu(run, warmup=2, reps=REPS, batch=BATCH)
-        checked(f"{name} from {source}", out,
-                stream_rows(last["start"], ctas, cluster, gap, boxes, box_rows_stream, region), box_rows_stream)
-        delivered = ctas * boxes * box_bytes
+        checked(f"{name}, boxes of {rows} rows from {source}", out,
+                stream_rows(last["start"], ctas, cluster, gap, boxes, rows, region), rows)
+        box_bytes = rows * 4 * ROW_WORDS
         per_sm = -(-ctas // sms)                    # CTAs on each busy SM: its bytes a clock are theirs together
-        return {"time_ms": t, "tbps": delivered / (t["median"] * 1e-3) / 1e12,
+        return {"time_ms": t, "tbps": ctas * boxes * box_bytes / (t["median"] * 1e-3) / 1e12,
                 "bytes_per_sm_clock": per_sm * boxes * box_bytes / float(clocks.get().max())}
+
+    def tma_args(tmap, rows: int, slots: int):
+        return lambda *where: (tmap, np.int32(rows), np.int32(slots), *where)
+
+    def ring_bytes(rows: int, slots: int) -> int:      # a CTA's dynamic shared memory for its slots
+        return slots * rows * 4 * ROW_WORDS + align_slack
 
     # boxes in flight: one CTA per SM, TMA by one thread against cp.async by all
     cluster_kernels = {}
     sms = ctx.device["sm_count"]
     ctas = resident_ctas(kernel("stream_separate"), threads, smem, 1)
-    tmap = tensor_map(matrix, box_rows_stream, ROW_WORDS, "fp32")
+    maps = {rows: tensor_map(matrix, rows, ROW_WORDS, "fp32") for rows in {*BOX_ROWS, box_rows_stream}}
     flat = matrix.reshape(-1)
     depth_rows = []
     for source in SOURCES:
         for slots in cp_async_slots:
-            tma_args = lambda *where, s=slots: (tmap, np.int32(s), *where)
-            cp_args = lambda *where: (flat, *where)
-            row = {"source": source, "slots": slots, "tma": stream("stream_separate", tma_args, ctas, 1, source),
-                   "cp_async": stream(f"cp_async_{slots}", cp_args, ctas, 1, source)}
+            row = {"source": source, "slots": slots,
+                   "tma": stream("stream_separate", tma_args(maps[box_rows_stream], box_rows_stream, slots), ctas, 1,
+                                 source, box_rows_stream, smem),
+                   "cp_async": stream(f"cp_async_{slots}", lambda *where: (flat, *where), ctas, 1, source,
+                                      box_rows_stream, smem)}
             depth_rows.append(row)
             ctx.progress(f"{slots:2d} boxes in flight from {source}: TMA {row['tma']['tbps']:.2f} TB/s, "
                          f"cp.async {row['cp_async']['tbps']:.2f} TB/s")
+
+    # the box's size: one CTA an SM, ISSUER_SLOTS boxes in flight
+    size_rows = []
+    for source in SOURCES:
+        for rows in BOX_ROWS:
+            # from memory a launch still reads less than the matrix: as many bytes a CTA as 8 KiB boxes give
+            boxes = STREAM_BOXES * box_rows_stream // rows
+            row = {"source": source, "box_bytes": rows * 4 * ROW_WORDS, "slots": ISSUER_SLOTS,
+                   "tma": stream("stream_separate", tma_args(maps[rows], rows, ISSUER_SLOTS), ctas, 1, source, rows,
+                                 ring_bytes(rows, ISSUER_SLOTS), boxes=boxes)}
+            size_rows.append(row)
+            ctx.progress(f"boxes of {row['box_bytes']:,} B, {ISSUER_SLOTS} in flight, from {source}: TMA "
+                         f"{row['tma']['tbps']:.2f} TB/s")
 
     # issuers: the same stream with 1, 2, 4 CTAs on every SM, each its own thread issuing
     issuer_rows = []
     for source in SOURCES:
         for per_sm in ISSUERS:
-            args = lambda *where: (tmap, np.int32(ISSUER_SLOTS), *where)
-            # from memory, a launch still reads less than the matrix: fewer boxes a CTA
             row = {"source": source, "ctas_per_sm": per_sm, "slots": ISSUER_SLOTS,
-                   "tma": stream("stream_separate", args, sms * per_sm, 1, source, ISSUER_SLOTS * box_bytes + align_slack,
+                   "tma": stream("stream_separate", tma_args(maps[box_rows_stream], box_rows_stream, ISSUER_SLOTS),
+                                 sms * per_sm, 1, source, box_rows_stream, ring_bytes(box_rows_stream, ISSUER_SLOTS),
                                  boxes=STREAM_BOXES // per_sm)}
             issuer_rows.append(row)
             ctx.progress(f"{per_sm} CTAs an SM, {ISSUER_SLOTS} boxes in flight each, from {source}: TMA {row['tma']['tbps']:.2f} TB/s")
@@ -196,16 +216,16 @@ def tma(ctx) -> dict:
     # multicast: a cluster's CTAs read the same boxes, each loading all of it or its slice for all
     multicast_rows = []
     for cluster in CLUSTERS:
-        cluster_module, cluster_kernels[cluster], _ = module_of(cluster)
-        [slice_rows] = exported(cluster_module, "MULTICAST_BOX_ROWS")
+        _, cluster_kernels[cluster], _ = module_of(cluster)
+        slice_rows = box_rows_stream // cluster              # the kernel's slice: box_rows / CLUSTER, the map's box
         slice_map = tensor_map(matrix, slice_rows, ROW_WORDS, "fp32")
         group = resident_ctas(cluster_kernels[cluster]("stream_multicast"), threads, smem, cluster)
         for source in SOURCES:
-            separate = lambda *where: (tmap, np.int32(MULTICAST_SLOTS), *where)
-            multicast = lambda *where: (slice_map, np.int32(MULTICAST_SLOTS), *where)
             row = {"source": source, "cluster": cluster, "ctas": group,
-                   "separate": stream("stream_separate", separate, group, cluster, source),
-                   "multicast": stream("stream_multicast", multicast, group, cluster, source)}
+                   "separate": stream("stream_separate", tma_args(maps[box_rows_stream], box_rows_stream, MULTICAST_SLOTS),
+                                      group, cluster, source, box_rows_stream, smem),
+                   "multicast": stream("stream_multicast", tma_args(slice_map, box_rows_stream, MULTICAST_SLOTS),
+                                       group, cluster, source, box_rows_stream, smem)}
             multicast_rows.append(row)
             ctx.progress(f"clusters of {cluster} from {source}: each CTA loading {row['separate']['tbps']:.2f} TB/s "
                          f"delivered, multicast {row['multicast']['tbps']:.2f}")
@@ -219,10 +239,11 @@ def tma(ctx) -> dict:
     return {"params": {"matrix_bytes": MATRIX_BYTES, "l2_region_bytes": L2_REGION_BYTES, "row_bytes": 4 * ROW_WORDS,
                        "latency_iters": LATENCY_ITERS, "latency_stride_bytes": LATENCY_STRIDE_BYTES,
                        "stream_box_bytes": box_bytes, "stream_boxes": STREAM_BOXES, "batch": BATCH, "max_slots": max_slots,
-                       "multicast_slots": MULTICAST_SLOTS, "issuers": list(ISSUERS), "issuer_slots": ISSUER_SLOTS, "clusters": list(CLUSTERS), "threads": threads, "ctas": ctas,
+                       "multicast_slots": MULTICAST_SLOTS, "issuers": list(ISSUERS), "issuer_slots": ISSUER_SLOTS,
+                       "box_rows": list(BOX_ROWS), "clusters": list(CLUSTERS), "threads": threads, "ctas": ctas,
                        "reps": REPS, "swizzle": "128B, as the GEMM's tiles"},
             "check": {"passed": not wrong, "method": "every CTA's last box, written back unswizzled, equals the source's "
                                                     "rows word for word (each word distinct); the SASS holds UTMALDG, "
                                                     "its multicast form and LDGSTS where each path claims them",
                       **({"detail": "; ".join(wrong[:5])} if wrong else {})},
-            "sass": sass, "latency": latency_rows, "depth": depth_rows, "issuers": issuer_rows, "multicast": multicast_rows}
+            "sass": sass, "latency": latency_rows, "depth": depth_rows, "sizes": size_rows, "issuers": issuer_rows, "multicast": multicast_rows}

@@ -26,14 +26,14 @@ using namespace cute;
 constexpr int ROW_BYTES = 128;              // one 128-byte swizzle row
 constexpr int ROW_WORDS = ROW_BYTES / 4;
 constexpr int THREADS = 128;
-constexpr int STREAM_ROWS = 64;             // a stream's box: 8 KiB
+constexpr int STREAM_ROWS = 64;             // a stream's box unless it says otherwise, and cp.async's: 8 KiB
 constexpr int BOX_ROWS_MAX = 256;           // TMA's largest box: 32 KiB
 constexpr int SLOTS_MAX = 16;               // boxes in flight a CTA
 constexpr int SWIZZLE_ATOM = 1024;          // 8 rows: the dynamic base aligned to it
 static_assert(STREAM_ROWS % (8 * CLUSTER) == 0, "each CTA's slice of a multicast box is whole 8-row atoms");
+static_assert(SLOTS_MAX * STREAM_ROWS >= 4 * BOX_ROWS_MAX, "four of the largest boxes in flight fit");
 static_assert(STREAM_ROWS * ROW_BYTES % (16 * THREADS) == 0, "cp.async: every thread copies whole 16-byte chunks");
 constexpr int SMEM_BYTES = SLOTS_MAX * STREAM_ROWS * ROW_BYTES + SWIZZLE_ATOM;
-static_assert(SMEM_BYTES >= BOX_ROWS_MAX * ROW_BYTES + SWIZZLE_ATOM, "the latency's largest box fits");
 constexpr auto HINT = static_cast<uint64_t>(TMA::CacheHintSm90::EVICT_NORMAL);
 
 extern __shared__ uint8_t dynamic_smem[];
@@ -78,13 +78,14 @@ __device__ inline void latency(const CUtensorMap* map, int box_rows, int iters, 
     write_back(slot, box_rows, true, out);
 }
 
-// A stream: thread 0 keeps `slots` boxes in flight, each slot refilled as soon as its box has
-// landed (MULTICAST: landed in every CTA of the cluster; each CTA loads 1/CLUSTER of the box's
-// rows into all of them, the map's box being that slice). The other threads wait, as a GEMM's consumers would read.
+// A stream: thread 0 keeps `slots` boxes of `box_rows` rows in flight, each slot refilled as soon
+// as its box has landed (MULTICAST: landed in every CTA of the cluster; each CTA loads 1/CLUSTER of
+// the box's rows into all of them, the map's box being that slice). The other threads wait, as a
+// GEMM's consumers would read.
 template <bool MULTICAST>
-__device__ inline void tma_stream(const CUtensorMap* map, int slots, int boxes, int start, int spacing, int rows,
-                                  uint32_t* out, long long* clocks) {
-    constexpr int SLICE = MULTICAST ? STREAM_ROWS / CLUSTER : STREAM_ROWS;
+__device__ inline void tma_stream(const CUtensorMap* map, int box_rows, int slots, int boxes, int start, int spacing,
+                                  int rows, uint32_t* out, long long* clocks) {
+    const int slice = MULTICAST ? box_rows / CLUSTER : box_rows;
     uint8_t* base = slots_base();
     const int rank = CLUSTER > 1 ? static_cast<int>(block_rank_in_cluster()) : 0;
     const long long first = start + static_cast<long long>(blockIdx.x / CLUSTER) * spacing;
@@ -108,20 +109,20 @@ __device__ inline void tma_stream(const CUtensorMap* map, int slots, int boxes, 
                 }
             }
             if (b >= boxes) continue;
-            set_barrier_transaction_bytes(full[s], STREAM_ROWS * ROW_BYTES);
-            uint8_t* slot = base + s * STREAM_ROWS * ROW_BYTES;
-            const int row = wrap(first + static_cast<long long>(b) * STREAM_ROWS, rows);
+            set_barrier_transaction_bytes(full[s], box_rows * ROW_BYTES);
+            uint8_t* slot = base + s * box_rows * ROW_BYTES;
+            const int row = wrap(first + static_cast<long long>(b) * box_rows, rows);
             if constexpr (MULTICAST)
                 SM90_TMA_LOAD_MULTICAST_2D::copy(map, &full[s], (1 << CLUSTER) - 1, HINT,
-                                                 slot + rank * SLICE * ROW_BYTES, 0, row + rank * SLICE);
+                                                 slot + rank * slice * ROW_BYTES, 0, row + rank * slice);
             else
                 SM90_TMA_LOAD_2D::copy(map, &full[s], HINT, slot, 0, row);
         }
         clocks[blockIdx.x] = clock64() - began;
     }
     __syncthreads();
-    write_back(base + (boxes - 1) % slots * STREAM_ROWS * ROW_BYTES, STREAM_ROWS, true,
-               out + static_cast<size_t>(blockIdx.x) * STREAM_ROWS * ROW_WORDS);
+    write_back(base + (boxes - 1) % slots * box_rows * ROW_BYTES, box_rows, true,
+               out + static_cast<size_t>(blockIdx.x) * box_rows * ROW_WORDS);
     if constexpr (MULTICAST) cluster_sync();                         // no CTA leaves while a peer may signal it
 }
 
@@ -157,11 +158,11 @@ __device__ inline void cp_async_stream(const uint4* words, int boxes, int start,
 
 #define KERNEL extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 #define MAP const __grid_constant__ CUtensorMap map
-#define STREAM_ARGS int slots, int boxes, int start, int spacing, int rows, uint32_t* out, long long* clocks
-KERNEL stream_separate(MAP, STREAM_ARGS) { tma_stream<false>(&map, slots, boxes, start, spacing, rows, out, clocks); }
+#define STREAM_ARGS int box_rows, int slots, int boxes, int start, int spacing, int rows, uint32_t* out, long long* clocks
+#define STREAM_CALL box_rows, slots, boxes, start, spacing, rows, out, clocks
+KERNEL stream_separate(MAP, STREAM_ARGS) { tma_stream<false>(&map, STREAM_CALL); }
 #if CLUSTER > 1
-KERNEL stream_multicast(MAP, STREAM_ARGS) { tma_stream<true>(&map, slots, boxes, start, spacing, rows, out, clocks); }
-extern "C" __constant__ int MULTICAST_BOX_ROWS = STREAM_ROWS / CLUSTER;   // each CTA's slice: the multicast map's box
+KERNEL stream_multicast(MAP, STREAM_ARGS) { tma_stream<true>(&map, STREAM_CALL); }
 #else
 KERNEL load_latency(MAP, int box_rows, int iters, int start, int stride, int rows, uint32_t* out, long long* clocks) {
     latency(&map, box_rows, iters, start, stride, rows, out, clocks);

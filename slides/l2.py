@@ -1,14 +1,64 @@
-"""L2 bandwidth as SMs are added (bench/l2.py), read-only and copy, beside the HBM copy."""
+"""L2 bandwidth as SMs are added (bench/l2.py), read-only and copy, beside the HBM copy; and L2's
+latency from every SM to each of a set of lines (bench/l2_map.py), split into the partition beside
+an SM and the one across the chip."""
 from __future__ import annotations
 
-from slides.kit import Chart, Line, PALETTE, REF, Series, line_chart
+import numpy as np
+
+from slides.kit import ACCENT, Chart, Line, PALETTE, REF, Series, line_chart
+
+MAP_ID = "l2.latency_map"
+MAP_SLIDE = "L2's Two Halves, Seen From Every SM"
+# Two halves are told apart where the far level lies this many of the cells' spread (the median
+# absolute deviation within a half) above the near one.
+SPLIT_MARGIN = 3.0
+
+
+def halves(cycles: np.ndarray) -> dict:
+    """Split SMs and lines by the strongest pattern in the latencies once each SM's and each line's
+    own level is taken out (the first singular vectors of the doubly centred matrix): an SM group
+    and a line group whose latency is high together. Near: each SM group's lower median over the
+    two line groups; far: its higher one. ``split``: the halves cross (each SM group is near a
+    different line group) and the far level clears the near one by SPLIT_MARGIN spreads."""
+    centred = cycles - cycles.mean(axis=1, keepdims=True) - cycles.mean(axis=0, keepdims=True) + cycles.mean()
+    u, _, vt = np.linalg.svd(centred, full_matrices=False)
+    sm_group, line_group = u[:, 0] > 0, vt[0] > 0
+    if sm_group.all() or not sm_group.any() or line_group.all() or not line_group.any():
+        return {"split": False, "sm_group": sm_group, "line_group": line_group}
+    median = {(g, l): float(np.median(cycles[sm_group == g][:, line_group == l])) for g in (True, False) for l in (True, False)}
+    near_line = {g: min((True, False), key=lambda l: median[g, l]) for g in (True, False)}
+    near = np.concatenate([cycles[sm_group == g][:, line_group == near_line[g]].ravel() for g in (True, False)])
+    far = np.concatenate([cycles[sm_group == g][:, line_group != near_line[g]].ravel() for g in (True, False)])
+    spread = float(np.median(np.abs(np.concatenate([near - np.median(near), far - np.median(far)]))))
+    return {"split": near_line[True] != near_line[False] and np.median(far) - np.median(near) > SPLIT_MARGIN * spread,
+            "sm_group": sm_group, "line_group": line_group, "near": float(np.median(near)), "far": float(np.median(far)),
+            "spread": spread, "sms": [int(sm_group.sum()), int((~sm_group).sum())],
+            "lines": [int(line_group.sum()), int((~line_group).sum())]}
+
+
+def latency_map(deck) -> dict | None:
+    (r,) = deck.need(MAP_SLIDE, MAP_ID)
+    if not r["measured"] or r["failed"] and "rows" not in r["record"]:
+        return None
+    rows = r["record"]["rows"]
+    cycles = np.array([x["cycles"] for x in rows], dtype=float)
+    h = halves(cycles)
+    out = {"sms": [x["sm"] for x in rows], "cycles": cycles.tolist(), "params": r["record"]["params"],
+           "low": float(cycles.min()), "high": float(cycles.max()), "median": float(np.median(cycles)),
+           "sm_count": len(rows), "line_count": cycles.shape[1], "split": bool(h["split"]),
+           "sm_group": h["sm_group"].tolist(), "line_group": h["line_group"].tolist()}
+    if h["split"]:
+        out.update(near=h["near"], far=h["far"], gap=h["far"] - h["near"], gap_pct=100 * (h["far"] / h["near"] - 1),
+                   group_sms=h["sms"], group_lines=h["lines"])
+    return out
 
 
 def context(deck) -> dict:
     hbm = deck["hbm"]
+    partitions = latency_map(deck)
     (r,) = deck.need("L2 Bandwidth Scaling", "l2.bandwidth_scaling")
     if "rows" not in r["record"]:
-        return {**r, "rows": None}
+        return {**r, "rows": None, "partitions": partitions}
     rec = r["record"]
     best_read = max(rec["rows"], key=lambda x: x["read"]["gbps"])
     best_copy = max(rec["rows"], key=lambda x: x["copy"]["gbps"])
@@ -17,7 +67,7 @@ def context(deck) -> dict:
             "read_vs_hbm": best_read["read"]["gbps"] / hbm["best"]["gbps"] if hbm["rows"] else None,
             # what the fastest read took: every SM or fewer, one block each or several loads' worth
             "every_sm": best_read["sms"] == sms, "sms": sms, "many_in_flight": best_read["blocks"] > best_read["sms"],
-            "hbm_every_sm": bool(hbm["rows"]) and hbm["best"]["sms_used"] == sms}
+            "hbm_every_sm": bool(hbm["rows"]) and hbm["best"]["sms_used"] == sms, "partitions": partitions}
 
 
 # --- figures --------------------------------------------------------------------------------------
@@ -33,5 +83,25 @@ def l2_scaling(l2: dict, hbm: dict) -> str:
     return line_chart(Chart("SMs (log scale)", "GB/s", series, lines, width=440, height=320, legend="below"))
 
 
+def partition_map(m: dict) -> str:
+    """Each SM's latency (by SM number) to the lines in the half of L2 beside it and to those in the
+    other half: the median over each set of lines; one line of medians where no halves were found."""
+    cycles = np.array(m["cycles"])
+    groups = np.array(m["line_group"])
+    if m["split"]:
+        near_group = [min((True, False), key=lambda g: np.median(row[groups == g])) for row in cycles]
+        near = [(sm, float(np.median(row[groups == g]))) for sm, row, g in zip(m["sms"], cycles, near_group)]
+        far = [(sm, float(np.median(row[groups != g]))) for sm, row, g in zip(m["sms"], cycles, near_group)]
+        series = [Series("lines in the SM's half of L2", near, ACCENT), Series("lines in the other half", far, REF)]
+    else:
+        series = [Series("median over the lines", [(sm, float(np.median(row))) for sm, row in zip(m["sms"], cycles)])]
+    return line_chart(Chart("SM (by number)", "cycles a load (median over the lines)", series, x_log=False,
+                            width=760, height=280, legend="below"))
+
+
 def draw(deck) -> dict[str, str]:
-    return {"l2_scaling.svg": l2_scaling(deck["l2"], deck["hbm"])} if deck["l2"]["rows"] else {}
+    l2 = deck["l2"]
+    svgs = {"l2_scaling.svg": l2_scaling(l2, deck["hbm"])} if l2["rows"] else {}
+    if l2["partitions"]:
+        svgs["l2_partitions.svg"] = partition_map(l2["partitions"])
+    return svgs

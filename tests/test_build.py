@@ -10,7 +10,7 @@ import pytest
 
 import build
 from bench import catalogue
-from slides import diagrams, gemm, kit, memory_latency, settle, sweep
+from slides import diagrams, gemm, kit, l2, memory_latency, settle, sweep
 from slides.deck import ROOT, SLIDES_DIR, BuildError, code_block, fmt_sig
 from slides.outline import SECTIONS
 from slides.device import occupancy
@@ -61,8 +61,10 @@ def fixture_outline() -> list[str]:
             titles += [f"Kernel {i}: {k} — {part}" for i, k in enumerate(KERNELS, 1) for part in ("Code", "Diagram", "Performance")]
         elif name == "kernel_pages":
             titles += written[:1] + CODE_PAGES
-        elif name in ("atlas", "machinery", "clusters") and not _fixture_measures(name):
+        elif name in ("atlas", "machinery", "clusters", "tma") and not _fixture_measures(name):
             continue                                 # not measured: one line on the backup divider
+        elif name == "l2" and l2.MAP_ID not in _fixture_results()["benchmarks"]:
+            titles += [t for t in written if t != l2.MAP_SLIDE]
         elif name not in ("multigpu", "overlap", "compare"):   # no node's or other GPU's file beside the fixture
             titles += [t.replace("[[ device.arch ]]", "Hopper") for t in written]
     assert not [t for t in titles if "[[" in t], "a title made from data that fixture_outline does not expand"

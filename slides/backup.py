@@ -1,0 +1,25 @@
+"""The backup divider: what this GPU's results leave out, in one line, and how to measure it."""
+from __future__ import annotations
+
+from slides.l2 import MAP_ID
+
+
+def context(deck) -> dict:
+    """Each section without its results: what it shows, its benchmark ids, and the family that
+    measures it (None: it comes from a node's results file, not this GPU's run)."""
+    gaps = []
+    if not deck["multigpu"]["measured"]:
+        gaps.append(("the multi-GPU sections", [*deck["multigpu"]["ids"], deck["overlap"]["id"]], None))
+    if not deck["fp8"]["measured"]:
+        gaps.append(("the FP8 track", deck["fp8"]["ids"], "gemm"))
+    for name, key, what in (("machinery", "wgmma", "wgmma alone"), ("clusters", "clusters", "clusters alone"),
+                            ("tma", "tma", "TMA alone")):
+        if not deck[name][key]:
+            gaps.append((what, [deck[name]["id"]], "machinery"))
+    if not deck["l2"]["partitions"]:
+        gaps.append(("L2's two halves", [MAP_ID], "l2"))
+    if not deck["atlas"]["measured"]:
+        gaps.append(("the shape atlas", deck["atlas"]["ids"], "atlas"))
+    families = sorted({family for _, _, family in gaps if family})
+    return {"gaps": [{"what": what, "ids": ids} for what, ids, family in gaps], "families": families,
+            "from_node": any(family is None for _, _, family in gaps)}
