@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Modules that hold benchmarks; adding a family means adding its module here.
 MODULES = ("bench.checks", "bench.gemm", "bench.hbm", "bench.latency", "bench.l2", "bench.l2_map", "bench.transpose", "bench.sweep", "bench.tune",
-           "bench.settle", "bench.multigpu", "bench.nvbandwidth", "bench.overlap", "bench.fastcu", "bench.deepgemm",
+           "bench.settle", "bench.multigpu", "bench.nvbandwidth", "bench.overlap", "bench.fastcu", "bench.deepgemm", "bench.gpu_benches",
            "bench.burst", "bench.atlas", "bench.machinery", "bench.clusters",
            "bench.tma")
 # Code every measurement passes through: a change here makes every result stale.

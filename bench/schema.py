@@ -50,6 +50,8 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         #        settle {seconds, rounds, settled, drift, first_ms, last_ms}: run until steady
         #        before timing, energy {watts, time_ms, joules, tflops_per_watt}: run alone after the
         #        turns (bench/harness.py), for the kernel and its cuBLAS;
+        # peers.gpu_benches: stream[] {block, threads, blocks_per_sm, occupancy_pct, gbps by kernel}, l2_cache[]
+        #     {block_kb, footprint_kb, spread_pct, gbps}, latency[] {clock_mhz, footprint_kb, cycles, ...} (bench/gpu_benches.py);
         # peers.fastcu: shapes[] {shape, fastcu, cublas_bf16_out, cublas, ours: {time_ms, tflops,
         #     check}}, the four timed in turns (bench/fastcu.py);
         # hbm: memcpy; latency.instruction: rows[].cycles/sass by ILP; latency.memory: levels, sweep;
@@ -147,6 +149,11 @@ _STREAM = {"time_ms": _TIMED, "tbps": POS, "bytes_per_sm_clock": POS}     # mach
 _ENERGY = {"watts": POS, "time_ms": POS, "joules": POS, "tflops_per_watt": POS}
 RECORDS = {
     "checks.gpu_tests": {"tests": {"passed": int, "failed": int, "skipped": int, "failures": list}},
+    "peers.gpu_benches": {"params": {"commit": str, "latency_s": POS},
+                          "stream": [{"block": POS_INT, "blocks_per_sm": int, "gbps": {k: NUM for k in (
+                              "init", "read", "scale", "triad", "stencil3", "stencil5")}}],
+                          "l2_cache": [{"footprint_kb": POS, "gbps": POS}],
+                          "latency": [{"footprint_kb": POS, "cycles": POS}]},
     "peers.fastcu": {"params": {"commit": str, "ours": str},
                          "shapes": [{"shape": [int], **{who: _PEER_RUN for who in ("fastcu", "cublas_bf16_out",
                                                                                     "cublas", "ours")}}]},

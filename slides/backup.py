@@ -18,6 +18,8 @@ def context(deck) -> dict:
             gaps.append((what, [deck[name]["id"]], "machinery"))
     if not deck["l2"]["partitions"]:
         gaps.append(("L2's two halves", [MAP_ID], "l2"))
+    if not deck["gpu_benches"]["peer"]:
+        gaps.append(("gpu-benches beside the memory slides", [deck["gpu_benches"]["id"]], "peers"))
     if not deck["atlas"]["measured"]:
         gaps.append(("the shape atlas", deck["atlas"]["ids"], "atlas"))
     families = sorted({family for _, _, family in gaps if family})

@@ -1,0 +1,75 @@
+"""This project's memory figures beside RRZE-HPC's gpu-benches, run on the same GPU in the same run
+(bench/gpu_benches.py): each pair, its difference, and where they differ by more than AGREE, what
+the two methods do differently (from the two programs' code, not from a measurement)."""
+from __future__ import annotations
+
+import math
+
+from slides.kit import fmt_bytes
+
+ID = "peers.gpu_benches"
+SLIDE = "Beside gpu-benches: The Same Memory, Two Methods"
+AGREE = 0.05                    # the issue's bound: within 5%, the two agree
+L2_SIZES = (1 << 20, 8 << 20)   # footprints past L1 and well inside any Hopper L2: an L2 hit either way
+L1_SIZE = 64 << 10              # ... and within L1
+
+# What each pair's two methods do differently, said where they disagree.
+METHODS = {
+    "hbm_bandwidth": "ours copies 16 bytes a thread and counts bytes read plus written; gpu-stream's scale reads and "
+                     "writes one double a thread, each array counted once",
+    "l2_bandwidth": "ours reads 16 MiB with ld.global.cg (L1 bypassed) from every SM; gpu-l2-cache rereads 512 kB a "
+                    "block through the read-only path, timed on the host (fastest of 11)",
+    "l1_latency": "ours chases 8 KiB with ld.ca, timed by clock64; gpu-latency chases generic loads, its cycles are "
+                  "CUDA-event time times NVML's clock",
+    "l2_latency": "ours chases with ld.ca, timed by clock64; gpu-latency chases generic loads over every 8-byte slot of "
+                  "each line, its cycles CUDA-event time times NVML's clock",
+}
+
+
+def _nearest(rows: list[dict], nbytes: float, key: str = "bytes") -> dict:
+    return min(rows, key=lambda r: abs(math.log(r[key] / nbytes)))
+
+
+def _pair(name: str, what: str, unit: str, ours: float | None, theirs: float | None, ours_how: str, theirs_how: str) -> dict:
+    ratio = ours / theirs if ours and theirs else None
+    agree = ratio is not None and abs(ratio - 1) <= AGREE
+    return {"name": name, "what": what, "unit": unit, "ours": ours, "theirs": theirs, "ours_how": ours_how,
+            "theirs_how": theirs_how, "ratio": ratio, "agree": agree,
+            "method": None if agree or ratio is None else METHODS[name]}
+
+
+def context(deck) -> dict:
+    (r,) = deck.need(SLIDE, ID)
+    if not r["measured"] or r["failed"] and "stream" not in r["record"]:
+        return {"id": ID, "peer": None}
+    rec = r["record"]
+    hbm, l2, mem = deck["hbm"], deck["l2"], deck["memory_latency"]
+    pairs = []
+    if rec["stream"]:
+        scale = max(rec["stream"], key=lambda x: x["gbps"]["scale"])
+        pairs.append(_pair("hbm_bandwidth", "HBM bandwidth", "GB/s", hbm["best"]["gbps"] if hbm.get("rows") else None,
+                           scale["gbps"]["scale"], "copy, every SM", f"gpu-stream scale, {scale['blocks_per_sm']} blocks of "
+                           f"{scale['block']} an SM"))
+    if rec["l2_cache"]:
+        best = max(rec["l2_cache"], key=lambda x: x["gbps"])
+        pairs.append(_pair("l2_bandwidth", "L2 bandwidth", "GB/s", l2["best_read"]["read"]["gbps"] if l2.get("rows") else None,
+                           best["gbps"], "read, L1 bypassed", f"gpu-l2-cache, {fmt_bytes(best['footprint_kb'] * 1024)} footprint"))
+    lat = rec["latency"]
+    reached = max((x["footprint_kb"] * 1024 for x in lat), default=0)
+    if lat and mem.get("levels"):
+        small = min(lat, key=lambda x: x["footprint_kb"])
+        pairs.append(_pair("l1_latency", "L1 hit latency", "cycles", mem["by"]["L1"]["cycles"], small["cycles"],
+                           "ld.ca, 8 KiB", f"{fmt_bytes(small['footprint_kb'] * 1024)} chase"))
+        in_l2 = [x for x in lat if L2_SIZES[0] <= x["footprint_kb"] * 1024 <= L2_SIZES[1]]
+        if in_l2:
+            theirs = max(in_l2, key=lambda x: x["footprint_kb"])
+            size = theirs["footprint_kb"] * 1024
+            ours = _nearest(mem["sweep"], size)
+            pairs.append(_pair("l2_latency", "L2 hit latency", "cycles", ours["cycles"], theirs["cycles"],
+                               f"ld.ca, {fmt_bytes(ours['bytes'])} chase", f"{fmt_bytes(size)} chase"))
+    compared = [p for p in pairs if p["ratio"] is not None]
+    return {"id": ID, "peer": {
+        "pairs": pairs, "agree": [p for p in compared if p["agree"]], "differ": [p for p in compared if not p["agree"]],
+        "agree_pct": 100 * AGREE, "params": rec["params"], "commit": rec["params"]["commit"][:12],
+        "latency_reached_bytes": reached, "hbm_latency_reached": reached > deck["device"]["l2_bytes"],
+        "ours_hbm_latency": mem["by"]["HBM"]["cycles"] if mem.get("levels") else None}}
