@@ -68,7 +68,7 @@ def build(checkout: Path, device: dict) -> dict[str, Path]:
         if binary.exists():
             continue
         flags = [str(out / f) if f == "no_counters.h" else f for f in extra if f != "nvml"]
-        libs = [nvml_library()] if "nvml" in extra else []
+        libs = ["-Xlinker", nvml_library()] if "nvml" in extra else []      # the driver's NVML, by its path
         cmd = [nvcc, f"-std={std}", "-O3", f"-gencode=arch=compute_{cc},code=sm_{cc}", "-Xcompiler", "-fopenmp",
                *flags, "-o", str(binary), str(checkout / folder / "main.cu"), *libs]
         proc = subprocess.run(cmd, capture_output=True, text=True)
