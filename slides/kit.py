@@ -43,7 +43,9 @@ def text(dwg, xy, s, size=13, color=INK, anchor="start", weight="normal", **kw):
 
 
 def nice_ticks(hi: float, count: int = 5) -> list[float]:
-    """Round tick values from 0 to at least ``hi``."""
+    """Round tick values from 0 to at least ``hi`` (0 and 1 where there is nothing above 0)."""
+    if hi <= 0:
+        return [0.0, 1.0]
     raw = hi / count
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
@@ -98,6 +100,7 @@ class Chart:
     width: int = 860             # the size the slide shows it at: its text sizes are what a room sees
     height: int = 400
     legend: str | None = "right"  # "right", "below" (a narrow chart) or None
+    y_from: float = 0.0           # the y axis's first tick: above 0 where a small gap between lines is the point
 
 
 def text_width(s: str, size: float) -> float:
@@ -147,8 +150,8 @@ def line_chart(c: Chart) -> str:
         y0, y1 = math.log10(yt[0]), math.log10(yt[-1])
         y_of = lambda y: h - bottom - (h - top - bottom) * (math.log10(y) - y0) / ((y1 - y0) or 1)
     else:
-        yt = nice_ticks(max(ys))
-        y_of = lambda y: h - bottom - (h - top - bottom) * y / yt[-1]
+        yt = [c.y_from + t for t in nice_ticks(max(ys) - c.y_from)]
+        y_of = lambda y: h - bottom - (h - top - bottom) * (y - yt[0]) / ((yt[-1] - yt[0]) or 1)
     for t in yt:
         dwg.add(dwg.line((left, y_of(t)), (w - right, y_of(t)), stroke=GRID))
         text(dwg, (left - 8, y_of(t) + 4), _fmt(t), size=11, color=MUTED, anchor="end")

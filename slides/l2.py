@@ -3,6 +3,8 @@ latency from every SM to each of a set of lines (bench/l2_map.py), split into th
 an SM and the one across the chip."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from slides.kit import ACCENT, Chart, Line, PALETTE, REF, Series, line_chart
@@ -95,8 +97,9 @@ def partition_map(m: dict) -> str:
         series = [Series("lines in the SM's half of L2", near, ACCENT), Series("lines in the other half", far, REF)]
     else:
         series = [Series("median over the lines", [(sm, float(np.median(row))) for sm, row in zip(m["sms"], cycles)])]
+    low = min(y for x in series for _, y in x.points)
     return line_chart(Chart("SM (by number)", "cycles a load (median over the lines)", series, x_log=False,
-                            width=760, height=280, legend="below"))
+                            width=760, height=280, legend="below", y_from=10 * math.floor(0.9 * low / 10)))
 
 
 def draw(deck) -> dict[str, str]:

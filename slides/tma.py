@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from bench import catalogue
 from bench.timing import overlap
-from slides.kit import PALETTE, REF, Chart, Line, Series, line_chart
+from slides.kit import MUTED, PALETTE, Chart, Line, Series, line_chart
 
 ID = "machinery.tma"
 SLIDE = "TMA Alone: What One Thread Can Issue"
@@ -78,7 +78,7 @@ def depth_chart(t: dict) -> str:
                    Series(f"cp.async, from {name}", [(x["slots"], x["cp_async"]["tbps"]) for x in rows], PALETTE[2 * i + 1],
                           dash="6 4")]
     m = t["most_issuers"]
-    lines = [Line("y", m["tma"]["tbps"], f"TMA from L2, {m['ctas_per_sm']} CTAs an SM", REF)]
+    lines = [Line("y", m["tma"]["tbps"], f"TMA from L2, {m['ctas_per_sm']} CTAs an SM", MUTED)]
     return line_chart(Chart("boxes in flight a CTA (8 KiB each, one CTA an SM)", "TB/s", series, lines, x_log=True,
                             width=620, height=290, legend="below"))
 

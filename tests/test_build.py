@@ -17,7 +17,6 @@ from slides.device import occupancy
 from slides.deck import figures_dir
 from tests.conftest import _fixture_results, dump_results
 
-KERNELS = [step.title for step in catalogue.STEPS]
 
 
 # A kernel too long for its code slide is shown whole on backup slides, a page at a time.
@@ -49,6 +48,18 @@ def _fixture_measures(section: str) -> bool:
     return bid in held if bid else any(b.startswith(f"{section}.") for b in held)
 
 
+def beside_steps() -> dict[str, list[str]]:
+    """The talk's slides of a mechanism measured alone, by the step each follows, where the fixture
+    holds its record: the machinery's wgmma and TMA slides, the clusters' slide."""
+    from slides import clusters, machinery, tma
+    held = _fixture_results()["benchmarks"]
+    out = {}
+    for module, beside in ((machinery, machinery._beside()), (tma, tma._beside()), (clusters, clusters._beside().key)):
+        if module.ID in held:
+            out.setdefault(beside, []).append(module.SLIDE)
+    return out
+
+
 def fixture_outline() -> list[str]:
     """The fixture deck's slides, in order, from the outline's sections and the catalogue: each
     section's titles as its template writes them, those made from data expanded as the fixture makes
@@ -58,7 +69,9 @@ def fixture_outline() -> list[str]:
     for name in SECTIONS:
         written = template_titles(name)
         if name == "gemm":
-            titles += [f"Kernel {i}: {k} — {part}" for i, k in enumerate(KERNELS, 1) for part in ("Code", "Diagram", "Performance")]
+            for i, step in enumerate(catalogue.STEPS, 1):
+                titles += [f"Kernel {i}: {step.title} — {part}" for part in ("Code", "Diagram", "Performance")]
+                titles += beside_steps().get(step.key, [])
         elif name == "kernel_pages":
             titles += written[:1] + CODE_PAGES
         elif name in ("atlas", "machinery", "clusters", "tma") and not _fixture_measures(name):

@@ -131,12 +131,14 @@ def test_the_tma_slide_words_the_other_outcomes(fixture_doc, write_results, tmp_
 
 
 def test_without_the_tma_record_the_talk_has_no_tma_slide_and_the_backup_says_so(fixture_doc, write_results, tmp_path):
+    for bid in ("machinery.tma", "l2.latency_map", "peers.gpu_benches"):
+        del fixture_doc["benchmarks"][bid]
     s, _ = built(fixture_doc, write_results, tmp_path)
     assert not any(t.startswith("TMA Alone") for t in s)
     divider = s["Backup Slides"]
     assert "TMA alone (machinery.tma)" in divider and "L2's two halves (l2.latency_map)" in divider
     assert divider.count("Not measured on this GPU") == 1, "what is missing is one line"
-    assert "--only atlas l2 machinery" in divider
+    assert "--only atlas l2 machinery peers" in divider
 
 
 def latency_map_record(doc: dict, cycles: np.ndarray) -> dict:
