@@ -14,6 +14,10 @@ READ_BYTES = 16 << 20        # the read-only working set
 COPY_BYTES = 8 << 20         # copy: source and destination, 16 MiB together
 UNROLL = 4
 SM_COUNTS = (1, 2, 4, 8, 16, 32, 64)
+PLACED = (4, 8, 16)          # SM counts read on the SMs the block scheduler picks, and on SMs spread apart
+ONE_BLOCK_AN_SM_SMEM = 120 << 10   # more than half an SM's shared memory: no SM runs two blocks
+WORKING_SETS = tuple(1 << e for e in range(20, 29))   # 1 MiB to 256 MiB: from inside L2 to well past it
+SWEEP_CONFIG = (32, 256)     # blocks an SM, threads a block: the best of the scaling's rows
 OVERSUBSCRIBED = ((2, 1024), (8, 256), (32, 256))   # (blocks per SM, threads): more warps, then queued waves
 TARGET_MS = 5.0
 REPS = 20
@@ -27,6 +31,14 @@ def configurations(device: dict) -> list[dict]:
     rows += [{"label": f"all SMs, {per} blocks/SM × {threads}", "sms": sms, "blocks": sms * per, "threads": threads}
              for per, threads in OVERSUBSCRIBED]
     return rows
+
+
+def rate(run, nbytes: int) -> dict:
+    """GB/s of ``run(passes)``, which moves ``nbytes`` a pass, with as many passes as fill TARGET_MS."""
+    probe = time_gpu(lambda: run(1), warmup=1, reps=3)
+    passes = int(max(1, min(100000, TARGET_MS / probe["median"])))
+    t = time_gpu(lambda: run(passes), warmup=2, reps=REPS)
+    return {"passes": passes, "time_ms": t, "gbps": nbytes * passes / t["median"] / 1e6}
 
 
 @register("l2.bandwidth_scaling", sources=[str(SOURCE.relative_to(KERNELS.parent)), "bench/cuda.py"],
@@ -60,11 +72,7 @@ def bandwidth_scaling(ctx) -> dict:
                     wrong.append(f"read on {cfg['label']}: sum {got} vs {expected_sum}")
             elif not bool(cupy.array_equal(cdst, csrc)):
                 wrong.append(f"copy on {cfg['label']}")
-            probe = time_gpu(lambda: run(1), warmup=1, reps=3)
-            passes = int(max(1, min(100000, TARGET_MS / probe["median"])))
-            t = time_gpu(lambda: run(passes), warmup=2, reps=REPS)
-            row[kind] = {"passes": passes, "time_ms": t,
-                         "gbps": counted * nbytes * passes / t["median"] / 1e6}
+            row[kind] = rate(run, counted * nbytes)
         rows.append(row)
         ctx.progress(f"{cfg['label']:>28s}: read {row['read']['gbps']:8.1f} GB/s, copy {row['copy']['gbps']:8.1f} GB/s")
     return {
@@ -77,3 +85,84 @@ def bandwidth_scaling(ctx) -> dict:
         "rows": rows,
         "gbps": max(r["read"]["gbps"] for r in rows),
     }
+
+
+def spread(sms: int, n: int) -> list[int]:
+    """``n`` SM numbers evenly apart over ``sms``."""
+    return sorted({i * sms // n for i in range(n)})
+
+
+def mask(chosen, sms: int) -> np.ndarray:
+    """A bit per SM, 32 to a word, set for the chosen."""
+    words = np.zeros(-(-sms // 32), dtype=np.uint32)
+    for sm in chosen:
+        words[sm // 32] |= np.uint32(1 << (sm % 32))
+    return words
+
+
+@register("l2.placement", sources=[str(SOURCE.relative_to(KERNELS.parent)), "bench/cuda.py"],
+          builds=((SOURCE, {"UNROLL": UNROLL}),), title="L2 bandwidth: where the SMs are, and the working set",
+          timeout_s=300)
+def placement(ctx) -> dict:
+    """The same L2 read on n SMs (n in PLACED) where a grid of n blocks lands, against n SMs spread
+    over the chip's SM numbers (consecutive numbers share a GPC): whether a count's rate is its SMs'
+    or their place. Then the read's rate against its working set, every SM busy, from inside L2 to
+    four times past it."""
+    import cupy
+
+    defines = {"UNROLL": UNROLL}
+    read = load_kernel(SOURCE, "l2_read", ctx.device, defines)
+    read_on = load_kernel(SOURCE, "l2_read_on", ctx.device, defines)
+    read_on.max_dynamic_shared_size_bytes = ONE_BLOCK_AN_SM_SMEM
+    where = load_kernel(SOURCE, "where_blocks_run", ctx.device, defines)
+    sms = ctx.device["sm_count"]
+    rng = cupy.random.default_rng(11)
+    src = rng.random(max(WORKING_SETS) // 4, dtype=cupy.float32)
+    ran_on = cupy.full(sms, -1, dtype=cupy.int32)
+    rows, wrong = [], []
+
+    def read_placed(chosen: list[int], label: str) -> dict:
+        words = cupy.asarray(mask(chosen, sms))
+        sums = cupy.full(len(chosen) * 1024, cupy.nan, dtype=cupy.float32)
+        n16 = READ_BYTES // 16
+        run = lambda passes: read_on((sms,), (1024,), (src, np.int64(n16), np.int32(passes), sums, words,
+                                                      np.int32(words.size), ran_on), shared_mem=ONE_BLOCK_AN_SM_SMEM)
+        run(1)
+        expected = float(src[:READ_BYTES // 4].astype(cupy.float64).sum())
+        got = float(sums.astype(cupy.float64).sum())
+        if not abs(got - expected) <= 1e-4 * expected:
+            wrong.append(f"{label}: sum {got} vs {expected}")
+        if sorted(ran_on.get().tolist()) != list(range(sms)):
+            wrong.append(f"{label}: the blocks did not run one on every SM")
+        return rate(run, READ_BYTES)
+
+    for n in PLACED:
+        scheduled = cupy.full(n, -1, dtype=cupy.int32)
+        where((n,), (1024,), (scheduled,))
+        picked = sorted(set(scheduled.get().tolist()))
+        row = {"sms": n, "scheduled_sms": picked, "spread_sms": spread(sms, n)}
+        row["scheduled"] = read_placed(picked, f"{n} SMs where the scheduler puts {n} blocks")
+        row["spread"] = read_placed(row["spread_sms"], f"{n} SMs spread apart")
+        rows.append(row)
+        ctx.progress(f"{n:3d} SMs: where {n} blocks land (SMs {picked[:4]}...) {row['scheduled']['gbps']:7.0f} GB/s, "
+                     f"spread apart {row['spread']['gbps']:7.0f} GB/s")
+
+    per_sm, threads = SWEEP_CONFIG
+    sweep = []
+    for nbytes in WORKING_SETS:
+        sums = cupy.full(sms * per_sm * threads, cupy.nan, dtype=cupy.float32)
+        run = lambda passes: read((sms * per_sm,), (threads,), (src, np.int64(nbytes // 16), np.int32(passes), sums))
+        run(1)
+        expected = float(src[:nbytes // 4].astype(cupy.float64).sum())
+        got = float(sums.astype(cupy.float64).sum())
+        if not abs(got - expected) <= 1e-4 * expected:
+            wrong.append(f"working set {nbytes}: sum {got} vs {expected}")
+        sweep.append({"bytes": nbytes, **rate(run, nbytes)})
+        ctx.progress(f"working set {nbytes >> 20:4d} MiB: {sweep[-1]['gbps']:7.0f} GB/s")
+    return {"params": {"read_bytes": READ_BYTES, "placed": list(PLACED), "threads": 1024,
+                       "smem_bytes": ONE_BLOCK_AN_SM_SMEM, "sweep_blocks_per_sm": per_sm, "sweep_threads": threads,
+                       "loads": "ld.global.cg (bypass L1)", "reps": REPS},
+            "check": {"passed": not wrong, "method": "the threads' sums add up to the float64 sum of what they read "
+                      "(relative 1e-4); the placed reads ran one block on every SM",
+                      **({"detail": "; ".join(wrong[:5])} if wrong else {})},
+            "rows": rows, "sweep": sweep}

@@ -63,6 +63,7 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         #   sizes[] {source, box_bytes, slots, tma}, issuers[] {source, ctas_per_sm, slots, tma},
         #   multicast[] {source, cluster, ctas, separate, multicast}, each stream {time_ms, tbps,
         #   bytes_per_sm_clock} (bench/tma.py); l2.latency_map: rows[] {sm, cycles[] by line} (bench/l2_map.py);
+        #   l2.placement: rows[] {sms, scheduled_sms, spread_sms, scheduled, spread}, sweep[] {bytes, gbps} (bench/l2.py);
         # machinery.wgmma: rows[] {precision, n, atom, k_tile, sass, latency_cycles, rates[] {warpgroups,
         #   time_ms, flop_per_sm_clock, tflops}} (bench/machinery.py);
         # tune.persistent: trials[] {config, outcome, ratio, ...}, winner, hand_picked, final (bench/tune.py);
@@ -175,6 +176,9 @@ RECORDS = {
                          "samples": [{"ms": POS, "nvml_sm_clock_mhz": NUM, "power_w": NUM}]}]},
     "hbm.": {"params": {"buffer_bytes": int}, "memcpy": {"gbps": POS},
              "rows": [{"label": str, "blocks": POS_INT, "threads": int, "sms_used": POS_INT, "gbps": POS}]},
+    "l2.placement": {"rows": [{"sms": POS_INT, "scheduled_sms": [int], "spread_sms": [int],
+                               "scheduled": {"gbps": POS}, "spread": {"gbps": POS}}],
+                     "sweep": [{"bytes": POS_INT, "gbps": POS}]},
     "l2.latency_map": {"params": {"lines": POS_INT, "hops": POS_INT}, "rows": [{"sm": int, "cycles": [POS]}]},
     "l2.bandwidth_scaling": {"params": {"read_bytes": int, "copy_bytes": int},
             "rows": [{"label": str, "sms": POS_INT, "blocks": POS_INT, "read": {"gbps": NUM}, "copy": {"gbps": NUM}}]},
