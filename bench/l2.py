@@ -17,7 +17,8 @@ SM_COUNTS = (1, 2, 4, 8, 16, 32, 64)
 PLACED = (4, 8, 16)          # SM counts read on the SMs the block scheduler picks, and on SMs spread apart
 ONE_BLOCK_AN_SM_SMEM = 120 << 10   # more than half an SM's shared memory: no SM runs two blocks
 WORKING_SETS = tuple(1 << e for e in range(20, 29))   # 1 MiB to 256 MiB: from inside L2 to well past it
-SWEEP_CONFIG = (32, 256)     # blocks an SM, threads a block: the best of the scaling's rows
+SWEEP_THREADS = 256          # a block's threads in the working-set sweep, whose grid is all resident at once:
+                             # blocks queued behind others would each reread their own share, a quarter of the set
 OVERSUBSCRIBED = ((2, 1024), (8, 256), (32, 256))   # (blocks per SM, threads): more warps, then queued waves
 TARGET_MS = 5.0
 REPS = 20
@@ -106,8 +107,8 @@ def mask(chosen, sms: int) -> np.ndarray:
 def placement(ctx) -> dict:
     """The same L2 read on n SMs (n in PLACED) where a grid of n blocks lands, against n SMs spread
     over the chip's SM numbers (consecutive numbers share a GPC): whether a count's rate is its SMs'
-    or their place. Then the read's rate against its working set, every SM busy, from inside L2 to
-    four times past it."""
+    or their place. Then the read's rate against its working set, as many blocks as the SMs hold at
+    once, from inside L2 to five times past it."""
     import cupy
 
     defines = {"UNROLL": UNROLL}
@@ -147,11 +148,13 @@ def placement(ctx) -> dict:
         ctx.progress(f"{n:3d} SMs: where {n} blocks land (SMs {picked[:4]}...) {row['scheduled']['gbps']:7.0f} GB/s, "
                      f"spread apart {row['spread']['gbps']:7.0f} GB/s")
 
-    per_sm, threads = SWEEP_CONFIG
+    from .launch import resident_ctas
+    threads = SWEEP_THREADS
+    blocks = resident_ctas(read, threads, 0, 1)
     sweep = []
     for nbytes in WORKING_SETS:
-        sums = cupy.full(sms * per_sm * threads, cupy.nan, dtype=cupy.float32)
-        run = lambda passes: read((sms * per_sm,), (threads,), (src, np.int64(nbytes // 16), np.int32(passes), sums))
+        sums = cupy.full(blocks * threads, cupy.nan, dtype=cupy.float32)
+        run = lambda passes: read((blocks,), (threads,), (src, np.int64(nbytes // 16), np.int32(passes), sums))
         run(1)
         expected = float(src[:nbytes // 4].astype(cupy.float64).sum())
         got = float(sums.astype(cupy.float64).sum())
@@ -160,7 +163,7 @@ def placement(ctx) -> dict:
         sweep.append({"bytes": nbytes, **rate(run, nbytes)})
         ctx.progress(f"working set {nbytes >> 20:4d} MiB: {sweep[-1]['gbps']:7.0f} GB/s")
     return {"params": {"read_bytes": READ_BYTES, "placed": list(PLACED), "threads": 1024,
-                       "smem_bytes": ONE_BLOCK_AN_SM_SMEM, "sweep_blocks_per_sm": per_sm, "sweep_threads": threads,
+                       "smem_bytes": ONE_BLOCK_AN_SM_SMEM, "sweep_blocks": blocks, "sweep_threads": threads,
                        "loads": "ld.global.cg (bypass L1)", "reps": REPS},
             "check": {"passed": not wrong, "method": "the threads' sums add up to the float64 sum of what they read "
                       "(relative 1e-4); the placed reads ran one block on every SM",
