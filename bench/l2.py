@@ -148,9 +148,12 @@ def placement(ctx) -> dict:
         ctx.progress(f"{n:3d} SMs: where {n} blocks land (SMs {picked[:4]}...) {row['scheduled']['gbps']:7.0f} GB/s, "
                      f"spread apart {row['spread']['gbps']:7.0f} GB/s")
 
-    from .launch import resident_ctas
+    from cuda.bindings import driver as cu
     threads = SWEEP_THREADS
-    blocks = resident_ctas(read, threads, 0, 1)
+    err, per_sm = cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(cu.CUfunction(read.kernel.ptr), threads, 0)
+    if err != cu.CUresult.CUDA_SUCCESS or per_sm < 1:
+        raise RuntimeError(f"cuOccupancyMaxActiveBlocksPerMultiprocessor failed ({err.name}, {per_sm} blocks)")
+    blocks = sms * per_sm
     sweep = []
     for nbytes in WORKING_SETS:
         sums = cupy.full(blocks * threads, cupy.nan, dtype=cupy.float32)
