@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from slides.kit import ACCENT, Chart, Line, PALETTE, REF, Series, line_chart
+from slides.kit import ACCENT, Chart, Line, PALETTE, REF, Series, fmt_bytes, line_chart
 
 MAP_ID = "l2.latency_map"
 MAP_SLIDE = "L2's Two Halves, Seen From Every SM"
@@ -55,12 +55,51 @@ def latency_map(deck) -> dict | None:
     return out
 
 
+PLACE_ID = "l2.placement"
+PLACE_SLIDE = "L2 Bandwidth: Where the SMs Are, and the Working Set"
+# Spread-apart SMs that read more than this over where the scheduler put the same count: the place matters.
+PLACE_MATTERS = 1.10
+# The working set's rate falls off L2 where it drops by more than this from one size to the next.
+FALLS = 0.75
+
+
+def ranges(numbers: list[int]) -> str:
+    """SM numbers as runs: 124–131; 0, 2, 4 where they step by more than one (at most six shown)."""
+    runs, start = [], numbers[0]
+    for a, b in zip(numbers, numbers[1:] + [None]):
+        if b != a + 1:
+            runs.append(f"{start}–{a}" if a > start else f"{a}")
+            start = b
+    return ", ".join(runs[:6]) + (", …" if len(runs) > 6 else "")
+
+
+def placement(deck) -> dict | None:
+    (r,) = deck.need(PLACE_SLIDE, PLACE_ID)
+    if not r["measured"] or r["failed"] and "rows" not in r["record"]:
+        return None
+    rec = r["record"]
+    rows = [{**x, "ratio": x["spread"]["gbps"] / x["scheduled"]["gbps"], "scheduled_ranges": ranges(x["scheduled_sms"])}
+            for x in rec["rows"]]
+    most = max(rows, key=lambda x: x["ratio"])
+    sweep = rec["sweep"]
+    l2_bytes = deck["device"]["l2_bytes"]
+    inside = [x for x in sweep if x["bytes"] <= l2_bytes / 2]
+    past = [x for x in sweep if x["bytes"] >= 2 * l2_bytes]
+    fall = next(((a, b) for a, b in zip(sweep, sweep[1:]) if b["gbps"] < FALLS * a["gbps"]), None)
+    return {"rows": rows, "most": most, "place_matters": most["ratio"] > PLACE_MATTERS, "sweep": sweep,
+            "in_l2": max(x["gbps"] for x in inside) if inside else None,
+            "past_l2": min(x["gbps"] for x in past) if past else None,
+            "fall": {"from": fall[0]["bytes"], "to": fall[1]["bytes"]} if fall else None,
+            "l2_bytes": l2_bytes, "params": rec["params"]}
+
+
 def context(deck) -> dict:
     hbm = deck["hbm"]
     partitions = latency_map(deck)
+    placed = placement(deck)
     (r,) = deck.need("L2 Bandwidth Scaling", "l2.bandwidth_scaling")
     if "rows" not in r["record"]:
-        return {**r, "rows": None, "partitions": partitions}
+        return {**r, "rows": None, "partitions": partitions, "placed": placed}
     rec = r["record"]
     best_read = max(rec["rows"], key=lambda x: x["read"]["gbps"])
     best_copy = max(rec["rows"], key=lambda x: x["copy"]["gbps"])
@@ -69,7 +108,7 @@ def context(deck) -> dict:
             "read_vs_hbm": best_read["read"]["gbps"] / hbm["best"]["gbps"] if hbm["rows"] else None,
             # what the fastest read took: every SM or fewer, one block each or several loads' worth
             "every_sm": best_read["sms"] == sms, "sms": sms, "many_in_flight": best_read["blocks"] > best_read["sms"],
-            "hbm_every_sm": bool(hbm["rows"]) and hbm["best"]["sms_used"] == sms, "partitions": partitions}
+            "hbm_every_sm": bool(hbm["rows"]) and hbm["best"]["sms_used"] == sms, "partitions": partitions, "placed": placed}
 
 
 # --- figures --------------------------------------------------------------------------------------
@@ -102,9 +141,19 @@ def partition_map(m: dict) -> str:
                             width=760, height=280, legend="below", y_from=10 * math.floor(0.9 * low / 10)))
 
 
+def working_set_chart(p: dict) -> str:
+    """The read's rate against its working set, every SM busy, with L2's size marked."""
+    series = [Series("read, L1 bypassed", [(x["bytes"], x["gbps"]) for x in p["sweep"]])]
+    lines = [Line("x", p["l2_bytes"], f"L2 {fmt_bytes(p['l2_bytes'])}", REF)]
+    return line_chart(Chart("working set (bytes, log scale)", "GB/s", series, lines, x_format=fmt_bytes, width=440,
+                            height=280, legend=None))
+
+
 def draw(deck) -> dict[str, str]:
     l2 = deck["l2"]
     svgs = {"l2_scaling.svg": l2_scaling(l2, deck["hbm"])} if l2["rows"] else {}
+    if l2["placed"]:
+        svgs["l2_working_set.svg"] = working_set_chart(l2["placed"])
     if l2["partitions"]:
         svgs["l2_partitions.svg"] = partition_map(l2["partitions"])
     return svgs

@@ -178,3 +178,28 @@ def test_the_l2_map_slide_says_near_and_far_or_that_there_are_no_halves(fixture_
         fixture_doc, np.random.default_rng(2).normal(280, 5, (132, 64)))
     slide = built(fixture_doc, write_results, tmp_path / "noise")[0]["L2's Two Halves, Seen From Every SM"]
     assert "No two halves: from 132 SMs to 64 lines a load takes" in slide
+
+
+# --- L2's placement and working set ----------------------------------------------------------------
+
+def test_sm_numbers_read_as_runs():
+    from slides import l2
+    assert l2.ranges([124, 125, 126, 127, 128, 129, 130, 131]) == "124–131"
+    assert l2.ranges([0, 2, 4, 6, 8, 10, 12, 14]) == "0, 2, 4, 6, 8, 10, …"
+    assert l2.ranges([3, 5, 6, 7]) == "3, 5–7"
+
+
+def test_the_placement_slide_says_whether_the_place_shapes_the_scaling(fixture_doc, write_results, tmp_path):
+    from slides import l2
+    rec = fixture_doc["benchmarks"]["l2.placement"]
+    rec["rows"] = [{"sms": n, "scheduled_sms": list(range(124, 124 + n)), "spread_sms": list(range(0, 132, 132 // n))[:n],
+                    "scheduled": {"gbps": 130.0 * n}, "spread": {"gbps": (180.0 if n == 8 else 130.0) * n}}
+                   for n in (4, 8, 16)]
+    rec["sweep"] = [{"bytes": b << 20, "gbps": 7000.0 if b <= 32 else 3000.0} for b in (1, 2, 4, 8, 16, 32, 64, 128, 256)]
+    slide = built(fixture_doc, write_results, tmp_path)[0][l2.PLACE_SLIDE]
+    assert "Spread over the chip, 8 SMs read 1.38× what they read where 8 blocks land (SMs 124–131)" in slide
+    assert "7,000 GB/s while the set fits in L2, 3,000 past it; it falls between 32 MiB and 64 MiB." in slide
+    for row in rec["rows"]:
+        row["spread"] = dict(row["scheduled"])
+    slide = built(fixture_doc, write_results, tmp_path / "same")[0][l2.PLACE_SLIDE]
+    assert "the same count reads the same (at most 1.00×): the place does not shape the scaling." in slide
