@@ -56,7 +56,7 @@ def latency_map(deck) -> dict | None:
 
 
 PLACE_ID = "l2.placement"
-PLACE_SLIDE = "L2 Bandwidth: Where the SMs Are, and the Working Set"
+PLACE_SLIDE = "L2 Bandwidth: Place and Working Set"
 # Spread-apart SMs that read more than this over where the scheduler put the same count: the place matters.
 PLACE_MATTERS = 1.10
 # The working set's rate falls off L2 where it drops by more than this from one size to the next.

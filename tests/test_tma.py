@@ -116,9 +116,10 @@ def test_the_tma_slide_follows_the_first_tma_step_and_says_what_the_record_holds
     slide = s["TMA Alone: What One Thread Can Issue"]
     assert "A box's round trip: 640 cycles from L2 up to 4 KiB, 940 at 32 KiB; from memory 1,060 to 1,360." in slide
     assert "From memory, one thread's TMA matches every thread's cp.async: 3.10 against 3.10 TB/s." in slide
-    assert "From L2, one CTA's TMA stops at 3.60 TB/s from 2 boxes in flight; 2 CTAs an SM reach 7.20, cp.async 7.70." in slide
+    assert ("One CTA's 8 KiB boxes from L2 stop at 3.60 TB/s from 2 in flight; bigger boxes raise it (2 KiB 0.90, "
+            "32 KiB 5.60), 2 CTAs an SM reach 7.20; cp.async 7.70.") in slide
     assert "Multicast into clusters of 2: 2.50 TB/s delivered against 3.60 with each CTA loading the box (31% less)." in slide
-    assert "2 CTAs an SM raise it, and bigger boxes do:" in slide
+    assert "bigger boxes raise that ceiling and more CTAs an SM do: a GEMM's producer wants big boxes." in slide
     assert "| 32 KiB | 940 | 1,360 |" in s["TMA Alone — Every Figure"]
     assert "| 4 | L2 | 120 | 3.60 | 2.50 |" in s["TMA Alone — Box Size and Multicast"]
 
