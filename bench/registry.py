@@ -1,7 +1,7 @@
 """The one registry of benchmarks.
 
 A benchmark module calls ``register`` at import time; ``discover`` imports every
-module in ``bench.MODULES``. Modules must import no GPU library at top level:
+module of bench/ that imports it (``MODULES``). Modules must import no GPU library at top level:
 build.py imports them on machines without a GPU to read ids and source hashes.
 """
 from __future__ import annotations
@@ -11,6 +11,7 @@ import hashlib
 import importlib
 import json
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,10 +20,14 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parent.parent
 
 # Modules that hold benchmarks; adding a family means adding its module here.
-MODULES = ("bench.checks", "bench.gemm", "bench.hbm", "bench.latency", "bench.l2", "bench.l2_map", "bench.transpose", "bench.sweep", "bench.tune",
-           "bench.settle", "bench.multigpu", "bench.nvbandwidth", "bench.overlap", "bench.fastcu", "bench.deepgemm", "bench.gpu_benches",
-           "bench.burst", "bench.atlas", "bench.machinery", "bench.clusters",
-           "bench.tma")
+def benchmark_modules() -> tuple[str, ...]:
+    """Every bench module that imports ``register``: a new benchmark module joins no list."""
+    here = Path(__file__).parent
+    return tuple(f"bench.{p.stem}" for p in sorted(here.glob("*.py"))
+                 if re.search(r"^from \.registry import .*\bregister\b", p.read_text(), re.M))
+
+
+MODULES = benchmark_modules()
 # Code every measurement passes through: a change here makes every result stale.
 COMMON_SOURCES = ("bench/timing.py",)
 
