@@ -266,10 +266,11 @@ KERNELS: dict[str, tuple[Step, Variant]] = {v.id: (s, v) for track in TRACKS.val
 # them (and changes no other benchmark's id or source hash) until one is moved to it here.
 HEADLINE = "gemm.lean_loop"            # the talk's headline; the settling run's kernel (bench/settle.py)
 HEADLINE_BF16 = "gemm.lean_loop_bf16"  # the BF16 track's headline: its sweep, and beside fast.cu (bench/fastcu.py)
+BF16_C = "gemm.bf16_out"               # the BF16 kernel writing C in BF16: beside fast.cu, which writes BF16 too
 HEADLINE_FP8 = "gemm.lean_loop_fp8"    # the FP8 track's headline
 BLOCK_SCALED = "gemm.fp8_blocks_bf16_out"   # FP8 with DeepSeek-V3's block scales, C in BF16: beside DeepGEMM (bench/deepgemm.py)
 TUNED = "gemm.persistent"              # the kernel the tuner searches around (bench/tune.py)
-ROLES = {"headline": HEADLINE, "headline_bf16": HEADLINE_BF16, "headline_fp8": HEADLINE_FP8,
+ROLES = {"headline": HEADLINE, "headline_bf16": HEADLINE_BF16, "bf16_c": BF16_C, "headline_fp8": HEADLINE_FP8,
          "block_scaled": BLOCK_SCALED, "tuned": TUNED}
 # across sizes: every step of the talk, the BF16 headline and the FP8 track
 SWEPT = (*STEPS, KERNELS[HEADLINE_BF16][0], *FP8_STEPS)

@@ -1,7 +1,8 @@
 """The BF16 peer: pranjalssh/fast.cu's fastest kernel (its kernel 12), the best public hand-written
 Hopper BF16 GEMM, built at run time from a checkout named by $FASTCU_DIR and measured side by side:
 in turns with cuBLAS BF16 (its output in BF16, as fast.cu's, and in FP32) and with this project's
-BF16 headline kernel, on the same operands, every output checked against the float64 product.
+BF16 headline kernel (FP32 C) and its BF16-C twin, on the same operands, every output checked against
+the float64 product.
 
 fast.cu takes A (M x K) and B (N x K), both K-major, as this project's kernels do, and writes C in
 BF16, column-major; its code stays in its checkout (bench/peers/fastcu.cu is the entry point)."""
@@ -23,7 +24,11 @@ ENTRY = ROOT / "bench" / "peers" / "fastcu.cu"
 HEADER = "examples/matmul/matmul_12.cuh"
 SHAPES = (harness.SHAPE, Shape(8192, 8192, 8192))       # the reference shape, and fast.cu's own
 STEP, OURS = catalogue.KERNELS[catalogue.HEADLINE_BF16]
+C_STEP, OURS_C = catalogue.KERNELS[catalogue.BF16_C]     # the same with C in BF16, as fast.cu writes it
 LAYOUT = "b_kmajor"
+# What each of the five writes C as
+OUTPUTS = {"fastcu": "bf16, column-major", "cublas_bf16_out": "bf16", "cublas": "fp32", "ours": "fp32",
+           "ours_bf16_out": "bf16"}
 
 
 def checkout_commit(checkout: Path) -> str:
@@ -71,28 +76,31 @@ def peer(library: Path):
     return run
 
 
-def measure(shape: Shape, theirs, ours_prepare) -> dict:
-    """The four on one shape's operands, checked, the peer settled, then timed in turns."""
+def measure(shape: Shape, theirs, ours_prepare, ours_c_prepare) -> dict:
+    """The five on one shape's operands, checked, the peer settled, then timed in turns."""
     import cupy
     ours, ours_check, ops, _ = harness.checked_launch(shape, LAYOUT, "bf16", ours_prepare)
     c_peer = ops.poisoned_c("bf16", rows=shape.n, cols=shape.m)          # column-major C: (N, M) row-major
+    c_ours = ops.poisoned_c(catalogue.output_of(OURS_C.tile))
     c_bf16 = ops.poisoned_c("bf16")
     c_fp32 = ops.poisoned_c()
     runs = {"fastcu": lambda: theirs(ops.a, ops.b, c_peer),
             "cublas_bf16_out": lambda: cublas.gemm(ops.a, ops.b, c_bf16, LAYOUT, "bf16"),
             "cublas": lambda: cublas.gemm(ops.a, ops.b, c_fp32, LAYOUT, "bf16"),
-            "ours": ours.run}
-    for name in ("fastcu", "cublas_bf16_out", "cublas"):
+            "ours": ours.run, "ours_bf16_out": ours_c_prepare(ops.a, ops.b, c_ours).run}
+    for name in ("fastcu", "cublas_bf16_out", "cublas", "ours_bf16_out"):
         runs[name]()
     cupy.cuda.get_current_stream().synchronize()
     checks = {"fastcu": ops.check(c_peer.T), "cublas_bf16_out": ops.check(c_bf16), "cublas": ops.check(c_fp32),
-              "ours": ours_check}
+              "ours": ours_check, "ours_bf16_out": ops.check(c_ours)}
     return harness.side_by_side(shape, runs, checks)[0]
 
 
-@register("peers.fastcu", sources=(str(ENTRY.relative_to(ROOT)), *gemm.kernel_sources(STEP)),
-          definition={"shapes": [s.dims for s in SHAPES], "ours": OURS.id, "tile": OURS.tile},
-          builds=gemm.builds(STEP, OURS), prebuild=lambda: build(Path(os.environ[PEER_ENV])),
+@register("peers.fastcu", sources=(str(ENTRY.relative_to(ROOT)), *dict.fromkeys((*gemm.kernel_sources(STEP),
+                                                                                   *gemm.kernel_sources(C_STEP)))),
+          definition={"shapes": [s.dims for s in SHAPES], "ours": OURS.id, "tile": OURS.tile,
+                      "ours_bf16_out": OURS_C.id, "tile_bf16_out": OURS_C.tile},
+          builds=gemm.builds(STEP, OURS) + gemm.builds(C_STEP, OURS_C), prebuild=lambda: build(Path(os.environ[PEER_ENV])),
           title="fast.cu kernel 12 (BF16), the peer", timeout_s=600,
           min_cc=catalogue.HOPPER, peer=PEER_ENV)
 def fastcu(ctx) -> dict:
@@ -101,18 +109,18 @@ def fastcu(ctx) -> dict:
     theirs = peer(build(checkout))
     harness.keep_busy()
     ours_prepare = launch.prepare(STEP, OURS, ctx.device)
+    ours_c_prepare = launch.prepare(C_STEP, OURS_C, ctx.device)
     shapes = []
     for shape in SHAPES:
-        result = measure(shape, theirs, ours_prepare)
+        result = measure(shape, theirs, ours_prepare, ours_c_prepare)
         shapes.append(result)
-        line = ", ".join(f"{name} {result[name]['tflops']:.1f}" for name in ("fastcu", "cublas_bf16_out", "cublas", "ours"))
+        line = ", ".join(f"{name} {result[name]['tflops']:.1f}" for name in OUTPUTS)
         ctx.progress(f"{shape.m}x{shape.n}x{shape.k}: {line} TFLOPS (spread {100 * spread(result['fastcu']['time_ms']):.1f}%)")
     wrong = [f"{name} at {s['shape']}: {s[name]['check'].get('detail')}" for s in shapes
-             for name in ("fastcu", "cublas_bf16_out", "cublas", "ours") if not s[name]["check"]["passed"]]
+             for name in OUTPUTS if not s[name]["check"]["passed"]]
     return {"params": {"checkout": str(checkout), "commit": checkout_commit(checkout), "kernel": "matmulKernel12",
-                       "ours": OURS.id, "layout": LAYOUT, "precision": "bf16", "reps": harness.REPS,
-                       "turn_ms": harness.TURN_MS, "round_s": harness.ROUND_S, "timing": "the four in turns",
-                       "outputs": {"fastcu": "bf16, column-major", "cublas_bf16_out": "bf16", "cublas": "fp32",
-                                   "ours": "fp32"}},
+                       "ours": OURS.id, "ours_bf16_out": OURS_C.id, "layout": LAYOUT, "precision": "bf16",
+                       "reps": harness.REPS, "turn_ms": harness.TURN_MS, "round_s": harness.ROUND_S,
+                       "timing": "the five in turns", "outputs": OUTPUTS},
             "check": {"passed": not wrong, **({"detail": "; ".join(wrong)} if wrong else {})},
             "shapes": shapes}

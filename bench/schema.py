@@ -52,8 +52,8 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         #        turns (bench/harness.py), for the kernel and its cuBLAS;
         # peers.gpu_benches: stream[] {block, threads, blocks_per_sm, occupancy_pct, gbps by kernel}, l2_cache[]
         #     {block_kb, footprint_kb, spread_pct, gbps}, latency[] {clock_mhz, footprint_kb, cycles, ...} (bench/gpu_benches.py);
-        # peers.fastcu: shapes[] {shape, fastcu, cublas_bf16_out, cublas, ours: {time_ms, tflops,
-        #     check}}, the four timed in turns (bench/fastcu.py);
+        # peers.fastcu: shapes[] {shape, fastcu, cublas_bf16_out, cublas, ours, ours_bf16_out: {time_ms,
+        #     tflops, check}}, the five timed in turns (bench/fastcu.py);
         # hbm: memcpy; latency.instruction: rows[].cycles/sass by ILP; latency.memory: levels, sweep;
         # transpose: copy (bench/hbm.py, bench/latency.py, bench/transpose.py);
         # sweep.<step>: rows[] {shape, outcome: correct | wrong | refused, tflops/time_ms by kernel and
@@ -155,9 +155,9 @@ RECORDS = {
                               "init", "read", "scale", "triad", "stencil3", "stencil5")}}],
                           "l2_cache": [{"footprint_kb": POS, "gbps": POS}],
                           "latency": [{"footprint_kb": POS, "cycles": POS}]},
-    "peers.fastcu": {"params": {"commit": str, "ours": str},
+    "peers.fastcu": {"params": {"commit": str, "ours": str, "ours_bf16_out": str},
                          "shapes": [{"shape": [int], **{who: _PEER_RUN for who in ("fastcu", "cublas_bf16_out",
-                                                                                    "cublas", "ours")}}]},
+                                                                                    "cublas", "ours", "ours_bf16_out")}}]},
     "gemm.cublas_": {"time_ms": _TIMED, "tflops": NUM, "energy?": _ENERGY},
     "gemm.": {"time_ms": _TIMED, "tflops": NUM,
               "resources?": {"threads_per_block": POS_INT, "regs_per_thread": int, "smem_static_bytes": int,
