@@ -1,12 +1,12 @@
 """The backup divider: what this GPU's results leave out, in one line, and how to measure it."""
 from __future__ import annotations
 
-from slides.l2 import MAP_ID
+from slides.l2 import MAP_ID, PLACE_ID
 
 
 def context(deck) -> dict:
-    """Each section without its results: what it shows, its benchmark ids, and the family that
-    measures it (None: it comes from a node's results file, not this GPU's run)."""
+    """Each section without its results: what it shows, its benchmark ids, and what to run for it
+    (a family or an id for --only; None: it comes from a node's results file, not this GPU's run)."""
     gaps = []
     if not deck["multigpu"]["measured"]:
         gaps.append(("the multi-GPU sections", [*deck["multigpu"]["ids"], deck["overlap"]["id"]], None))
@@ -18,10 +18,11 @@ def context(deck) -> dict:
             gaps.append((what, [deck[name]["id"]], "machinery"))
     if not deck["l2"]["partitions"]:
         gaps.append(("L2's two halves", [MAP_ID], "l2"))
+    if not deck["l2"]["placed"]:
+        gaps.append(("L2's placement and working set", [PLACE_ID], "l2"))
     if not deck["gpu_benches"]["peer"]:
-        gaps.append(("gpu-benches beside the memory slides", [deck["gpu_benches"]["id"]], "peers"))
+        gaps.append(("gpu-benches beside the memory slides", [deck["gpu_benches"]["id"]], deck["gpu_benches"]["id"]))
     if not deck["atlas"]["measured"]:
         gaps.append(("the shape atlas", deck["atlas"]["ids"], "atlas"))
-    families = sorted({family for _, _, family in gaps if family})
-    return {"gaps": [{"what": what, "ids": ids} for what, ids, family in gaps], "families": families,
-            "from_node": any(family is None for _, _, family in gaps)}
+    return {"gaps": [{"what": what, "ids": ids} for what, ids, _ in gaps],
+            "only": sorted({only for _, _, only in gaps if only}), "from_node": any(only is None for _, _, only in gaps)}

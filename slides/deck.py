@@ -169,6 +169,14 @@ def clock_during(rec: dict) -> float | None:
     return during["sm_clock_mhz"]["median"] if during else None
 
 
+def measured_pair(a: dict, b: dict) -> dict:
+    """Two runs of the same work timed in the same run (each with ``time_ms``, an interval of its
+    median): a's speed over b's, and whether their intervals tell them apart."""
+    from bench.timing import overlap
+    ratio = b["time_ms"]["median"] / a["time_ms"]["median"]
+    return {"ratio": ratio, "pct": 100 * (ratio - 1), "tie": overlap(a["time_ms"], b["time_ms"]), "faster": ratio > 1}
+
+
 def clock_measured(rec: dict) -> bool:
     return bool((rec.get("telemetry") or {}).get("sm_clock"))
 

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from slides.deck import measured_pair
 from slides.kit import ACCENT, Chart, Line, PALETTE, REF, Series, fmt_bytes, line_chart
 
 MAP_ID = "l2.latency_map"
@@ -57,8 +58,7 @@ def latency_map(deck) -> dict | None:
 
 PLACE_ID = "l2.placement"
 PLACE_SLIDE = "L2 Bandwidth: Place and Working Set"
-# Spread-apart SMs that read more than this over where the scheduler put the same count: the place matters.
-PLACE_MATTERS = 1.10
+PLACE_MATTERS = 0.10
 # The working set's rate falls off L2 where it drops by more than this from one size to the next.
 FALLS = 0.75
 
@@ -78,15 +78,23 @@ def placement(deck) -> dict | None:
     if not r["measured"] or r["failed"] and "rows" not in r["record"]:
         return None
     rec = r["record"]
-    rows = [{**x, "ratio": x["spread"]["gbps"] / x["scheduled"]["gbps"], "scheduled_ranges": ranges(x["scheduled_sms"])}
-            for x in rec["rows"]]
-    most = max(rows, key=lambda x: x["ratio"])
+    per_pass = lambda run: {"time_ms": {"median": run["time_ms"]["median"] / run["passes"],
+                                        "ci": [c / run["passes"] for c in run["time_ms"]["ci"]]}}
+    rows = []
+    for x in rec["rows"]:
+        pair = measured_pair(per_pass(x["spread"]), per_pass(x["scheduled"]))    # spread apart over where they land
+        rows.append({**x, "ratio": pair["ratio"], "tie": pair["tie"], "scheduled_ranges": ranges(x["scheduled_sms"])})
+    most = max(rows, key=lambda x: abs(math.log(x["ratio"])))
     sweep = rec["sweep"]
     l2_bytes = deck["device"]["l2_bytes"]
     inside = [x for x in sweep if x["bytes"] <= l2_bytes / 2]
     past = [x for x in sweep if x["bytes"] >= 2 * l2_bytes]
     fall = next(((a, b) for a, b in zip(sweep, sweep[1:]) if b["gbps"] < FALLS * a["gbps"]), None)
-    return {"rows": rows, "most": most, "place_matters": most["ratio"] > PLACE_MATTERS, "sweep": sweep,
+    return {"rows": rows, "most": most, "spread_faster": most["ratio"] > 1,
+            # told apart by the intervals, and by more than PLACE_MATTERS: a step in the scaling, not a ripple
+            "place_matters": not most["tie"] and abs(most["ratio"] - 1) > PLACE_MATTERS,
+            "most_pct": 100 * abs(most["ratio"] - 1),
+            "sweep": sweep,
             "in_l2": max(x["gbps"] for x in inside) if inside else None,
             "past_l2": min(x["gbps"] for x in past) if past else None,
             "fall": {"from": fall[0]["bytes"], "to": fall[1]["bytes"]} if fall else None,

@@ -5,6 +5,7 @@ beside cuBLAS's on the same operands."""
 from __future__ import annotations
 
 from bench import catalogue
+from slides.deck import measured_pair
 from slides.device import pct_of_peak
 from slides.gemm import pair_with_cublas
 from slides.kit import ACCENT, Bar, REF, bar_chart
@@ -58,18 +59,11 @@ def _peer(deck) -> dict | None:
         # ours beside fast.cu from their times in the same turns: the BF16-C kernel, which writes what
         # fast.cu writes, where the record holds it, else the headline (FP32 C)
         both_bf16 = "ours_bf16_out" in s
-        pair = _ratio(s["ours_bf16_out" if both_bf16 else "ours"], s["fastcu"])
+        pair = measured_pair(s["ours_bf16_out" if both_bf16 else "ours"], s["fastcu"])
         shapes.append({"shape": s["shape"], "rows": rows, "ours_over_peer": pair["ratio"], "tie": pair["tie"],
                        "faster": pair["ratio"] > 1, "both_bf16": both_bf16})
     params = r["record"]["params"]
     return {**r, "shapes": shapes, "commit": params["commit"], "ours_id": params["ours"]}
-
-
-def _ratio(ours: dict, theirs: dict) -> dict:
-    """Ours over theirs from the two's times in the same turns, and whether their intervals of the
-    median tell them apart."""
-    from bench.timing import overlap
-    return {"ratio": theirs["time_ms"]["median"] / ours["time_ms"]["median"], "tie": overlap(ours["time_ms"], theirs["time_ms"])}
 
 
 # --- figures --------------------------------------------------------------------------------------

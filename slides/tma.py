@@ -6,8 +6,8 @@ section's own slides are the backup tables."""
 from __future__ import annotations
 
 from bench import catalogue
-from bench.timing import overlap
-from slides.kit import MUTED, PALETTE, Chart, Line, Series, line_chart
+from slides.deck import measured_pair
+from slides.kit import MUTED, PALETTE, Chart, Line, Series, fmt_bytes, line_chart
 
 ID = "machinery.tma"
 SLIDE = "TMA Alone: What One Thread Can Issue"
@@ -28,13 +28,6 @@ def _flat_from(points: list[tuple[int, float]]) -> dict:
     return {"count": count, "tbps": value, "best": best}
 
 
-def _versus(a: dict, b: dict) -> dict:
-    """Stream a against stream b (the same bytes): a's rate over b's, and whether their intervals
-    of the median time tell them apart."""
-    return {"ratio": a["tbps"] / b["tbps"], "pct": 100 * (a["tbps"] / b["tbps"] - 1), "tie": overlap(a["time_ms"], b["time_ms"]),
-            "faster": a["tbps"] > b["tbps"]}
-
-
 def context(deck) -> dict:
     (r,) = deck.need(SLIDE, ID)
     if not r["measured"] or r["failed"] and "latency" not in r["record"]:
@@ -43,8 +36,10 @@ def context(deck) -> dict:
     by = lambda rows, source: [x for x in rows if x["source"] == source]
     latency = {s: {x["box_bytes"]: x["cycles"] for x in by(rec["latency"], s)} for s in SOURCES}
     smallest, largest = min(latency["l2"]), max(latency["l2"])
-    # the box sizes whose round trip from L2 costs what the smallest box's does (within a tenth)
-    flat_latency = max(b for b, c in latency["l2"].items() if c <= 1.1 * latency["l2"][smallest])
+    # the boxes, from the smallest up, whose round trip from L2 costs what the smallest box's does (within a tenth)
+    sizes_up = sorted(latency["l2"])
+    flat_latency = next((b for b, nxt in zip(sizes_up, sizes_up[1:]) if latency["l2"][nxt] > 1.1 * latency["l2"][smallest]),
+                        largest)
     depth = {s: by(rec["depth"], s) for s in SOURCES}
     tma_flat = {s: _flat_from([(x["slots"], x["tma"]["tbps"]) for x in depth[s]]) for s in SOURCES}
     cp_flat = {s: _flat_from([(x["slots"], x["cp_async"]["tbps"]) for x in depth[s]]) for s in SOURCES}
@@ -53,19 +48,21 @@ def context(deck) -> dict:
     issuers = {s: by(rec["issuers"], s) for s in SOURCES}
     one, most = (min(issuers["l2"], key=lambda x: x["ctas_per_sm"]), max(issuers["l2"], key=lambda x: x["tma"]["tbps"]))
     sizes = by(rec["sizes"], "l2")
-    multicast = [{**x, "vs": _versus(x["multicast"], x["separate"])} for x in rec["multicast"] if x["source"] == "l2"]
-    hbm = deck["hbm"]
+    stream_box = next(x for x in sizes if x["box_bytes"] == rec["params"]["stream_box_bytes"])
+    bigger = measured_pair(sizes[-1]["tma"], stream_box["tma"])     # the largest box against the stream's
+    more = measured_pair(most["tma"], one["tma"])
+    multicast = [{**x, "vs": measured_pair(x["multicast"], x["separate"])} for x in rec["multicast"] if x["source"] == "l2"]
     return {"id": ID, "tma": {
         "beside": _beside(), "params": rec["params"], "latency": latency, "smallest": smallest, "largest": largest, "flat_latency": flat_latency,
         "depth": depth, "tma_flat": tma_flat, "cp_flat": cp_flat,
         # one thread's TMA against every thread's cp.async, each at its best depth
-        "best": best, "memory_vs": _versus(best["hbm"]["tma"], best["hbm"]["cp_async"]),
-        "issuers": issuers, "one_issuer": one, "most_issuers": most,
-        "issuers_raise": most["tma"]["tbps"] > (1 + FLAT_WITHIN) * one["tma"]["tbps"],
+        "best": best, "memory_vs": measured_pair(best["hbm"]["tma"], best["hbm"]["cp_async"]),
+        "issuers": issuers, "most_issuers": most,
+        # more CTAs an SM, and the largest box against the stream's own: above it and told apart
+        "issuers_raise": more["faster"] and not more["tie"],
         "sizes": sizes, "small_box": sizes[0], "big_box": sizes[-1],
-        "sizes_raise": sizes[-1]["tma"]["tbps"] > (1 + FLAT_WITHIN) * sizes[0]["tma"]["tbps"],
-        "multicast": multicast, "all_rows": rec["multicast"],
-        "hbm_copy_tbps": hbm["best"]["gbps"] / 1e3 if hbm.get("rows") else None}}
+        "sizes_raise": bigger["faster"] and not bigger["tie"],
+        "multicast": multicast, "all_rows": rec["multicast"]}}
 
 
 def depth_chart(t: dict) -> str:
@@ -79,7 +76,8 @@ def depth_chart(t: dict) -> str:
                           dash="6 4")]
     m = t["most_issuers"]
     lines = [Line("y", m["tma"]["tbps"], f"TMA from L2, {m['ctas_per_sm']} CTAs an SM", MUTED)]
-    return line_chart(Chart("boxes in flight a CTA (8 KiB each, one CTA an SM)", "TB/s", series, lines, x_log=True,
+    return line_chart(Chart(f"boxes in flight a CTA ({fmt_bytes(t['params']['stream_box_bytes'])} each, one CTA an SM)",
+                            "TB/s", series, lines, x_log=True,
                             width=620, height=290, legend="below"))
 
 
