@@ -55,7 +55,7 @@ def context(deck) -> dict:
     if lat and mem.get("levels"):
         small = min(lat, key=lambda x: x["footprint_kb"])
         pairs.append(_pair("l1_latency", "L1 hit latency", "cycles", mem["by"]["L1"]["cycles"], small["cycles"],
-                           "ld.ca, 8 KiB", f"{fmt_bytes(small['footprint_kb'] * 1024)}"))
+                           f"ld.ca, {fmt_bytes(mem['by']['L1']['bytes'])}", f"{fmt_bytes(small['footprint_kb'] * 1024)}"))
         # L2's plateau: from where our sweep reaches our L2 level, to a quarter of L2
         plateau = next((s["bytes"] for s in mem["sweep"] if s["cycles"] >= L2_REACHED * mem["by"]["L2"]["cycles"]), None)
         in_l2 = [x for x in lat if plateau and plateau <= x["footprint_kb"] * 1024 <= deck["device"]["l2_bytes"] / 4]
