@@ -23,8 +23,9 @@ METHODS = {
 }
 
 
-def _nearest(rows: list[dict], nbytes: float, key: str = "bytes") -> dict:
-    return min(rows, key=lambda r: abs(math.log(r[key] / nbytes)))
+def _nearest(rows: list[dict], nbytes: float) -> dict:
+    """The row whose size is nearest ``nbytes`` on a log scale."""
+    return min(rows, key=lambda r: abs(math.log(r["bytes"] / nbytes)))
 
 
 def _pair(name: str, what: str, unit: str, ours: float | None, theirs: float | None, ours_how: str, theirs_how: str) -> dict:

@@ -34,7 +34,8 @@ def halves(cycles: np.ndarray) -> dict:
     far = np.concatenate([cycles[sm_group == g][:, line_group != near_line[g]].ravel() for g in (True, False)])
     spread = float(np.median(np.abs(np.concatenate([near - np.median(near), far - np.median(far)]))))
     return {"split": near_line[True] != near_line[False] and np.median(far) - np.median(near) > SPLIT_MARGIN * spread,
-            "sm_group": sm_group, "line_group": line_group, "near": float(np.median(near)), "far": float(np.median(far)),
+            "sm_group": sm_group, "line_group": line_group, "near_line": near_line,
+            "near": float(np.median(near)), "far": float(np.median(far)),
             "spread": spread, "sms": [int(sm_group.sum()), int((~sm_group).sum())],
             "lines": [int(line_group.sum()), int((~line_group).sum())]}
 
@@ -47,12 +48,13 @@ def latency_map(deck) -> dict | None:
     cycles = np.array([x["cycles"] for x in rows], dtype=float)
     h = halves(cycles)
     out = {"sms": [x["sm"] for x in rows], "cycles": cycles.tolist(), "params": r["record"]["params"],
-           "low": float(cycles.min()), "high": float(cycles.max()), "median": float(np.median(cycles)),
+           "low": float(cycles.min()), "high": float(cycles.max()),
            "sm_count": len(rows), "line_count": cycles.shape[1], "split": bool(h["split"]),
-           "sm_group": h["sm_group"].tolist(), "line_group": h["line_group"].tolist()}
+           "line_group": h["line_group"].tolist()}
     if h["split"]:
         out.update(near=h["near"], far=h["far"], gap=h["far"] - h["near"], gap_pct=100 * (h["far"] / h["near"] - 1),
-                   group_sms=h["sms"], group_lines=h["lines"])
+                   group_sms=h["sms"], group_lines=h["lines"],
+                   near_line_of_sm=[h["near_line"][g] for g in h["sm_group"]])   # each SM's near line group, its group's
     return out
 
 
@@ -134,13 +136,13 @@ def l2_scaling(l2: dict, hbm: dict) -> str:
 
 def partition_map(m: dict) -> str:
     """Each SM's latency (by SM number) to the lines in the half of L2 beside it and to those in the
-    other half: the median over each set of lines; one line of medians where no halves were found."""
+    other half, as halves() grouped them: the median over each set of lines; one line of medians
+    where no halves were found."""
     cycles = np.array(m["cycles"])
     groups = np.array(m["line_group"])
     if m["split"]:
-        near_group = [min((True, False), key=lambda g: np.median(row[groups == g])) for row in cycles]
-        near = [(sm, float(np.median(row[groups == g]))) for sm, row, g in zip(m["sms"], cycles, near_group)]
-        far = [(sm, float(np.median(row[groups != g]))) for sm, row, g in zip(m["sms"], cycles, near_group)]
+        near = [(sm, float(np.median(row[groups == g]))) for sm, row, g in zip(m["sms"], cycles, m["near_line_of_sm"])]
+        far = [(sm, float(np.median(row[groups != g]))) for sm, row, g in zip(m["sms"], cycles, m["near_line_of_sm"])]
         series = [Series("lines in the SM's half of L2", near, ACCENT), Series("lines in the other half", far, REF)]
     else:
         series = [Series("median over the lines", [(sm, float(np.median(row))) for sm, row in zip(m["sms"], cycles)])]

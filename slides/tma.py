@@ -25,7 +25,7 @@ def _flat_from(points: list[tuple[int, float]]) -> dict:
     """Where a rate against some count stops growing: the smallest count within FLAT_WITHIN of the best."""
     best = max(v for _, v in points)
     count, value = next((c, v) for c, v in sorted(points) if v >= (1 - FLAT_WITHIN) * best)
-    return {"count": count, "tbps": value, "best": best}
+    return {"count": count, "tbps": value}
 
 
 def context(deck) -> dict:
@@ -41,8 +41,7 @@ def context(deck) -> dict:
     flat_latency = next((b for b, nxt in zip(sizes_up, sizes_up[1:]) if latency["l2"][nxt] > 1.1 * latency["l2"][smallest]),
                         largest)
     depth = {s: by(rec["depth"], s) for s in SOURCES}
-    tma_flat = {s: _flat_from([(x["slots"], x["tma"]["tbps"]) for x in depth[s]]) for s in SOURCES}
-    cp_flat = {s: _flat_from([(x["slots"], x["cp_async"]["tbps"]) for x in depth[s]]) for s in SOURCES}
+    tma_flat = _flat_from([(x["slots"], x["tma"]["tbps"]) for x in depth["l2"]])     # one CTA's ceiling from L2
     best = {s: {engine: max((x[engine] for x in depth[s]), key=lambda v: v["tbps"]) for engine in ("tma", "cp_async")}
             for s in SOURCES}
     issuers = {s: by(rec["issuers"], s) for s in SOURCES}
@@ -54,7 +53,7 @@ def context(deck) -> dict:
     multicast = [{**x, "vs": measured_pair(x["multicast"], x["separate"])} for x in rec["multicast"] if x["source"] == "l2"]
     return {"id": ID, "tma": {
         "beside": _beside(), "params": rec["params"], "latency": latency, "smallest": smallest, "largest": largest, "flat_latency": flat_latency,
-        "depth": depth, "tma_flat": tma_flat, "cp_flat": cp_flat,
+        "depth": depth, "tma_flat": tma_flat,
         # one thread's TMA against every thread's cp.async, each at its best depth
         "best": best, "memory_vs": measured_pair(best["hbm"]["tma"], best["hbm"]["cp_async"]),
         "issuers": issuers, "most_issuers": most,
