@@ -3,19 +3,27 @@ the wgmma's): for clusters of 2, 4 and 8 CTAs (one CTA per SM), a load's latency
 shared memory and from the next CTA's (a chase through a random ring, one thread), the bytes per SM
 per clock each path streams (every thread of every SM reading), and the cycles of a barrier: the
 CTA's, the cluster's with its memory ordered, the cluster's relaxed, and an mbarrier signal to a
-peer and back. Checked before it is timed: each chase ends where the host's does, and each
-thread's sum of what it read is the host's."""
+peer and back. Then setmaxnreg, as the warp-specialized steps use it (kernels/register_trade.cu):
+the producer's registers handed to the consumers once, and given and taken back in a row. Checked
+before it is timed: each chase ends where the host's does, each thread's sum of what it read is the
+host's, and the register trade's SASS holds both setmaxnreg forms at the count it starts from."""
 from __future__ import annotations
 
 import numpy as np
 
+from . import catalogue
 from .catalogue import HOPPER
 from .cuda import KERNELS, load_module
 from .launch import exported
 from .registry import register
+from .sass import disassemble
 from .timing import quick, time_gpu
 
 SOURCE = KERNELS / "cluster_rate.cu"
+TRADE_SOURCE = KERNELS / "register_trade.cu"
+TRADE_TILE = catalogue.KERNELS[catalogue.HEADLINE][1].tile     # the warpgroups and registers of the headline
+TRADES = 256 if quick() else 4096      # setmaxnreg round trips in a row
+SETMAXNREG_SASS = ("USETMAXREG.DEALLOC", "USETMAXREG.TRY_ALLOC")   # setmaxnreg.dec and .inc (a retried allocation)
 CLUSTERS = (2, 4, 8)
 HOPS = 2048 if quick() else 16384      # the chase's dependent loads
 PASSES = 64 if quick() else 1024       # reads of the whole buffer by every thread of a CTA
@@ -47,8 +55,41 @@ def stream_sums(words: np.ndarray, threads: int, passes: int) -> np.ndarray:
     return ((per_thread * passes) % 2**32).astype(np.uint32)
 
 
-@register("machinery.cluster", sources=(str(SOURCE.relative_to(KERNELS.parent)), "bench/cuda.py", "bench/launch.py"),
-          builds=tuple((SOURCE, {"CLUSTER": c}) for c in CLUSTERS),
+def register_trade(ctx, wrong: list) -> dict:
+    """setmaxnreg on every SM, one CTA each, with the headline step's warpgroups: the hand-over's
+    cycles per warpgroup (the consumers wait for the producer's release) and a round trip's."""
+    import cupy
+    module, cubin = load_module(TRADE_SOURCE, ctx.device, TRADE_TILE)
+    [warpgroups] = exported(module, "CTA_WARPGROUPS")
+    entry, producer, consumer = exported(module, "REGS", 3)
+    sms = ctx.device["sm_count"]
+    found = {name: sorted({i.opcode for i in instructions if i.mnemonic == "USETMAXREG"})
+             for name, instructions in disassemble(cubin).items()}
+    cycles = {}
+    for name, args in (("hand_over", ()), ("round_trip", (np.int32(TRADES),))):
+        f = module.get_function(name)
+        if f.num_regs != entry:
+            wrong.append(f"{name}: launched with {f.num_regs} registers a thread, not the {entry} its setmaxnreg assumes")
+        if not all(any(op.startswith(form) for op in found.get(name, [])) for form in SETMAXNREG_SASS):
+            wrong.append(f"{name}: SASS holds {found.get(name) or 'no USETMAXREG'}, not both setmaxnreg forms")
+        clocks = cupy.zeros(sms * warpgroups, dtype=cupy.int64)
+        for _ in range(2):                                          # the first launch loads the module
+            f((sms,), (128 * warpgroups,), (*args, clocks))
+        per_wg = clocks.get().reshape(sms, warpgroups).astype(float)
+        if not (per_wg > 0).all():
+            wrong.append(f"{name}: {int((per_wg <= 0).sum())} warpgroups recorded no cycles")
+        cycles[name] = per_wg / (TRADES if args else 1)
+    hand = cycles["hand_over"]
+    return {"regs": {"entry": entry, "producer": producer, "consumer": consumer}, "warpgroups": warpgroups,
+            "sass": found, "round_trips": TRADES,
+            "hand_over_cycles": {"producer": float(np.median(hand[:, 0])), "consumers": float(np.median(hand[:, 1:])),
+                                 "consumers_slowest": float(hand[:, 1:].max())},
+            "round_trip_cycles": float(np.median(cycles["round_trip"]))}
+
+
+@register("machinery.cluster", sources=(str(SOURCE.relative_to(KERNELS.parent)), str(TRADE_SOURCE.relative_to(KERNELS.parent)),
+                                        "kernels/gemm_sm90_tiles.cuh", "bench/cuda.py", "bench/launch.py", "bench/sass.py"),
+          builds=tuple((SOURCE, {"CLUSTER": c}) for c in CLUSTERS) + ((TRADE_SOURCE, TRADE_TILE),),
           title="clusters alone: a peer's shared memory and the cluster's barriers", timeout_s=300, min_cc=HOPPER)
 def cluster(ctx) -> dict:
     import cupy
@@ -124,9 +165,14 @@ def cluster(ctx) -> dict:
                      f"{stream['own']['bytes_per_sm_clock']:.0f} and {stream['peer']['bytes_per_sm_clock']:.0f} B/SM/clock; "
                      f"barrier {meet['cta']:.0f} (CTA), {meet['cluster']:.0f} (cluster), {meet['cluster_relaxed']:.0f} "
                      f"(relaxed) cycles; signal round trip {round_trip:.0f}")
+    trade = register_trade(ctx, wrong)
+    ctx.progress(f"setmaxnreg: the consumers take {trade['regs']['consumer']} registers in "
+                 f"{trade['hand_over_cycles']['consumers']:.0f} cycles; a give-and-take {trade['round_trip_cycles']:.0f}")
     return {"params": {"clusters": list(CLUSTERS), "hops": HOPS, "passes": PASSES, "meetings": MEETINGS, "reps": REPS,
                        "buffer_bytes": 4 * words_n, "threads": threads, "ring_seed": RING_SEED},
             "check": {"passed": not wrong, "method": "each chase ends on the ring's index the host computes; each "
-                                                    "thread's sum of what it read equals the host's (modulo 2^32)",
+                                                    "thread's sum of what it read equals the host's (modulo 2^32); the "
+                                                    "register trade launched with the registers its setmaxnreg assume, "
+                                                    "whose SASS holds USETMAXREG's release and allocation",
                       **({"detail": "; ".join(wrong[:5])} if wrong else {})},
-            "rows": rows}
+            "rows": rows, "setmaxnreg": trade}

@@ -57,21 +57,26 @@ def build(checkout: Path, device: dict) -> dict[str, Path]:
     if nvcc is None:
         raise RuntimeError("nvcc not found: gpu-benches is built with the CUDA toolkit's nvcc")
     cc = device["compute_capability"].replace(".", "") + ("a" if device["compute_capability"] == "9.0" else "")
-    key = hashlib.sha256(f"{checkout.resolve()}|{checkout_commit(checkout)}|{nvcc}|{cc}".encode()).hexdigest()[:12]
+
+    def command(name: str, out: Path) -> list[str]:
+        folder, std, extra = PROGRAMS[name]
+        flags = [str(out / f) if f == "no_counters.h" else f for f in extra if f != "nvml"]
+        libs = ["-Xlinker", nvml_library()] if "nvml" in extra else []      # the driver's NVML, by its path
+        return [nvcc, f"-std={std}", "-O3", f"-gencode=arch=compute_{cc},code=sm_{cc}", "-Xcompiler", "-fopenmp",
+                *flags, "-o", str(out / name), str(checkout / folder / "main.cu"), *libs]
+    # the binaries are kept while the checkout's commit and every command that builds them stay the same
+    commands = "|".join(" ".join(command(name, Path("OUT"))) for name in PROGRAMS)
+    key = hashlib.sha256(f"{checkout_commit(checkout)}|{commands}".encode()).hexdigest()[:12]
     out = ROOT / ".cache" / "peers" / f"gpu-benches-{key}"
     out.mkdir(parents=True, exist_ok=True)
     (out / "no_counters.h").write_text("static inline void initMeasureMetric() {}   // CUPTI counters: unused\n")
     built = {}
-    for name, (folder, std, extra) in PROGRAMS.items():
+    for name, (folder, _, _) in PROGRAMS.items():
         binary = out / name
         built[name] = binary
         if binary.exists():
             continue
-        flags = [str(out / f) if f == "no_counters.h" else f for f in extra if f != "nvml"]
-        libs = ["-Xlinker", nvml_library()] if "nvml" in extra else []      # the driver's NVML, by its path
-        cmd = [nvcc, f"-std={std}", "-O3", f"-gencode=arch=compute_{cc},code=sm_{cc}", "-Xcompiler", "-fopenmp",
-               *flags, "-o", str(binary), str(checkout / folder / "main.cu"), *libs]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(command(name, out), capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"building gpu-benches' {folder} failed: {proc.stderr.strip()[-1500:]}")
     return built

@@ -116,6 +116,7 @@ def placement(ctx) -> dict:
     read_on = load_kernel(SOURCE, "l2_read_on", ctx.device, defines)
     read_on.max_dynamic_shared_size_bytes = ONE_BLOCK_AN_SM_SMEM
     where = load_kernel(SOURCE, "where_blocks_run", ctx.device, defines)
+    where.max_dynamic_shared_size_bytes = ONE_BLOCK_AN_SM_SMEM
     sms = ctx.device["sm_count"]
     rng = cupy.random.default_rng(11)
     src = rng.random(max(WORKING_SETS) // 4, dtype=cupy.float32)
@@ -139,8 +140,10 @@ def placement(ctx) -> dict:
 
     for n in PLACED:
         scheduled = cupy.full(n, -1, dtype=cupy.int32)
-        where((n,), (1024,), (scheduled,))
+        where((n,), (1024,), (scheduled,), shared_mem=ONE_BLOCK_AN_SM_SMEM)    # as the read's blocks: one an SM
         picked = sorted(set(scheduled.get().tolist()))
+        if len(picked) != n or not all(0 <= sm < sms for sm in picked):
+            wrong.append(f"{n} blocks landed on SMs {picked}, not {n} distinct SMs of 0..{sms - 1}")
         row = {"sms": n, "scheduled_sms": picked, "spread_sms": spread(sms, n)}
         row["scheduled"] = read_placed(picked, f"{n} SMs where the scheduler puts {n} blocks")
         row["spread"] = read_placed(row["spread_sms"], f"{n} SMs spread apart")
@@ -169,6 +172,7 @@ def placement(ctx) -> dict:
                        "smem_bytes": ONE_BLOCK_AN_SM_SMEM, "sweep_blocks": blocks, "sweep_threads": threads,
                        "loads": "ld.global.cg (bypass L1)", "reps": REPS},
             "check": {"passed": not wrong, "method": "the threads' sums add up to the float64 sum of what they read "
-                      "(relative 1e-4); the placed reads ran one block on every SM",
+                      "(relative 1e-4); the placed reads ran one block on every SM, "
+                      "and a grid of n blocks landed on n distinct SMs",
                       **({"detail": "; ".join(wrong[:5])} if wrong else {})},
             "rows": rows, "sweep": sweep}

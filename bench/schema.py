@@ -64,6 +64,8 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         #   multicast[] {source, cluster, ctas, separate, multicast}, each stream {time_ms, tbps,
         #   bytes_per_sm_clock} (bench/tma.py); l2.latency_map: rows[] {sm, cycles[] by line} (bench/l2_map.py);
         #   l2.placement: rows[] {sms, scheduled_sms, spread_sms, scheduled, spread}, sweep[] {bytes, gbps} (bench/l2.py);
+        # machinery.cluster: rows[] {cluster, ctas, chase_cycles, stream, barrier_cycles, signal_round_trip_cycles},
+        #   setmaxnreg {regs, warpgroups, hand_over_cycles, round_trip_cycles} (bench/clusters.py);
         # machinery.wgmma: rows[] {precision, n, atom, k_tile, sass, latency_cycles, rates[] {warpgroups,
         #   time_ms, flop_per_sm_clock, tflops}} (bench/machinery.py);
         # tune.persistent: trials[] {config, outcome, ratio, ...}, winner, hand_picked, final (bench/tune.py);
@@ -211,6 +213,15 @@ RECORDS = {
                       "issuers": [{"source": str, "ctas_per_sm": POS_INT, "slots": POS_INT, "tma": _STREAM}],
                       "multicast": [{"source": str, "cluster": POS_INT, "ctas": POS_INT, "separate": _STREAM,
                                      "multicast": _STREAM}]},
+    "machinery.cluster": {"params": {"clusters": [POS_INT], "hops": POS_INT, "buffer_bytes": POS_INT},
+                          "rows": [{"cluster": POS_INT, "ctas": POS_INT, "chase_cycles": {"own": POS, "peer": POS},
+                                    "stream": {w: _STREAM for w in ("own", "peer")},
+                                    "barrier_cycles": {"cta": POS, "cluster": POS, "cluster_relaxed": POS},
+                                    "signal_round_trip_cycles": POS}],
+                          # setmaxnreg: records from the register trade on
+                          "setmaxnreg?": {"regs": {"entry": POS_INT, "producer": POS_INT, "consumer": POS_INT},
+                                          "warpgroups": POS_INT, "round_trip_cycles": POS,
+                                          "hand_over_cycles": {"producer": POS, "consumers": POS, "consumers_slowest": POS}}},
     "machinery.wgmma": {"params": {"ns": [POS_INT], "iters": POS_INT},
                         "rows": [{"precision": str, "n": POS_INT, "atom": [POS_INT], "k_tile": POS_INT, "latency_cycles": POS,
                                   "rates": [{"warpgroups": POS_INT, "time_ms": _TIMED, "flop_per_sm_clock": POS, "tflops": POS}]}]},

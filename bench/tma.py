@@ -15,11 +15,10 @@ from .cuda import KERNELS, load_module
 from .launch import exported, resident_ctas, tensor_map
 from .registry import register
 from .sass import disassemble
-from .timing import quick, time_gpu
+from .timing import quick, time_gpu_alternating
 
 SOURCE = KERNELS / "tma_rate.cu"
 CLUSTERS = (2, 4)
-ROW_WORDS = 32                               # a 128-byte row: the swizzle row the GEMM's boxes are made of
 MATRIX_BYTES = (1 << 30) if quick() else (2 << 30)
 L2_REGION_BYTES = 16 << 20                   # read again and again: held in L2 on any Hopper part
 LATENCY_ITERS = 256 if quick() else 1024     # loads one after another in a launch
@@ -27,8 +26,7 @@ LATENCY_STRIDE_BYTES = 64 << 10              # from memory: rows apart, past a b
 STREAM_BOXES = 256 if quick() else 1024      # a CTA's boxes in a launch: a launch from memory reads less than the matrix
 BATCH = 4                                    # a stream's launches between two events
 MULTICAST_SLOTS = 8                          # the multicast's boxes in flight
-ISSUERS = (1, 2, 4)                          # CTAs an SM, each with one thread issuing ...
-ISSUER_SLOTS = 4                             # ... this many boxes in flight; and so for each box size:
+ISSUERS = (1, 2, 4)                          # CTAs an SM, each with one thread issuing
 BOX_ROWS = (16, 32, 64, 128, 256)            # 2 KiB to TMA's largest box, 32 KiB
 REPS = 5 if quick() else 10
 WORD_STEP = 2654435761                       # odd: word i's value i * WORD_STEP mod 2^32 is distinct for every i
@@ -40,9 +38,9 @@ def words(first: int, count: int) -> np.ndarray:
     return ((np.arange(first, first + count, dtype=np.uint64) * WORD_STEP) % 2**32).astype(np.uint32)
 
 
-def box(row: int, rows: int) -> np.ndarray:
-    """The box of ``rows`` rows from ``row``: its words in row-major order."""
-    return words(row * ROW_WORDS, rows * ROW_WORDS)
+def box(row: int, rows: int, row_words: int) -> np.ndarray:
+    """The box of ``rows`` rows from ``row`` of a matrix ``row_words`` wide: its words in row-major order."""
+    return words(row * row_words, rows * row_words)
 
 
 def spacing(source: str, units: int, boxes: int, box_rows: int, region_rows: int) -> int:
@@ -61,36 +59,29 @@ def stream_rows(start: int, ctas: int, cluster: int, gap: int, boxes: int, box_r
 
 
 class _Walk:
-    """A stream's launches over one region: from memory each launch starts where the last ended, so
-    that none finds the one before in L2; from L2 each starts at row 0."""
+    """Where each launch over one region starts. From memory a launch starts where the one before
+    ended, whichever stream it belongs to, so that none finds another's rows in L2 (streams timed in
+    turns share one walk); from L2 every launch starts at row 0."""
 
-    def __init__(self, region_rows: int, per_launch_rows: int, rotate: bool):
-        self.region_rows, self.per_launch_rows, self.rotate, self.start = region_rows, per_launch_rows, rotate, 0
+    def __init__(self, region_rows: int, rotate: bool):
+        self.region_rows, self.rotate, self.start = region_rows, rotate, 0
 
-    def next(self) -> int:
+    def next(self, launch_rows: int) -> int:
         start = self.start
         if self.rotate:
-            self.start = (self.start + self.per_launch_rows) % self.region_rows
+            self.start = (self.start + launch_rows) % self.region_rows
         return start
 
 
 @register("machinery.tma", sources=(str(SOURCE.relative_to(KERNELS.parent)), "bench/cuda.py", "bench/launch.py",
-                                    "bench/sass.py"),
+                                    "bench/sass.py", "bench/timing.py"),
           builds=((SOURCE, {"CLUSTER": 1}),) + tuple((SOURCE, {"CLUSTER": c}) for c in CLUSTERS),
           title="TMA alone: a load's latency, boxes in flight, multicast", timeout_s=120, min_cc=HOPPER)
 def tma(ctx) -> dict:
     import cupy
 
-    matrix_rows = MATRIX_BYTES // (4 * ROW_WORDS)
-    matrix = (cupy.arange(matrix_rows * ROW_WORDS, dtype=cupy.uint32) * cupy.uint32(WORD_STEP)).reshape(matrix_rows, ROW_WORDS)
-    regions = {"l2": L2_REGION_BYTES // (4 * ROW_WORDS), "hbm": matrix_rows}
     wrong, sass = [], {}
-
-    def checked(label: str, out, rows: list[int], box_rows: int) -> None:
-        got = out.get().reshape(len(rows), box_rows * ROW_WORDS)
-        off = sum(not np.array_equal(got[i], box(r, box_rows)) for i, r in enumerate(rows))
-        if off:
-            wrong.append(f"{label}: {off} of {len(rows)} CTAs' last box differs from the source")
+    sms = ctx.device["sm_count"]
 
     def module_of(cluster: int):
         module, cubin = load_module(SOURCE, ctx.device, {"CLUSTER": cluster})
@@ -105,130 +96,144 @@ def tma(ctx) -> dict:
         return module, kernel, smem
 
     module, kernel, smem = module_of(1)
+    [row_bytes] = exported(module, "BOX_ROW_BYTES")
     [box_rows_stream] = exported(module, "STREAM_BOX_ROWS")
     [max_box_rows] = exported(module, "MAX_BOX_ROWS")
     [max_slots] = exported(module, "MAX_SLOTS")
+    [sweep_slots] = exported(module, "SWEEP_SLOTS")
     [threads] = exported(module, "CTA_THREADS")
     [align_slack] = exported(module, "ALIGN_SLACK_BYTES")
-    cp_async_slots = exported(module, "CP_ASYNC_SLOTS", 5)
-    box_bytes = box_rows_stream * 4 * ROW_WORDS
+    cp_async_slots = exported(module, "CP_ASYNC_SLOTS", *exported(module, "CP_ASYNC_KINDS"))
+    row_words = row_bytes // 4
+    box_bytes = lambda rows: rows * row_bytes
+
+    matrix_rows = MATRIX_BYTES // row_bytes
+    matrix = (cupy.arange(matrix_rows * row_words, dtype=cupy.uint32) * cupy.uint32(WORD_STEP)).reshape(matrix_rows, row_words)
+    regions = {"l2": L2_REGION_BYTES // row_bytes, "hbm": matrix_rows}
+    walks = {source: _Walk(regions[source], rotate=source == "hbm") for source in SOURCES}
+
+    def checked(label: str, out, rows: list[int], box_rows: int) -> None:
+        got = out.get().reshape(len(rows), box_rows * row_words)
+        off = sum(not np.array_equal(got[i], box(r, box_rows, row_words)) for i, r in enumerate(rows))
+        if off:
+            wrong.append(f"{label}: {off} of {len(rows)} CTAs' last box differs from the source")
 
     # latency: one thread, one box at a time; from L2 the same box again, from memory 64 KiB apart
     # after L2 is flushed (a buffer of twice its size written over it: the walk's few lines would stay)
     scratch = cupy.empty(2 * ctx.device["l2_bytes"] // 4, dtype=cupy.uint32)
     latency_rows = []
     load_latency = kernel("load_latency")
-    stride = LATENCY_STRIDE_BYTES // (4 * ROW_WORDS)
+    stride = LATENCY_STRIDE_BYTES // row_bytes
     box_rows = 1
     while box_rows <= max_box_rows:
-        tmap = tensor_map(matrix, box_rows, ROW_WORDS, "fp32")
-        out = cupy.zeros(box_rows * ROW_WORDS, dtype=cupy.uint32)
+        tmap = tensor_map(matrix, box_rows, row_words, "fp32")
+        out = cupy.zeros(box_rows * row_words, dtype=cupy.uint32)
         clocks = cupy.zeros(1, dtype=cupy.int64)
         for source in SOURCES:
             step = stride if source == "hbm" else 0
-            cycles, start = [], 0
+            cycles = []
             for launch in range(REPS + 1):                      # the first loads the module and warms L2
                 if source == "hbm":
                     scratch.fill(launch)
-                load_latency((1,), (threads,), (tmap, np.int32(box_rows), np.int32(LATENCY_ITERS), np.int32(start),
-                                                np.int32(step), np.int32(matrix_rows), out, clocks), shared_mem=smem)
+                load_latency((1,), (threads,), (tmap, np.int32(box_rows), np.int32(LATENCY_ITERS), np.int32(step),
+                                                np.int32(matrix_rows), out, clocks), shared_mem=smem)
                 if launch:
                     cycles.append(float(clocks.get()[0]) / LATENCY_ITERS)
-            checked(f"latency, {box_rows} rows from {source}", out, [(start + (LATENCY_ITERS - 1) * step) % matrix_rows],
-                    box_rows)
-            latency_rows.append({"source": source, "box_bytes": box_rows * 4 * ROW_WORDS, "cycles": float(np.median(cycles))})
-        ctx.progress(f"TMA latency, box {box_rows * 4 * ROW_WORDS:,} B: " + ", ".join(
+            checked(f"latency, {box_rows} rows from {source}", out, [(LATENCY_ITERS - 1) * step % matrix_rows], box_rows)
+            latency_rows.append({"source": source, "box_bytes": box_bytes(box_rows), "cycles": float(np.median(cycles))})
+        ctx.progress(f"TMA latency, box {box_bytes(box_rows):,} B: " + ", ".join(
             f"{x['cycles']:.0f} cycles from {x['source']}" for x in latency_rows[-2:]))
         box_rows *= 2
 
+    cluster_kernels = {1: kernel}
+
     def stream(name: str, args_of, ctas: int, cluster: int, source: str, rows: int, smem_bytes: int,
-               boxes: int = STREAM_BOXES) -> dict:
-        """Time a stream of boxes of ``rows`` rows; check every CTA's last box of the last launch; its rate.
-        ``args_of(boxes, start, gap, region, out, clocks)``: the kernel's arguments."""
-        f = kernel(name) if cluster == 1 else cluster_kernels[cluster](name)
+               boxes: int = STREAM_BOXES):
+        """A stream of boxes of ``rows`` rows, ``ctas`` CTAs: its launch, and what turns its time into
+        a checked rate (every CTA's last box of the last launch). ``args_of(boxes, start, gap, region,
+        out, clocks)``: the kernel's arguments."""
+        f = cluster_kernels[cluster](name)
+        resident = resident_ctas(f, threads, smem_bytes, cluster)
+        if resident < ctas:
+            wrong.append(f"{name}, boxes of {rows} rows: {ctas} CTAs asked for, {resident} resident at once")
         region = regions[source]
         gap = spacing(source, ctas // cluster, boxes, rows, region)
-        walk = _Walk(region, ctas // cluster * boxes * rows, rotate=source == "hbm")
-        out = cupy.zeros(ctas * rows * ROW_WORDS, dtype=cupy.uint32)
+        out = cupy.zeros(ctas * rows * row_words, dtype=cupy.uint32)
         clocks = cupy.zeros(ctas, dtype=cupy.int64)
         last = {}
 
         def run():
-            last["start"] = walk.next()
+            last["start"] = walks[source].next(ctas // cluster * boxes * rows)
             f((ctas,), (threads,), args_of(np.int32(boxes), np.int32(last["start"]), np.int32(gap), np.int32(region), out, clocks),
               shared_mem=smem_bytes)
-        t = time_gpu(run, warmup=2, reps=REPS, batch=BATCH)
-        checked(f"{name}, boxes of {rows} rows from {source}", out,
-                stream_rows(last["start"], ctas, cluster, gap, boxes, rows, region), rows)
-        box_bytes = rows * 4 * ROW_WORDS
-        per_sm = -(-ctas // sms)                    # CTAs on each busy SM: its bytes a clock are theirs together
-        return {"time_ms": t, "tbps": ctas * boxes * box_bytes / (t["median"] * 1e-3) / 1e12,
-                "bytes_per_sm_clock": per_sm * boxes * box_bytes / float(clocks.get().max())}
+
+        def rate(t: dict) -> dict:
+            checked(f"{name}, boxes of {rows} rows from {source}", out,
+                    stream_rows(last["start"], ctas, cluster, gap, boxes, rows, region), rows)
+            per_sm = -(-ctas // sms)                # CTAs on each busy SM: its bytes a clock are theirs together
+            return {"time_ms": t, "tbps": ctas * boxes * box_bytes(rows) / (t["median"] * 1e-3) / 1e12,
+                    "bytes_per_sm_clock": per_sm * boxes * box_bytes(rows) / float(clocks.get().max())}
+        return run, rate
+
+    def in_turns(*streams) -> list[dict]:
+        """Streams timed in turns, so that the ones a row compares meet the same clocks; each checked."""
+        times = time_gpu_alternating([run for run, _ in streams], warmup=2, reps=REPS, batch=BATCH)
+        return [rate(t) for (_, rate), t in zip(streams, times)]
 
     def tma_args(tmap, rows: int, slots: int):
         return lambda *where: (tmap, np.int32(rows), np.int32(slots), *where)
 
     def ring_bytes(rows: int, slots: int) -> int:      # a CTA's dynamic shared memory for its slots
-        return slots * rows * 4 * ROW_WORDS + align_slack
+        return slots * box_bytes(rows) + align_slack
 
-    # boxes in flight: one CTA per SM, TMA by one thread against cp.async by all
-    cluster_kernels = {}
-    sms = ctx.device["sm_count"]
+    # boxes in flight: one CTA per SM, TMA by one thread against cp.async by all, in turns
     ctas = resident_ctas(kernel("stream_separate"), threads, smem, 1)
-    maps = {rows: tensor_map(matrix, rows, ROW_WORDS, "fp32") for rows in {*BOX_ROWS, box_rows_stream}}
+    maps = {rows: tensor_map(matrix, rows, row_words, "fp32") for rows in {*BOX_ROWS, box_rows_stream}}
     flat = matrix.reshape(-1)
     depth_rows = []
     for source in SOURCES:
         for slots in cp_async_slots:
-            row = {"source": source, "slots": slots,
-                   "tma": stream("stream_separate", tma_args(maps[box_rows_stream], box_rows_stream, slots), ctas, 1,
-                                 source, box_rows_stream, smem),
-                   "cp_async": stream(f"cp_async_{slots}", lambda *where: (flat, *where), ctas, 1, source,
-                                      box_rows_stream, smem)}
-            depth_rows.append(row)
-            ctx.progress(f"{slots:2d} boxes in flight from {source}: TMA {row['tma']['tbps']:.2f} TB/s, "
-                         f"cp.async {row['cp_async']['tbps']:.2f} TB/s")
+            tma_rate, cp_async_rate = in_turns(
+                stream("stream_separate", tma_args(maps[box_rows_stream], box_rows_stream, slots), ctas, 1, source,
+                       box_rows_stream, smem),
+                stream(f"cp_async_{slots}", lambda *where: (flat, *where), ctas, 1, source, box_rows_stream, smem))
+            depth_rows.append({"source": source, "slots": slots, "tma": tma_rate, "cp_async": cp_async_rate})
+            ctx.progress(f"{slots:2d} boxes in flight from {source}: TMA {tma_rate['tbps']:.2f} TB/s, "
+                         f"cp.async {cp_async_rate['tbps']:.2f} TB/s")
 
-    # the box's size: one CTA an SM, ISSUER_SLOTS boxes in flight
-    size_rows = []
+    def swept(source: str, rows: int, per_sm: int):
+        """The stream with sweep_slots boxes of ``rows`` rows in flight a CTA and ``per_sm`` CTAs an SM,
+        each its own thread issuing; a launch reads as many bytes an SM as the stream's own boxes do."""
+        return stream("stream_separate", tma_args(maps[rows], rows, sweep_slots), sms * per_sm, 1, source, rows,
+                      ring_bytes(rows, sweep_slots), boxes=STREAM_BOXES * box_rows_stream // rows // per_sm)
+
+    # the box's size, one CTA an SM; then 1, 2, 4 CTAs an SM with the stream's box: each set in turns
+    size_rows, issuer_rows = [], []
     for source in SOURCES:
-        for rows in BOX_ROWS:
-            # from memory a launch still reads less than the matrix: as many bytes a CTA as 8 KiB boxes give
-            boxes = STREAM_BOXES * box_rows_stream // rows
-            row = {"source": source, "box_bytes": rows * 4 * ROW_WORDS, "slots": ISSUER_SLOTS,
-                   "tma": stream("stream_separate", tma_args(maps[rows], rows, ISSUER_SLOTS), ctas, 1, source, rows,
-                                 ring_bytes(rows, ISSUER_SLOTS), boxes=boxes)}
-            size_rows.append(row)
-            ctx.progress(f"boxes of {row['box_bytes']:,} B, {ISSUER_SLOTS} in flight, from {source}: TMA "
-                         f"{row['tma']['tbps']:.2f} TB/s")
+        for rows, rate in zip(BOX_ROWS, in_turns(*(swept(source, rows, 1) for rows in BOX_ROWS))):
+            size_rows.append({"source": source, "box_bytes": box_bytes(rows), "slots": sweep_slots, "tma": rate})
+            ctx.progress(f"boxes of {box_bytes(rows):,} B, {sweep_slots} in flight, from {source}: TMA {rate['tbps']:.2f} TB/s")
+        for per_sm, rate in zip(ISSUERS, in_turns(*(swept(source, box_rows_stream, n) for n in ISSUERS))):
+            issuer_rows.append({"source": source, "ctas_per_sm": per_sm, "slots": sweep_slots, "tma": rate})
+            ctx.progress(f"{per_sm} CTAs an SM, {sweep_slots} boxes in flight each, from {source}: TMA {rate['tbps']:.2f} TB/s")
 
-    # issuers: the same stream with 1, 2, 4 CTAs on every SM, each its own thread issuing
-    issuer_rows = []
-    for source in SOURCES:
-        for per_sm in ISSUERS:
-            row = {"source": source, "ctas_per_sm": per_sm, "slots": ISSUER_SLOTS,
-                   "tma": stream("stream_separate", tma_args(maps[box_rows_stream], box_rows_stream, ISSUER_SLOTS),
-                                 sms * per_sm, 1, source, box_rows_stream, ring_bytes(box_rows_stream, ISSUER_SLOTS),
-                                 boxes=STREAM_BOXES // per_sm)}
-            issuer_rows.append(row)
-            ctx.progress(f"{per_sm} CTAs an SM, {ISSUER_SLOTS} boxes in flight each, from {source}: TMA {row['tma']['tbps']:.2f} TB/s")
-
-    # multicast: a cluster's CTAs read the same boxes, each loading all of it or its slice for all
+    # multicast: a cluster's CTAs read the same boxes, each loading all of it or its slice for all, in turns
     multicast_rows = []
     for cluster in CLUSTERS:
         _, cluster_kernels[cluster], _ = module_of(cluster)
         slice_rows = box_rows_stream // cluster              # the kernel's slice: box_rows / CLUSTER, the map's box
-        slice_map = tensor_map(matrix, slice_rows, ROW_WORDS, "fp32")
+        slice_map = tensor_map(matrix, slice_rows, row_words, "fp32")
         group = resident_ctas(cluster_kernels[cluster]("stream_multicast"), threads, smem, cluster)
         for source in SOURCES:
-            row = {"source": source, "cluster": cluster, "ctas": group,
-                   "separate": stream("stream_separate", tma_args(maps[box_rows_stream], box_rows_stream, MULTICAST_SLOTS),
-                                      group, cluster, source, box_rows_stream, smem),
-                   "multicast": stream("stream_multicast", tma_args(slice_map, box_rows_stream, MULTICAST_SLOTS),
-                                       group, cluster, source, box_rows_stream, smem)}
-            multicast_rows.append(row)
-            ctx.progress(f"clusters of {cluster} from {source}: each CTA loading {row['separate']['tbps']:.2f} TB/s "
-                         f"delivered, multicast {row['multicast']['tbps']:.2f}")
+            separate, multicast = in_turns(
+                stream("stream_separate", tma_args(maps[box_rows_stream], box_rows_stream, MULTICAST_SLOTS), group, cluster,
+                       source, box_rows_stream, smem),
+                stream("stream_multicast", tma_args(slice_map, box_rows_stream, MULTICAST_SLOTS), group, cluster, source,
+                       box_rows_stream, smem))
+            multicast_rows.append({"source": source, "cluster": cluster, "ctas": group, "separate": separate,
+                                   "multicast": multicast})
+            ctx.progress(f"clusters of {cluster} from {source}: each CTA loading {separate['tbps']:.2f} TB/s "
+                         f"delivered, multicast {multicast['tbps']:.2f}")
 
     expected = {"load_latency": "UTMALDG.2D", "stream_separate": "UTMALDG.2D",
                 **{f"stream_multicast, clusters of {c}": "UTMALDG.2D.MULTICAST" for c in CLUSTERS},
@@ -236,14 +241,17 @@ def tma(ctx) -> dict:
     for name, opcode in expected.items():     # the TMA loads exactly; cp.async in any of its cache forms
         if not any(op == opcode or opcode == "LDGSTS" and op.startswith("LDGSTS.") for op in sass.get(name, [])):
             wrong.append(f"{name}: SASS holds {sass.get(name) or 'no load of its kind'}, not {opcode}")
-    return {"params": {"matrix_bytes": MATRIX_BYTES, "l2_region_bytes": L2_REGION_BYTES, "row_bytes": 4 * ROW_WORDS,
+    return {"params": {"matrix_bytes": MATRIX_BYTES, "l2_region_bytes": L2_REGION_BYTES, "row_bytes": row_bytes,
                        "latency_iters": LATENCY_ITERS, "latency_stride_bytes": LATENCY_STRIDE_BYTES,
-                       "stream_box_bytes": box_bytes, "stream_boxes": STREAM_BOXES, "batch": BATCH, "max_slots": max_slots,
-                       "multicast_slots": MULTICAST_SLOTS, "issuers": list(ISSUERS), "issuer_slots": ISSUER_SLOTS,
-                       "box_rows": list(BOX_ROWS), "clusters": list(CLUSTERS), "threads": threads, "ctas": ctas,
-                       "reps": REPS, "swizzle": "128B, as the GEMM's tiles"},
+                       "stream_box_bytes": box_bytes(box_rows_stream), "stream_boxes": STREAM_BOXES, "batch": BATCH,
+                       "max_slots": max_slots, "multicast_slots": MULTICAST_SLOTS, "issuers": list(ISSUERS),
+                       "issuer_slots": sweep_slots, "box_rows": list(BOX_ROWS), "clusters": list(CLUSTERS),
+                       "threads": threads, "ctas": ctas, "reps": REPS, "swizzle": "128B, as the GEMM's tiles",
+                       "in_turns": "TMA and cp.async at each depth; the box sizes; the CTAs an SM; separate and "
+                                   "multicast loads at each cluster size"},
             "check": {"passed": not wrong, "method": "every CTA's last box, written back unswizzled, equals the source's "
                                                     "rows word for word (each word distinct); the SASS holds UTMALDG, "
-                                                    "its multicast form and LDGSTS where each path claims them",
+                                                    "its multicast form and LDGSTS where each path claims them; every "
+                                                    "stream's CTAs resident at once",
                       **({"detail": "; ".join(wrong[:5])} if wrong else {})},
             "sass": sass, "latency": latency_rows, "depth": depth_rows, "sizes": size_rows, "issuers": issuer_rows, "multicast": multicast_rows}

@@ -49,7 +49,7 @@ extern "C" __global__ void l2_read_on(const float4* __restrict__ src, long long 
                                       int* __restrict__ sms) {
     const int sm = sm_id();
     sms[blockIdx.x] = sm;
-    if (!(chosen[sm / 32] >> (sm % 32) & 1u)) return;
+    if (sm >= 32 * words || !(chosen[sm / 32] >> (sm % 32) & 1u)) return;   // past the mask: the host's check fails
     int rank = __popc(chosen[sm / 32] & ((1u << (sm % 32)) - 1u)), blocks = 0;
     for (int w = 0; w < words; ++w) {
         blocks += __popc(chosen[w]);

@@ -2,7 +2,8 @@
 // each probed line again and again, each load's address the value the one before returned (every
 // slot holds its own address), with loads that bypass L1 (ld.global.cg). A line held in the
 // partition near the SM answers sooner than one held in the far partition, across the chip.
-// The CTAs take the lines in turns shifted by their index, so no two ask for the same line at once.
+// Each CTA starts at a different line (its index modulo the lines) and takes them in order from there,
+// so that the CTAs do not all begin on one line.
 #include <cstdint>
 
 constexpr int THREADS = 32;

@@ -29,9 +29,10 @@ constexpr int THREADS = 128;
 constexpr int STREAM_ROWS = 64;             // a stream's box unless it says otherwise, and cp.async's: 8 KiB
 constexpr int BOX_ROWS_MAX = 256;           // TMA's largest box: 32 KiB
 constexpr int SLOTS_MAX = 16;               // boxes in flight a CTA
+constexpr int SLOTS_IN_SWEEPS = 4;          // ... in the box-size and CTAs-an-SM sweeps
 constexpr int SWIZZLE_ATOM = 1024;          // 8 rows: the dynamic base aligned to it
 static_assert(STREAM_ROWS % (8 * CLUSTER) == 0, "each CTA's slice of a multicast box is whole 8-row atoms");
-static_assert(SLOTS_MAX * STREAM_ROWS >= 4 * BOX_ROWS_MAX, "four of the largest boxes in flight fit");
+static_assert(SLOTS_MAX * STREAM_ROWS >= SLOTS_IN_SWEEPS * BOX_ROWS_MAX, "the sweeps' largest boxes in flight fit");
 static_assert(STREAM_ROWS * ROW_BYTES % (16 * THREADS) == 0, "cp.async: every thread copies whole 16-byte chunks");
 constexpr int SMEM_BYTES = SLOTS_MAX * STREAM_ROWS * ROW_BYTES + SWIZZLE_ATOM;
 constexpr auto HINT = static_cast<uint64_t>(TMA::CacheHintSm90::EVICT_NORMAL);
@@ -58,14 +59,14 @@ __device__ inline void write_back(const uint8_t* slot, int box_rows, bool swizzl
 
 // #region kernel
 // Latency: one thread loads a box, waits for it, and loads the next, `iters` times; row i of the
-// walk is start + i * stride (stride 0: the same box, from L2 after the first).
-__device__ inline void latency(const CUtensorMap* map, int box_rows, int iters, int start, int stride, int rows,
+// walk is i * stride (stride 0: the same box, from L2 after the first).
+__device__ inline void latency(const CUtensorMap* map, int box_rows, int iters, int stride, int rows,
                                uint32_t* out, long long* clocks) {
     uint8_t* slot = slots_base();
     if (threadIdx.x == 0) {
         initialize_barrier(full[0], 1);
         cutlass::arch::fence_barrier_init();
-        long long row = start;
+        long long row = 0;
         const long long began = clock64();
         for (int i = 0; i < iters; ++i, row += stride) {
             set_barrier_transaction_bytes(full[0], box_rows * ROW_BYTES);
@@ -164,18 +165,22 @@ KERNEL stream_separate(MAP, STREAM_ARGS) { tma_stream<false>(&map, STREAM_CALL);
 #if CLUSTER > 1
 KERNEL stream_multicast(MAP, STREAM_ARGS) { tma_stream<true>(&map, STREAM_CALL); }
 #else
-KERNEL load_latency(MAP, int box_rows, int iters, int start, int stride, int rows, uint32_t* out, long long* clocks) {
-    latency(&map, box_rows, iters, start, stride, rows, out, clocks);
+KERNEL load_latency(MAP, int box_rows, int iters, int stride, int rows, uint32_t* out, long long* clocks) {
+    latency(&map, box_rows, iters, stride, rows, out, clocks);
 }
 #define CP_ASYNC(n) KERNEL cp_async_##n(const uint4* words, int boxes, int start, int spacing, int rows, uint32_t* out, \
                                         long long* clocks) { cp_async_stream<n>(words, boxes, start, spacing, rows, out, clocks); }
 CP_ASYNC(1) CP_ASYNC(2) CP_ASYNC(4) CP_ASYNC(8) CP_ASYNC(16)
-extern "C" __constant__ int CP_ASYNC_SLOTS[5] = {1, 2, 4, 8, 16};     // the kernels above, cp_async_<slots>
+extern "C" __constant__ int CP_ASYNC_SLOTS[] = {1, 2, 4, 8, 16};      // the kernels above, cp_async_<slots>
+extern "C" __constant__ int CP_ASYNC_KINDS = sizeof(CP_ASYNC_SLOTS) / sizeof(int);
 #endif
 
-// Read back by the benchmark: the stream's box, the slots a CTA holds, the largest box, a CTA's threads, its shared memory.
+// Read back by the benchmark: a box's row, the stream's box, the slots a CTA holds (and the sweeps'),
+// the largest box, a CTA's threads, its shared memory.
+extern "C" __constant__ int BOX_ROW_BYTES = ROW_BYTES;
 extern "C" __constant__ int STREAM_BOX_ROWS = STREAM_ROWS;
 extern "C" __constant__ int MAX_SLOTS = SLOTS_MAX;
+extern "C" __constant__ int SWEEP_SLOTS = SLOTS_IN_SWEEPS;
 extern "C" __constant__ int MAX_BOX_ROWS = BOX_ROWS_MAX;
 extern "C" __constant__ int CTA_THREADS = THREADS;
 extern "C" __constant__ int DYNAMIC_SMEM_BYTES = SMEM_BYTES;     // for SLOTS_MAX boxes; s boxes need s boxes' and ...

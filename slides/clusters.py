@@ -43,6 +43,7 @@ def context(deck) -> dict:
     at = next((x for x in rows if x["cluster"] == size), rows[0])
     sms = deck["device"]["sm_count"]
     chase, stream, meet = at["chase_cycles"], at["stream"], at["barrier_cycles"]
+    trade = r["record"].get("setmaxnreg")       # records from the register trade on
     return {"id": ID, "clusters": {
         "rows": rows, "size": at["cluster"], "beside": step.key, "beside_title": step.title,
         "load": {"own": chase["own"], "peer": chase["peer"], "times": chase["peer"] / chase["own"]},
@@ -56,6 +57,9 @@ def context(deck) -> dict:
         "sizes": [x["cluster"] for x in rows],
         # sizes whose clusters cannot cover every SM: the GPCs' SMs do not divide into them
         "short": _short(rows, sms),
+        "setmaxnreg": trade and {**trade["hand_over_cycles"], "round_trip": trade["round_trip_cycles"],
+                                 "regs": trade["regs"], "warpgroups": trade["warpgroups"],
+                                 "released": trade["regs"]["entry"] - trade["regs"]["producer"]},
         "sm_count": sms, "params": r["record"]["params"], "buffer_kib": r["record"]["params"]["buffer_bytes"] / 2**10}}
 
 

@@ -39,9 +39,17 @@ def test_each_cluster_build_reads_a_peer_through_the_cluster_window_and_its_own_
     assert any(i.opcode.startswith("SYNCS.ARRIVE") for i in functions["signal_peer"]), "a remote mbarrier arrive"
 
 
+@builds((clusters.TRADE_SOURCE, "90a", clusters.TRADE_TILE))
+def test_the_register_trade_holds_both_setmaxnreg_forms_at_the_headline_kernels_counts(compile_cu):
+    functions = sass.disassemble(compile_cu(clusters.TRADE_SOURCE, "90a", clusters.TRADE_TILE))
+    for name in ("hand_over", "round_trip"):
+        found = {i.opcode for i in functions[name] if i.mnemonic == "USETMAXREG"}
+        assert all(any(op.startswith(form) for op in found) for form in clusters.SETMAXNREG_SASS), (name, found)
+
+
 # --- the deck's cluster slides, on a record in the benchmark's shape ------------------------------
 
-def cluster_record(doc: dict, ctas_of=lambda size, sms: sms) -> dict:
+def cluster_record(doc: dict, ctas_of=lambda size, sms: sms, trade: bool = True) -> dict:
     """A machinery.cluster record for the fixture's GPU: a peer's load 200 cycles against 30, its
     stream 16 B/SM/clock against 128, barriers 45 (CTA), 90 (relaxed), 1,260 (ordered)."""
     from bench import registry
@@ -58,7 +66,13 @@ def cluster_record(doc: dict, ctas_of=lambda size, sms: sms) -> dict:
             "telemetry": doc["benchmarks"]["hbm.copy_scaling"]["telemetry"], "duration_s": 1.0,
             "params": {"clusters": list(clusters.CLUSTERS), "hops": 16384, "passes": 1024, "meetings": 4096, "reps": 10,
                        "buffer_bytes": 131072, "threads": 512, "ring_seed": 2026},
-            "check": {"passed": True}, "rows": rows}
+            "check": {"passed": True}, "rows": rows, **({"setmaxnreg": TRADE} if trade else {})}
+
+
+# the register trade: 168 registers at launch, the producer down to 40, the consumers up to 232
+TRADE = {"regs": {"entry": 168, "producer": 40, "consumer": 232}, "warpgroups": 3, "round_trips": 4096,
+         "sass": {}, "hand_over_cycles": {"producer": 12.0, "consumers": 61.0, "consumers_slowest": 90.0},
+         "round_trip_cycles": 33.0}
 
 
 def _slides(doc, write_results, tmp_path):
@@ -80,7 +94,17 @@ def test_the_cluster_slide_follows_the_step_that_brings_in_clusters(fixture_doc,
             "streamed, 16 bytes per SM per clock against 128.") in slide
     assert "Meeting the cluster: 90 cycles relaxed, 1,260 with its memory ordered (14×); the CTA alone, 45." in slide
     assert "SMs idle" not in slide, "every size covers every SM in this record"
-    assert "| 8 |" in s["Clusters Alone — Every Size"]
+    assert "Handing the producer's registers to the consumers (setmaxnreg, 168 to 232 a thread): 61 cycles, once a CTA." in slide
+    assert "release 128 registers a thread; giving and taking back in a row costs 33 cycles." in slide
+    backup = s["Clusters Alone — Every Size"]
+    assert "| 8 |" in backup
+    assert "the producer gives up registers to 40 a thread in 12 cycles, the consumers take 232 in 61 (slowest SM 90)" in backup
+
+
+def test_a_record_from_before_the_register_trade_shows_no_setmaxnreg(fixture_doc, write_results, tmp_path):
+    fixture_doc["benchmarks"]["machinery.cluster"] = cluster_record(fixture_doc, trade=False)
+    s = _slides(fixture_doc, write_results, tmp_path)
+    assert "setmaxnreg" not in s["Clusters Alone: What a Peer Costs"] + s["Clusters Alone — Every Size"]
 
 
 def test_sizes_that_leave_sms_idle_are_named_together(fixture_doc, write_results, tmp_path):

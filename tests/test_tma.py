@@ -13,7 +13,7 @@ def test_every_word_of_the_source_is_distinct_and_a_box_is_its_rows_words():
     w = tma.words(0, 1 << 16)
     assert len(np.unique(w)) == w.size                     # a misplaced row cannot match by chance
     assert int(tma.words(3, 1)[0]) == 3 * tma.WORD_STEP % 2**32
-    assert np.array_equal(tma.box(5, 2), w[5 * tma.ROW_WORDS:7 * tma.ROW_WORDS])
+    assert np.array_equal(tma.box(5, 2, row_words=32), w[5 * 32:7 * 32])
 
 
 def test_each_ctas_last_box_follows_the_kernels_walk():
@@ -29,11 +29,13 @@ def test_each_ctas_last_box_follows_the_kernels_walk():
 
 
 def test_a_walk_from_memory_rotates_and_one_in_l2_stays():
-    walk = tma._Walk(region_rows=1000, per_launch_rows=300, rotate=True)
-    assert [walk.next() for _ in range(4)] == [0, 300, 600, 900]
-    assert walk.next() == 200
-    still = tma._Walk(region_rows=1000, per_launch_rows=300, rotate=False)
-    assert {still.next() for _ in range(3)} == {0}
+    walk = tma._Walk(region_rows=1000, rotate=True)
+    assert [walk.next(300) for _ in range(4)] == [0, 300, 600, 900]
+    assert walk.next(300) == 200
+    # streams in turns share the walk: each launch starts where the last one ended, whichever it was
+    assert [walk.next(100), walk.next(250), walk.next(100)] == [500, 600, 850]
+    still = tma._Walk(region_rows=1000, rotate=False)
+    assert {still.next(300) for _ in range(3)} == {0}
 
 
 @pytest.mark.parametrize("cluster", [pytest.param(c, marks=builds((tma.SOURCE, "90a", {"CLUSTER": c})))
