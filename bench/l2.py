@@ -50,6 +50,8 @@ def bandwidth_scaling(ctx) -> dict:
     defines = {"UNROLL": UNROLL}
     read = load_kernel(SOURCE, "l2_read", ctx.device, defines)
     copy = load_kernel(SOURCE, "l2_copy", ctx.device, defines)
+    for kernel in (read, copy):
+        kernel.max_dynamic_shared_size_bytes = ONE_BLOCK_AN_SM_SMEM
     rng = cupy.random.default_rng(11)
     src = rng.random(READ_BYTES // 4, dtype=cupy.float32)         # positive: the sums are well conditioned
     csrc = rng.random(COPY_BYTES // 4, dtype=cupy.float32)
@@ -59,9 +61,14 @@ def bandwidth_scaling(ctx) -> dict:
 
     for cfg in configurations(ctx.device):
         sums = cupy.full(cfg["blocks"] * cfg["threads"], cupy.nan, dtype=cupy.float32)
+        ran_on = cupy.full(cfg["blocks"], -1, dtype=cupy.int32)
         grid, block = (cfg["blocks"],), (cfg["threads"],)
-        run_read = lambda passes: read(grid, block, (src, np.int64(READ_BYTES // 16), np.int32(passes), sums))
-        run_copy = lambda passes: copy(grid, block, (csrc, cdst, np.int64(COPY_BYTES // 16), np.int32(passes)))
+        # a block an SM: shared memory no two blocks fit beside, so that n blocks are n SMs
+        smem = ONE_BLOCK_AN_SM_SMEM if cfg["blocks"] == cfg["sms"] else 0
+        run_read = lambda passes: read(grid, block, (src, np.int64(READ_BYTES // 16), np.int32(passes), sums, ran_on),
+                                       shared_mem=smem)
+        run_copy = lambda passes: copy(grid, block, (csrc, cdst, np.int64(COPY_BYTES // 16), np.int32(passes)),
+                                       shared_mem=smem)
         row = dict(cfg)
         for kind, run, nbytes, counted in (("read", run_read, READ_BYTES, 1), ("copy", run_copy, COPY_BYTES, 2)):
             if kind == "copy":
@@ -74,6 +81,9 @@ def bandwidth_scaling(ctx) -> dict:
             elif not bool(cupy.array_equal(cdst, csrc)):
                 wrong.append(f"copy on {cfg['label']}")
             row[kind] = rate(run, counted * nbytes)
+        row["sms_used"] = int(cupy.unique(ran_on).size)
+        if row["sms_used"] != cfg["sms"]:
+            wrong.append(f"{cfg['label']}: the read's blocks ran on {row['sms_used']} SMs")
         rows.append(row)
         ctx.progress(f"{cfg['label']:>28s}: read {row['read']['gbps']:8.1f} GB/s, copy {row['copy']['gbps']:8.1f} GB/s")
     return {
@@ -81,7 +91,8 @@ def bandwidth_scaling(ctx) -> dict:
                    "loads": "ld.global.cg / st.global.cg (bypass L1)", "reps": REPS,
                    "bytes_counted": {"read": "bytes read", "copy": "bytes read + bytes written"}},
         "check": {"passed": not wrong, "method": "read: the threads' sums add up to the float64 sum of the data "
-                  "(relative 1e-4); copy: destination poisoned with NaN, compared bit for bit",
+                  "(relative 1e-4); copy: destination poisoned with NaN, compared bit for bit; the read's blocks ran on "
+                  "as many SMs as the row says, one block an SM where blocks and SMs are as many",
                   **({"detail": "; ".join(wrong)} if wrong else {})},
         "rows": rows,
         "gbps": max(r["read"]["gbps"] for r in rows),
@@ -157,10 +168,11 @@ def placement(ctx) -> dict:
     if err != cu.CUresult.CUDA_SUCCESS or per_sm < 1:
         raise RuntimeError(f"cuOccupancyMaxActiveBlocksPerMultiprocessor failed ({err.name}, {per_sm} blocks)")
     blocks = sms * per_sm
+    swept_on = cupy.full(blocks, -1, dtype=cupy.int32)
     sweep = []
     for nbytes in WORKING_SETS:
         sums = cupy.full(blocks * threads, cupy.nan, dtype=cupy.float32)
-        run = lambda passes: read((blocks,), (threads,), (src, np.int64(nbytes // 16), np.int32(passes), sums))
+        run = lambda passes: read((blocks,), (threads,), (src, np.int64(nbytes // 16), np.int32(passes), sums, swept_on))
         run(1)
         expected = float(src[:nbytes // 4].astype(cupy.float64).sum())
         got = float(sums.astype(cupy.float64).sum())

@@ -183,7 +183,8 @@ RECORDS = {
                      "sweep": [{"bytes": POS_INT, "gbps": POS}]},
     "l2.latency_map": {"params": {"lines": POS_INT, "hops": POS_INT}, "rows": [{"sm": int, "cycles": [POS]}]},
     "l2.bandwidth_scaling": {"params": {"read_bytes": int, "copy_bytes": int},
-            "rows": [{"label": str, "sms": POS_INT, "blocks": POS_INT, "read": {"gbps": NUM}, "copy": {"gbps": NUM}}]},
+            "rows": [{"label": str, "sms": POS_INT, "blocks": POS_INT, "read": {"gbps": NUM}, "copy": {"gbps": NUM},
+                      "sms_used?": POS_INT}]},       # sms_used: records from one block an SM on
     "latency.instruction": {"params": {"ilps": [int], "iters": int, "ops_per_iter": int, "subpartitions": int},
                             "rows": [{"op": str, "name": str, "cycles": dict, "sass": dict, "warps_per_sm": NUM,
                                       "issue_cycles_per_subpartition": POS}]},

@@ -25,12 +25,6 @@ __device__ __forceinline__ void stream(const float4* __restrict__ src, long long
     }
 }
 
-// Each thread's sum goes to sums[thread], so the loads stay live and the host can check them.
-extern "C" __global__ void l2_read(const float4* __restrict__ src, long long n, int passes, float* __restrict__ sums) {
-    float acc = 0.0f;
-    stream(src, n, passes, [&](long long, float4 v) { acc += (v.x + v.y) + (v.z + v.w); });
-    sums[(long long)blockIdx.x * blockDim.x + threadIdx.x] = acc;
-}
 
 extern "C" __global__ void l2_copy(const float4* __restrict__ src, float4* __restrict__ dst, long long n, int passes) {
     stream(src, n, passes, [&](long long i, float4 v) { __stcg(dst + i, v); });
@@ -40,6 +34,16 @@ __device__ __forceinline__ int sm_id() {
     int sm;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
     return sm;
+}
+
+// Each thread's sum goes to sums[thread], so the loads stay live and the host can check them; each
+// block records its SM, so the host knows how many SMs the grid really ran on.
+extern "C" __global__ void l2_read(const float4* __restrict__ src, long long n, int passes, float* __restrict__ sums,
+                                   int* __restrict__ sms) {
+    if (threadIdx.x == 0) sms[blockIdx.x] = sm_id();
+    float acc = 0.0f;
+    stream(src, n, passes, [&](long long, float4 v) { acc += (v.x + v.y) + (v.z + v.w); });
+    sums[(long long)blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }
 
 // The read on chosen SMs: one block on every SM (the grid), and only those whose SM's bit is set in
