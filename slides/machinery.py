@@ -23,6 +23,8 @@ def context(deck) -> dict:
     rates = deck["device"]["rates"] or {}
     if not r["measured"] or r["failed"] and "rows" not in r["record"]:
         return {"id": ID, "wgmma": None}
+    if not all(rates.get(row["precision"]) for row in r["record"]["rows"]):
+        return {"id": ID, "wgmma": None}       # shares of a peak this GPU's rate table does not give
     series, rows = {}, []
     for row in r["record"]["rows"]:
         peak = rates.get(row["precision"])

@@ -116,6 +116,7 @@ def test_sizes_that_leave_sms_idle_are_named_together(fixture_doc, write_results
 
 
 def test_without_the_record_the_talk_has_no_cluster_slide_and_the_backup_says_so(fixture_doc, write_results, tmp_path):
+    del fixture_doc["benchmarks"]["machinery.cluster"]
     s = _slides(fixture_doc, write_results, tmp_path)
     assert "Clusters Alone: What a Peer Costs" not in s and "Clusters Alone — Every Size" not in s
     assert "clusters alone (machinery.cluster)" in s["Backup Slides"]

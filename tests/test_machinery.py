@@ -90,6 +90,7 @@ def test_the_latency_bullet_counts_the_wgmmas_in_flight_that_cover_it(fixture_do
 
 
 def test_without_the_record_the_talk_has_no_wgmma_slide_and_the_backup_says_so(fixture_doc, write_results, tmp_path):
+    del fixture_doc["benchmarks"]["machinery.wgmma"]
     s = _slides(fixture_doc, write_results, tmp_path)
     assert "wgmma Alone: Rate Against N" not in s and "wgmma Alone — Every N" not in s
     assert "wgmma alone (machinery.wgmma)" in s["Backup Slides"]
