@@ -4,8 +4,7 @@ the same run, and its matrices kept per ordered pair; skipped without a checkout
 
 nvbandwidth builds with CMake and Boost.Program_options. The build here compiles the sources its
 CMakeLists.txt lists with nvcc directly (no CMake needed); Boost is found where the compiler looks,
-CPATH and LIBRARY_PATH included, so a copy of it outside the system folders can be named there, and
-a system's runtime library is linked by its versioned name where the -dev link is missing."""
+CPATH and LIBRARY_PATH included, so a copy of it outside the system folders can be named there."""
 from __future__ import annotations
 
 import hashlib
@@ -60,16 +59,6 @@ def _loaded(name: str) -> Path:
     raise RuntimeError(f"{name}.so is not loaded in this process: no driver library to link nvbandwidth with")
 
 
-def boost_library(ldconfig_listing: str) -> Path | None:
-    """Boost.Program_options' runtime library in ``ldconfig -p``'s listing: a system may install it
-    without the unversioned name a linker looks for (that comes with the -dev package)."""
-    for line in ldconfig_listing.splitlines():
-        name, _, path = line.strip().partition(" => ")
-        if name.startswith("libboost_program_options.so") and path:
-            return Path(path)
-    return None
-
-
 def build(checkout: Path, device: dict) -> Path:
     """nvbandwidth built from ``checkout`` for this GPU into .cache/ (the checkout is left as it was)."""
     import pynvml
@@ -88,13 +77,10 @@ def build(checkout: Path, device: dict) -> Path:
         return binary
     libs = out / "lib"
     libs.mkdir(parents=True, exist_ok=True)
-    found = {"libcuda": _loaded("libcuda"), "libnvidia-ml": _loaded("libnvidia-ml"),
-             "libboost_program_options": boost_library(subprocess.run(["ldconfig", "-p"], capture_output=True,
-                                                                      text=True).stdout)}
-    for name, target in found.items():
+    for name in ("libcuda", "libnvidia-ml"):
         link = libs / f"{name}.so"
-        if target and not link.exists():
-            link.symlink_to(target)
+        if not link.exists():
+            link.symlink_to(_loaded(name))
     cmd = [nvcc, "-std=c++17", "-O3", f"-gencode=arch=compute_{cc},code=sm_{cc}", f"-I{checkout}",
            f'-DGIT_VERSION="{version(checkout)}"', *map(str, files), f"-L{libs}",
            "-lboost_program_options", "-lnvidia-ml", "-lcuda", "-o", str(binary)]

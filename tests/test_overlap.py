@@ -90,13 +90,6 @@ def test_nvbandwidth_sources_come_from_its_cmakelists(tmp_path):
 
 
 
-def test_boost_is_linked_by_its_versioned_name_where_the_dev_link_is_missing():
-    listing = ("1234 libs found in cache `/etc/ld.so.cache'\n"
-               "\tlibboost_regex.so.1.74.0 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libboost_regex.so.1.74.0\n"
-               "\tlibboost_program_options.so.1.74.0 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libboost_program_options.so.1.74.0\n")
-    assert nvbandwidth.boost_library(listing) == Path("/usr/lib/x86_64-linux-gnu/libboost_program_options.so.1.74.0")
-    assert nvbandwidth.boost_library(listing.replace("program_options", "system")) is None
-
 # --- the slides, from a record that combine() made of simulated ranks ---------------------------
 
 def _record(of_ideal_by_label: dict, n: int = 4) -> dict:
