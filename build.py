@@ -210,6 +210,8 @@ def main(argv=None) -> int:
                 f"bench --only {bid} on that machine")
     for f in context["failed"]:
         say(f"FAILED: {f['id']}: {f['reason']}")
+    for k in context["kept"]:
+        say(f"KEPT: {k['id']}: the last run {k['status']} ({k['reason']}); the deck shows its record of {k['measured_at']}")
     return 0
 
 

@@ -80,9 +80,24 @@ def locked(path: Path):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def kept_or_new(old: dict | None, new: dict) -> dict:
+    """The record a file keeps for one id: the new one, unless it measured nothing (skipped, or
+    failed before its check: no peer checkout, a build or a process that failed) where the file
+    holds a measured one. That one stays, the attempt noted in its ``last_attempt``: a rerun on a
+    machine that lacks something never loses what was measured (build.py says so, and flags the
+    record stale where the code has changed since)."""
+    if old and old.get("status") == "ok" and new.get("status") != "ok" and "check" not in new:
+        return {**old, "last_attempt": {k: new[k] for k in ATTEMPT_FIELDS if k in new}}
+    return new
+
+
+ATTEMPT_FIELDS = ("status", "reason", "measured_at", "git_commit")
+
+
 def merge(path: Path, device: dict, software: dict, records: dict, node: dict | None = None,
           registered=None) -> dict:
-    """Add ``records`` to the results file at ``path`` (created if absent), atomically; a node's
+    """Add ``records`` to the results file at ``path`` (created if absent), atomically, each as
+    ``kept_or_new`` decides; a node's
     file (the records of benchmarks on several GPUs) also holds ``node``, its topology. Given the
     ids ``registered``, the file's records of any other id (a step taken out of the catalogue) are
     dropped: nothing could measure them again. A document
@@ -97,7 +112,8 @@ def merge(path: Path, device: dict, software: dict, records: dict, node: dict | 
             "schema_version": schema.SCHEMA_VERSION,
             "device": device,
             "software": software,
-            "benchmarks": dict(sorted({**kept, **records}.items())),
+            "benchmarks": dict(sorted({**kept, **{bid: kept_or_new(kept.get(bid), rec)
+                                                  for bid, rec in records.items()}}.items())),
             **({"node": node} if node else {}),
         }
         schema.validate(merged, str(path))

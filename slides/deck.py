@@ -115,6 +115,8 @@ class Deck:
                 "quick": sorted(bid for bid, rec in benchmarks.items() if rec.get("quick")),
                 "failed": [{"id": bid, "reason": rec["reason"]} for bid, rec in benchmarks.items()
                            if rec["status"] == "failed"],
+                "kept": [{"id": bid, **rec["last_attempt"], "measured_at": rec["measured_at"]}
+                         for bid, rec in benchmarks.items() if "last_attempt" in rec],
                 "gpu_tests": self.gpu_tests(),
                 "missing": self.missing}
 

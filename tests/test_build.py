@@ -232,6 +232,14 @@ def test_stale_source_is_flagged(fixture_doc, write_results, tmp_path, capsys):
     assert 'title="code changed">stale</span>' in s["HBM Bandwidth Scaling"]
 
 
+
+def test_a_record_kept_over_a_rerun_that_measured_nothing_is_said(fixture_doc, write_results, tmp_path, capsys):
+    rec = fixture_doc["benchmarks"]["peers.gpu_benches"]
+    rec["last_attempt"] = {"status": "skipped", "reason": "no checkout of the peer", "measured_at": "later"}
+    build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path)])
+    assert (f"KEPT: peers.gpu_benches: the last run skipped (no checkout of the peer); the deck shows its record of "
+            f"{rec['measured_at']}") in capsys.readouterr().out
+
 def test_deck_without_any_gemm_or_hbm(fixture_doc, write_results, tmp_path):
     fixture_doc["benchmarks"] = {}
     build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path)])

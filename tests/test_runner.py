@@ -49,6 +49,28 @@ def test_faults_and_hangs_are_recorded_and_other_families_survive(fakes, tmp_pat
         assert rec["source_hash"]
 
 
+def test_a_rerun_that_measured_nothing_keeps_the_measured_record(fakes, tmp_path):
+    out = tmp_path / "r.yaml"
+    runner.run_all(registry.select(fakes, ["fake.ok", "fake.wrong"]), out, FAKE_DEVICE, SOFTWARE, log=lambda *a, **k: None)
+    measured = schema.load(out)["benchmarks"]["fake.ok"]
+    # the same id fails before measuring (a build, a missing peer): the measured record stays, the attempt noted
+    attempt = {**measured, "status": "failed", "reason": "building the peer failed", "measured_at": "later"}
+    del attempt["check"]
+    b = results.merge(out, FAKE_DEVICE, SOFTWARE, {"fake.ok": attempt})["benchmarks"]
+    assert {k: v for k, v in b["fake.ok"].items() if k != "last_attempt"} == measured
+    assert b["fake.ok"]["last_attempt"] == {"status": "failed", "reason": "building the peer failed", "measured_at": "later",
+                                            "git_commit": measured["git_commit"]}
+    assert schema.load(out)["benchmarks"]["fake.ok"]["last_attempt"]["status"] == "failed"
+    # a skip is kept beside it the same way; a measurement that fails its check replaces it, as does an ok one
+    skipped = {"family": "fake", "status": "skipped", "reason": "no checkout of the peer", "source_hash": "x"}
+    assert results.merge(out, FAKE_DEVICE, SOFTWARE, {"fake.ok": skipped})["benchmarks"]["fake.ok"]["last_attempt"]["status"] == "skipped"
+    wrong = schema.load(out)["benchmarks"]["fake.wrong"]
+    assert results.merge(out, FAKE_DEVICE, SOFTWARE, {"fake.ok": wrong})["benchmarks"]["fake.ok"] == wrong
+    assert results.merge(out, FAKE_DEVICE, SOFTWARE, {"fake.ok": measured})["benchmarks"]["fake.ok"] == measured
+    # nothing measured before: the failure is the record
+    assert results.merge(out, FAKE_DEVICE, SOFTWARE, {"fake.new": skipped})["benchmarks"]["fake.new"] == skipped
+
+
 def test_each_record_is_written_as_soon_as_it_exists(fakes, tmp_path):
     out = tmp_path / "r.yaml"
     seen = []
