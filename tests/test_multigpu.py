@@ -355,7 +355,7 @@ def test_the_nccl_notes_name_its_choice_where_recorded(fixture_doc, node_doc, wr
     assert build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path), "--no-compare",
                        "--node", str(write_results(node_doc, "node.yaml"))]) == 0
     notes = slides_of((tmp_path / "slides.md").read_text())["NCCL: Bus Bandwidth by Message Size"]
-    assert "(NCCL chose RING, SIMPLE)" in notes and "Its smallest size: RING, LL128." in notes
+    assert "(NCCL chose RING, SIMPLE)" in notes and "; at its smallest size, RING, LL128." in notes
 
 
 LARGER_NODES = [n for n in NODE_FIXTURES if n > min(NODE_FIXTURES)]      # the simulated ones
