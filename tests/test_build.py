@@ -1003,3 +1003,21 @@ def test_no_reference_line_runs_through_a_label(built_deck):
                 if down or across:
                     crossed.append((path.name, words))
     assert not crossed, crossed
+
+
+def test_every_title_a_section_asks_for_is_a_slide_heading(fixture_doc, node_doc, write_results, monkeypatch, tmp_path):
+    """A module names the slide its results go to (Deck.need); a template writes the heading: the two agree."""
+    from slides import deck as deck_module
+    asked, need = [], deck_module.Deck.need
+    def spy(self, slide, *bids):                      # a slide whose results were all measured is shown
+        recs = need(self, slide, *bids)
+        if all(r["measured"] for r in recs):
+            asked.append(slide)
+        return recs
+    monkeypatch.setattr(deck_module.Deck, "need", spy)
+    fixture_doc["device"].update(name=node_doc["device"]["name"], slug=node_doc["device"]["slug"])
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert build.main(["--results", str(write_results(fixture_doc)), "--node", str(write_results(node_doc, "node.yaml")),
+                           "--no-compare", "--out-dir", str(tmp_path)]) == 0
+    assert len(set(asked)) > 20
+    assert set(asked) <= set(headings((tmp_path / "slides.md").read_text()))

@@ -57,6 +57,15 @@ def test_templates_name_no_steps(path):
     assert len(named) <= 1, named
 
 
+def test_each_role_is_a_kernel_of_the_catalogue_and_no_kernel_takes_two():
+    assert set(catalogue.ROLES.values()) <= set(catalogue.KERNELS), "a role names no kernel"
+    assert len(set(catalogue.ROLES.values())) == len(catalogue.ROLES), "one kernel in two roles"
+    # each role's kernel is of the precision its name says
+    for role, bid in catalogue.ROLES.items():
+        precision = catalogue.KERNELS[bid][0].precision
+        assert precision == ("bf16" if "bf16" in role else "fp8" if "fp8" in role or role == "block_scaled" else "tf32"), (role, bid)
+
+
 def test_every_variant_is_registered_once_and_swept_once():
     benches = registry.discover()
     for step in catalogue.STEPS:
