@@ -331,6 +331,7 @@ def render(context: dict, svgs: dict[str, str]) -> str:
 
 
 FIGURES = re.compile(r"[0-9a-f]{12}")      # svgs/<figures_folder>/: one build's figures
+PROJECT_FOLDERS = ("styles", "components")  # Slidev reads them beside slides.md: shared styles, recurring pieces
 
 
 def write_deck(out_dir: Path, deck: str, svgs: dict[str, str]) -> None:
@@ -359,6 +360,9 @@ def write_deck(out_dir: Path, deck: str, svgs: dict[str, str]) -> None:
                 os.replace(stage, figures)
             finally:
                 shutil.rmtree(stage, ignore_errors=True)
+        if out_dir.resolve() != ROOT.resolve():                 # a deck elsewhere takes the project's styles along
+            for folder in PROJECT_FOLDERS:
+                shutil.copytree(ROOT / folder, out_dir / folder, dirs_exist_ok=True)
         try:
             write_atomic(out_dir / "slides.md", deck)          # the deck changes here, in one rename
         except BaseException:

@@ -88,10 +88,13 @@ OUTLINE = fixture_outline()
 MICRO = ("latency.instruction", "latency.memory", "l2.bandwidth_scaling", "transpose.all")
 
 
+NEXT_FRONTMATTER = re.compile(r"\n---\n(?:[A-Za-z][\w-]*:[^\n]*\n)+---\s*$")   # the next slide's class: ...
+
+
 def slides_of(markdown: str) -> dict[str, str]:
-    """Slide text by title."""
+    """Slide text by title (without the frontmatter of the slide after it)."""
     parts = re.split(r"^# ", markdown, flags=re.M)[1:]
-    return {p.splitlines()[0].strip(): p for p in parts}
+    return {p.splitlines()[0].strip(): NEXT_FRONTMATTER.sub("\n", p) for p in parts}
 
 
 @pytest.fixture(scope="session")
@@ -191,11 +194,11 @@ def test_every_template_is_a_section_of_the_outline_and_every_section_has_one():
 
 
 def test_templates_hold_no_measured_values():
-    """Outside Jinja tags, styles, classes and file names, templates hold no digits but names like FP32."""
+    """Outside Jinja tags, styles, classes (a slide's too) and file names, templates hold no digits but names like FP32."""
     for path in sorted(SLIDES_DIR.glob("*.md.j2")):
         source = re.sub(r"<style.*?</style>", "", path.read_text(), flags=re.S)
         for n, line in enumerate(source.splitlines(), 1):
-            text = re.sub(r"\[\[.*?\]\]|\[%.*?%\]|\[#.*?#\]|(class|src)=\"[^\"]*\"", "", line)
+            text = re.sub(r"\[\[.*?\]\]|\[%.*?%\]|\[#.*?#\]|(class|src)=\"[^\"]*\"|^class: .*", "", line)
             text = ALLOWED_IN_TEMPLATES.sub("", text)
             assert not re.search(r"\d", text), f"{path.name}:{n}: a number in a template: {line.strip()}"
 
@@ -747,11 +750,13 @@ def test_code_slides_never_shrink_a_long_kernel_they_show_its_focus(deck):
     """Code is set at 11 px; a kernel region longer than a slide holds shows the lines the catalogue
     names as its focus, and the backup slides hold the whole region, in order."""
     assert CODE_PAGES                                        # the long kernels of the catalogue
-    assert {int(px) for px in re.findall(r"slidev-code code\) \{ font-size: (\d+)px", deck["md"])} == {11}
+    sheet = (ROOT / "styles" / "index.css").read_text()
+    assert {int(px) for px in re.findall(r"\.code-page \.slidev-code code \{ font-size: (\d+)px", sheet)} == {11}
     s = slides_of(deck["md"])
     for i, step in enumerate(catalogue.STEPS, 1):
         view = gemm.code_view(step.code, step.focus)
         code = s[f"Kernel {i}: {step.title} — Code"]
+        assert re.search(rf"\n---\nclass: code-page\n---\s*\n# Kernel {i}: ", deck["md"]), "the code slide at 11 px"
         if not view["pages"]:
             # the file's region itself, or its text in the code walk (test_each_code_slide_walks_...)
             assert (re.search(rf"<<< \S*{re.escape(step.code)}#kernel", code) or view["text"] in code)
@@ -1021,3 +1026,17 @@ def test_every_title_a_section_asks_for_is_a_slide_heading(fixture_doc, node_doc
                            "--no-compare", "--out-dir", str(tmp_path)]) == 0
     assert len(set(asked)) > 20
     assert set(asked) <= set(headings((tmp_path / "slides.md").read_text()))
+
+
+def test_slides_take_their_styles_from_the_shared_sheet_by_class():
+    """No template styles a slide of its own: each names classes in its frontmatter, and every class
+    it names is a rule of styles/index.css (a typo would leave a slide unstyled, overflowing)."""
+    sheet = (ROOT / "styles" / "index.css").read_text()
+    defined = set(re.findall(r"\.slidev-layout\.([\w-]+)", sheet))
+    used = set()
+    for path in SLIDES_DIR.glob("*.md.j2"):
+        text = path.read_text()
+        assert "<style" not in text, f"{path.name}: a <style> block; give the slide a class of styles/index.css"
+        used |= {c for line in re.findall(r"(?m)^class: (.+)$", text) for c in line.split()}
+    assert used - {"text-center"} <= defined, sorted(used - defined)
+    assert defined <= used, f"rules no slide uses: {sorted(defined - used)}"
