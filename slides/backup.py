@@ -1,4 +1,5 @@
-"""The backup divider: what this GPU's results leave out, in one line, and how to measure it."""
+"""The backup divider: what the backup slides after it hold, in their order, and what this GPU's
+results leave out, in one line, and how to measure it."""
 from __future__ import annotations
 
 from slides.l2 import MAP_ID, PLACE_ID
@@ -24,5 +25,24 @@ def context(deck) -> dict:
         gaps.append(("gpu-benches beside the memory slides", [deck["gpu_benches"]["id"]], deck["gpu_benches"]["id"]))
     if not deck["atlas"]["measured"]:
         gaps.append(("the shape atlas", deck["atlas"]["ids"], "atlas"))
-    return {"gaps": [{"what": what, "ids": ids} for what, ids, _ in gaps],
+    return {"gaps": [{"what": what, "ids": ids} for what, ids, _ in gaps], "contents": contents(deck),
             "only": sorted({only for _, _, only in gaps if only}), "from_node": any(only is None for _, _, only in gaps)}
+
+
+def contents(deck) -> list[str]:
+    """What follows the divider, in the outline's order, each part only where its slides are shown."""
+    memory = "the memory hierarchy" + (" beside gpu-benches" if deck["gpu_benches"]["peer"] else "")
+    parts = [f"Micro-benchmarks: instruction latency, {memory}, matrix transpose"]
+    alone = [what for name, key, what in (("machinery", "wgmma", "wgmma"), ("clusters", "clusters", "clusters"),
+                                          ("tma", "tma", "TMA")) if deck[name][key]]
+    if alone:
+        parts.append(" and ".join([", ".join(alone[:-1]), alone[-1]] if len(alone) > 1 else alone) + " alone, every figure")
+    if deck["compare"]:
+        parts.append("the other GPUs side by side")
+    counters = deck["counters"]
+    if counters["rows"]:
+        parts.append("the GEMM kernels' resources" + (" and counters" if counters["metrics"] else ""))
+    if any(step["code"] and step["code"]["pages"] for step in deck["gemm"]["steps"]):
+        parts.append("each long kernel's code in full")
+    return parts
+

@@ -1040,3 +1040,17 @@ def test_slides_take_their_styles_from_the_shared_sheet_by_class():
         used |= {c for line in re.findall(r"(?m)^class: (.+)$", text) for c in line.split()}
     assert used - {"text-center"} <= defined, sorted(used - defined)
     assert defined <= used, f"rules no slide uses: {sorted(defined - used)}"
+
+
+def test_the_backup_divider_promises_what_follows_it(deck):
+    """Its one line names the parts after it, each only where their slides are in the deck."""
+    s = slides_of(deck["md"])
+    promise = s["Backup Slides"].split("\n\n")[1]
+    titles = list(s)
+    after = titles[titles.index("Backup Slides") + 1:]
+    assert promise.startswith("Micro-benchmarks: instruction latency")
+    assert ("counters" in promise) == ("GEMM Kernels — Counters" in after)
+    assert ("side by side" in promise) == ("The GPUs Side by Side" in after)
+    assert ("code in full" in promise) == ("Full Kernel Code" in after)
+    assert ("TMA alone" in promise) == ("TMA Alone — Every Figure" in after)
+
