@@ -112,8 +112,18 @@ def side_by_side(gpus: list) -> dict | None:
                             if o["memory"] in ("more", "less") else [])
     differing = ([(r["label"], r["ratios"]) for r in rows if r["group"] == "measured" and any(r["ratios"])]
                  + [(f"GEMM: {s['title']}", s["ratios"]) for s in steps if any(s["ratios"])])
+    # the step whose shares of its own cuBLAS lie furthest apart across the GPUs (every GPU measured)
+    shares = [(max(p) - min(p), s) for s in steps
+              if all(b and b["pct_cublas"] is not None for b in s["gpus"]) for p in [[b["pct_cublas"] for b in s["gpus"]]]]
+    widest = max(shares, key=lambda x: x[0], default=None)
     return {"names": [c["device"]["name"] for c in gpus], "same_pct": 100 * SAME, "rows": rows, "by": by, "steps": steps, "others": others,
-            "differing": differing}
+            "differing": differing,
+            "share_gap": widest and {"step": widest[1]["name"], "points": widest[0], "same": widest[0] < SHARE_SAME_POINTS,
+                                     "pcts": [b["pct_cublas"] for b in widest[1]["gpus"]]}}
+
+
+# Shares of cuBLAS within this many points on every GPU, at every step: the same share.
+SHARE_SAME_POINTS = 0.5
 
 
 def context(deck) -> dict | None:

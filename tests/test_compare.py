@@ -40,6 +40,8 @@ def test_comparison_sets_the_gpus_side_by_side(fixture_doc, write_results, tmp_p
     assert "| SMs | 132 | 132 | 1.00× |" in side and f"{MEMORY_GAIN:.2f}×" in measured and "cudaMemcpy" not in side
     gemm = slides_of(md)["GEMM Steps on Each GPU"]
     assert "| CuTe WGMMA |" in gemm and "| 0.90× |" in gemm   # one kernel: its title alone
+    # the same records but one kernel's speed: there its share of its own cuBLAS differs most
+    assert "Each step's share of its own GPU's cuBLAS lies furthest apart at CuTe WGMMA: " in gemm
     why = slides_of(md)["What Differs, and Why"]
     assert f"The best copy moves {MEMORY_GAIN:.2f}× the bytes per second" in why
     assert "memory-bound work gains what the memory gives" in why
@@ -84,3 +86,13 @@ def test_cublas_doing_less_work_per_clock_on_the_same_sms_is_called_unexplained(
     write_results(other_gpu(fixture_doc), "h200.yaml")
     assert build.main(["--results", str(mine), "--out-dir", str(tmp_path / "same")]) == 0
     assert "Per MHz of that clock" not in (tmp_path / "same" / "slides.md").read_text()
+
+
+def test_shares_of_cublas_alike_on_every_gpu_are_called_the_same(fixture_doc, write_results, tmp_path):
+    other = other_gpu(fixture_doc)
+    other["benchmarks"]["gemm.wgmma"]["tflops"] = fixture_doc["benchmarks"]["gemm.wgmma"]["tflops"]
+    mine = write_results(fixture_doc, "h100.yaml")
+    write_results(other, "h200.yaml")
+    assert build.main(["--results", str(mine), "--out-dir", str(tmp_path / "deck")]) == 0
+    gemm = slides_of((tmp_path / "deck" / "slides.md").read_text())["GEMM Steps on Each GPU"]
+    assert "Each step's share of its own GPU's cuBLAS lies within 0.0 points on every GPU" in gemm
