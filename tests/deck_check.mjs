@@ -57,6 +57,22 @@ async function check(n, click) {
       if ([...e.childNodes].some((c) => c.nodeType === 3 && c.textContent.trim()) && px < min - 0.05)
         out.push({ slide: n, title, what: `${name(e)} is set at ${px.toFixed(1)} px, under ${min}` });
     }
+    const rgb = (c) => (c.match(/[\d.]+/g) || []).map(Number);
+    const luminance = ([r, g, b]) => [r, g, b].map((v) => v / 255).map((v) => v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4)
+      .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
+    const backdrop = (e) => {                                       // the nearest background that is painted
+      for (let a = e; a; a = a.parentElement) {
+        const c = rgb(getComputedStyle(a).backgroundColor);
+        if (c.length >= 3 && (c.length < 4 || c[3] > 0)) return c;
+      }
+      return [255, 255, 255];
+    };
+    for (const e of shown) {                                       // code text: 3:1 against its background at least
+      if (!e.closest('pre') || ![...e.childNodes].some((c) => c.nodeType === 3 && c.textContent.trim())) continue;
+      const [hi, lo] = [luminance(rgb(getComputedStyle(e).color)), luminance(backdrop(e))].sort((a, b) => b - a);
+      const ratio = (hi + 0.05) / (lo + 0.05);
+      if (ratio < 3) out.push({ slide: n, title, what: `${name(e)} is at ${ratio.toFixed(1)}:1 against its background, under 3:1` });
+    }
     for (const e of root.querySelectorAll('*')) {                 // data never becomes a handler
       const handlers = [...e.attributes].map((a) => a.name).filter((a) => a.startsWith('on'));
       if (handlers.length) out.push({ slide: n, title, what: `${name(e)} carries ${handlers.join(', ')}` });
