@@ -80,6 +80,9 @@ def locked(path: Path):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+ATTEMPT_FIELDS = ("status", "reason", "measured_at", "git_commit")     # what last_attempt keeps of a rerun
+
+
 def kept_or_new(old: dict | None, new: dict) -> dict:
     """The record a file keeps for one id: the new one, unless it measured nothing (skipped, or
     failed before its check: no peer checkout, a build or a process that failed) where the file
@@ -89,9 +92,6 @@ def kept_or_new(old: dict | None, new: dict) -> dict:
     if old and old.get("status") == "ok" and new.get("status") != "ok" and "check" not in new:
         return {**old, "last_attempt": {k: new[k] for k in ATTEMPT_FIELDS if k in new}}
     return new
-
-
-ATTEMPT_FIELDS = ("status", "reason", "measured_at", "git_commit")
 
 
 def merge(path: Path, device: dict, software: dict, records: dict, node: dict | None = None,

@@ -5,6 +5,10 @@ from __future__ import annotations
 from slides.l2 import MAP_ID, PLACE_ID
 
 
+# The machinery measured alone: its section, the context key that holds it, and what it is.
+MACHINERY = (("machinery", "wgmma", "wgmma"), ("clusters", "clusters", "clusters"), ("tma", "tma", "TMA"))
+
+
 def context(deck) -> dict:
     """Each section without its results: what it shows, its benchmark ids, and what to run for it
     (a family or an id for --only; None: it comes from a node's results file, not this GPU's run)."""
@@ -13,10 +17,9 @@ def context(deck) -> dict:
         gaps.append(("the multi-GPU sections", [*deck["multigpu"]["ids"], deck["overlap"]["id"]], None))
     if not deck["fp8"]["measured"]:
         gaps.append(("the FP8 track", deck["fp8"]["ids"], "gemm"))
-    for name, key, what in (("machinery", "wgmma", "wgmma alone"), ("clusters", "clusters", "clusters alone"),
-                            ("tma", "tma", "TMA alone")):
+    for name, key, what in MACHINERY:
         if not deck[name][key]:
-            gaps.append((what, [deck[name]["id"]], "machinery"))
+            gaps.append((f"{what} alone", [deck[name]["id"]], "machinery"))
     if not deck["l2"]["partitions"]:
         gaps.append(("L2's two halves", [MAP_ID], "l2"))
     if not deck["l2"]["placed"]:
@@ -33,10 +36,9 @@ def contents(deck) -> list[str]:
     """What follows the divider, in the outline's order, each part only where its slides are shown."""
     memory = "the memory hierarchy" + (" beside gpu-benches" if deck["gpu_benches"]["peer"] else "")
     parts = [f"Micro-benchmarks: instruction latency, {memory}, matrix transpose"]
-    alone = [what for name, key, what in (("machinery", "wgmma", "wgmma"), ("clusters", "clusters", "clusters"),
-                                          ("tma", "tma", "TMA")) if deck[name][key]]
+    alone = [what for name, key, what in MACHINERY if deck[name][key]]
     if alone:
-        parts.append(" and ".join([", ".join(alone[:-1]), alone[-1]] if len(alone) > 1 else alone) + " alone, every figure")
+        parts.append(f"{_series(alone)} alone, every figure")
     if deck["compare"]:
         parts.append("the other GPUs side by side")
     counters = deck["counters"]
@@ -46,3 +48,7 @@ def contents(deck) -> list[str]:
         parts.append("each long kernel's code in full")
     return parts
 
+
+def _series(words: list[str]) -> str:
+    """Words as a series: a; a and b; a, b and c."""
+    return " and ".join(filter(None, [", ".join(words[:-1]), words[-1]]))

@@ -113,13 +113,13 @@ def side_by_side(gpus: list) -> dict | None:
     differing = ([(r["label"], r["ratios"]) for r in rows if r["group"] == "measured" and any(r["ratios"])]
                  + [(f"GEMM: {s['title']}", s["ratios"]) for s in steps if any(s["ratios"])])
     # the step whose shares of its own cuBLAS lie furthest apart across the GPUs (every GPU measured)
-    shares = [(max(p) - min(p), s) for s in steps
-              if all(b and b["pct_cublas"] is not None for b in s["gpus"]) for p in [[b["pct_cublas"] for b in s["gpus"]]]]
-    widest = max(shares, key=lambda x: x[0], default=None)
+    shares = lambda s: [b["pct_cublas"] for b in s["gpus"]]
+    gap = lambda s: max(shares(s)) - min(shares(s))
+    widest = max((s for s in steps if all(b and b["pct_cublas"] is not None for b in s["gpus"])), key=gap, default=None)
     return {"names": [c["device"]["name"] for c in gpus], "same_pct": 100 * SAME, "rows": rows, "by": by, "steps": steps, "others": others,
             "differing": differing,
-            "share_gap": widest and {"step": widest[1]["name"], "points": widest[0], "same": widest[0] < SHARE_SAME_POINTS,
-                                     "pcts": [b["pct_cublas"] for b in widest[1]["gpus"]]}}
+            "share_gap": widest and {"step": widest["name"], "points": gap(widest), "same": gap(widest) < SHARE_SAME_POINTS,
+                                     "pcts": shares(widest)}}
 
 
 # Shares of cuBLAS within this many points on every GPU, at every step: the same share.
