@@ -248,14 +248,14 @@ FP8_STEPS = (
     Step("fp8_blocks", "Block Scales",
          "+ DeepSeek-V3's scales: A's per 1 x 128 of a row, B's per 128 x 128 block; a K-tile is one block "
          "along K, so each K-tile's sums are multiplied by their row's and their column block's scales as "
-         "they are promoted into FP32",
+         "they are promoted into FP32; A's scales come with A's K-tile, one bulk copy into the stage",
          "kernels/gemm_14_fp8_blocks.cu", "gemm_fp8_blocks",
          (Variant("gemm.fp8_blocks", "128x192 tile", {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS}),),
-         "lean_loop", (*_FP8_TMA, "UTMASTG"), HOPPER, beyond=True, precision="fp8", scaling="blocks"),
+         "lean_loop", (*_FP8_TMA, "UTMASTG", "UBLKCP"), HOPPER, beyond=True, precision="fp8", scaling="blocks"),
     Step("fp8_bf16_out", "BF16 C", "+ C written in BF16, as DeepGEMM and a model write it: the FP32 sums rounded "
          "to BF16 as they are staged, half the bytes to store", "kernels/gemm_14_fp8_blocks.cu", "gemm_fp8_blocks",
          (Variant("gemm.fp8_blocks_bf16_out", "BF16 C", {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS, **_BF16_C}),),
-         "lean_loop", (*_FP8_TMA, "UTMASTG"), HOPPER, beyond=True, precision="fp8", scaling="blocks"),
+         "lean_loop", (*_FP8_TMA, "UTMASTG", "UBLKCP"), HOPPER, beyond=True, precision="fp8", scaling="blocks"),
 )
 TRACKS = {"tf32": STEPS, "bf16": BF16_STEPS, "fp8": FP8_STEPS}
 # A track whose first kernel is timed against the same step on the track of wider operands: the

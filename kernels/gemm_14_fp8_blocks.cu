@@ -3,6 +3,8 @@
 // of the whole tensor. A K-tile is one scale block along K (BK e4m3 values are 128 bytes), so step
 // 13's promotion is where the scales go in: each K-tile's sums, in the tensor cores' own precision,
 // are multiplied by their row's A scale and their column block's B scale as they are added in FP32.
+// A's scales travel with A's K-tile, through the ring: a consumer reads them from shared memory, not
+// from L2 (with each thread loading its own, a K-tile ahead, the step ran 9-11% slower in turns).
 #include <cuda.h>                           // CUtensorMap
 #include "gemm_sm90_promote.cuh"          // mma_k_tile_alone, Epilogue
 
@@ -29,26 +31,51 @@ __device__ inline void add_scaled(Frag& sums, Frag const& acc, float const (&a)[
         sums(j) += acc(j) * s[2 * (j / 2 % 2) + (8 * (j / 4) >= NEXT_BLOCK_AT)];
 }
 
-// One consumer thread's scales for one output tile: A's (L,M) M-major, so a warp's rows of a K-tile are
-// contiguous; B's (N/SCALE_BLOCK, ldb) K-major (L = K/SCALE_BLOCK, rounded up, as N/SCALE_BLOCK is).
-// Past M or N a scale is 0: those rows and columns of C are never stored.
+// A's scales of each stage's K-tile, one float a row of the tile, copied by the producer beside A and B
+// and counted on the stage's full barrier, as DeepGEMM does: A's scales are M-major, so a K-tile's rows
+// are one contiguous run, one bulk copy. A bulk copy starts on 16 bytes; where k M is not a multiple of
+// 4 floats the run starts SKEW floats into the stage's row (the 16 bytes it starts in, no further).
+constexpr int SCALE_GRANULE = 16 / sizeof(float);
+__shared__ alignas(128) float a_scale_ring[RING][BM + SCALE_GRANULE];
+static_assert(BM % SCALE_GRANULE == 0, "a tile's first row keeps K-tile k's skew, (k M) mod 4");
+static_assert(SMEM_BYTES_NEEDED + STATIC_SMEM_BYTES + sizeof(a_scale_ring) <= SMEM_CAPACITY,
+              "A's scales fit beside the ring and the staging");
+
+__device__ inline int scale_skew(int k, int M) { return int(size_t(k) * M % SCALE_GRANULE); }
+
+struct ScalesOfA {
+    const float* sfa;
+    int M;
+    // K-tile k's scales of tile row tm into stage s (rows past M, not copied, are never stored)
+    __device__ void operator()(uint64_t& full, int s, int k, int tm) const {
+        const int rows = min(BM, M - tm * BM), skew = scale_skew(k, M);
+        if (rows <= 0) return;                    // a cluster's tile wholly past M
+        const int bytes = round_up(skew + rows, int(SCALE_GRANULE)) * int(sizeof(float));
+        cutlass::arch::ClusterTransactionBarrier::expect_transaction(&full, bytes);
+        SM90_BULK_COPY_G2S::copy(sfa + size_t(k) * M + tm * BM - skew, &full, a_scale_ring[s], bytes);
+    }
+};
+
+// One consumer thread's scales of one output tile: A's, rows r and r + 8, from the stage; B's
+// (N/SCALE_BLOCK, ldb) K-major (ldb at least K/SCALE_BLOCK, rounded up), the tile's first block and,
+// where the tile reaches it, the second, loaded a K-tile ahead: a warp issues in order, so the first
+// instruction that reads a load waits for it. Past N a block's scale is 0: those columns are never stored.
 struct BlockScales {
-    const float *a0, *a1, *b0, *b1;             // at K-tile 0: row r, row r + 8, the first block, the second
-    int m, next_block_at;
-    __device__ BlockScales(const float* sfa, const float* sfb, int ldb, int M, int N, int tm, int tn, int r) {
-        const int row = tm * BM + r, first = tn * BN / SCALE_BLOCK, blocks = ceil_div(N, SCALE_BLOCK);
-        m = M;
-        a0 = row < M ? sfa + row : nullptr;
-        a1 = row + 8 < M ? sfa + row + 8 : nullptr;
+    const float *b0, *b1;
+    int M, r, next_block_at;
+    __device__ BlockScales(const float* sfb, int ldb, int M, int N, int tn, int r) : M(M), r(r) {
+        const int first = tn * BN / SCALE_BLOCK;
         b0 = sfb + first * ldb;
-        b1 = first + 1 < blocks ? b0 + ldb : nullptr;
+        b1 = first + 1 < ceil_div(N, SCALE_BLOCK) ? b0 + ldb : nullptr;
         next_block_at = SCALE_BLOCK - tn * BN % SCALE_BLOCK;
     }
-    // K-tile k's scales, loaded a K-tile ahead: a warp issues in order, so the first instruction that
-    // reads a load waits for it (several hundred cycles from L2, more under the TMA loads' traffic)
-    __device__ void load(int k, float (&a)[2], float (&b)[2]) const {
-        a[0] = a0 ? __ldg(a0 + k * m) : 0.f, a[1] = a1 ? __ldg(a1 + k * m) : 0.f;
+    __device__ void load_b(int k, float (&b)[2]) const {
         b[0] = __ldg(b0 + k), b[1] = b1 ? __ldg(b1 + k) : 0.f;
+    }
+    // K-tile k's A scales, from stage s once it has landed (before the stage is released)
+    __device__ void read_a(int s, int k, float (&a)[2]) const {
+        const float* row = a_scale_ring[s] + scale_skew(k, M) + r;
+        a[0] = row[0], a[1] = row[8];
     }
     template <class Frag>
     __device__ void add(Frag& sums, Frag const& acc, float const (&a)[2], float const (&b)[2]) const {
@@ -65,7 +92,7 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
         float* partials,                              // per CTA of the last wave: its tail's sums (TailSums)
         int* ready,                                   // (CONSUMER_THREADS) per CTA of the last wave: 1 while its tail waits
         int full_units, int left, int split,          // the last wave's plan (Schedule)
-        const float* sfa,                             // (L,M) A's scales, M-major
+        const float* sfa,                             // (L,M) A's scales, M-major: into the ring by the producer
         const float* sfb, int ldb) {                  // (N/SCALE_BLOCK,ldb) B's scales, K-major
     SharedStorage& smem = shared_storage();
     const int rank = block_rank_in_cluster();
@@ -74,7 +101,7 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
 
     if (threadIdx.x < 128) {                                     // producer warpgroup
         cutlass::arch::warpgroup_reg_dealloc<PRODUCER_REGS>();
-        if (threadIdx.x == 0) produce(smem, schedule, tmaA, tmaB, M, N, rank);
+        if (threadIdx.x == 0) produce(smem, schedule, tmaA, tmaB, M, N, rank, ScalesOfA{sfa, M});
     } else {
         cutlass::arch::warpgroup_reg_alloc<CONSUMER_REGS>();
         auto [mma, thr, tCrA, tCrB] = consumer_fragments(smem);                  // (MMA,MMA_M|N,MMA_K,PIPE) descriptors
@@ -87,15 +114,16 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
         Piece p;
         for (int i = 0; schedule.piece(i, p); ++i) {
             auto [tm, tn] = cta_tile(M, N, p.unit * CLUSTER_M + rank);
-            const BlockScales scales(sfa, sfb, ldb, M, N, tm, tn, r);
+            const BlockScales scales(sfb, ldb, M, N, tn, r);
             clear(sums);
-            float a[2], b[2], next_a[2], next_b[2];
-            scales.load(p.k0, next_a, next_b);
+            float a[2], b[2], next_b[2];
+            scales.load_b(p.k0, next_b);
             for (int k = p.k0; k < p.k1; ++k) {
-                a[0] = next_a[0], a[1] = next_a[1], b[0] = next_b[0], b[1] = next_b[1];
+                b[0] = next_b[0], b[1] = next_b[1];
                 wait_barrier(smem.full[stage], phase);
+                scales.read_a(stage, k, a);
                 mma_k_tile_alone(mma, tCrA(_, _, _, stage), tCrB(_, _, _, stage), tCrC);
-                if (k + 1 < p.k1) scales.load(k + 1, next_a, next_b);   // a K-tile ahead: two K-tiles' wgmmas to land
+                if (k + 1 < p.k1) scales.load_b(k + 1, next_b);   // a K-tile ahead: two K-tiles' wgmmas to land
                 warpgroup_wait<0>();
                 release_stage(smem, stage);
                 scales.add(sums, tCrC, a, b);    // promoted and scaled: added in FP32
