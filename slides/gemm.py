@@ -118,19 +118,77 @@ def code_view(source: str | None, focus: tuple[str, str] | None, out_dir: Path =
             "last": end + 1, "pages": [textwrap.dedent("\n".join(page)) for page in pages]}
 
 
-def added_lines(before: str, after: str) -> str:
-    """The lines of ``after`` that ``before`` does not hold (blank lines aside), as Slidev writes a
-    highlight: 1-based ranges, "3-5,9"; empty where nothing was added."""
+# A code slide lights the lines its step adds in at most this many clicks, the closest runs together.
+MAX_LIT_CLICKS = 3
+# What a click's note quotes of its lines: their first comment, cut at a word past this many characters.
+SAYS_CHARS = 90
+
+
+def added_runs(before: str, after: str) -> list[list[int]]:
+    """The runs of lines of ``after`` (1-based, first and last) that ``before`` does not hold, blank
+    lines and indentation aside."""
     a, b = [line.strip() for line in before.splitlines()], [line.strip() for line in after.splitlines()]
     new = [j + 1 for tag, _, _, j0, j1 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
            if tag in ("insert", "replace") for j in range(j0, j1) if b[j]]
-    ranges = []
+    runs: list[list[int]] = []
     for n in new:
-        if ranges and ranges[-1][1] == n - 1:
-            ranges[-1][1] = n
+        if runs and runs[-1][1] == n - 1:
+            runs[-1][1] = n
         else:
-            ranges.append([n, n])
-    return ",".join(f"{lo}-{hi}" if hi > lo else str(lo) for lo, hi in ranges)
+            runs.append([n, n])
+    return runs
+
+
+def _comment(line: str) -> str:
+    """A line's comment, the author's words for what the code does; CuTe's shape comments
+    ("(BM,BK,PIPE)") name no action and count as none."""
+    for mark in ("//", "#"):
+        if mark in line and not line.lstrip().startswith("#include"):
+            text = line.split(mark, 1)[1].strip().rstrip(".")
+            if text and not text.startswith("("):
+                return text
+    return ""
+
+
+def _sentence(text: str) -> str:
+    """A comment as a note says it: cut at a word past SAYS_CHARS, its first word capitalized where
+    it is a plain word (not code such as cp.async), ending in a period."""
+    if len(text) > SAYS_CHARS:
+        text = text[:text.rfind(" ", 0, SAYS_CHARS)] + " …"
+    return (text[0].upper() + text[1:] if text.split(" ", 1)[0].isalpha() else text) + "."
+
+
+def lit_clicks(before: str, after: str) -> list[dict]:
+    """The clicks that light, in turn, the lines ``after`` adds to ``before``, each with its lines as
+    Slidev highlights them ("3-5,9"), their numbers in words, and what its first comment says. A run of
+    added lines without a comment is lit with the run before it (the first, with the one after); at
+    most MAX_LIT_CLICKS remain (the two with the fewest lines between them lit together until they
+    fit); where no added line has a comment, one click lights them all."""
+    lines = after.splitlines()
+
+    def says(runs):
+        return next((c for lo, hi in runs for c in map(_comment, lines[lo - 1:hi]) if c), "")
+    clicks = [[run] for run in added_runs(before, after)]
+    if not any(says(c) for c in clicks):
+        clicks = [[run for c in clicks for run in c]] if clicks else []
+    while len(clicks) > 1 and (bare := next((i for i, c in enumerate(clicks) if not says(c)), None)) is not None:
+        lo = bare - 1 if bare else 0
+        clicks[lo:lo + 2] = [clicks[lo] + clicks[lo + 1]]
+    while len(clicks) > MAX_LIT_CLICKS:
+        i = min(range(len(clicks) - 1), key=lambda k: clicks[k + 1][0][0] - clicks[k][-1][1])
+        clicks[i:i + 2] = [clicks[i] + clicks[i + 1]]
+    out = []
+    for runs in clicks:
+        first, last = runs[0][0], runs[-1][1]
+        out.append({"lines": ",".join(f"{lo}-{hi}" if hi > lo else str(lo) for lo, hi in runs),
+                    "words": f"Line {first}" if first == last else f"Lines {first}–{last}",
+                    "says": _sentence(says(runs)) if says(runs) else "The lines this step adds."})
+    return out
+
+
+def highlight_of(clicks: list[dict]) -> str:
+    """Slidev's highlight for a code block whose clicks light ``clicks`` in turn, all lines first."""
+    return "|".join(["*", *(c["lines"] for c in clicks)]) if clicks else ""
 
 
 def _ends_statement(line: str) -> bool:
@@ -260,10 +318,11 @@ def context(deck) -> dict:
         before_code = steps[-1]["code"] if steps else None
         # the code walk: the slide morphs from the step before's lines to this one's, where both are
         # of one language and differ
-        walk_from = ({"text": before_code["text"], "index": steps[-1]["index"], "title": steps[-1]["title"],
-                      "added": added_lines(before_code["text"], code["text"])}
-                     if before_code and code and before_code["language"] == code["language"]
-                     and before_code["text"] != code["text"] else None)
+        walk_from = None
+        if before_code and code and before_code["language"] == code["language"] and before_code["text"] != code["text"]:
+            clicks = lit_clicks(before_code["text"], code["text"])
+            walk_from = {"text": before_code["text"], "index": steps[-1]["index"], "title": steps[-1]["title"],
+                         "clicks": clicks, "highlight": highlight_of(clicks)}
         steps.append({"index": i, "key": step.key, "walk_from": walk_from,
                       # the step before's best, for a diagram that sets the two side by side
                       "loop_before": {"title": prev["title"], "variant": prev["best"]} if prev else None,

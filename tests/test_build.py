@@ -912,23 +912,37 @@ def test_each_code_slide_walks_from_the_step_befores_code(deck):
         slide = s[f"Kernel {i}: {step.title} — Code"]
         before = views[i - 2] if i > 1 else None
         if before and before["language"] == view["language"] and before["text"] != view["text"]:
-            # then a click lights the lines the step before did not have
-            added = gemm.added_lines(before["text"], view["text"])
-            fence = lambda code, lit="": f"```{view['language']}{' {*|' + lit + '}' if lit else ''}\n{code}\n```"
-            assert f"````md magic-move\n{fence(before['text'])}\n{fence(view['text'], added)}\n````" in slide
+            # then clicks light the lines the step before did not have, a note for each
+            clicks = gemm.lit_clicks(before["text"], view["text"])
+            lit = gemm.highlight_of(clicks)
+            fence = lambda code, lit="": f"```{view['language']}{' {' + lit + '}' if lit else ''}\n{code}\n```"
+            assert f"````md magic-move\n{fence(before['text'])}\n{fence(view['text'], lit)}\n````" in slide
             assert f"Opens on kernel {i - 1}'s code ({catalogue.STEPS[i - 2].title})" in slide
             notes = presenter_notes(slide)
-            assert "[click] The step before's code morphs" in notes
-            assert ("[click] The lines this step adds are lit." in notes) == bool(added)
+            assert "[click] This step's code." in notes
+            assert re.findall(r"\[click\] (Lines? [\d–]+):", notes) == [c["words"] for c in clicks]
         else:
             assert "magic-move" not in slide
 
 
-def test_the_lines_a_step_adds_are_the_ones_its_click_lights():
+def test_the_lines_a_step_adds_are_the_ones_its_clicks_light():
     before = "a = 1;\nb = 2;\n\nc = 3;"
-    assert gemm.added_lines(before, "a = 1;\nx = 9;\nb = 2;\n\nc = 3;\ny = 8;\nz = 7;") == "2,6-7"
-    assert gemm.added_lines(before, "  a = 1;\nb = 2;") == ""            # indentation and removals add nothing
-    assert gemm.added_lines(before, "a = 1;\nb = 5;\n\nc = 3;") == "2"  # a changed line is new
+    assert gemm.added_runs(before, "a = 1;\nx = 9;\nb = 2;\n\nc = 3;\ny = 8;\nz = 7;") == [[2, 2], [6, 7]]
+    assert gemm.added_runs(before, "  a = 1;\nb = 2;") == []            # indentation and removals add nothing
+    assert gemm.added_runs(before, "a = 1;\nb = 5;\n\nc = 3;") == [[2, 2]]  # a changed line is new
+    # a click a commented run, saying its comment; a run without one is lit with the run before it
+    after = "a = 1;\nx = 9;  // the first idea\nb = 2;\ny = 8;\n\nc = 3;\nz = 7;  // cp.async waits here"
+    clicks = gemm.lit_clicks(before, after)
+    assert [(c["lines"], c["words"], c["says"]) for c in clicks] == [
+        ("2,4", "Lines 2–4", "The first idea."), ("7", "Line 7", "cp.async waits here.")]
+    assert gemm.highlight_of(clicks) == "*|2,4|7"
+    # shape comments say nothing; with no comment at all, one click lights every added line
+    bare = gemm.lit_clicks(before, "a = 1;\nx = 9;  // (BM,BK)\nb = 2;\n\nc = 3;\nz = 7;")
+    assert [(c["lines"], c["says"]) for c in bare] == [("2,6", "The lines this step adds.")]
+    # at most MAX_LIT_CLICKS, the closest runs together
+    many = "\n".join(f"v{i} = {i};  // idea {i}" if i % 2 else "" for i in range(12))
+    assert len(gemm.lit_clicks("", many)) == gemm.MAX_LIT_CLICKS
+    assert gemm.lit_clicks("x", "x") == [] and gemm.highlight_of([]) == ""
     with pytest.raises(BuildError, match="not a line highlight"):
         code_block("x", "cpp", "1}{onclick")
 
