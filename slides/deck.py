@@ -191,6 +191,12 @@ def fmt_num(x, digits: int = 1) -> str:
     return f"{x:,.{digits}f}"
 
 
+def fmt_range(span: dict, digits: int = 1) -> str:
+    """A lowest and highest ({"low", "high"}) as "a–b", or one number where they print alike."""
+    low, high = fmt_num(span["low"], digits), fmt_num(span["high"], digits)
+    return low if low == high else f"{low}–{high}"
+
+
 def fmt_change(ratio: float) -> str:
     """A ratio as a signed change in percent, one decimal, more where one would round a change to
     +0.0 or -0.0 and hide the side of no change it lies on (an interval's bound): +3.2, -0.04, 0.0."""
@@ -239,7 +245,7 @@ def environment() -> jinja2.Environment:
         # Every [[ ]] output is data: escaped for Markdown, Vue and HTML unless it is markup the
         # templates made (a macro's output); see slides/escape.py.
         autoescape=True, finalize=escape.finalize)
-    env.filters.update(num=fmt_num, sig=fmt_sig, change=fmt_change, bytes=fmt_bytes, code_block=code_block, magic_move=magic_move,
+    env.filters.update(num=fmt_num, range_of=fmt_range, sig=fmt_sig, change=fmt_change, bytes=fmt_bytes, code_block=code_block, magic_move=magic_move,
                        count=lambda n, noun: f"{n:,} {noun}{'' if n == 1 else 's'}",
                        yaml_str=escape.yaml_string, yaml_plain=escape.yaml_plain, join=_join,
                        replace=lambda s, old, new: str(s).replace(old, new))   # plain text, escaped on output

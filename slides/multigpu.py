@@ -142,7 +142,25 @@ def _p2p(rec: dict, peer: dict) -> dict:
     first = next((r for r in rows if r["kinds"]), None)
     worst_pct = min((r["pct_link"]["copy_engine"] for r in rows if "copy_engine" in r.get("pct_link", {})), default=None)
     return {"rec": rec, "rows": rows, "first": first, "kinds": P2P_KINDS, "target_pct": 100 * PEER_COPY_TARGET,
-            "met": worst_pct is not None and worst_pct >= 100 * PEER_COPY_TARGET, "peer": against_nvbandwidth(rows, peer)}
+            "met": worst_pct is not None and worst_pct >= 100 * PEER_COPY_TARGET, "peer": against_nvbandwidth(rows, peer),
+            "over_pairs": over_pairs(rows)}
+
+
+def span(values: list[float]) -> dict | None:
+    """The lowest and highest of ``values``; None where there are none."""
+    return {"low": min(values), "high": max(values)} if values else None
+
+
+def over_pairs(rows: list[dict]) -> dict:
+    """What the ordered pairs with peer access measured, each kind's lowest and highest over them
+    (GB/s and share of NVLink), and the load latency's from a peer and local: the notes' summary."""
+    peered = [r for r in rows if r["kinds"]]
+    kinds = {k: {"gbps": span([r["kinds"][k] for r in peered if k in r["kinds"]]),
+                 "pct": span([r["pct_link"][k] for r in peered if k in r["pct_link"]])}
+             for k in P2P_KINDS if any(k in r["kinds"] for r in peered)}
+    timed = [r["latency_ns"] for r in peered if r.get("latency_ns")]
+    return {"pairs": len(peered), "kinds": kinds,
+            "latency": {"peer": span([t["peer"] for t in timed]), "local": span([t["local"] for t in timed])} if timed else None}
 
 
 def against_nvbandwidth(rows: list[dict], peer: dict) -> dict:
@@ -162,7 +180,10 @@ def against_nvbandwidth(rows: list[dict], peer: dict) -> dict:
                                     "ratio": v / theirs[(k, r["src"], r["dst"])]}
                                 for k, v in ours.items() if (k, r["src"], r["dst"]) in theirs}})
     gaps = [abs(p["kinds"][k]["ratio"] - 1) for p in pairs for k in COPIES if k in p["kinds"]]
+    kinds = dict.fromkeys(k for p in pairs for k in p["kinds"])
     return {"rec": peer, "measured": bool(gaps), "pairs": pairs, "first": pairs[0] if pairs else None,
+            # each case's ratio ours / nvbandwidth, lowest and highest over the pairs
+            "ratios": {k: span([p["kinds"][k]["ratio"] for p in pairs if k in p["kinds"]]) for k in kinds},
             "within": NVBANDWIDTH_WITHIN, "worst": max(gaps, default=None),
             "met": bool(gaps) and max(gaps) <= NVBANDWIDTH_WITHIN, "version": peer["record"]["params"]["version"],
             "latency_bytes": NVBANDWIDTH_LATENCY_BYTES,
@@ -263,6 +284,10 @@ def section(doc: dict, records: dict) -> dict:
         groups.setdefault((p["nvlinks"], p["via"], p["nvlink_gbps_per_direction"]), []).append(p)
     c["links"] = [{"pairs": ps, "nvlinks": k[0], "via": k[1], "nvlink_gbps_per_direction": k[2], "every": len(groups) == 1}
                   for k, ps in groups.items()]
+    paths = {}
+    for p in c["pairs"]:
+        paths.setdefault(p["pcie_path"], []).append(p)
+    c["pcie_paths"] = [{"path": path, "pairs": ps, "every": len(paths) == 1} for path, ps in paths.items()]
     c["link_gbps"] = link_gbps(node)
     return c
 

@@ -85,7 +85,10 @@ def context(deck) -> dict:
                                for k in best},
             "waits": waits, "slower_from": SLOWER_FROM,
             "slowed_comm": slowed_comm if slowed_comm["worst_comm_chunk"] >= SLOWER_FROM else None,
-            "slowed_by_overlap": [r for r in ours if r["verdict"] == "slower"]}
+            "slowed_by_overlap": [r for r in ours if r["verdict"] == "slower"],
+            # every overlapped GEMM's check on the largest node, cuBLAS's too, and the worst error
+            "checked": {"all_passed": all(r["check"]["passed"] for p in largest["patterns"] for r in p["runs"]),
+                        "worst_error": max(r["check"]["rel_error"] for p in largest["patterns"] for r in p["runs"])}}
 
 
 # --- figures -----------------------------------------------------------------------------------

@@ -60,6 +60,17 @@ def cells(record: dict, small_tile: dict | None) -> dict:
             for r in record["rows"]}
 
 
+def share_range(cells: dict) -> dict | None:
+    """A step's lowest and highest share of its cuBLAS over the sizes it ran (each with its size),
+    and the sizes it refused; None where it ran none."""
+    ran = {size: c["ratio_same_layout"] for size, c in cells.items() if c["outcome"] == "correct"}
+    if not ran:
+        return None
+    low, high = min(ran, key=ran.get), max(ran, key=ran.get)
+    return {"low": {"size": low, "pct": 100 * ran[low]}, "high": {"size": high, "pct": 100 * ran[high]},
+            "refused": [size for size, c in cells.items() if c["outcome"] == "refused"]}
+
+
 def context(deck) -> dict:
     """Each step's best kernel across sizes (bench/sweep.py), cuBLAS timed in turns beside it, and
     how close the headline kernel stays to cuBLAS from WITHIN_FROM up; then the BF16 headline's."""
@@ -77,6 +88,7 @@ def context(deck) -> dict:
                    deck["gemm"]["shape"] and deck["gemm"]["shape"]["dims"]) if top else None
     for s in steps:
         s["cells"] = cells(s["record"], best["small_tile"] if s is top else None)
+        s["shares"] = share_range(s["cells"])
     correct_everywhere = [s["title"] for s in steps if all(r["outcome"] == "correct" for r in s["record"]["rows"])]
     return {"steps": steps, "sizes": sizes, "best": best, "top": top, "correct_everywhere": correct_everywhere,
             "bf16": bf16}

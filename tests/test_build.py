@@ -11,7 +11,7 @@ import pytest
 import build
 from bench import catalogue
 from slides import diagrams, gemm, kit, l2, memory_latency, settle, sweep
-from slides.deck import ROOT, SLIDES_DIR, BuildError, code_block, fmt_sig
+from slides.deck import ROOT, SLIDES_DIR, BuildError, code_block, fmt_range, fmt_sig
 from slides.outline import SECTIONS
 from slides.device import occupancy
 from slides.deck import figures_dir
@@ -582,7 +582,10 @@ def test_sweep_slides_follow_the_data(fixture_doc, write_results, tmp_path):
     row = next(line for line in md["GEMM Across Sizes — Table"].splitlines() if line.startswith(f"| {step['title']}"))
     assert f"| {cell['tflops']['kernel']:,.0f} |" in row                     # the share of cuBLAS goes to the notes
     notes = (tmp_path / "slides.md").read_text().split("# GEMM Across Sizes — Table")[1].split("-->")[0]
-    assert f"{sweep.size_label(cell['shape'])} {100 * cell['ratio_same_layout']:.0f}%" in notes
+    ran = [r for r in top["rows"] if r["outcome"] == "correct"]
+    low, high = (f(ran, key=lambda r: r["ratio_same_layout"]) for f in (min, max))
+    assert (f"{step['title']}: {100 * low['ratio_same_layout']:.0f}% at {sweep.size_label(low['shape'])} to "
+            f"{100 * high['ratio_same_layout']:.0f}% at {sweep.size_label(high['shape'])}.") in notes
     svg = (figures_dir(tmp_path) / "gemm_sweep.svg").read_text()
     assert step["title"] in svg and "cuBLAS TF32, B K-major" in svg and "cuBLAS TF32, B row-major" in svg
     # every other step a grey line, and one legend entry for all of them
@@ -652,12 +655,12 @@ def test_settle_slide_says_when_the_spread_stays_under_the_target(fixture_doc, w
         w = spreads(rec["series"][name]["rows"])
         settled = next((t for i, (t, _) in enumerate(w) if all(x < 0.03 for _, x in w[i:])), None)
         duration = rec["params"]["duration_s"]
-        assert (f"stays under 3% from {settled:.0f} s on" if settled is not None
-                else f"never stays under 3% in {duration:.0f} s") in s
+        assert (f"under 3% from {settled:.0f} s (" if settled is not None
+                else f"never under 3% for good in {duration:.0f} s") in s
     ms, rows = [r["ms"] for r in rec["series"]["kernel"]["rows"]], rec["series"]["kernel"]["rows"]
     starts = next(rows[i - 1]["t_s"] for i in range(2 * rounds, len(rows) + 1)
                   if abs(np.mean(ms[i - rounds:i]) / np.mean(ms[i - 2 * rounds:i - rounds]) - 1) < rule["drift"])
-    assert f"that rule starts timing the kernel at {starts:.0f} s" in s
+    assert f"that rule starts timing at {starts:.0f} s" in s
     kernel = fixture_doc["benchmarks"][rec["params"]["kernel"]]
     t = kernel["time_ms"]
     assert f"its timing's spread is {100 * (t['p90'] - t['p10']) / t['median']:.1f}%" in s
@@ -670,7 +673,7 @@ def test_settle_slide_says_when_the_spread_stays_under_the_target(fixture_doc, w
         row["ms"] *= 1.1 if i % 2 else 1.0
     build.build(write_results(fixture_doc), tmp_path)
     s = slides_of((tmp_path / "slides.md").read_text())["Timing Under the Power Cap"]
-    assert f"never stays under 3% in {rec['params']['duration_s']:.0f} s" in s
+    assert f"never under 3% for good in {rec['params']['duration_s']:.0f} s" in s
 
     del fixture_doc["benchmarks"]["settle.headline"]
     build.build(write_results(fixture_doc), tmp_path / "without")
@@ -707,6 +710,9 @@ def assert_every_slide_has_notes(markdown: str) -> None:
 
 
 SPOKEN_CHARS = 400
+# a whole note, the "For questions" part too: what a speaker can find mid-answer without scrolling far;
+# a longer list belongs in a backup table
+NOTES_CHARS = 1300
 
 
 def test_every_slide_has_presenter_notes(deck):
@@ -732,8 +738,10 @@ def test_every_slide_has_presenter_notes(deck):
 
 def assert_spoken_first(markdown: str) -> None:
     """What a speaker reads aloud, every slide's notes up to "For questions.", fits the presenter
-    view's few lines (1600×900: about seven) and ends a sentence."""
+    view's few lines (1600×900: about seven) and ends a sentence; the whole note stays short enough
+    to find an answer in."""
     for title, slide in slides_of(markdown).items():
+        assert len(presenter_notes(slide)) <= NOTES_CHARS, (title, len(presenter_notes(slide)))
         spoken = presenter_notes(slide).split("For questions.")[0].strip()
         assert len(spoken) <= SPOKEN_CHARS, (title, len(spoken))
         assert re.search(r"[.?!:]$", spoken), (title, spoken[-60:])
@@ -1071,3 +1079,8 @@ def test_the_backup_divider_promises_what_follows_it(deck):
     assert ("code in full" in promise) == ("Full Kernel Code" in after)
     assert ("TMA alone" in promise) == ("TMA Alone — Every Figure" in after)
 
+
+
+def test_a_range_prints_one_number_where_its_ends_print_alike():
+    assert fmt_range({"low": 396.2, "high": 396.4}, 0) == "396"
+    assert fmt_range({"low": 1285.0, "high": 1347.4}, 0) == "1,285–1,347"
