@@ -1084,3 +1084,14 @@ def test_the_backup_divider_promises_what_follows_it(deck):
 def test_a_range_prints_one_number_where_its_ends_print_alike():
     assert fmt_range({"low": 396.2, "high": 396.4}, 0) == "396"
     assert fmt_range({"low": 1285.0, "high": 1347.4}, 0) == "1,285–1,347"
+
+
+# The longest line a template may hold: a branch begins its own line ("[%- if"), so a line is one
+# clause of a sentence or one row of a table; past this it is several.
+TEMPLATE_LINE_CHARS = 720
+
+
+def test_template_lines_stay_readable():
+    long = [(path.name, n, len(line)) for path in SLIDES_DIR.glob("*.md.j2")
+            for n, line in enumerate(path.read_text().splitlines(), 1) if len(line) > TEMPLATE_LINE_CHARS]
+    assert not long, long
