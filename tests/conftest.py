@@ -3,7 +3,7 @@ import functools
 import os
 import shutil
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 import pytest
@@ -118,8 +118,9 @@ def _nvcc_or_fail():
 
 
 def pytest_collection_modifyitems(items):
-    """Compile tests last: the other tests run while their builds are under way."""
-    items.sort(key=lambda item: item.get_closest_marker("nvcc") is not None)
+    """Compile tests last: the other tests run while their builds are under way; timed tests after
+    them, on a machine the builds have left."""
+    items.sort(key=lambda item: (item.get_closest_marker("timed") is not None, item.get_closest_marker("nvcc") is not None))
 
 
 def pytest_collection_finish(session):
@@ -134,6 +135,13 @@ def pytest_collection_finish(session):
 def pytest_sessionfinish(session):
     if _compiler is not None:
         _compiler.close()
+
+
+@pytest.fixture
+def builds_done():
+    """Waits for the session's compiles (if any are under way), so that what a test times is its own."""
+    if _compiler is not None:
+        wait(_compiler.futures.values())
 
 
 @pytest.fixture(scope="session")
