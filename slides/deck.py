@@ -337,7 +337,7 @@ def render(context: dict, svgs: dict[str, str]) -> str:
 
 
 FIGURES = re.compile(r"[0-9a-f]{12}")      # svgs/<figures_folder>/: one build's figures
-PROJECT_FOLDERS = ("styles", "components")  # Slidev reads them beside slides.md: shared styles, recurring pieces
+PROJECT_FOLDERS = ("styles", "components", "layouts")  # Slidev reads them beside slides.md: shared styles, recurring pieces, slide shapes
 
 
 def write_deck(out_dir: Path, deck: str, svgs: dict[str, str]) -> None:

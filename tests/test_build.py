@@ -1064,6 +1064,11 @@ def test_slides_take_their_styles_from_the_shared_sheet_by_class():
         text = path.read_text()
         assert "<style" not in text, f"{path.name}: a <style> block; give the slide a class of styles/index.css"
         used |= {c for line in re.findall(r"(?m)^class: (.+)$", text) for c in line.split()}
+        # a layout of the project's layouts/ is its own class (<div class="slidev-layout figure">);
+        # the others are Slidev's (section), which ships them in its client
+        used |= {layout for layout in re.findall(r"(?m)^layout: ([\w-]+)$", text)
+                 if (ROOT / "layouts" / f"{layout}.vue").exists()}
+    assert {p.stem for p in (ROOT / "layouts").glob("*.vue")} <= used, "a layout no slide uses"
     assert used - {"text-center"} <= defined, sorted(used - defined)
     assert defined <= used, f"rules no slide uses: {sorted(defined - used)}"
 
