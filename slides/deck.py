@@ -191,9 +191,16 @@ def fmt_num(x, digits: int = 1) -> str:
     return f"{x:,.{digits}f}"
 
 
-def fmt_range(span: dict, digits: int = 1) -> str:
-    """A lowest and highest ({"low", "high"}) as "a–b", or one number where they print alike."""
-    low, high = fmt_num(span["low"], digits), fmt_num(span["high"], digits)
+def span(values) -> dict | None:
+    """The lowest and highest of ``values`` ({"low", "high"}, as fmt_range prints them); None where
+    there are none."""
+    values = list(values)
+    return {"low": min(values), "high": max(values)} if values else None
+
+
+def fmt_range(lowest_highest: dict, digits: int = 1) -> str:
+    """A lowest and highest (span) as "a–b", or one number where they print alike."""
+    low, high = fmt_num(lowest_highest["low"], digits), fmt_num(lowest_highest["high"], digits)
     return low if low == high else f"{low}–{high}"
 
 

@@ -179,10 +179,10 @@ def lit_clicks(before: str, after: str) -> list[dict]:
         clicks[i:i + 2] = [clicks[i] + clicks[i + 1]]
     out = []
     for runs in clicks:
-        first, last = runs[0][0], runs[-1][1]
+        first, last, comment = runs[0][0], runs[-1][1], says(runs)
         out.append({"lines": ",".join(f"{lo}-{hi}" if hi > lo else str(lo) for lo, hi in runs),
                     "words": f"Line {first}" if first == last else f"Lines {first}–{last}",
-                    "says": _sentence(says(runs)) if says(runs) else "The lines this step adds."})
+                    "says": _sentence(comment) if comment else "The lines this step adds."})
     return out
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from bench.multigpu import BUS_FACTOR, COLLECTIVES
 from bench.schema import one_line
 from slides import kit as fig
-from slides.deck import BuildError, Deck
+from slides.deck import BuildError, Deck, span
 
 IDS = ("multigpu.p2p", "multigpu.nccl", "multigpu.nccl_tests", "multigpu.nvbandwidth")
 NAMES = {"all_reduce": "all-reduce", "all_gather": "all-gather", "reduce_scatter": "reduce-scatter",
@@ -146,11 +146,6 @@ def _p2p(rec: dict, peer: dict) -> dict:
             "over_pairs": over_pairs(rows)}
 
 
-def span(values: list[float]) -> dict | None:
-    """The lowest and highest of ``values``; None where there are none."""
-    return {"low": min(values), "high": max(values)} if values else None
-
-
 def over_pairs(rows: list[dict]) -> dict:
     """What the ordered pairs with peer access measured, each kind's lowest and highest over them
     (GB/s and share of NVLink), and the load latency's from a peer and local: the notes' summary."""
@@ -279,17 +274,21 @@ def section(doc: dict, records: dict) -> dict:
     c.update(_collectives(nccl, peer, n))
     c.update(all_reduce_model(c["ours"], n, doc["device"]["memory_bytes"]))
     # the pairs by how they are joined: one line for all of them where they all are joined alike
-    groups = {}
-    for p in c["pairs"]:
-        groups.setdefault((p["nvlinks"], p["via"], p["nvlink_gbps_per_direction"]), []).append(p)
-    c["links"] = [{"pairs": ps, "nvlinks": k[0], "via": k[1], "nvlink_gbps_per_direction": k[2], "every": len(groups) == 1}
-                  for k, ps in groups.items()]
-    paths = {}
-    for p in c["pairs"]:
-        paths.setdefault(p["pcie_path"], []).append(p)
+    links = grouped(c["pairs"], lambda p: (p["nvlinks"], p["via"], p["nvlink_gbps_per_direction"]))
+    c["links"] = [{"pairs": ps, "nvlinks": k[0], "via": k[1], "nvlink_gbps_per_direction": k[2], "every": len(links) == 1}
+                  for k, ps in links.items()]
+    paths = grouped(c["pairs"], lambda p: p["pcie_path"])
     c["pcie_paths"] = [{"path": path, "pairs": ps, "every": len(paths) == 1} for path, ps in paths.items()]
     c["link_gbps"] = link_gbps(node)
     return c
+
+
+def grouped(pairs: list[dict], key) -> dict:
+    """The pairs by ``key(pair)``, in the order each key first appears."""
+    groups = {}
+    for p in pairs:
+        groups.setdefault(key(p), []).append(p)
+    return groups
 
 
 def link_gbps(node: dict) -> float | None:

@@ -5,7 +5,7 @@ beside cuBLAS's on the same operands."""
 from __future__ import annotations
 
 from bench import catalogue
-from slides.deck import measured_pair
+from slides.deck import measured_pair, span
 from slides.device import pct_of_peak
 from slides.gemm import pair_with_cublas
 from slides.kit import ACCENT, Bar, REF, bar_chart
@@ -38,11 +38,10 @@ def context(deck) -> dict:
     if headline:     # its share of the BF16 peak at the clock its own SMs ran at
         headline = {**headline, "pct_peak": pct_of_peak(deck["device"], "bf16", headline["tflops"], headline["clock_mhz"])}
     shares = sorted(usable, key=lambda s: s["pct_cublas"])
-    twins = [s["over_tf32"] for s in usable if s["over_tf32"]]
     return {"steps": steps if any(s["measured"] for s in steps) else [], "headline": headline,
             # the lowest and highest share of cuBLAS BF16 over the steps, and of their TF32 twins' speed
             "shares": {"low": shares[0], "high": shares[-1]} if shares else None,
-            "over_tf32": {"low": min(twins), "high": max(twins)} if twins else None,
+            "over_tf32": span(s["over_tf32"] for s in usable if s["over_tf32"]),
             "peak": deck["peaks"]["by"].get("bf16"), "tolerance": headline["check"]["tolerance"] if headline else None,
             "peer": _peer(deck), "peer_kernel": PEER_KERNEL,
             "k_tile": {p: e["BK"] for p, e in catalogue.ELEMENTS.items()}, "k_tile_bytes": catalogue.ELEMENT_BYTES["tf32"] * catalogue.ELEMENTS["tf32"]["BK"]}
