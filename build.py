@@ -30,7 +30,7 @@ try:
     import time
     from pathlib import Path
 
-    from bench import registry, schema
+    from bench.core import registry, schema
     from slides import escape
     from slides.deck import ROOT, BuildError, Deck, render, write_deck
 except KeyboardInterrupt as stop:

@@ -2,7 +2,7 @@
 deck) as a ratio to it, and what differs."""
 from __future__ import annotations
 
-from bench import schema
+from bench.core import schema
 from slides.kit import grouped_bars
 from slides.deck import BuildError, Deck
 

@@ -174,7 +174,7 @@ def clock_during(rec: dict) -> float | None:
 def measured_pair(a: dict, b: dict) -> dict:
     """Two runs of the same work timed in the same run (each with ``time_ms``, an interval of its
     median): a's speed over b's, and whether their intervals tell them apart."""
-    from bench.timing import overlap
+    from bench.core.timing import overlap
     ratio = b["time_ms"]["median"] / a["time_ms"]["median"]
     return {"ratio": ratio, "pct": 100 * (ratio - 1), "tie": overlap(a["time_ms"], b["time_ms"]), "faster": ratio > 1}
 
@@ -354,7 +354,7 @@ def write_deck(out_dir: Path, deck: str, svgs: dict[str, str]) -> None:
     rename; only then are the older builds' figures removed. Killed at any moment, the folder
     holds a whole deck: the old slides.md with its figures, or the new one with its own. A staging
     folder found under the lock is a killed build's, and is removed."""
-    from bench.results import locked, write_atomic
+    from bench.core.results import locked, write_atomic
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     if (out_dir / "slides.md").is_dir():

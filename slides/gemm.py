@@ -1,4 +1,4 @@
-"""The GEMM steps as measured: each step of the catalogue (bench/catalogue.py) with its kernels'
+"""The GEMM steps as measured: each step of the catalogue (bench/gemm/catalogue.py) with its kernels'
 results, its baseline cuBLAS (timed in turns with it), occupancy, waves and profile, its code as
 the code slides show it, and the headline. Read by the setup, kernels, results, missing and backup
 sections; draws the progression and each step's diagram."""
@@ -12,8 +12,8 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from bench import catalogue, cublas as cublas_lib
-from bench.timing import spread
+from bench.gemm import catalogue, cublas as cublas_lib
+from bench.core.timing import spread
 from slides.diagrams import DIAGRAMS
 from slides.kit import layer_name
 from slides.step_diagrams import REVEALS
@@ -107,7 +107,7 @@ def code_view(source: str | None, focus: tuple[str, str] | None, out_dir: Path =
         return view
     if not focus:
         raise BuildError(f"{source}: {len(region)} lines of kernel do not fit on a slide ({MAX_CODE_LINES}); "
-                         f"name the step's focus in bench/catalogue.py")
+                         f"name the step's focus in bench/gemm/catalogue.py")
     start = next((i for i, line in enumerate(region) if focus[0] in line), None)
     end = next((i for i, line in enumerate(region) if i >= (start or 0) and focus[1] in line), None)
     if start is None or end is None or end - start + 1 > MAX_CODE_LINES:
@@ -213,7 +213,7 @@ def code_pages(region: list[str], most: int) -> list[list[str]]:
 
 def pair_with_cublas(r: dict, by_id: dict) -> dict:
     """A kernel's result (a deck.record) with its baseline: cuBLAS of the kernel's precision and
-    layout, on the same operands, timed in turns with it (bench/harness.py); its
+    layout, on the same operands, timed in turns with it (bench/gemm/harness.py); its
     figures are that timing's. ``by_id``: the cuBLAS records by benchmark id."""
     versus = r["record"].get("cublas")
     r["baseline"], r["ratio_spread"] = None, None

@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 
-from bench.multigpu import BUS_FACTOR, COLLECTIVES
-from bench.schema import one_line
+from bench.multigpu.collectives import BUS_FACTOR, COLLECTIVES
+from bench.core.schema import one_line
 from slides import kit as fig
 from slides.deck import BuildError, Deck, span
 

@@ -1,10 +1,10 @@
-"""Beyond TF32: the BF16 track (bench/catalogue.py's BF16_STEPS: each Hopper step's best kernel with
+"""Beyond TF32: the BF16 track (bench/gemm/catalogue.py's BF16_STEPS: each Hopper step's best kernel with
 BF16 operands), each against cuBLAS BF16 timed in turns with it and beside its TF32 twin, and the
-peer fast.cu (bench/fastcu.py) in turns with cuBLAS BF16 and the BF16 headline. Errors stand
+peer fast.cu (bench/peers/fastcu.py) in turns with cuBLAS BF16 and the BF16 headline. Errors stand
 beside cuBLAS's on the same operands."""
 from __future__ import annotations
 
-from bench import catalogue
+from bench.gemm import catalogue
 from slides.deck import measured_pair, span
 from slides.device import pct_of_peak
 from slides.gemm import pair_with_cublas

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from statistics import median_high
 
-from bench import catalogue, cublas as cublas_lib
+from bench.gemm import catalogue, cublas as cublas_lib
 from slides.deck import clock_during
 from slides.device import tflops_of
 

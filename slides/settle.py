@@ -1,8 +1,8 @@
-"""Timing under the power cap (bench/settle.py): the headline kernel and cuBLAS from a rest to a
+"""Timing under the power cap (bench/gemm/settle.py): the headline kernel and cuBLAS from a rest to a
 steady state, and the spread of the headline's own GEMM timing beside it."""
 from __future__ import annotations
 
-from bench.timing import spread, summarize
+from bench.core.timing import spread, summarize
 from slides.kit import ACCENT, Chart, INK, Line, MUTED, REF, Series, line_chart
 
 SETTLE_SPREAD = 0.03          # the p10-p90 spread a GEMM timing is held to (issue 6: under 3%)
@@ -12,7 +12,7 @@ SPREAD_SAMPLES = 5
 
 
 def context(deck) -> dict:
-    """The headline kernel and cuBLAS from a rest to a steady state (bench/settle.py): the spread of
+    """The headline kernel and cuBLAS from a rest to a steady state (bench/gemm/settle.py): the spread of
     a GEMM harness's round of consecutive samples by when its last sample ends, when the
     harness's rule would start timing, when the spread stays under SETTLE_SPREAD, how far the clock
     fell, and the spread of the headline's own GEMM timing beside it."""

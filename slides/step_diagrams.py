@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from bench.catalogue import ctas as ctas_of
+from bench.gemm.catalogue import ctas as ctas_of
 from slides.kit import GROUP, INK, MUTED, PALETTE, REF, arrow, drawing, layers, text, text_width
 
 W, H = 860, 400
@@ -474,6 +474,6 @@ REVEALS = {
                    "and leave partial sums."],
 }
 
-# By the kind of diagram a step names in the catalogue (bench/catalogue.py, Step.diagram).
+# By the kind of diagram a step names in the catalogue (bench/gemm/catalogue.py, Step.diagram).
 IDEAS = {"producer_ring": producer_ring, "multicast": multicast, "tile_schedule": tile_schedule,
          "split_tail": split_tail, "staged_store": staged_store, "lean_loop": lean_loop}

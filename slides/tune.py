@@ -1,9 +1,9 @@
-"""The tuner (bench/tune.py): its space, its trials ranked by their ratio to cuBLAS (timed in
+"""The tuner (bench/gemm/tune.py): its space, its trials ranked by their ratio to cuBLAS (timed in
 turns), and the winner against the hand-picked configuration, head to head."""
 from __future__ import annotations
 
-from bench import catalogue
-from bench.timing import overlap
+from bench.gemm import catalogue
+from bench.core.timing import overlap
 from slides.device import tflops_of
 from slides.kit import ACCENT, Bar, INK, Line, REF, bar_chart
 
@@ -13,7 +13,7 @@ TIE_PCT = 1.0      # without intervals (older records), a winner within 1% of th
 
 def context(deck) -> dict:
     """The tuner's space, its trials ranked by their ratio to cuBLAS (timed in turns), and the
-    winner against the hand-picked configuration, head to head (bench/tune.py)."""
+    winner against the hand-picked configuration, head to head (bench/gemm/tune.py)."""
     (r,) = deck.need("Tuning the Persistent Kernel", "tune.persistent")
     if "trials" not in r["record"]:
         return {**r, "trials": None}

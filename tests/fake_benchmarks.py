@@ -4,7 +4,7 @@ ones further down."""
 import os
 import time
 
-from bench.registry import register
+from bench.core.registry import register
 
 
 @register("fake.ok", sources=[], title="succeeds", timeout_s=60)

@@ -9,7 +9,7 @@ import time
 import pytest
 
 import build
-from bench import catalogue
+from bench.gemm import catalogue
 from slides import diagrams, gemm, kit, l2, memory_latency, settle, sweep
 from slides.deck import ROOT, SLIDES_DIR, BuildError, code_block, fmt_range, fmt_sig
 from slides.outline import SECTIONS
@@ -367,7 +367,7 @@ def test_build_is_fast(tmp_path, builds_done):
 def test_results_are_parsed_by_libyaml():
     """PyYAML's pure-Python parser alone takes about a second for the two committed files."""
     import yaml
-    from bench import schema
+    from bench.core import schema
     assert not yaml.__with_libyaml__ or schema.YAML_LOADER is yaml.CSafeLoader
 
 
@@ -547,9 +547,9 @@ def test_steps_are_named_by_their_label_only_when_they_have_several_kernels(deck
 
 
 def test_split_wave_schedule_gives_every_cluster_one_piece_of_the_last_wave():
-    """bench.launch.split_wave, the plan the kernel's Schedule follows: owners' parts and helpers'
+    """bench.gemm.launch.split_wave, the plan the kernel's Schedule follows: owners' parts and helpers'
     runs of tails cover each last-wave tile's K exactly once, and neither outlasts a whole tile."""
-    from bench.launch import split_wave
+    from bench.gemm.launch import split_wave
     for units, clusters, k in ((512, 66, 512), (1024, 66, 256), (64, 66, 64), (128, 66, 128), (66, 66, 32)):
         s = split_wave(units, clusters, k)
         assert s["full_waves"] * clusters + s["left"] == units

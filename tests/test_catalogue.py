@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench import catalogue, gemm, registry
+from bench.gemm import catalogue, benchmarks
+from bench.core import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = sorted(p for p in (ROOT / "results").glob("*.yaml") if not re.search(r"-x\d+\.yaml$", p.name))
@@ -32,7 +33,7 @@ def _lists_of_steps(tree: ast.AST) -> list[list[str]]:
     return found
 
 
-PYTHON = [p for p in (*ROOT.glob("bench/*.py"), *ROOT.glob("slides/*.py"), ROOT / "build.py", *ROOT.glob("kernels/*.py"),
+PYTHON = [p for p in (*ROOT.glob("bench/**/*.py"), *ROOT.glob("slides/*.py"), ROOT / "build.py", *ROOT.glob("kernels/*.py"),
                       *ROOT.glob("tests/*.py")) if p.name != "catalogue.py"]
 
 
@@ -91,7 +92,7 @@ def test_each_kernel_is_timed_in_turns_with_the_best_of_the_step_before_on_its_t
                 partner = step.against or previous.best.id
                 assert catalogue.before(v.id) == partner
                 # the pair's result depends on both kernels: a change to the one before stales it
-                assert set(gemm.kernel_sources(catalogue.step_of(partner))) <= set(benches[v.id].sources)
+                assert set(benchmarks.kernel_sources(catalogue.step_of(partner))) <= set(benches[v.id].sources)
                 assert benches[v.id].definition["before"]["id"] == partner
 
 

@@ -2,7 +2,9 @@
 the sums the streams must reach), and every build compiled for sm_90a with each path's own load."""
 import pytest
 
-from bench import catalogue, clusters, sass
+from bench.gemm import catalogue
+from bench.machinery import clusters
+from bench.core import sass
 from tests.conftest import builds
 
 
@@ -52,7 +54,7 @@ def test_the_register_trade_holds_both_setmaxnreg_forms_at_the_headline_kernels_
 def cluster_record(doc: dict, ctas_of=lambda size, sms: sms, trade: bool = True) -> dict:
     """A machinery.cluster record for the fixture's GPU: a peer's load 200 cycles against 30, its
     stream 16 B/SM/clock against 128, barriers 45 (CTA), 90 (relaxed), 1,260 (ordered)."""
-    from bench import registry
+    from bench.core import registry
     sms = doc["device"]["sm_count"]
     timed = {"median": 1.0, "p10": 1.0, "p90": 1.0, "n": 10}
     rows = [{"cluster": c, "ctas": ctas_of(c, sms), "chase_cycles": {"own": 30.0, "peer": 200.0 + c},

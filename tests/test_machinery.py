@@ -2,7 +2,9 @@
 wgmma of the precision and N it was built for, in both kernels, each K-tile's four in the rate loop."""
 import pytest
 
-from bench import catalogue, machinery, registry, sass
+from bench.gemm import catalogue
+from bench.machinery import wgmma as machinery
+from bench.core import registry, sass
 from tests.conftest import builds
 
 BUILDS = [(p, n) for p in machinery.PRECISIONS for n in machinery.NS]

@@ -8,9 +8,10 @@ import json
 import pytest
 
 import build
-from bench import multigpu, runner, schema
-from bench.registry import discover
-from bench.topology import NO_MULTICAST, child_env, pairs_of
+from bench.multigpu import collectives as multigpu
+from bench.core import runner, schema
+from bench.core.registry import discover
+from bench.core.topology import NO_MULTICAST, child_env, pairs_of
 from slides import multigpu as section
 from slides.deck import LISTED, Deck, figures_dir
 from slides.kit import fmt_bytes
@@ -592,9 +593,9 @@ def test_a_node_file_beside_that_fails_is_an_error_when_nothing_can_warn(fixture
 
 
 def test_the_collectives_are_written_as_nccl_tests_writes_its_json(tmp_path, capsys):
-    """python -m bench.nccl_json: one file a collective in nccl-tests' -J layout (version 3), each
+    """python -m bench.multigpu.nccl_json: one file a collective in nccl-tests' -J layout (version 3), each
     size's time, algbw and busbw the record's, and a line saying the times are not nccl-tests'."""
-    from bench import nccl_json
+    from bench.multigpu import nccl_json
     from tests.conftest import NODE_FIXTURE
     doc = schema.load(NODE_FIXTURE)
     rec = doc["benchmarks"]["multigpu.nccl"]

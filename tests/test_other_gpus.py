@@ -6,7 +6,8 @@ import os
 import pytest
 
 import build
-from bench import atlas, catalogue, cuda, registry, runner
+from bench.gemm import atlas, catalogue
+from bench.core import cuda, registry, runner
 from slides.device import PER_SM_FLOP_PER_CLK
 from tests.conftest import builds
 
