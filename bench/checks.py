@@ -9,6 +9,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from .core import schema
 from .core.registry import ROOT, register
 
 TESTS = "tests/test_gpu.py"
@@ -67,7 +68,7 @@ def kernel_builds() -> tuple:
     return tuple(b for step, variant in catalogue.KERNELS.values() for b in benchmarks.builds(step, variant))
 
 
-@register("checks.gpu_tests", sources=exercised(), builds=kernel_builds(), timeout_s=900,
+@register(schema.GPU_TESTS, sources=exercised(), builds=kernel_builds(), timeout_s=900,
           title="The GPU tests (python -m pytest -m gpu) on this GPU")
 def gpu_tests(ctx) -> dict:
     with tempfile.TemporaryDirectory() as tmp:

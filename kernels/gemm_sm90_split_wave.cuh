@@ -30,7 +30,9 @@ struct Schedule {
 // The split tiles' partial sums, in scratch the launcher gives: a slot per last-wave unit and CTA of
 // the cluster, holding FRAGMENT floats per consumer thread as float4s (thread t's j-th at
 // j * CONSUMER_THREADS + t: each store and load of a warp is 512 contiguous bytes), and a flag per
-// consumer thread, 1 while its sums wait for the owner.
+// consumer thread, 1 while its sums wait for the owner. The launcher (bench/gemm/launch.py) reads a
+// slot's floats and flags back, and gives a slot per CTA of the grid.
+extern "C" __constant__ int TAIL_SLOT[2] = {FRAGMENT * CONSUMER_THREADS, CONSUMER_THREADS};
 struct TailSums {
     float4* sums;
     int* ready;

@@ -198,8 +198,11 @@ __device__ inline void mma_stage(SharedStorage& smem, TiledMma& mma, FragA const
     if (release_previous) release_stage(smem, (fill - 1) % RING);
 }
 
-// Read back by the launcher (bench/gemm/launch.py): the dynamic shared memory a launch must ask for, the
-// depth of the ring it holds, and the wgmma's M x N x K.
+// Read back by the launcher (bench/gemm/launch.py): the threads of a CTA, the dynamic shared memory a
+// launch must ask for, the depth of the ring it holds, the wgmma's M x N x K, and the boxes (rows,
+// columns) that TMA loads of A and of B.
+extern "C" __constant__ int BLOCK_THREADS = THREADS;
 extern "C" __constant__ int SMEM_BYTES = SMEM_BYTES_NEEDED;
 extern "C" __constant__ int RING_STAGES = RING;
 extern "C" __constant__ int ATOM_MNK[3] = {size<0>(AtomMNK{}), size<1>(AtomMNK{}), size<2>(AtomMNK{})};
+extern "C" __constant__ int LOAD_BOXES[2][2] = {{BM, BK}, {B_SLICE, BK}};

@@ -169,11 +169,11 @@ def wgmma_diagram(step: dict, shape: dict) -> str:
             if x + slot < w - 20:
                 dwg.add(dwg.rect((x, y), (slot - 4, 20), fill=color, opacity=0.3))
                 text(dwg, (x + slot / 2 - 2, y + 15), f"k{k}", size=11, anchor="middle")
-    tiles = (shape["m"] // bm) * (shape["n"] // bn)
+    tiles = math.prod(res["grid"])          # a CTA a tile, as the run launched it
     order = (f"bands of {group} tile rows, walked along N (CTA swizzle)" if group
              else "down M first, then along N")
     notes = [f"grid: {tiles:,} CTAs of {res['threads_per_block']} threads; tile order: {order}",
-             f"K loop: {shape['k'] // bk:,} steps of {bk}; "
+             f"K loop: {-(-shape['k'] // bk):,} steps of {bk}; "
              f"{(res['smem_static_bytes'] + res['smem_dynamic_bytes']) / 1024:.1f} KiB of shared memory; wgmma {am}×{an}×{ak}"]
     for i, line in enumerate(notes):
         text(dwg, (40, ty + 86 + 20 * i), line, size=12)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from bench.gemm import catalogue, cublas as cublas_lib
-from bench.core.timing import spread
+from bench.gemm import catalogue
+from bench.core.stats import spread
 from slides.diagrams import DIAGRAMS
 from slides.kit import layer_name
 from slides.step_diagrams import REVEALS
@@ -244,10 +244,10 @@ def gain_in_turns(best: dict, before_id: str) -> dict | None:
 def context(deck) -> dict:
     device = deck["device"]
     cublas = {}
-    for precision in cublas_lib.PRECISIONS:
-        for layout in cublas_lib.layouts(precision):
-            r = deck.record(cublas_lib.bench_id(precision, layout))
-            r.update(precision=precision, layout=layout, layout_name=cublas_lib.LAYOUTS[layout])
+    for precision in catalogue.CUBLAS_PRECISIONS:
+        for layout in catalogue.cublas_layouts(precision):
+            r = deck.record(catalogue.cublas_id(precision, layout))
+            r.update(precision=precision, layout=layout, layout_name=catalogue.LAYOUTS[layout])
             cublas[(precision, layout)] = r
     tf32 = [r for (precision, _), r in cublas.items() if precision == "tf32" and r["measured"] and not r["failed"]]
     best_tf32 = max(tf32, key=lambda r: r["tflops"]) if tf32 else None
@@ -309,12 +309,10 @@ def context(deck) -> dict:
                                        and max(best["error_before"] / best["check"]["rel_error"],
                                                best["check"]["rel_error"] / best["error_before"]) > ERROR_MOVED)
             best["precision_before"] = prev["precision"]
-        source = next((deck.benchmarks[v["id"]].code for v in variants
-                       if v["id"] in deck.benchmarks and deck.benchmarks[v["id"]].code), None)
         # a step of one kernel is named by its title; of several, each kernel by its title and label
         for v in variants:
             v["name"] = f"{step.title} ({v['label']})" if len(variants) > 1 else step.title
-        code = code_view(source, step.focus, deck.out_dir)
+        code = code_view(step.code, step.focus, deck.out_dir)
         before_code = steps[-1]["code"] if steps else None
         # the code walk: the slide morphs from the step before's lines to this one's, where both are
         # of one language and differ
@@ -328,9 +326,9 @@ def context(deck) -> dict:
                       "loop_before": {"title": prev["title"], "variant": prev["best"]} if prev else None,
                       # the climb on its performance slide: its best against its cuBLAS in turns
                       "climb": f"climb_{step.key}.svg" if usable and best["baseline"] else None, "sweep_id": step.sweep_id, "title": step.title, "name": best["name"], "slide_title": title,
-                      "technique": step.technique, "layout": step.layout, "layout_name": cublas_lib.LAYOUTS[step.layout],
+                      "technique": step.technique, "layout": step.layout, "layout_name": catalogue.LAYOUTS[step.layout],
                       "precision": step.precision, "baseline": baseline,
-                      "source": source, "code": code, "beyond": step.beyond,
+                      "source": step.code, "code": code, "beyond": step.beyond,
                       "variants": variants, "best": best, "block": block, "diagram": diagram, "draw": step.diagram,
                       "reveals": REVEALS.get(step.diagram, []),
                       "measured": any(v["measured"] for v in variants),

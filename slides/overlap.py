@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bench.gemm.catalogue import KERNELS
 from bench.core.schema import one_line
-from bench.core.timing import overlap as intervals_overlap
+from bench.core.stats import overlap as intervals_overlap
 from slides import kit as fig
 from slides.deck import BuildError, Deck
 
@@ -50,7 +50,7 @@ def node_overlap(doc: dict, rec: dict) -> dict:
 def context(deck) -> dict:
     measured = []
     for path, doc in deck.nodes:
-        rec = Deck(doc, deck.benchmarks).record(ID)
+        rec = Deck(doc).record(ID)
         if not rec["measured"] or rec["failed"]:
             continue
         try:

@@ -59,7 +59,6 @@ def _peer(deck) -> dict | None:
             pct = 100 * run["tflops"] / s[base]["tflops"] if base else None
             rows.append({"who": who, "name": name, "output": output, "tflops": run["tflops"], "time_ms": run["time_ms"],
                          "base_tflops": s[base]["tflops"] if base else None, "pct": pct, "check": run["check"]})
-        by = {row["who"]: row for row in rows}
         # ours beside fast.cu from their times in the same turns: the BF16-C kernel, which writes what
         # fast.cu writes, where the record holds it, else the headline (FP32 C)
         both_bf16 = "ours_bf16_out" in s

@@ -2,7 +2,7 @@
 steady state, and the spread of the headline's own GEMM timing beside it."""
 from __future__ import annotations
 
-from bench.core.timing import spread, summarize
+from bench.core.stats import spread, summarize
 from slides.kit import ACCENT, Chart, INK, Line, MUTED, REF, Series, line_chart
 
 SETTLE_SPREAD = 0.03          # the p10-p90 spread a GEMM timing is held to (issue 6: under 3%)

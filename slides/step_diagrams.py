@@ -281,7 +281,7 @@ def _last_wave(res: dict, t: dict, shape: dict) -> tuple[dict, bool]:
     pair = t.get("CLUSTER_M", 1)
     units = ctas_of(t, shape["m"], shape["n"]) // pair
     clusters = (res.get("resident_ctas") or res["grid"][0]) // pair
-    k_tiles = shape["k"] // t["BK"]
+    k_tiles = -(-shape["k"] // t["BK"])
     return {"units": units, "clusters": clusters, "k_tiles": k_tiles, "full_waves": units // clusters,
             "left": units % clusters, "helpers": 0, "rounds": 0, "split": k_tiles}, False
 

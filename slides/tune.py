@@ -3,7 +3,7 @@ turns), and the winner against the hand-picked configuration, head to head."""
 from __future__ import annotations
 
 from bench.gemm import catalogue
-from bench.core.timing import overlap
+from bench.core.stats import overlap
 from slides.device import tflops_of
 from slides.kit import ACCENT, Bar, INK, Line, REF, bar_chart
 

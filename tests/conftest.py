@@ -34,7 +34,7 @@ def _fixture_results(path: Path = FIXTURE) -> dict:
     benches = registry.discover()
     for bid, rec in doc["benchmarks"].items():
         if bid in benches:
-            rec["source_hash"] = benches[bid].source_hash()
+            rec.update(benches[bid].provenance())
     return doc
 
 

@@ -29,7 +29,7 @@ def atlas_record(doc: dict, bench_id: str, ratio) -> dict:
             rows.append(row)
     bid = atlas.atlas_id(bench_id)
     return {**copy.deepcopy(sweep), "family": "atlas", "title": bid,
-            "source_hash": registry.discover()[bid].source_hash(),
+            **registry.discover()[bid].provenance(),
             "params": {**sweep["params"], "ms": list(atlas.MS),
                        "projections": [{"model": m, "projection": p, "n": n, "k": k} for m, p, n, k in atlas.PROJECTIONS]},
             "rows": rows}

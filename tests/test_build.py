@@ -236,6 +236,44 @@ def test_stale_source_is_flagged(fixture_doc, write_results, tmp_path, capsys):
 
 
 
+def test_a_record_is_stale_by_its_own_sources_and_the_catalogue(fixture_doc, monkeypatch):
+    """The deck tells a stale record from the files it names and the catalogue alone."""
+    from dataclasses import replace
+    from slides.deck import stale_why
+    recs = fixture_doc["benchmarks"]
+    assert stale_why(recs["gemm.persistent"]) == "" and stale_why(recs["sweep.lean_loop"]) == ""
+    assert stale_why({k: v for k, v in recs["hbm.copy_scaling"].items() if k != "sources"}).startswith("measured before")
+    assert stale_why({**recs["hbm.copy_scaling"], "sources": [*recs["hbm.copy_scaling"]["sources"], "bench/gone.py"]}) \
+        == "code changed"
+    assert stale_why({**recs["gemm.persistent"], "kernels": ["gemm.gone"]}) == "its kernel is no longer in the catalogue"
+    # another tile in the catalogue stales the kernel, the one timed in turns with it and its step's sweep
+    step, variant = catalogue.KERNELS[catalogue.TUNED]
+    retiled = replace(variant, tile={**variant.tile, "GROUP_M": 4})
+    monkeypatch.setitem(catalogue.KERNELS, catalogue.TUNED, (step, retiled))
+    partner = next(v for v in catalogue.KERNELS if catalogue.before(v) == catalogue.TUNED)
+    assert stale_why(recs[catalogue.TUNED]) == stale_why(recs[partner]) == "code changed"
+    assert stale_why(recs["gemm.cublas_tf32_b_row"]) == ""
+
+
+def test_the_deck_reads_the_results_contract_only():
+    """build.py imports no benchmark module, nothing that measures and no GPU library: the schema,
+    the statistics, the provenance, the results file and the catalogue."""
+    import subprocess
+    import sys
+    code = ("import contextlib, io, json, sys, build\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    build.main(['--results', 'tests/fixtures/h100.yaml', '--no-compare', '--out-dir', sys.argv[1]])\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('bench', 'cupy', 'numba', 'cuda'))))")
+    import json
+    import tempfile
+    with tempfile.TemporaryDirectory() as out:
+        proc = subprocess.run([sys.executable, "-c", code, out], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert set(json.loads(proc.stdout)) == {"bench", "bench.core", "bench.core.toolkit", "bench.core.schema", "bench.core.stats",
+                                            "bench.core.provenance", "bench.core.results", "bench.gemm", "bench.gemm.catalogue"}
+
+
+
 def test_a_record_kept_over_a_rerun_that_measured_nothing_is_said(fixture_doc, write_results, tmp_path, capsys):
     rec = fixture_doc["benchmarks"]["peers.gpu_benches"]
     rec["last_attempt"] = {"status": "skipped", "reason": "no checkout of the peer", "measured_at": "later"}

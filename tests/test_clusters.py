@@ -63,7 +63,7 @@ def cluster_record(doc: dict, ctas_of=lambda size, sms: sms, trade: bool = True)
              "barrier_cycles": {"cta": 45.0, "cluster": 1260.0, "cluster_relaxed": 90.0},
              "signal_round_trip_cycles": 440.0} for c in clusters.CLUSTERS]
     bid = "machinery.cluster"
-    return {"family": "machinery", "title": bid, "source_hash": registry.discover()[bid].source_hash(),
+    return {"family": "machinery", "title": bid, **registry.discover()[bid].provenance(),
             "measured_at": "2026-11-26T00:00:00+00:00", "git_commit": "0" * 40, "status": "ok",
             "telemetry": doc["benchmarks"]["hbm.copy_scaling"]["telemetry"], "duration_s": 1.0,
             "params": {"clusters": list(clusters.CLUSTERS), "hops": 16384, "passes": 1024, "meetings": 4096, "reps": 10,

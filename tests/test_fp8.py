@@ -3,7 +3,7 @@ FP8 kernels and cuBLAS's FP8 layout."""
 import numpy as np
 import pytest
 
-from bench.gemm import catalogue, cublas
+from bench.gemm import catalogue
 from bench.gemm.harness import E4M3_MAX, TOLERANCE, e4m3_values, to_e4m3_bits
 from tests.test_build import deck  # noqa: F401 (the fixture deck)
 
@@ -52,8 +52,8 @@ def test_the_fp8_track_is_the_headline_built_for_e4m3_k_major():
 
 
 def test_cublas_fp8_is_measured_k_major_only():
-    assert cublas.layouts("fp8") == ("b_kmajor",)
-    assert cublas.layouts("bf16") == tuple(cublas.LAYOUTS)
+    assert catalogue.cublas_layouts("fp8") == ("b_kmajor",)
+    assert catalogue.cublas_layouts("bf16") == tuple(catalogue.LAYOUTS)
 
 
 @pytest.mark.parametrize("precision", ["tf32", "bf16", "fp8"])

@@ -34,7 +34,7 @@ def test_each_programs_rows_are_read_as_printed():
 def peer_record(doc: dict, hbm_gbps: float, l2_cycles: float) -> dict:
     from bench.core import registry
     return {"family": "peers", "title": "peers.gpu_benches", "status": "ok",
-            "source_hash": registry.discover()["peers.gpu_benches"].source_hash(),
+            **registry.discover()["peers.gpu_benches"].provenance(),
             "measured_at": "2026-11-26T00:00:00+00:00", "git_commit": "0" * 40,
             "telemetry": doc["benchmarks"]["hbm.copy_scaling"]["telemetry"], "duration_s": 1.0,
             "params": {"checkout": "/x/gpu-benches", "commit": "1038c5d" + "0" * 33, "latency_s": 40,

@@ -222,7 +222,7 @@ def test_a_broken_node_file_beside_is_left_out(fixture_doc, write_results, tmp_p
 
 
 def _skipped(rec, status):
-    return {k: rec[k] for k in ("family", "title", "source_hash", "measured_at", "telemetry")} | {
+    return {k: rec[k] for k in ("family", "title", "source_hash", "sources", "kernels", "measured_at", "telemetry")} | {
         "status": status, "reason": "no checkout of the peer" if status == "skipped" else "exited with code 1"}
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from bench.gemm import catalogue
-from bench.core import registry, results, runner, schema, timing
+from bench.core import registry, results, runner, schema, stats, timing
 from tests.conftest import ROOT
 
 FAKE_DEVICE = {"name": "Fake GPU", "slug": "fake-gpu", "compute_capability": "9.0", "sm_count": 4,
@@ -115,28 +115,28 @@ def test_real_registry_has_both_families():
 
 
 def test_summarize_percentiles():
-    s = timing.summarize([5.0, 1.0, 2.0, 3.0, 4.0])
+    s = stats.summarize([5.0, 1.0, 2.0, 3.0, 4.0])
     # five samples are too few for 95%: the interval is all of them, at the 1 - 2/2^5 they hold
     assert s == {"median": 3.0, "p10": 1.4, "p90": 4.6, "n": 5, "ci": [1.0, 5.0], "ci_level": 0.9375}
     with pytest.raises(ValueError):
-        timing.summarize([1.0, float("nan")])
+        stats.summarize([1.0, float("nan")])
 
 
 def test_the_interval_of_a_median_holds_it_as_often_as_it_says():
     # ten samples: the 2nd and the 9th (1 - 2 * 11/1024 = 97.9%); the 3rd and 8th would hold it 89%
-    assert timing.median_interval(10) == (1, 8, 1 - 2 * 11 / 1024)
+    assert stats.median_interval(10) == (1, 8, 1 - 2 * 11 / 1024)
     rng = np.random.default_rng(1)
     for n in (6, 10, 25):
-        lo, hi, coverage = timing.median_interval(n)
-        assert coverage >= timing.CONFIDENCE
+        lo, hi, coverage = stats.median_interval(n)
+        assert coverage >= stats.CONFIDENCE
         ranked = np.sort(rng.exponential(size=(20000, n)), axis=1)     # a skewed law, median ln 2
         held = np.mean((ranked[:, lo] <= np.log(2)) & (np.log(2) <= ranked[:, hi]))
         assert abs(held - coverage) < 0.01
 
 
 def test_intervals_that_overlap_are_a_tie():
-    a, b, c = (timing.summarize(x) for x in ([1.0] * 3 + [2.0] * 7, [1.9] * 10, [3.0] * 10))
-    assert timing.overlap(a, b) and timing.overlap(b, a) and not timing.overlap(a, c)
+    a, b, c = (stats.summarize(x) for x in ([1.0] * 3 + [2.0] * 7, [1.9] * 10, [3.0] * 10))
+    assert stats.overlap(a, b) and stats.overlap(b, a) and not stats.overlap(a, c)
 
 
 

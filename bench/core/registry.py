@@ -7,9 +7,7 @@ build.py imports them on machines without a GPU to read ids and source hashes.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import importlib
-import json
 import os
 import re
 import subprocess
@@ -17,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-ROOT = Path(__file__).resolve().parents[2]
+from .provenance import ROOT, provenance
+
 BENCH = ROOT / "bench"
 
 # An import of register from the registry (bench/core/registry.py, from any room of bench/), on
@@ -52,7 +51,7 @@ class Benchmark:
     code: str | None = None                 # the kernel file whose `#region kernel` the deck shows
     gpus: int = 1                           # GPUs of one host it needs; 2+: its record goes to the node's file
     peer: str | None = None                 # environment variable naming the peer's checkout it builds
-    definition: dict | None = None          # what else defines the result (a kernel's tile constants): hashed too
+    kernels: dict | None = None             # the catalogue's kernels it runs, by route (catalogue.definitions): hashed too
     builds: tuple = ()                      # (source, defines) it compiles with nvcc: the run builds them up front
     prebuild: Callable | None = None        # other host work it needs (a peer's build): done up front, beside them
     env: tuple[tuple[str, str], ...] = ()   # what its process's environment needs (a peer's loader): a worker of its own
@@ -65,14 +64,18 @@ class Benchmark:
     def module(self) -> str:
         return self.run.__module__
 
+    def provenance(self) -> dict:
+        """What its record says it was made from: source_hash, sources and kernels (bench/core/provenance.py)."""
+        return provenance(self.sources, self.kernels or {})
+
     def source_hash(self) -> str:
-        return hash_sources(self.sources, self.definition)
+        return self.provenance()["source_hash"]
 
     def record_header(self) -> dict:
         """The fields every result record starts with."""
         from .schema import now_iso
         from .timing import quick
-        return {"family": self.family, "title": self.title or self.id, "source_hash": self.source_hash(),
+        return {"family": self.family, "title": self.title or self.id, **self.provenance(),
                 "measured_at": now_iso(), "git_commit": git_commit(), **({"quick": True} if quick() else {})}
 
 
@@ -118,17 +121,6 @@ def select(benchmarks: dict[str, Benchmark], patterns) -> list[Benchmark]:
     if unknown:
         raise KeyError(f"no benchmark or family matches {', '.join(unknown)}; see --list")
     return [b for b in benchmarks.values() if any(_matches(b, p) for p in patterns)]
-
-
-def hash_sources(paths, definition: dict | None = None) -> str:
-    h = hashlib.sha256()
-    for rel in sorted(paths):
-        p = Path(rel) if Path(rel).is_absolute() else ROOT / rel
-        h.update(rel.encode() + b"\0")
-        h.update(p.read_bytes() if p.exists() else b"<missing>")
-    if definition is not None:
-        h.update(json.dumps(definition, sort_keys=True).encode())
-    return h.hexdigest()[:16]
 
 
 GIT_COMMIT_ENV = "BENCH_GIT_COMMIT"

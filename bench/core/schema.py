@@ -25,7 +25,10 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         title: cuBLAS TF32, B row-major
         status: ok | failed | skipped
         reason: why, when status is not ok
-        source_hash: 16 hex digits over the files that produced the result
+        source_hash: 16 hex digits over the files that produced the result and the catalogue's
+                     kernels it ran (bench/core/provenance.py)
+        sources: [the files, repository-relative]   # absent in records older than 2026-11-27: stale
+        kernels: [routes of the catalogue's kernels it ran]   # "gemm.persistent", "before:<id>", "best:<step>", a role
         measured_at: ISO-8601 UTC time
         git_commit: the commit the code was at (null outside a checkout)
         quick: true when measured by python -m bench --quick (a smoke refresh); absent otherwise
@@ -99,6 +102,18 @@ import yaml
 SCHEMA_VERSION = 1
 YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)    # libyaml when PyYAML has it: ~5x faster
 STATUSES = ("ok", "failed", "skipped")
+# Bus bandwidth = algorithm bandwidth x this factor for n ranks (nccl-tests, doc/PERFORMANCE.md):
+# what each rank's busiest link carries, so that every collective can be held to the link's speed.
+# The multigpu.nccl and multigpu.nccl_tests records' busbw_gbps, by collective.
+BUS_FACTOR = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "send_recv": lambda n: 1.0,
+}
+COLLECTIVES = tuple(BUS_FACTOR)
+GPU_TESTS = "checks.gpu_tests"     # the record of python -m pytest -m gpu on the GPU that measured (bench/checks.py)
 
 DEVICE_FIELDS = {
     "name": str, "slug": str, "compute_capability": str, "sm_count": int,
@@ -321,6 +336,10 @@ class _Validator:
         if status != "ok":
             self.require(rec, "reason", str, path)
         self.require(rec, "source_hash", str, path)
+        for field in ("sources", "kernels"):
+            if field in rec:
+                for i, item in enumerate(self.expect(rec[field], list, f"{path}.{field}")):
+                    self.expect(item, str, f"{path}.{field}[{i}]")
         if status != "skipped":
             tel = self.require(rec, "telemetry", dict, path)
             for when in ("before", "after"):

@@ -10,6 +10,8 @@ import time
 
 import numpy as np
 
+from .stats import summarize
+
 # python -m bench --quick: every benchmark takes fewer samples and sizes (a smoke refresh); its
 # records say so, and so does the deck.
 QUICK_ENV = "BENCH_QUICK"
@@ -23,10 +25,6 @@ def quick() -> bool:
 TIMED_SPANS: list[tuple[float, float]] = []
 # The SMs' clock over each timed sample of this process: (MHz, the sample's length in ns).
 SM_CLOCKS: list[tuple[float, float]] = []
-# The confidence the interval of a median is asked for: the widest pair of order statistics
-# that covers the median at least this often (with too few samples, all of them, and less).
-CONFIDENCE = 0.95
-
 # Before each start event the stream is kept busy this long, so that the host's
 # launch overhead (Python, argument packing) overlaps GPU work instead of being
 # timed as idle GPU time between the start event and the kernel.
@@ -55,43 +53,6 @@ extern "C" __global__ void sm_clock_probe(unsigned long long* out) {
 }
 """
 PROBE_SLOTS = 1024       # past any SM id
-
-
-def median_interval(n: int, confidence: float = CONFIDENCE) -> tuple[int, int, float]:
-    """The order statistics (0-based ranks lo, hi) of n samples that hold the median with at
-    least ``confidence``, distribution-free (the binomial's, p = 1/2), and their coverage; with
-    too few samples for it, the extremes and the coverage they have."""
-    from math import comb
-    below = 0.0           # P(Binomial(n, 1/2) <= j - 1) as j grows
-    best = (0, n - 1, 1 - 2 * 0.5**n)
-    for j in range(1, n // 2 + 1):
-        below += comb(n, j - 1) / 2**n
-        coverage = 1 - 2 * below
-        if coverage < confidence:
-            break
-        best = (j - 1, n - j, coverage)
-    return best
-
-
-def summarize(times_ms) -> dict:
-    t = np.asarray(times_ms, dtype=float)
-    if t.size == 0 or not np.all(np.isfinite(t)) or np.any(t < 0):
-        raise ValueError(f"cannot summarize timings {times_ms!r}")
-    p10, median, p90 = np.percentile(t, [10, 50, 90])
-    lo, hi, coverage = median_interval(t.size)
-    ranked = np.sort(t)
-    return {"median": float(median), "p10": float(p10), "p90": float(p90), "n": int(t.size),
-            "ci": [float(ranked[lo]), float(ranked[hi])], "ci_level": round(coverage, 4)}
-
-
-def overlap(a: dict, b: dict) -> bool:
-    """Two summaries' intervals of the median overlap: neither is told apart from the other."""
-    return a["ci"][0] <= b["ci"][1] and b["ci"][0] <= a["ci"][1]
-
-
-def spread(t: dict) -> float:
-    """A timing's spread: p10 to p90 over the median."""
-    return (t["p90"] - t["p10"]) / t["median"]
 
 
 def _stream_holder(batch: int):

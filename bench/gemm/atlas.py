@@ -29,19 +29,19 @@ PROJECTIONS = (
 )
 if quick():
     PROJECTIONS = PROJECTIONS[:1] + PROJECTIONS[5:6]
-ATLAS = (catalogue.HEADLINE, catalogue.HEADLINE_BF16)
+ATLAS = ("headline", "headline_bf16")     # roles of the catalogue (catalogue.ROLES)
 
 
 def atlas_id(bench_id: str) -> str:
     return f"atlas.{catalogue.KERNELS[bench_id][0].precision}"
 
 
-def _register_atlas(bench_id: str) -> None:
+def _register_atlas(role: str) -> None:
+    bench_id = catalogue.resolve(role)
     step, best = catalogue.KERNELS[bench_id]
 
     @register(atlas_id(bench_id), sources=(*benchmarks.kernel_sources(step), "bench/gemm/sweep.py"),
-              definition={**benchmarks.kernel_definition(step, best), "small_tile": step.small_tile,
-                          "ms": list(MS), "projections": [list(p) for p in PROJECTIONS]},
+              kernels=catalogue.definitions((role,)),
               builds=tuple(b for tile in step.tiles for b in benchmarks.builds(step, replace(best, tile=tile))),
               timeout_s=900, min_cc=step.min_cc, title=f"{step.title_of(best)} over the shapes models run")
     def run(ctx) -> dict:
@@ -67,5 +67,5 @@ def _register_atlas(bench_id: str) -> None:
                 "rows": rows}
 
 
-for _id in ATLAS:
-    _register_atlas(_id)
+for _role in ATLAS:
+    _register_atlas(_role)

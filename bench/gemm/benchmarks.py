@@ -14,16 +14,16 @@ CUTE_SOURCES = ("bench/gemm/launch.py", "bench/core/cuda.py", "bench/core/sass.p
 
 
 def _register_cublas(precision: str, layout: str):
-    @register(cublas.bench_id(precision, layout), sources=HARNESS_SOURCES, timeout_s=300,
-              title=f"cuBLAS {precision.upper()}, {cublas.LAYOUTS[layout]}")
+    @register(catalogue.cublas_id(precision, layout), sources=HARNESS_SOURCES, timeout_s=300,
+              title=f"cuBLAS {precision.upper()}, {catalogue.LAYOUTS[layout]}")
     def run(ctx) -> dict:
         harness.keep_busy()
         prepare = lambda a, b, c, alpha=1.0: harness.Launch(lambda: cublas.gemm(a, b, c, layout, precision, alpha))
         return harness.run_gemm(ctx, precision=precision, layout=layout, prepare=prepare)
 
 
-for _precision in cublas.PRECISIONS:
-    for _layout in cublas.layouts(_precision):
+for _precision in catalogue.CUBLAS_PRECISIONS:
+    for _layout in catalogue.cublas_layouts(_precision):
         _register_cublas(_precision, _layout)
 
 
@@ -34,20 +34,9 @@ def kernel_sources(step: Step) -> tuple[str, ...]:
     return (*own, *HARNESS_SOURCES, "bench/gemm/launch.py", *(CUTE_SOURCES if step.cute else ()))
 
 
-def kernel_definition(step: Step, variant: Variant) -> dict:
-    """What of the catalogue entry defines the result (its words do not): hashed with the sources."""
-    return {"function": step.function, "tile": variant.tile, "sass": list(step.sass), "layout": step.layout,
-            "precision": step.precision, **({"scaling": step.scaling} if step.scaling != "tensor" else {})}
-
-
 def paired_sources(step: Step, before: str | None) -> tuple[str, ...]:
     """A kernel's sources and those of the kernel before it, which it is timed in turns with."""
     return tuple(dict.fromkeys((*kernel_sources(step), *(kernel_sources(catalogue.step_of(before)) if before else ()))))
-
-
-def paired_definition(step: Step, variant: Variant, before: str | None) -> dict:
-    own = kernel_definition(step, variant)
-    return {**own, "before": {"id": before, **kernel_definition(*catalogue.KERNELS[before])}} if before else own
 
 
 def builds(step: Step, variant: Variant) -> tuple:
@@ -58,7 +47,8 @@ def builds(step: Step, variant: Variant) -> tuple:
 def _register_kernel(step: Step, variant: Variant):
     before = catalogue.before(variant.id)
     before_kernel = catalogue.KERNELS[before] if before else None
-    @register(variant.id, sources=paired_sources(step, before), definition=paired_definition(step, variant, before),
+    @register(variant.id, sources=paired_sources(step, before),
+              kernels=catalogue.definitions((variant.id, *((f"before:{variant.id}",) if before else ()))),
               builds=(*builds(step, variant), *(builds(*before_kernel) if before else ())), code=step.code,
               title=step.title_of(variant), timeout_s=300, min_cc=step.min_cc)
     def run(ctx) -> dict:

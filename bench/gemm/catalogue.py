@@ -67,9 +67,14 @@ class Step:
         return (self.best.tile, *([{**self.best.tile, **self.small_tile}] if self.small_tile else []))
 
     @property
+    def name(self) -> str:
+        """Its key on its track, unique over every track: "lean_loop_bf16"."""
+        return f"{self.key}{self.track}"
+
+    @property
     def sweep_id(self) -> str:
         """Its best kernel across sizes (bench/gemm/sweep.py), for the steps in SWEPT."""
-        return f"sweep.{self.key}{self.track}"
+        return f"sweep.{self.name}"
 
     def title_of(self, variant: Variant) -> str:
         """The benchmark's title: the step's, and the variant's label where the step has several."""
@@ -299,3 +304,57 @@ def step_of(bench_id: str) -> Step:
 
 def variant(bench_id: str) -> Variant:
     return KERNELS[bench_id][1]
+
+
+def step_named(name: str) -> Step:
+    """A step by its name on its track (Step.name)."""
+    return next(s for track in TRACKS.values() for s in track if s.name == name)
+
+
+# cuBLAS, the baseline of every GEMM: its benchmarks by precision and B layout.
+LAYOUTS = {"b_row": "B row-major (N contiguous)", "b_kmajor": "B K-major (stored transposed)"}
+CUBLAS_PRECISIONS = ("fp32", "tf32", "bf16", "fp8")
+
+
+def cublas_layouts(precision: str) -> tuple[str, ...]:
+    """The B layouts cuBLAS is measured in: FP8 tensor cores read both operands K-major only."""
+    return ("b_kmajor",) if precision == "fp8" else tuple(LAYOUTS)
+
+
+def cublas_id(precision: str, layout: str) -> str:
+    return f"gemm.cublas_{precision}_{layout}"
+
+
+# What a benchmark runs of the catalogue, by route, so that a record can say which kernels defined
+# it and the deck can tell, from the catalogue alone, whether they are still the ones it would run:
+# a kernel's id ("gemm.persistent"), "before:<id>" (the kernel that one is timed in turns with),
+# "best:<step name>" (a step's best, whichever variant that is) or a role of ROLES ("headline").
+def resolve(route: str) -> str:
+    """The kernel id a route names now; KeyError where it names nothing of the catalogue."""
+    kind, _, name = route.rpartition(":")
+    if kind == "before":
+        found = before(name)
+    elif kind == "best":
+        found = next((s.best.id for track in TRACKS.values() for s in track if s.name == name), None)
+    elif not kind:
+        found = ROLES.get(route, route)
+    else:
+        found = None
+    if found not in KERNELS:
+        raise KeyError(f"{route!r} names no kernel of the catalogue")
+    return found
+
+
+def kernel_definition(bench_id: str) -> dict:
+    """What of a kernel's catalogue entry defines its results (its words do not)."""
+    step, variant = KERNELS[bench_id]
+    return {"id": bench_id, "function": step.function, "tile": variant.tile, "sass": list(step.sass),
+            "layout": step.layout, "precision": step.precision,
+            **({"scaling": step.scaling} if step.scaling != "tensor" else {}),
+            **({"small_tile": step.small_tile} if step.small_tile and variant is step.best else {})}
+
+
+def definitions(routes) -> dict:
+    """Each route's kernel definition: what a benchmark hashes with its sources (registry.register's
+    ``kernels``), and what the deck hashes again to tell a stale record."""
+    return {route: kernel_definition(resolve(route)) for route in routes}

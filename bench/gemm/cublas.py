@@ -2,20 +2,8 @@
 baseline every GEMM is compared with."""
 from __future__ import annotations
 
-LAYOUTS = {"b_row": "B row-major (N contiguous)", "b_kmajor": "B K-major (stored transposed)"}
-PRECISIONS = ("fp32", "tf32", "bf16", "fp8")
-
-
-def layouts(precision: str) -> tuple[str, ...]:
-    """The B layouts cuBLAS is measured in: FP8 tensor cores read both operands K-major only."""
-    return ("b_kmajor",) if precision == "fp8" else tuple(LAYOUTS)
-
 _CUDA_R_32F, _CUDA_R_16BF = 0, 14                       # cudaDataType, library_types.h
 _COMPUTE = {"fp32": "CUBLAS_COMPUTE_32F", "tf32": "CUBLAS_COMPUTE_32F_FAST_TF32", "bf16": "CUBLAS_COMPUTE_32F"}
-
-
-def bench_id(precision: str, layout: str) -> str:
-    return f"gemm.cublas_{precision}_{layout}"
 
 
 def gemm(a, b, c, layout: str, precision: str, alpha: float = 1.0, scales=None) -> None:

@@ -16,9 +16,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable
 
-from . import cublas
+from . import catalogue, cublas
 from .catalogue import SCALE_BLOCK
-from ..core.timing import SM_CLOCKS, TIMED_SPANS, clock_probe, quick, spread, summarize, time_gpu, time_gpu_alternating
+from ..core.timing import SM_CLOCKS, TIMED_SPANS, clock_probe, quick, time_gpu, time_gpu_alternating
+from ..core.stats import spread, summarize
 
 
 @dataclass(frozen=True)
@@ -510,7 +511,7 @@ def run_gemm(ctx, *, precision: str, layout: str, prepare, against_cublas: bool 
               **({"energy": used[0]} if used[0] else {})}
     said = []
     if against_cublas:
-        record["cublas"] = {"id": cublas.bench_id(precision, layout), "time_ms": times[1],
+        record["cublas"] = {"id": catalogue.cublas_id(precision, layout), "time_ms": times[1],
                             "tflops": tflops(SHAPE, times[1]), **ratio("ratio", times[1], t), "check": cublas_check,
                             **({"energy": used[1]} if used[1] else {})}
         c = record["cublas"]

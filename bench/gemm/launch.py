@@ -157,8 +157,9 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
         raise RuntimeError(f"{name}: its tensor-core instructions {mma} are not all {sass_type}")
     kernel = module.get_function(name)
     hopper = "WARPGROUPS_M" in tile
-    threads = (128 * (tile["WARPGROUPS_M"] + tile["PRODUCER_WARPGROUPS"]) if hopper
-               else 32 * tile["WARPS_M"] * tile["WARPS_N"])
+    # the kernel's geometry as it worked it out from its constants: its threads, its TMA boxes, a
+    # split tile's scratch; Python plans only the grid and the split wave
+    [threads] = exported(module, "BLOCK_THREADS")
     cluster = tile.get("CLUSTER_M", 1)
     smem_dynamic, compiled = 0, dict(tile)
     if hopper:
@@ -169,9 +170,13 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
     uses_tma = "UTMALDG" in step.sass
     # (rows, cols, element): the operands in the step's precision, the result in its output type
     output = catalogue.output_of(tile)
-    boxes = {"a": (tile["BM"], tile["BK"], step.precision), "b": (tile["BN"] // cluster, tile["BK"], step.precision)}
+    boxes = {}
+    if uses_tma:                     # B's box is the slice each CTA of a cluster loads for all of them
+        load = exported(module, "LOAD_BOXES", 4)
+        boxes = {"a": (*load[:2], step.precision), "b": (*load[2:], step.precision)}
     if tile.get("EPILOGUE_N"):       # C leaves in chunks of EPILOGUE_N columns of a warpgroup's rows
-        boxes["c"] = (tile["BM"] // tile["WARPGROUPS_M"], tile["EPILOGUE_N"], output)
+        boxes["c"] = (*exported(module, "STORE_BOX", 2), output)
+    tail_slot = exported(module, "TAIL_SLOT", 2) if tile.get("SPLIT_WAVE") else None
     resident = resident_ctas(kernel, threads, smem_dynamic, cluster) if tile.get("PERSISTENT") else None
     # TMA in and out: zeros are read past a ragged edge, and nothing is stored there
     ragged = uses_tma and "c" in boxes
@@ -207,10 +212,10 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
         operands = (tensor_map(a, *boxes["a"]), tensor_map(b, *boxes["b"])) if uses_tma else (a, b)
         args = (*operands, tensor_map(c, *boxes["c"]) if "c" in boxes else c, np.int32(m), np.int32(n), np.int32(k))
         plan = None
-        if tile.get("SPLIT_WAVE"):       # per CTA: one tile's partial sums, a ready flag per consumer thread
-            consumers = 128 * tile["WARPGROUPS_M"]
+        if tail_slot:                    # a slot per CTA: one tile's partial sums, a ready flag per consumer thread
+            floats, flags = tail_slot
             plan = split_wave(ctas // cluster, grid[0] // cluster, -(-k // tile["BK"]))
-            args += (cupy.empty(grid[0] * tile["BM"] * tile["BN"], cupy.float32), cupy.zeros(grid[0] * consumers, cupy.int32),
+            args += (cupy.empty(grid[0] * floats, cupy.float32), cupy.zeros(grid[0] * flags, cupy.int32),
                      *(np.int32(plan[key]) for key in ("full_units", "left", "split")))
         if takes_alpha:
             args += (np.float32(alpha),)

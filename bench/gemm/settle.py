@@ -36,7 +36,7 @@ def series(run, batch: int, seconds: float) -> list[dict]:
     return rows
 
 
-@register("settle.headline", sources=benchmarks.kernel_sources(STEP), definition=benchmarks.kernel_definition(STEP, HEADLINE),
+@register("settle.headline", sources=benchmarks.kernel_sources(STEP), kernels=catalogue.definitions(("headline",)),
           builds=benchmarks.builds(STEP, HEADLINE), timeout_s=300, min_cc=STEP.min_cc,
           title="The headline kernel and cuBLAS from a rest to a steady state")
 def run(ctx) -> dict:

@@ -44,7 +44,7 @@ def measure(step: Step, prepare, shape: Shape) -> dict:
     runs = {"kernel": launch_.run,
             f"cublas_{step.layout}": lambda: cublas.gemm(ops.a, ops.b, c, step.layout, step.precision, **ops.scaling)}
     # the same B stored the other way, where cuBLAS takes that layout in this precision (FP8: K-major only)
-    other = next((layout for layout in cublas.layouts(step.precision) if layout != step.layout), None)
+    other = next((layout for layout in catalogue.cublas_layouts(step.precision) if layout != step.layout), None)
     if other:
         b_other = cupy.ascontiguousarray(ops.b.T)
         runs[f"cublas_{other}"] = lambda: cublas.gemm(ops.a, b_other, c, other, step.precision, **ops.scaling)
@@ -71,7 +71,7 @@ def _register_sweep(step: Step) -> None:
     best = step.best
 
     @register(step.sweep_id, sources=benchmarks.kernel_sources(step),
-              definition={**benchmarks.kernel_definition(step, best), "small_tile": step.small_tile},
+              kernels=catalogue.definitions((f"best:{step.name}",)),
               builds=tuple(b for tile in step.tiles for b in benchmarks.builds(step, replace(best, tile=tile))),
               timeout_s=600, min_cc=step.min_cc, title=f"{step.title_of(best)} across sizes")
     def run(ctx) -> dict:
@@ -88,7 +88,7 @@ def _register_sweep(step: Step) -> None:
                  for r in rows if r["outcome"] == "wrong"]
         return {"params": {"kernel": best.id, "label": best.label, "layout": step.layout, "precision": step.precision,
                            "tiles": list(step.tiles), "small_tile_below_sms": catalogue.SMALL_TILE_BELOW,
-                           "cublas": f"{step.precision}, {' and '.join(cublas.layouts(step.precision))}, same operands",
+                           "cublas": f"{step.precision}, {' and '.join(catalogue.cublas_layouts(step.precision))}, same operands",
                            "sizes": list(SIZES),
                            "warm_s": WARM_S, "timed_s": TIMED_S, "min_reps": MIN_REPS, "max_reps": MAX_REPS},
                 "check": {"passed": not wrong, "method": "each size against a float64 GEMM of its operands",

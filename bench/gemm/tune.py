@@ -46,7 +46,7 @@ def _variant(tile: dict) -> catalogue.Variant:
 TILES = configurations(HAND_PICKED.tile)
 
 
-@register("tune.persistent", sources=benchmarks.kernel_sources(STEP), definition={"space": SPACE, "base": HAND_PICKED.tile},
+@register("tune.persistent", sources=benchmarks.kernel_sources(STEP), kernels=catalogue.definitions(("tuned",)),
           builds=tuple(b for tile in TILES for b in benchmarks.builds(STEP, _variant(tile))), timeout_s=600,
           title="Tuner: the persistent kernel's tile, stages, cluster and swizzle band", min_cc=STEP.min_cc)
 def tune(ctx) -> dict:

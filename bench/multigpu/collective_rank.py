@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from . import nccl
-from .collectives import COLLECTIVES, batch_of, element_count
+from .collectives import batch_of, element_count
 from ..core.timing import time_gpu
 
 SUM_OF_RANKS, ONE_RANK, GATHERED = 0, 1, 2     # kernels/collective_check.cu's Expect

@@ -28,18 +28,9 @@ import numpy as np
 
 from ..core.cuda import KERNELS, arch_of, compile_cu, load_kernel
 from ..core.registry import ROOT, register
+from ..core.schema import BUS_FACTOR, COLLECTIVES
 from ..core.topology import child_env
 
-# Bus bandwidth = algorithm bandwidth x this factor for n ranks (nccl-tests, doc/PERFORMANCE.md):
-# what each rank's busiest link carries, so that every collective can be held to the link's speed.
-BUS_FACTOR = {
-    "all_reduce": lambda n: 2 * (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-    "send_recv": lambda n: 1.0,
-}
-COLLECTIVES = tuple(BUS_FACTOR)
 NCCL_TESTS_BINARY = {"all_reduce": "all_reduce_perf", "all_gather": "all_gather_perf",
                      "reduce_scatter": "reduce_scatter_perf", "broadcast": "broadcast_perf",
                      "send_recv": "sendrecv_perf"}

@@ -24,15 +24,15 @@ import sys
 from pathlib import Path
 
 from ..gemm import catalogue
-from ..gemm.benchmarks import builds, kernel_definition, kernel_sources
+from ..gemm.benchmarks import builds, kernel_sources
 from ..core.registry import register
 
 # The GEMMs overlapped, by how they take the SMs: the BF16 headline keeps one CTA on every SM for
 # the whole GEMM (persistent); the last kernel of the BF16 track before it launches a CTA a tile,
 # which the hardware places as SMs free up; cuBLAS, the baseline.
 PERSISTENT = catalogue.HEADLINE_BF16
-PER_TILE = [v for v in catalogue.KERNELS if catalogue.KERNELS[v][0].precision == "bf16"
-            and not catalogue.KERNELS[v][1].tile.get("PERSISTENT")][-1]
+PER_TILE_ROUTE = "before:gemm.persistent_bf16"
+PER_TILE = catalogue.resolve(PER_TILE_ROUTE)
 KERNELS = {"persistent": PERSISTENT, "a CTA a tile": PER_TILE, "cuBLAS": "cublas"}
 OURS = (PERSISTENT, PER_TILE)
 # Llama-3 70B's MLP (hidden 8192, intermediate 28672) on a batch of 8192 tokens; quick runs a quarter
@@ -67,7 +67,7 @@ def efficiency(overlapped: float, gemm: float, comm: float) -> dict:
 def combine(ranks: list[dict], pattern: str, label: str) -> dict:
     """One pattern and GEMM across ranks: sample by sample, each way's time is its slowest rank's (a
     collective ends when its last rank does); the efficiency figures per sample and at the medians."""
-    from ..core.timing import summarize
+    from ..core.stats import summarize
     runs = [r[pattern]["kernels"][label] for r in ranks]
     per_way = {}
     for way in WAYS:
@@ -88,7 +88,7 @@ def combine(ranks: list[dict], pattern: str, label: str) -> dict:
 
 @register("multigpu.overlap", sources=["bench/multigpu/nccl.py", "bench/multigpu/collectives.py", "bench/core/topology.py",
                                        *dict.fromkeys(f for k in OURS for f in kernel_sources(catalogue.step_of(k)))],
-          definition={"kernels": KERNELS, **{k: kernel_definition(*catalogue.KERNELS[k]) for k in OURS}},
+          kernels=catalogue.definitions(("headline_bf16", PER_TILE_ROUTE)),
           title="A GEMM overlapped with its communication (tensor-parallel MLP)", timeout_s=900, gpus=2,
           min_cc=catalogue.HOPPER,          # our GEMMs are Hopper's
           builds=tuple(b for k in OURS for b in builds(*catalogue.KERNELS[k])))

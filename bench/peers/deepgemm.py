@@ -137,7 +137,7 @@ def measure(shape: Shape, theirs, ours_prepare) -> dict:
 
 
 @register("peers.deepgemm", sources=benchmarks.kernel_sources(STEP),
-          definition={"shapes": [s.dims for s in SHAPES], "ours": OURS.id, "tile": OURS.tile},
+          kernels=catalogue.definitions(("block_scaled",)),
           # built in its worker, not up front: run from the runner's process, its setup.py failed to
           # load torch (oneMKL: cannot load libtorch_cpu.so) on both GPUs' machines
           builds=benchmarks.builds(STEP, OURS), title="DeepGEMM (FP8, block scales), the peer", timeout_s=900,

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..gemm import catalogue, cublas, benchmarks, harness, launch
 from ..gemm.harness import Shape
 from ..core.registry import ROOT, register
-from ..core.timing import spread
+from ..core.stats import spread
 
 PEER_ENV = "FASTCU_DIR"
 ENTRY = ROOT / "bench" / "peers" / "fastcu.cu"
@@ -98,8 +98,7 @@ def measure(shape: Shape, theirs, ours_prepare, ours_c_prepare) -> dict:
 
 @register("peers.fastcu", sources=(str(ENTRY.relative_to(ROOT)), *dict.fromkeys((*benchmarks.kernel_sources(STEP),
                                                                                    *benchmarks.kernel_sources(C_STEP)))),
-          definition={"shapes": [s.dims for s in SHAPES], "ours": OURS.id, "tile": OURS.tile,
-                      "ours_bf16_out": OURS_C.id, "tile_bf16_out": OURS_C.tile},
+          kernels=catalogue.definitions(("headline_bf16", "bf16_c")),
           builds=benchmarks.builds(STEP, OURS) + benchmarks.builds(C_STEP, OURS_C), prebuild=lambda: build(Path(os.environ[PEER_ENV])),
           title="fast.cu kernel 12 (BF16), the peer", timeout_s=600,
           min_cc=catalogue.HOPPER, peer=PEER_ENV)
