@@ -111,7 +111,8 @@ class Deck:
             here, beside = {**here, "ids": [], "more": here["count"]}, [{**b, "ids": [], "more": b["count"]} for b in beside]
         return {**self._sections, "software": self.doc["software"], "measured_count": len(benchmarks),
                 "stale": stale, "stale_listed": here, "stale_beside": beside, "stale_elsewhere": elsewhere,
-                "stale_named": [*stale, *(f"{bid} ({e['file']})" for e in elsewhere for bid in e["ids"])],
+                # the notes name a few; build.py prints them all
+                "stale_named": listed([*stale, *(f"{bid} ({e['file']})" for e in elsewhere for bid in e["ids"])]),
                 "quick": sorted(bid for bid, rec in benchmarks.items() if rec.get("quick")),
                 "failed": [{"id": bid, "reason": rec["reason"]} for bid, rec in benchmarks.items()
                            if rec["status"] == "failed"],

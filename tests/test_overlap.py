@@ -130,10 +130,9 @@ def _node(n: int, record: dict | None):
 
 def _overlap_deck(*nodes):
     import yaml
-    from bench.core.registry import discover
     from slides.deck import Deck
     doc = yaml.safe_load(Path("tests/fixtures/h200-x2.yaml").read_text())
-    return Deck(doc, discover(), nodes=nodes)
+    return Deck(doc, nodes=nodes)
 
 
 def test_overlap_calls_the_target_per_node_size_and_ours_against_cublas():

@@ -8,10 +8,8 @@ timed in short turns with cuBLAS on both B layouts, warm from the cell before; t
 catalogue's rule picked for the shape (catalogue.tile_for) is recorded with it."""
 from __future__ import annotations
 
-from dataclasses import replace
-
-from . import catalogue, benchmarks, launch, sweep
-from .harness import Shape, keep_busy
+from . import benchmarks, catalogue, sweep
+from .harness import Shape
 from ..core.registry import register
 from ..core.timing import quick
 
@@ -41,22 +39,11 @@ def _register_atlas(role: str) -> None:
     step, best = catalogue.KERNELS[bench_id]
 
     @register(atlas_id(bench_id), sources=(*benchmarks.kernel_sources(step), "bench/gemm/sweep.py"),
-              kernels=catalogue.definitions((role,)),
-              builds=tuple(b for tile in step.tiles for b in benchmarks.builds(step, replace(best, tile=tile))),
+              kernels=catalogue.definitions((role,)), builds=sweep.tile_builds(step),
               timeout_s=900, min_cc=step.min_cc, title=f"{step.title_of(best)} over the shapes models run")
     def run(ctx) -> dict:
-        keep_busy()
-        prepare = launch.prepare_by_shape(step, ctx.device)
-        rows = []
-        for model, projection, n, k in PROJECTIONS:
-            for m in MS:
-                row = {"model": model, "projection": projection, **sweep.measure(step, prepare, Shape(m, n, k))}
-                rows.append(row)
-                ctx.progress(f"{model} {projection} M={m}: " + (
-                    f"{row['tflops']['kernel']:.1f} TFLOPS, {100 * row['ratio_same_layout']:.1f}% of cuBLAS"
-                    if row["outcome"] == "correct" else row["outcome"]))
-        wrong = [f"{r['model']} {r['projection']} {'×'.join(map(str, r['shape']))}: {r['check'].get('detail', 'wrong')}"
-                 for r in rows if r["outcome"] == "wrong"]
+        rows, wrong = sweep.measure_all(ctx, step, [(f"{model} {projection} {m}×{n}×{k}", {"model": model, "projection": projection},
+                                                     Shape(m, n, k)) for model, projection, n, k in PROJECTIONS for m in MS])
         return {"params": {"kernel": best.id, "layout": step.layout, "precision": step.precision, "ms": list(MS),
                            "projections": [{"model": m, "projection": p, "n": n, "k": k} for m, p, n, k in PROJECTIONS],
                            "tiles": list(step.tiles), "small_tile_below_sms": catalogue.SMALL_TILE_BELOW,

@@ -67,25 +67,35 @@ def measure(step: Step, prepare, shape: Shape) -> dict:
             "ratio_best_layout": rate["kernel"] / max(r for name, r in rate.items() if name != "kernel")}
 
 
+def measure_all(ctx, step: Step, cells) -> tuple[list, list]:
+    """Each cell, (name, fields of its row, shape), measured in turn with the step's best kernel, the
+    tile picked per shape: its rows, and what each wrong cell's check said."""
+    keep_busy()
+    prepare = launch.prepare_by_shape(step, ctx.device)
+    rows, wrong = [], []
+    for name, fields, shape in cells:
+        row = {**fields, **measure(step, prepare, shape)}
+        rows.append(row)
+        ctx.progress(f"{name}: " + (f"{row['tflops']['kernel']:.1f} TFLOPS, {100 * row['ratio_same_layout']:.1f}% "
+                                    "of cuBLAS in turns" if row["outcome"] == "correct" else row["outcome"]))
+        if row["outcome"] == "wrong":
+            wrong.append(f"{name}: {row['check'].get('detail', 'wrong')}")
+    return rows, wrong
+
+
+def tile_builds(step: Step) -> tuple:
+    """The builds of a step's best kernel with each of its tiles: what prepare_by_shape picks from."""
+    return tuple(b for tile in step.tiles for b in benchmarks.builds(step, replace(step.best, tile=tile)))
+
+
 def _register_sweep(step: Step) -> None:
     best = step.best
 
     @register(step.sweep_id, sources=benchmarks.kernel_sources(step),
-              kernels=catalogue.definitions((f"best:{step.name}",)),
-              builds=tuple(b for tile in step.tiles for b in benchmarks.builds(step, replace(best, tile=tile))),
+              kernels=catalogue.definitions((f"best:{step.name}",)), builds=tile_builds(step),
               timeout_s=600, min_cc=step.min_cc, title=f"{step.title_of(best)} across sizes")
     def run(ctx) -> dict:
-        keep_busy()
-        prepare = launch.prepare_by_shape(step, ctx.device)
-        rows = []
-        for shape in shapes():
-            row = measure(step, prepare, shape)
-            rows.append(row)
-            ctx.progress(f"{'×'.join(map(str, row['shape']))}: " + (
-                f"{row['tflops']['kernel']:.1f} TFLOPS, {100 * row['ratio_same_layout']:.1f}% of cuBLAS in turns"
-                if row["outcome"] == "correct" else row["outcome"]))
-        wrong = [f"{'×'.join(map(str, r['shape']))}: {r['check'].get('detail', 'wrong')}"
-                 for r in rows if r["outcome"] == "wrong"]
+        rows, wrong = measure_all(ctx, step, [("×".join(map(str, shape.dims)), {}, shape) for shape in shapes()])
         return {"params": {"kernel": best.id, "label": best.label, "layout": step.layout, "precision": step.precision,
                            "tiles": list(step.tiles), "small_tile_below_sms": catalogue.SMALL_TILE_BELOW,
                            "cublas": f"{step.precision}, {' and '.join(catalogue.cublas_layouts(step.precision))}, same operands",
