@@ -159,7 +159,7 @@ def promotion_figure(fp8: dict) -> str:
     w, h = 860, 230
     dwg = drawing(w, h)
     text(dwg, (20, 26), f"K in tiles of {tile['BK']} e4m3 values ({tile['BK'] * catalogue.ELEMENT_BYTES['fp8']} bytes); {p['k']:,} of K is "
-         f"{p['k'] // tile['BK']} K-tiles", size=13, color=INK)
+         f"{-(-p['k'] // tile['BK'])} K-tiles", size=13, color=INK)
     x0, box, gap, shown = 20, 120, 24, 4
     for i in range(shown):
         x = x0 + i * (box + gap)

@@ -127,7 +127,7 @@ def producer_ring(step: dict, shape: dict) -> str:
     row_h = min(28, (306 - top - 6 * (stages - 1)) / stages)
     end = (W - 20 - x0) / unit
     loads, mmas = [], []
-    for k in range(shape["k"] // t["BK"]):
+    for k in range(-(-shape["k"] // t["BK"])):
         start = max(loads[-1][1] if loads else 0.0, mmas[k - stages][1] if k >= stages else 0.0)
         loads.append((start, start + load_t))
         begin = max(start + load_t, mmas[-1][1] if mmas else 0.0)

@@ -439,12 +439,13 @@ def test_cute_diagram_follows_the_compiled_tile():
     """Drawn from the tile constants a CuTe kernel was compiled with: other constants, other figure."""
     def draw(bm, bk, smem):
         step = {"best": {"resources": {"threads_per_block": 128, "smem_static_bytes": smem, "smem_dynamic_bytes": 0,
-                "tile": {"BM": bm, "BN": 128, "BK": bk, "MMA_ATOM": "SM80_16x8x8_F32TF32TF32F32_TN",
+                "grid": [4096 // bm, 8192 // 128], "tile": {"BM": bm, "BN": 128, "BK": bk, "MMA_ATOM": "SM80_16x8x8_F32TF32TF32F32_TN",
                          "WARPS_M": 2, "WARPS_N": 2, "atom_mnk": [16, 8, 8]}}}}
         return diagrams.cute_diagram(step, {"m": 4096, "n": 8192, "k": 16384})
     small, big = draw(64, 8, 0), draw(128, 32, 36832)
     assert "C tile 64×128: 4×16 MMA atoms" in small and "512 steps" not in small and "2048 steps of 8" in small
     assert "C tile 128×128: 8×16 MMA atoms" in big and "512 steps of 32" in big and "36.0 KiB of shared memory" in big
+    assert "grid: 64 × 64 CTAs" in small and "grid: 32 × 64 CTAs" in big          # the grid the run launched
     assert small.count("<rect") < big.count("<rect")
 
 
