@@ -11,7 +11,6 @@ from pathlib import Path
 
 # ncclDataType_t and ncclRedOp_t, nccl.h
 FLOAT32 = 7
-INT64 = 4
 SUM, MAX = 0, 2
 UNIQUE_ID_BYTES = 128
 
