@@ -112,10 +112,11 @@ def code_view(source: str | None, focus: tuple[str, str] | None, out_dir: Path =
     end = next((i for i, line in enumerate(region) if i >= (start or 0) and focus[1] in line), None)
     if start is None or end is None or end - start + 1 > MAX_CODE_LINES:
         raise BuildError(f"{source}: the focus {focus} is not a run of at most {MAX_CODE_LINES} lines of its kernel region")
-    pages = code_pages(region, MAX_CODE_LINES)
+    # the pages keep the region's indentation, one for all: a page continues the nesting of the one before
+    pages = code_pages(view["text"].split("\n"), MAX_CODE_LINES)
     shown = textwrap.dedent("\n".join(region[start:end + 1]))
     return {**view, "shown": shown, "text": shown, "first": start + 1,
-            "last": end + 1, "pages": [textwrap.dedent("\n".join(page)) for page in pages]}
+            "last": end + 1, "pages": ["\n".join(page) for page in pages]}
 
 
 # A code slide lights the lines its step adds in at most this many clicks, the closest runs together.
@@ -191,21 +192,35 @@ def highlight_of(clicks: list[dict]) -> str:
     return "|".join(["*", *(c["lines"] for c in clicks)]) if clicks else ""
 
 
+CUT_SLACK = 4          # lines a backup code page may end before or after the even split, for a shallower cut
+
+
+def _code_of(line: str) -> str:
+    return line.split("//")[0].split("#")[0].rstrip()
+
+
 def _ends_statement(line: str) -> bool:
     """A line a page may end after: its code (comments aside) closes a statement or a block, or is blank."""
-    code = line.split("//")[0].rstrip()
+    code = _code_of(line)
     return not code or code.endswith((";", "{", "}"))
 
 
 def code_pages(region: list[str], most: int) -> list[list[str]]:
     """``region`` in pages of at most ``most`` lines, as even as its statements allow: a page ends
-    only after a line that ends a statement, nearest the even split of what is left."""
+    only after a line that ends a statement, within CUT_SLACK lines of the even split of what is
+    left where the fewest blocks are open (between loops rather than inside one), the nearest of those."""
+    depth, open_after = 0, []
+    for line in region:
+        code = _code_of(line)
+        depth += code.count("{") - code.count("}")
+        open_after.append(depth)
     pages, start = [], 0
     while len(region) - start > most:
         left = len(region) - start
         even = start + math.ceil(left / math.ceil(left / most))
         ends = [i for i in range(start + 1, start + most + 1) if _ends_statement(region[i - 1])]
-        cut = min(ends, key=lambda i: abs(i - even)) if ends else start + most
+        near = [i for i in ends if abs(i - even) <= CUT_SLACK] or ends
+        cut = min(near, key=lambda i: (open_after[i - 1], abs(i - even))) if ends else start + most
         pages.append(region[start:cut])
         start = cut
     return pages + [region[start:]]
