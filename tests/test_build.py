@@ -643,6 +643,28 @@ def test_sweep_slides_follow_the_data(fixture_doc, write_results, tmp_path):
     assert "Wrong results at 2048" in md["GEMM Across Sizes"]
 
 
+def test_the_appendix_says_how_the_tuners_best_fares_against_the_hand_picked_kernel(fixture_doc, write_results, tmp_path):
+    """The same kernel, a tie, faster or slower, head to head: judged in tune.py, worded in the template."""
+    rec = fixture_doc["benchmarks"]["tune.persistent"]
+    hand = rec["final"]["hand_picked"]
+    said = {}
+    for case, scale in (("same", 1.0), ("faster", 1.05), ("slower", 0.95)):
+        r = copy.deepcopy(rec)
+        r["winner"] = r["hand_picked"] if case == "same" else (r["hand_picked"] + 1) % len(r["trials"])
+        ratio = hand["ratio"] * scale
+        r["final"]["winner"] = {**r["final"]["winner"], "ratio": ratio,
+                                "ratio_by_sample": {**hand["ratio_by_sample"], "median": ratio, "ci": [ratio * 0.999, ratio * 1.001]}}
+        r["final"]["hand_picked"] = {**hand, "ratio_by_sample": {**hand["ratio_by_sample"], "ci": [hand["ratio"] * 0.999,
+                                                                                                 hand["ratio"] * 1.001]}}
+        fixture_doc["benchmarks"]["tune.persistent"] = r
+        out = tmp_path / case
+        build.build(write_results(fixture_doc, f"{case}.yaml"), out)
+        said[case] = next(line for line in (out / "slides.md").read_text().splitlines() if line.startswith("- **Tuning.**"))
+    assert "the best is the hand-picked one: what is left is not in these constants" in said["same"]
+    assert "beats the hand-picked one by +5.0%, head to head: worth searching" in said["faster"]
+    assert "loses to the hand-picked one, head to head (-5.0%): what is left is not in these constants" in said["slower"]
+
+
 def test_tuner_slide_ranks_every_trial_and_names_the_winner(fixture_doc, write_results, tmp_path):
     rec = fixture_doc["benchmarks"]["tune.persistent"]
     build.build(write_results(fixture_doc), tmp_path)
