@@ -89,6 +89,7 @@ ERROR_MOVED = 1.5        # an error 1.5x the step before's, or two thirds of it:
 # Code on a slide is set at 11 px (line height 1.4) below the title and a line of prose: this many
 # lines fit. A longer kernel region shows its step's focus, and the whole region goes to backup slides.
 MAX_CODE_LINES = 22
+CODE_COLUMNS = 129       # and this many characters fit across it (131 ran 13 px past the canvas in Chromium)
 
 
 def code_view(source: str | None, focus: tuple[str, str] | None, out_dir: Path = ROOT) -> dict | None:
@@ -112,11 +113,12 @@ def code_view(source: str | None, focus: tuple[str, str] | None, out_dir: Path =
     end = next((i for i, line in enumerate(region) if i >= (start or 0) and focus[1] in line), None)
     if start is None or end is None or end - start + 1 > MAX_CODE_LINES:
         raise BuildError(f"{source}: the focus {focus} is not a run of at most {MAX_CODE_LINES} lines of its kernel region")
-    # the pages keep the region's indentation, one for all: a page continues the nesting of the one before
-    pages = code_pages(view["text"].split("\n"), MAX_CODE_LINES)
+    # the pages keep the region's indentation, one for all, so that a page continues the nesting of
+    # the one before; a page that would run past CODE_COLUMNS so is set from its own indentation
+    pages = ["\n".join(page) for page in code_pages(view["text"].split("\n"), MAX_CODE_LINES)]
+    pages = [textwrap.dedent(page) if max(map(len, page.split("\n"))) > CODE_COLUMNS else page for page in pages]
     shown = textwrap.dedent("\n".join(region[start:end + 1]))
-    return {**view, "shown": shown, "text": shown, "first": start + 1,
-            "last": end + 1, "pages": ["\n".join(page) for page in pages]}
+    return {**view, "shown": shown, "text": shown, "first": start + 1, "last": end + 1, "pages": pages}
 
 
 # A code slide lights the lines its step adds in at most this many clicks, the closest runs together.
