@@ -14,6 +14,13 @@ def ok(ctx):
             "gbps": 123.0}
 
 
+@register("fake.fails_when_told", sources=[], timeout_s=60)
+def fails_when_told(ctx):
+    if os.environ.get("FAKE_FAIL"):
+        raise RuntimeError("building the peer failed")
+    return {"check": {"passed": True}, "gbps": 1.0}
+
+
 @register("fake.raises", sources=[], timeout_s=60)
 def raises(ctx):
     raise RuntimeError("kernel exploded")

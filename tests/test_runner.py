@@ -343,6 +343,20 @@ def _cli(argv, fakes, monkeypatch, capsys, device=FAKE_DEVICE):
     return code, capsys.readouterr().err
 
 
+def test_a_failed_rerun_fails_the_run_though_the_earlier_record_is_kept(fakes, tmp_path, monkeypatch, capsys):
+    from bench import __main__ as cli
+    from bench.core import device as devices
+    monkeypatch.setattr(devices, "collect_device", lambda: {**FAKE_DEVICE, "gpu_count": 1})
+    monkeypatch.setattr(devices, "collect_software", lambda: SOFTWARE)
+    argv = ["--only", "fake.fails_when_told", "--out", str(tmp_path / "r.yaml")]
+    assert cli.main(argv) == 0
+    monkeypatch.setenv("FAKE_FAIL", "1")
+    assert cli.main(argv) == 1
+    assert capsys.readouterr().out.splitlines()[-1].endswith(
+        "0 of 1 benchmarks did not fail; failed: fake.fails_when_told (the earlier record kept for fake.fails_when_told)")
+    assert schema.load(tmp_path / "r.yaml")["benchmarks"]["fake.fails_when_told"]["status"] == "ok"
+
+
 @pytest.mark.parametrize("where", ["under a file", "under /proc", "a folder"])
 def test_an_output_that_cannot_be_written_is_refused_before_anything_runs(where, fakes, tmp_path, monkeypatch, capsys):
     (tmp_path / "file").write_text("x")
