@@ -30,7 +30,7 @@ try:
     import time
     from pathlib import Path
 
-    from bench import registry, schema
+    from bench.core import schema
     from slides import escape
     from slides.deck import ROOT, BuildError, Deck, render, write_deck
 except KeyboardInterrupt as stop:
@@ -56,7 +56,7 @@ def node_files(results: Path) -> list[Path]:
 def _assemble(results: Path, doc: dict, out_dir: Path, compare, warn, nodes):
     """The context, slides.md's text and the figures of one deck, or a BuildError naming ``results``:
     whatever fails in a section's context, a figure or a template is one line."""
-    deck = Deck(doc, registry.discover(), nodes=nodes, others=compare, warn=warn, out_dir=out_dir)
+    deck = Deck(doc, nodes=nodes, others=compare, warn=warn, out_dir=out_dir)
     try:
         context = deck.sections()
         svgs = deck.figures()

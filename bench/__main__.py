@@ -9,15 +9,15 @@ import threading
 import uuid
 from pathlib import Path
 
-from . import registry, schema, timing, toolkit
-from .registry import ROOT
-from .topology import NO_MULTICAST
+from .core import registry, schema, timing, toolkit
+from .core.registry import ROOT
+from .core.topology import NO_MULTICAST
 
 
 def main(argv=None) -> int:
     """The run, under a token of its own: whatever it starts outside a worker (the compiles, a peer's
     build, which runs that peer's Makefile) is ended with it, as a worker's processes are with the worker."""
-    from .runner import TOKEN, end_holding
+    from .core.runner import TOKEN, end_holding
     token = uuid.uuid4().hex
     previous = os.environ.get(TOKEN)
     os.environ[TOKEN] = token           # workers get tokens of their own
@@ -63,7 +63,7 @@ def _main(argv=None) -> int:
         print(f"python -m bench: {e.args[0]}", file=sys.stderr)
         return 2
 
-    from .device import NoGPU, collect_device, collect_software
+    from .core.device import NoGPU, collect_device, collect_software
     try:
         device = collect_device()
     except NoGPU as e:
@@ -73,8 +73,8 @@ def _main(argv=None) -> int:
     print(f"{device['name']} (sm_{device['compute_capability'].replace('.', '')}, {device['sm_count']} SMs, "
           f"SM clock {device['sm_clock_mhz']}/{device['sm_clock_max_mhz']} MHz) -> {out}", flush=True)
     print(f"kernels built with nvcc: {toolkit.describe()}", flush=True)
-    from . import results
-    from .runner import Interrupted, WriteFailed, run_all
+    from .core import results
+    from .core.runner import Interrupted, WriteFailed, run_all
     if args.profile:
         return profile_all(chosen, out, device)
     # Benchmarks of several GPUs write the node's own file, beside its topology; on a machine of
@@ -82,7 +82,7 @@ def _main(argv=None) -> int:
     on_node = [b for b in chosen if b.gpus > 1] if device["gpu_count"] > 1 else []
     runs = [(out, [b for b in chosen if b not in on_node], None)]
     if on_node:
-        from .topology import collect_node
+        from .core.topology import collect_node
         node_out = args.node_out or out.with_name(f"{device['slug']}-x{device['gpu_count']}.yaml")
         if node_out.resolve() == out.resolve():
             print(f"python -m bench: --node-out is the same file as --out ({out}): the node's records need a file "
@@ -121,10 +121,14 @@ def _main(argv=None) -> int:
         except WriteFailed as e:
             print(f"python -m bench: {e}; the run stopped there.", file=sys.stderr)
             return 1
-        failed = [b.id for b in benchmarks if doc["benchmarks"][b.id]["status"] == "failed"]
+        # this run's outcome: a record kept from an earlier run carries this run's attempt
+        attempts = {b.id: doc["benchmarks"][b.id].get("last_attempt", doc["benchmarks"][b.id]) for b in benchmarks}
+        failed = [bid for bid, rec in attempts.items() if rec["status"] == "failed"]
+        kept = [bid for bid in failed if "last_attempt" in doc["benchmarks"][bid]]
         bad += failed
         print(f"wrote {path}: {len(benchmarks) - len(failed)} of {len(benchmarks)} benchmarks did not fail"
-              + (f"; failed: {', '.join(failed)}" if failed else ""))
+              + (f"; failed: {', '.join(failed)}" if failed else "")
+              + (f" (the earlier record kept for {', '.join(kept)})" if kept else ""))
     compiling.join()
     return 1 if bad else 0
 
@@ -134,8 +138,8 @@ def precompile(chosen, device: dict) -> None:
     two cores (the benchmarks run meanwhile): each benchmark then loads its cubin or library from the
     cache. A build that fails fails its benchmark, with the compiler's message."""
     import time
-    from .cuda import arch_of, compile_all
-    from .runner import skip_reason
+    from .core.cuda import arch_of, compile_all
+    from .core.runner import skip_reason
     from concurrent.futures import ThreadPoolExecutor
     runnable = [bench for bench in chosen if not skip_reason(bench, device)]
     builds = [b for bench in runnable for b in bench.builds]
@@ -158,10 +162,10 @@ def precompile(chosen, device: dict) -> None:
 
 def profile_all(chosen, out: Path, device: dict) -> int:
     """Profile each chosen hand-written GEMM whose result is already in ``out``."""
-    from . import results
-    from .device import collect_software
-    from .catalogue import KERNELS
-    from .profile import profile
+    from .core import results
+    from .core.device import collect_software
+    from .gemm.catalogue import KERNELS
+    from .gemm.profile import profile
     try:
         recorded = results.existing(out, device)
     except schema.ResultsError as e:

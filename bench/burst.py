@@ -13,11 +13,13 @@ import os
 import time
 from pathlib import Path
 
-from . import catalogue, cublas, fastcu, gemm, harness, launch
-from .device import telemetry
-from .harness import Shape
-from .registry import register
-from .timing import quick, summarize, time_gpu
+from .gemm import catalogue, cublas, benchmarks, harness, launch
+from .peers import fastcu
+from .core.device import telemetry
+from .gemm.harness import Shape
+from .core.registry import register
+from .core.timing import quick, time_gpu
+from .core.stats import summarize
 
 REST_S = 0.5 if quick() else 3.0      # idle before each burst: long enough for the clock to rise again
 BURST_RUNS = 8                        # fast.cu's repeat_times
@@ -75,11 +77,10 @@ def _checked(name: str, shape: Shape, precision: str, prepare):
     return run, ops.check(c.T)
 
 
-@register("burst.gemm", sources=(*gemm.kernel_sources(TF32[0]), *gemm.kernel_sources(BF16[0]),
+@register("burst.gemm", sources=(*benchmarks.kernel_sources(TF32[0]), *benchmarks.kernel_sources(BF16[0]), "bench/peers/fastcu.py",
                                   str(fastcu.ENTRY.relative_to(fastcu.ROOT))),
-          definition={"tf32": TF32[1].id, "bf16": BF16[1].id, "tf32_tile": TF32[1].tile, "bf16_tile": BF16[1].tile,
-                      "bf16_shape": BF16_SHAPE.dims},
-          builds=(*gemm.builds(*TF32), *gemm.builds(*BF16)), timeout_s=300, min_cc=catalogue.HOPPER,
+          kernels=catalogue.definitions(("headline", "headline_bf16")),
+          builds=(*benchmarks.builds(*TF32), *benchmarks.builds(*BF16)), timeout_s=300, min_cc=catalogue.HOPPER,
           title="GEMMs in bursts from a rest, as public READMEs time them")
 def run(ctx) -> dict:
     rows, wrong = [], []

@@ -2,14 +2,15 @@
 no GPU, so these tests pass or fail only here, and the deck says which on its title slide."""
 from __future__ import annotations
 
-import re
+import ast
 import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from .registry import ROOT, register
+from .core import schema
+from .core.registry import ROOT, register
 
 TESTS = "tests/test_gpu.py"
 COMMAND = ("-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", TESTS)
@@ -26,13 +27,23 @@ def outcomes(report: Path) -> dict:
     return out
 
 
-def _imports(text: str, package: bool) -> set[str]:
-    """The bench modules a file imports: ``from bench(.x) import ...`` in a test, ``from .x``
-    and ``from . import x`` inside bench."""
-    prefix = r"\." if package else r"bench\.?"
+def _imports(path: Path) -> set[Path]:
+    """The bench modules a file imports (``from bench.gemm import launch``, ``from ..core.timing
+    import quick``, at any depth of the file), as their files."""
+    package = path.relative_to(ROOT).parent.parts
     found = set()
-    for module, names in re.findall(rf"^\s*from {prefix}(\w*) import ([\w, ]+)", text, re.M):
-        found |= {module} if module else {n.strip() for n in names.split(",")}
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        base = (*package[:len(package) - node.level + 1], *(node.module or "").split(".")) if node.level \
+            else tuple((node.module or "").split("."))
+        if base[:1] != ("bench",):
+            continue
+        base = tuple(p for p in base if p)
+        for target in (ROOT.joinpath(*base).with_suffix(".py"),
+                       *(ROOT.joinpath(*base, alias.name).with_suffix(".py") for alias in node.names)):
+            if target.exists():
+                found.add(target)
     return found
 
 
@@ -40,25 +51,24 @@ def exercised(tests: str = TESTS) -> tuple[str, ...]:
     """What the GPU tests run: the tests, the bench modules they import (and those import) and
     every kernel, so that a change to any of it makes their outcome stale: it is the code they
     passed on."""
-    todo, seen = list(_imports((ROOT / tests).read_text(), package=False)), set()
+    todo, seen = list(_imports(ROOT / tests)), set()
     while todo:
-        module = todo.pop()
-        path = ROOT / "bench" / f"{module}.py"
-        if module not in seen and path.exists():
-            seen.add(module)
-            todo += _imports(path.read_text(), package=True)
-    return (tests, *sorted(f"bench/{m}.py" for m in seen),
+        path = todo.pop()
+        if path not in seen:
+            seen.add(path)
+            todo += _imports(path)
+    return (tests, *sorted(str(p.relative_to(ROOT)) for p in seen),
             *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernels").rglob("*.cu*")))
 
 
 def kernel_builds() -> tuple:
     """Every catalogue kernel's nvcc build: the run compiles them in parallel before the tests, which
     would otherwise build the ones they load one after another."""
-    from . import catalogue, gemm
-    return tuple(b for step, variant in catalogue.KERNELS.values() for b in gemm.builds(step, variant))
+    from .gemm import catalogue, benchmarks
+    return tuple(b for step, variant in catalogue.KERNELS.values() for b in benchmarks.builds(step, variant))
 
 
-@register("checks.gpu_tests", sources=exercised(), builds=kernel_builds(), timeout_s=900,
+@register(schema.GPU_TESTS, sources=exercised(), builds=kernel_builds(), timeout_s=900,
           title="The GPU tests (python -m pytest -m gpu) on this GPU")
 def gpu_tests(ctx) -> dict:
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,5 +1,5 @@
 // Clusters alone: what a CTA pays to read a peer's shared memory (distributed shared memory) and to
-// meet its cluster, against the same within itself (bench/machinery.py). CLUSTER CTAs a cluster,
+// meet its cluster, against the same within itself (bench/machinery/wgmma.py). CLUSTER CTAs a cluster,
 // THREADS threads a CTA, one CTA per SM: the buffer, in dynamic shared memory, takes more than half
 // of an SM's. Loads are written in PTX so that the state space is the
 // only difference between the two paths: ld.shared on the CTA's own buffer, ld.shared::cluster on
@@ -8,7 +8,7 @@
 #include <cutlass/arch/barrier.h>          // ClusterBarrier: mbarrier init, arrive (local or a peer's), wait
 
 #if !defined(CLUSTER)
-#error "CLUSTER comes from bench/machinery.py"
+#error "CLUSTER comes from bench/machinery/wgmma.py"
 #endif
 
 constexpr int WORDS = 32768;                // 128 KiB a CTA: the chased ring, and the buffer read through

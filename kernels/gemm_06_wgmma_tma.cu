@@ -6,8 +6,8 @@
 // so no warp ever waits for another to issue a load. A fixed producer thread would have to wait
 // for the slowest warp, stalling its own warpgroup's wgmma behind the other's.
 //
-// The tensor maps come from Python (bench/gemm.py, cuTensorMapEncodeTiled) with the same BM, BN, BK
-// and 128-byte swizzle as the shared layout here (gemm_sm90_tiles.cuh).
+// The tensor maps come from Python (bench/gemm/launch.py, cuTensorMapEncodeTiled) with the boxes this
+// kernel exports (LOAD_BOXES) and the 128-byte swizzle of the shared layout here (gemm_sm90_tiles.cuh).
 #include <cuda.h>                        // CUtensorMap
 #include <cuda/atomic>                   // cuda::atomic_ref: the per-stage count of warps done reading
 #include "gemm_sm90_tiles.cuh"

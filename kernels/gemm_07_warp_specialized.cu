@@ -3,7 +3,7 @@
 //
 // Same tiles, tensor maps and full/empty mbarriers as step 6; the loads no longer wait on the
 // consumers' loop, so they run up to STAGES K-tiles ahead. The deeper-pipeline variant is this file
-// compiled with as many stages as the shared-memory budget holds (bench/gemm.py).
+// compiled with as many stages as the shared-memory budget holds (bench/gemm/launch.py).
 #include <cuda.h>                           // CUtensorMap
 #include "gemm_sm90_tiles.cuh"              // with PRODUCER_WARPGROUPS: PRODUCER_REGS, CONSUMER_REGS
 

@@ -3,7 +3,7 @@
 // loads the next tile's first K-tiles while the consumers store the last one's C.
 //
 // Same cluster, multicast and warpgroups as step 8; launched with as many CTAs as the GPU holds
-// at once (bench/gemm.py), instead of one per tile.
+// at once (bench/gemm/launch.py), instead of one per tile.
 #include <cuda.h>                           // CUtensorMap
 #include "gemm_sm90_tiles.cuh"              // B_SLICE; the empty barriers count the whole cluster's warps
 

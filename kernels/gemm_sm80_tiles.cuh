@@ -1,4 +1,4 @@
-// What the CuTe GEMM steps share: the tile constants (fed from Python, bench/gemm.py),
+// What the CuTe GEMM steps share: the tile constants (from the step catalogue, bench/gemm/catalogue.py),
 // the SM80 TF32 MMA atom and warp layout, and the CTA's view of A, B and C.
 // A (M,K) and B stored as (N,K) are both K-major, the TN layout the TF32 mma.sync wants.
 #pragma once
@@ -6,7 +6,7 @@
 
 using namespace cute;
 
-// The step catalogue (bench/catalogue.py) passes every constant with -D; none has a default here.
+// The step catalogue (bench/gemm/catalogue.py) passes every constant with -D; none has a default here.
 // MMA_ATOM: one warp's MMA, e.g. SM80_16x8x8_F32TF32TF32F32_TN (16x8x8, TF32 in, FP32 accumulate).
 #if !defined(BM) || !defined(BN) || !defined(BK) || !defined(MMA_ATOM) || !defined(WARPS_M) || !defined(WARPS_N)
 #error "BM, BN, BK, MMA_ATOM, WARPS_M and WARPS_N come from the step catalogue"
@@ -18,7 +18,8 @@ constexpr int THREADS = 32 * size(WarpLayout{});
 using AtomMNK = typename MMA_Traits<MmaAtom>::Shape_MNK;
 static_assert(BM % (size<0>(AtomMNK{}) * WARPS_M) == 0 && BN % (size<1>(AtomMNK{}) * WARPS_N) == 0 &&
               BK % size<2>(AtomMNK{}) == 0, "the CTA tile is whole MMA tiles");
-// Read back by the launcher (bench/launch.py): the MMA atom's M x N x K.
+// Read back by the launcher (bench/gemm/launch.py): the threads of a CTA and the MMA atom's M x N x K.
+extern "C" __constant__ int BLOCK_THREADS = THREADS;
 extern "C" __constant__ int ATOM_MNK[3] = {size<0>(AtomMNK{}), size<1>(AtomMNK{}), size<2>(AtomMNK{})};
 
 // This CTA's tiles: A (BM,BK,k), B (BN,BK,k) over the K steps, and C (BM,BN).

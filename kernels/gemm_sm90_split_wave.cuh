@@ -7,7 +7,7 @@ constexpr int FRAGMENT = BM * BN / CONSUMER_THREADS;   // accumulators a consume
 
 // A cluster's work, in order: whole tiles over the full waves, then its part of the last wave:
 // pieces (cluster tile, K-tiles [k0, k1)). The plan of the last wave comes from the launcher
-// (bench/launch.py, split_wave): full_units whole units before it, `left` units in it, each computed
+// (bench/gemm/launch.py, split_wave): full_units whole units before it, `left` units in it, each computed
 // by an owner cluster over K-tiles [0, split) and by a helper (a cluster with no unit left) over the
 // rest. A unit: one tile per CTA of the cluster.
 struct Piece { int unit, k0, k1; };
@@ -30,7 +30,9 @@ struct Schedule {
 // The split tiles' partial sums, in scratch the launcher gives: a slot per last-wave unit and CTA of
 // the cluster, holding FRAGMENT floats per consumer thread as float4s (thread t's j-th at
 // j * CONSUMER_THREADS + t: each store and load of a warp is 512 contiguous bytes), and a flag per
-// consumer thread, 1 while its sums wait for the owner.
+// consumer thread, 1 while its sums wait for the owner. The launcher (bench/gemm/launch.py) reads a
+// slot's floats and flags back, and gives a slot per CTA of the grid.
+extern "C" __constant__ int TAIL_SLOT[2] = {FRAGMENT * CONSUMER_THREADS, CONSUMER_THREADS};
 struct TailSums {
     float4* sums;
     int* ready;

@@ -1,4 +1,4 @@
-// What the Hopper (wgmma) GEMM steps share: the tile constants (from the step catalogue, bench/catalogue.py),
+// What the Hopper (wgmma) GEMM steps share: the tile constants (from the step catalogue, bench/gemm/catalogue.py),
 // the SM90 wgmma atom of the operands' type tiled over warpgroups, the 128-byte-swizzled shared-memory
 // layout that wgmma and TMA both read and write, the CTA tile order, and the shared-memory carve-up.
 // A (M,K) and B stored as (N,K) are both K-major: TF32 wgmma takes no other layout, and BF16 takes it too.
@@ -8,7 +8,7 @@
 
 using namespace cute;
 
-// The step catalogue (bench/catalogue.py) passes every constant with -D; none has a default here.
+// The step catalogue (bench/gemm/catalogue.py) passes every constant with -D; none has a default here.
 #if !defined(ELEMENT) || !defined(BM) || !defined(BN) || !defined(BK) || !defined(STAGES) || !defined(GROUP_M) \
     || !defined(WARPGROUPS_M) || !defined(PRODUCER_WARPGROUPS) || !defined(CLUSTER_M)
 #error "ELEMENT, BM, BN, BK, STAGES, GROUP_M, WARPGROUPS_M, PRODUCER_WARPGROUPS and CLUSTER_M come from the step catalogue"
@@ -198,8 +198,11 @@ __device__ inline void mma_stage(SharedStorage& smem, TiledMma& mma, FragA const
     if (release_previous) release_stage(smem, (fill - 1) % RING);
 }
 
-// Read back by the launcher (bench/launch.py): the dynamic shared memory a launch must ask for, the
-// depth of the ring it holds, and the wgmma's M x N x K.
+// Read back by the launcher (bench/gemm/launch.py): the threads of a CTA, the dynamic shared memory a
+// launch must ask for, the depth of the ring it holds, the wgmma's M x N x K, and the boxes (rows,
+// columns) that TMA loads of A and of B.
+extern "C" __constant__ int BLOCK_THREADS = THREADS;
 extern "C" __constant__ int SMEM_BYTES = SMEM_BYTES_NEEDED;
 extern "C" __constant__ int RING_STAGES = RING;
 extern "C" __constant__ int ATOM_MNK[3] = {size<0>(AtomMNK{}), size<1>(AtomMNK{}), size<2>(AtomMNK{})};
+extern "C" __constant__ int LOAD_BOXES[2][2] = {{BM, BK}, {B_SLICE, BK}};

@@ -14,6 +14,8 @@ using CElement = C_ELEMENT;
 constexpr int WG_ROWS = BM / WARPGROUPS_M;          // rows of C a consumer warpgroup holds
 static_assert(EPILOGUE_N * sizeof(CElement) == 128, "a staged row is one 128-byte swizzle row");
 static_assert(BN % EPILOGUE_N == 0, "the tile is whole chunks");
+// Read back by the launcher (bench/gemm/launch.py): the box (rows, columns) each TMA store writes.
+extern "C" __constant__ int STORE_BOX[2] = {WG_ROWS, EPILOGUE_N};
 static_assert(sizeof(CElement) == 4 || sizeof(CElement) == 2, "C holds floats or BF16");
 // (BM,EPILOGUE_N) values of C, rows of 128 bytes whose 16-byte chunks (4 floats, 8 BF16) are XOR-ed
 // with the row within its 8-row atom: CU_TENSOR_MAP_SWIZZLE_128B's layout. Warpgroup w's rows are the w-th box.

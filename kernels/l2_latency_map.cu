@@ -1,4 +1,4 @@
-// L2's two partitions, seen from every SM (bench/l2_map.py): one CTA per SM, its thread 0 loading
+// L2's two partitions, seen from every SM (bench/micro/l2_map.py): one CTA per SM, its thread 0 loading
 // each probed line again and again, each load's address the value the one before returned (every
 // slot holds its own address), with loads that bypass L1 (ld.global.cg). A line held in the
 // partition near the SM answers sooner than one held in the far partition, across the chip.

@@ -1,4 +1,4 @@
-// setmaxnreg alone (bench/clusters.py): what the warp-specialized steps pay to move registers from
+// setmaxnreg alone (bench/machinery/clusters.py): what the warp-specialized steps pay to move registers from
 // the producer warpgroup to the consumers. Built with the headline step's constants, so that the
 // warpgroups and the register counts are the GEMM's own (gemm_sm90_tiles.cuh): one CTA per SM holds
 // every register; the producer gives up all but PRODUCER_REGS a thread, the consumers take CONSUMER_REGS.

@@ -1,4 +1,4 @@
-// TMA alone, beside the step that brings it in (bench/tma.py): what one load costs against its box's
+// TMA alone, beside the step that brings it in (bench/machinery/tma.py): what one load costs against its box's
 // size, how many boxes an SM must keep in flight to fill the memory's bandwidth (against cp.async of
 // the same bytes, issued by every thread), and what multicasting a box into the CTAs of a cluster
 // saves against each CTA loading it. CLUSTER CTAs a cluster (1: the latency and the depth sweep).
@@ -18,7 +18,7 @@
 #include <cutlass/arch/barrier.h>           // ClusterBarrier: arrive on a peer's mbarrier
 
 #if !defined(CLUSTER)
-#error "CLUSTER comes from bench/tma.py"
+#error "CLUSTER comes from bench/machinery/tma.py"
 #endif
 
 using namespace cute;

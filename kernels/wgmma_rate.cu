@@ -1,5 +1,5 @@
 // wgmma alone: how fast Hopper's tensor cores take one warpgroup's 64 x N x K instructions, with A and
-// B from shared memory and no loads at all (bench/machinery.py). Every warpgroup of a CTA multiplies
+// B from shared memory and no loads at all (bench/machinery/wgmma.py). Every warpgroup of a CTA multiplies
 // the same tiles of ones again and again; one CTA per SM.
 // ELEMENT (tfloat32_t, bfloat16_t, float_e4m3_t) and WGMMA_N come from the benchmark; a K-tile is 128 bytes
 // of K, the GEMM steps' (32 TF32, 64 BF16 or 128 e4m3 values), four wgmmas of 32 bytes each.
@@ -8,7 +8,7 @@
 using namespace cute;
 
 #if !defined(ELEMENT) || !defined(WGMMA_N) || !defined(MAX_WARPGROUPS)
-#error "ELEMENT, WGMMA_N and MAX_WARPGROUPS come from bench/machinery.py"
+#error "ELEMENT, WGMMA_N and MAX_WARPGROUPS come from bench/machinery/wgmma.py"
 #endif
 
 using Element = ELEMENT;

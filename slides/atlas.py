@@ -1,11 +1,11 @@
-"""The shape atlas (bench/atlas.py): each precision's headline kernel over the projections of real
+"""The shape atlas (bench/gemm/atlas.py): each precision's headline kernel over the projections of real
 models, M from decoding to prefill, as a heatmap of its ratio to cuBLAS in turns; where it holds
 cuBLAS and where it falls behind."""
 from __future__ import annotations
 
 from statistics import median
 
-from bench import catalogue
+from bench.gemm import catalogue
 from slides.kit import Cell, heatmap
 from slides.sweep import tile_label
 

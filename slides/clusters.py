@@ -1,10 +1,10 @@
-"""Clusters measured alone (bench/clusters.py): what a CTA pays to reach its peer's shared memory
+"""Clusters measured alone (bench/machinery/clusters.py): what a CTA pays to reach its peer's shared memory
 and to meet or signal its cluster, against the same within itself. The in-talk slide sits beside the
 step that brings in clusters (gemm.md.j2), at that step's cluster size; this section's own slide
 is the backup table of every size."""
 from __future__ import annotations
 
-from bench import catalogue
+from bench.gemm import catalogue
 from slides.kit import ACCENT, REF, Bar, bar_chart
 
 ID = "machinery.cluster"

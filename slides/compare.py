@@ -2,7 +2,7 @@
 deck) as a ratio to it, and what differs."""
 from __future__ import annotations
 
-from bench import schema
+from bench.core import schema
 from slides.kit import grouped_bars
 from slides.deck import BuildError, Deck
 
@@ -133,7 +133,7 @@ def context(deck) -> dict | None:
     accepted, section = [], None
     for path, other in deck.others:
         try:
-            candidate = Deck(other, deck.benchmarks)
+            candidate = Deck(other)
             section = side_by_side([deck, *accepted, candidate])
         except Exception as e:      # a neighbour's fault must not stop this GPU's deck
             message = f"{path}: cannot be compared ({type(e).__name__}: {schema.one_line(e, 200)})"

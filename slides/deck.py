@@ -19,7 +19,9 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from bench import checks
+from bench.core import provenance, schema
+from bench.core.stats import overlap
+from bench.gemm import catalogue
 from slides import escape
 from slides.kit import fmt_bytes, layer_name
 from slides.outline import SECTIONS
@@ -35,10 +37,9 @@ class BuildError(Exception):
 class Deck:
     """One results file's sections, computed on demand, and what the results lack, by slide."""
 
-    def __init__(self, doc: dict, benchmarks: dict, nodes=(), others=(), warn=None, out_dir: Path = ROOT):
+    def __init__(self, doc: dict, nodes=(), others=(), warn=None, out_dir: Path = ROOT):
         self.doc = doc
         self.out_dir = Path(out_dir)      # where slides.md goes: Slidev resolves a code snippet's path from there
-        self.benchmarks = benchmarks
         # (path, document) of each of this GPU's node files, by GPU count; the multi-GPU section details
         # the one of the most GPUs (self.node, or None) and sets the sizes side by side
         self.nodes = sorted(nodes, key=lambda item: item[1]["node"]["gpu_count"])
@@ -62,7 +63,6 @@ class Deck:
     def record(self, bid: str) -> dict:
         """A result, summarized for the slides; ``measured`` is False when absent or skipped."""
         rec = self.doc["benchmarks"].get(bid)
-        current = self.benchmarks.get(bid)
         out = {"id": bid, "measured": False, "status": "absent", "reason": "not in the results",
                "stale": False, "stale_why": "", "failed": False, "record": {},
                "tflops": None, "time_ms": None, "check": None, "clock_mhz": None, "clock_measured": False,
@@ -75,9 +75,9 @@ class Deck:
                    clock_mhz=clock_during(rec), clock_measured=clock_measured(rec))
         # stale: measured with code that has changed since (a skipped record measured nothing: its
         # reason is the runner's, such as a GPU too old or too few)
-        if rec["status"] != "skipped" and (current is None or current.source_hash() != rec["source_hash"]):
-            out["stale"] = True
-            out["stale_why"] = "no longer registered" if current is None else "code changed"   # the stale badge's tooltip
+        if rec["status"] != "skipped":
+            out["stale_why"] = stale_why(rec)      # the stale badge's tooltip
+            out["stale"] = bool(out["stale_why"])
         return out
 
     def stale(self) -> list[str]:
@@ -100,7 +100,7 @@ class Deck:
         benchmarks = self.doc["benchmarks"]
         elsewhere, beside = [], []          # every stale id of each other file (build.py prints them), its line
         for path, doc in self.beside:
-            ids = Deck(doc, self.benchmarks).stale()
+            ids = Deck(doc).stale()
             if ids:
                 elsewhere.append({"file": Path(path).name, "ids": ids})
                 beside.append({"file": Path(path).name, **stale_line(ids, doc)})
@@ -111,7 +111,8 @@ class Deck:
             here, beside = {**here, "ids": [], "more": here["count"]}, [{**b, "ids": [], "more": b["count"]} for b in beside]
         return {**self._sections, "software": self.doc["software"], "measured_count": len(benchmarks),
                 "stale": stale, "stale_listed": here, "stale_beside": beside, "stale_elsewhere": elsewhere,
-                "stale_named": [*stale, *(f"{bid} ({e['file']})" for e in elsewhere for bid in e["ids"])],
+                # the notes name a few; build.py prints them all
+                "stale_named": listed([*stale, *(f"{bid} ({e['file']})" for e in elsewhere for bid in e["ids"])]),
                 "quick": sorted(bid for bid, rec in benchmarks.items() if rec.get("quick")),
                 "failed": [{"id": bid, "reason": rec["reason"]} for bid, rec in benchmarks.items()
                            if rec["status"] == "failed"],
@@ -122,8 +123,7 @@ class Deck:
 
     def gpu_tests(self) -> dict:
         """The GPU tests' outcome on the machine that measured (bench/checks.py), for the title slide."""
-        bid = next((b.id for b in self.benchmarks.values() if b.run is checks.gpu_tests), None)
-        r = self.record(bid)
+        r = self.record(schema.GPU_TESTS)
         tests = r["record"].get("tests") if r["measured"] else None
         return {**r, "tests": tests, "total": sum(tests[k] for k in ("passed", "failed", "skipped")) if tests else 0,
                 "all_passed": bool(tests) and tests["failed"] == 0 and tests["passed"] > 0}
@@ -137,6 +137,18 @@ class Deck:
             if draw:
                 svgs.update(draw(self))
         return svgs
+
+
+def stale_why(rec: dict) -> str:
+    """Why a record was measured with code other than today's, from the files and the catalogue
+    alone (bench/core/provenance.py); empty when it was not."""
+    if "sources" not in rec:
+        return "measured before records named their sources"
+    try:
+        kernels = catalogue.definitions(rec.get("kernels", ()))
+    except KeyError:
+        return "its kernel is no longer in the catalogue"
+    return "" if provenance.source_hash(rec["sources"], kernels) == rec["source_hash"] else "code changed"
 
 
 LISTED = 4       # ids a title slide's line names in full; of more, the first LISTED - 1 and a count
@@ -174,7 +186,6 @@ def clock_during(rec: dict) -> float | None:
 def measured_pair(a: dict, b: dict) -> dict:
     """Two runs of the same work timed in the same run (each with ``time_ms``, an interval of its
     median): a's speed over b's, and whether their intervals tell them apart."""
-    from bench.timing import overlap
     ratio = b["time_ms"]["median"] / a["time_ms"]["median"]
     return {"ratio": ratio, "pct": 100 * (ratio - 1), "tie": overlap(a["time_ms"], b["time_ms"]), "faster": ratio > 1}
 
@@ -354,7 +365,7 @@ def write_deck(out_dir: Path, deck: str, svgs: dict[str, str]) -> None:
     rename; only then are the older builds' figures removed. Killed at any moment, the folder
     holds a whole deck: the old slides.md with its figures, or the new one with its own. A staging
     folder found under the lock is a killed build's, and is removed."""
-    from bench.results import locked, write_atomic
+    from bench.core.results import locked, write_atomic
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     if (out_dir / "slides.md").is_dir():

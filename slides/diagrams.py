@@ -78,8 +78,8 @@ def cute_diagram(step: dict, shape: dict) -> str:
         text(dwg, (lx + 20, cy + 12 + 20 * warp), f"warp {warp}", size=12)
     text(dwg, (cx, cy + bm * px + 18), f"C tile {bm}×{bn}: {bm // am}×{bn // an} MMA atoms of {am}×{an}×{ak}, "
           f"{wm}×{wn} warps, each warp's atoms spread over the tile", size=12, color=MUTED)
-    notes = [f"grid: {shape['m'] // bm} × {shape['n'] // bn} CTAs of {res['threads_per_block']} threads; "
-             f"K loop: {shape['k'] // bk} steps of {bk}; {t['MMA_ATOM']}",
+    notes = [f"grid: {res['grid'][0]} × {res['grid'][1]} CTAs of {res['threads_per_block']} threads; "
+             f"K loop: {-(-shape['k'] // bk)} steps of {bk}; {t['MMA_ATOM']}",
              (f"A and B tiles staged in {smem / 1024:.1f} KiB of shared memory by cp.async, then read by every warp"
               if smem else "each warp loads its own A and B fragments straight from global memory")]
     for i, line in enumerate(notes):
@@ -169,11 +169,11 @@ def wgmma_diagram(step: dict, shape: dict) -> str:
             if x + slot < w - 20:
                 dwg.add(dwg.rect((x, y), (slot - 4, 20), fill=color, opacity=0.3))
                 text(dwg, (x + slot / 2 - 2, y + 15), f"k{k}", size=11, anchor="middle")
-    tiles = (shape["m"] // bm) * (shape["n"] // bn)
+    tiles = math.prod(res["grid"])          # a CTA a tile, as the run launched it
     order = (f"bands of {group} tile rows, walked along N (CTA swizzle)" if group
              else "down M first, then along N")
     notes = [f"grid: {tiles:,} CTAs of {res['threads_per_block']} threads; tile order: {order}",
-             f"K loop: {shape['k'] // bk:,} steps of {bk}; "
+             f"K loop: {-(-shape['k'] // bk):,} steps of {bk}; "
              f"{(res['smem_static_bytes'] + res['smem_dynamic_bytes']) / 1024:.1f} KiB of shared memory; wgmma {am}×{an}×{ak}"]
     for i, line in enumerate(notes):
         text(dwg, (40, ty + 86 + 20 * i), line, size=12)

@@ -10,7 +10,7 @@ import re
 
 from markupsafe import Markup
 
-from bench.schema import one_line
+from bench.core.schema import one_line
 
 MAX_CHARS = 1000       # a guard: the runner already bounds the reasons it records
 # Markdown's inline punctuation (emphasis, code, links, tables, escapes, strikethrough), KaTeX's $

@@ -1,11 +1,11 @@
-"""FP8, the third track (bench/catalogue.py's FP8_STEPS): e4m3 operands with per-tensor scales,
+"""FP8, the third track (bench/gemm/catalogue.py's FP8_STEPS): e4m3 operands with per-tensor scales,
 beside the TF32 and BF16 headlines, each against the cuBLAS of its precision timed in turns with it
 (cuBLASLt for FP8) and against its precision's peak at the clock its SMs ran at; what step 13,
 the tensor cores' sums promoted into FP32 every K-tile, costs and buys; and step 14, DeepSeek-V3's
 block scales applied as the sums are promoted, against cuBLASLt given the same scales."""
 from __future__ import annotations
 
-from bench import catalogue
+from bench.gemm import catalogue
 from slides.device import pct_of_peak
 from slides.gemm import gain_in_turns, pair_with_cublas
 from slides.kit import ACCENT, INK, MUTED, REF, arrow, drawing, text
@@ -159,7 +159,7 @@ def promotion_figure(fp8: dict) -> str:
     w, h = 860, 230
     dwg = drawing(w, h)
     text(dwg, (20, 26), f"K in tiles of {tile['BK']} e4m3 values ({tile['BK'] * catalogue.ELEMENT_BYTES['fp8']} bytes); {p['k']:,} of K is "
-         f"{p['k'] // tile['BK']} K-tiles", size=13, color=INK)
+         f"{-(-p['k'] // tile['BK'])} K-tiles", size=13, color=INK)
     x0, box, gap, shown = 20, 120, 24, 4
     for i in range(shown):
         x = x0 + i * (box + gap)

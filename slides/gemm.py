@@ -1,4 +1,4 @@
-"""The GEMM steps as measured: each step of the catalogue (bench/catalogue.py) with its kernels'
+"""The GEMM steps as measured: each step of the catalogue (bench/gemm/catalogue.py) with its kernels'
 results, its baseline cuBLAS (timed in turns with it), occupancy, waves and profile, its code as
 the code slides show it, and the headline. Read by the setup, kernels, results, missing and backup
 sections; draws the progression and each step's diagram."""
@@ -12,8 +12,8 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from bench import catalogue, cublas as cublas_lib
-from bench.timing import spread
+from bench.gemm import catalogue
+from bench.core.stats import spread
 from slides.diagrams import DIAGRAMS
 from slides.kit import layer_name
 from slides.step_diagrams import REVEALS
@@ -89,6 +89,7 @@ ERROR_MOVED = 1.5        # an error 1.5x the step before's, or two thirds of it:
 # Code on a slide is set at 11 px (line height 1.4) below the title and a line of prose: this many
 # lines fit. A longer kernel region shows its step's focus, and the whole region goes to backup slides.
 MAX_CODE_LINES = 22
+CODE_COLUMNS = 129       # and this many characters fit across it (131 ran 13 px past the canvas in Chromium)
 
 
 def code_view(source: str | None, focus: tuple[str, str] | None, out_dir: Path = ROOT) -> dict | None:
@@ -107,15 +108,17 @@ def code_view(source: str | None, focus: tuple[str, str] | None, out_dir: Path =
         return view
     if not focus:
         raise BuildError(f"{source}: {len(region)} lines of kernel do not fit on a slide ({MAX_CODE_LINES}); "
-                         f"name the step's focus in bench/catalogue.py")
+                         f"name the step's focus in bench/gemm/catalogue.py")
     start = next((i for i, line in enumerate(region) if focus[0] in line), None)
     end = next((i for i, line in enumerate(region) if i >= (start or 0) and focus[1] in line), None)
     if start is None or end is None or end - start + 1 > MAX_CODE_LINES:
         raise BuildError(f"{source}: the focus {focus} is not a run of at most {MAX_CODE_LINES} lines of its kernel region")
-    pages = code_pages(region, MAX_CODE_LINES)
+    # the pages keep the region's indentation, one for all, so that a page continues the nesting of
+    # the one before; a page that would run past CODE_COLUMNS so is set from its own indentation
+    pages = ["\n".join(page) for page in code_pages(view["text"].split("\n"), MAX_CODE_LINES)]
+    pages = [textwrap.dedent(page) if max(map(len, page.split("\n"))) > CODE_COLUMNS else page for page in pages]
     shown = textwrap.dedent("\n".join(region[start:end + 1]))
-    return {**view, "shown": shown, "text": shown, "first": start + 1,
-            "last": end + 1, "pages": [textwrap.dedent("\n".join(page)) for page in pages]}
+    return {**view, "shown": shown, "text": shown, "first": start + 1, "last": end + 1, "pages": pages}
 
 
 # A code slide lights the lines its step adds in at most this many clicks, the closest runs together.
@@ -191,21 +194,35 @@ def highlight_of(clicks: list[dict]) -> str:
     return "|".join(["*", *(c["lines"] for c in clicks)]) if clicks else ""
 
 
+CUT_SLACK = 4          # lines a backup code page may end before or after the even split, for a shallower cut
+
+
+def _code_of(line: str) -> str:
+    return line.split("//")[0].split("#")[0].rstrip()
+
+
 def _ends_statement(line: str) -> bool:
     """A line a page may end after: its code (comments aside) closes a statement or a block, or is blank."""
-    code = line.split("//")[0].rstrip()
+    code = _code_of(line)
     return not code or code.endswith((";", "{", "}"))
 
 
 def code_pages(region: list[str], most: int) -> list[list[str]]:
     """``region`` in pages of at most ``most`` lines, as even as its statements allow: a page ends
-    only after a line that ends a statement, nearest the even split of what is left."""
+    only after a line that ends a statement, within CUT_SLACK lines of the even split of what is
+    left where the fewest blocks are open (between loops rather than inside one), the nearest of those."""
+    depth, open_after = 0, []
+    for line in region:
+        code = _code_of(line)
+        depth += code.count("{") - code.count("}")
+        open_after.append(depth)
     pages, start = [], 0
     while len(region) - start > most:
         left = len(region) - start
         even = start + math.ceil(left / math.ceil(left / most))
         ends = [i for i in range(start + 1, start + most + 1) if _ends_statement(region[i - 1])]
-        cut = min(ends, key=lambda i: abs(i - even)) if ends else start + most
+        near = [i for i in ends if abs(i - even) <= CUT_SLACK] or ends
+        cut = min(near, key=lambda i: (open_after[i - 1], abs(i - even))) if ends else start + most
         pages.append(region[start:cut])
         start = cut
     return pages + [region[start:]]
@@ -213,7 +230,7 @@ def code_pages(region: list[str], most: int) -> list[list[str]]:
 
 def pair_with_cublas(r: dict, by_id: dict) -> dict:
     """A kernel's result (a deck.record) with its baseline: cuBLAS of the kernel's precision and
-    layout, on the same operands, timed in turns with it (bench/harness.py); its
+    layout, on the same operands, timed in turns with it (bench/gemm/harness.py); its
     figures are that timing's. ``by_id``: the cuBLAS records by benchmark id."""
     versus = r["record"].get("cublas")
     r["baseline"], r["ratio_spread"] = None, None
@@ -244,10 +261,10 @@ def gain_in_turns(best: dict, before_id: str) -> dict | None:
 def context(deck) -> dict:
     device = deck["device"]
     cublas = {}
-    for precision in cublas_lib.PRECISIONS:
-        for layout in cublas_lib.layouts(precision):
-            r = deck.record(cublas_lib.bench_id(precision, layout))
-            r.update(precision=precision, layout=layout, layout_name=cublas_lib.LAYOUTS[layout])
+    for precision in catalogue.CUBLAS_PRECISIONS:
+        for layout in catalogue.cublas_layouts(precision):
+            r = deck.record(catalogue.cublas_id(precision, layout))
+            r.update(precision=precision, layout=layout, layout_name=catalogue.LAYOUTS[layout])
             cublas[(precision, layout)] = r
     tf32 = [r for (precision, _), r in cublas.items() if precision == "tf32" and r["measured"] and not r["failed"]]
     best_tf32 = max(tf32, key=lambda r: r["tflops"]) if tf32 else None
@@ -309,12 +326,10 @@ def context(deck) -> dict:
                                        and max(best["error_before"] / best["check"]["rel_error"],
                                                best["check"]["rel_error"] / best["error_before"]) > ERROR_MOVED)
             best["precision_before"] = prev["precision"]
-        source = next((deck.benchmarks[v["id"]].code for v in variants
-                       if v["id"] in deck.benchmarks and deck.benchmarks[v["id"]].code), None)
         # a step of one kernel is named by its title; of several, each kernel by its title and label
         for v in variants:
             v["name"] = f"{step.title} ({v['label']})" if len(variants) > 1 else step.title
-        code = code_view(source, step.focus, deck.out_dir)
+        code = code_view(step.code, step.focus, deck.out_dir)
         before_code = steps[-1]["code"] if steps else None
         # the code walk: the slide morphs from the step before's lines to this one's, where both are
         # of one language and differ
@@ -328,9 +343,9 @@ def context(deck) -> dict:
                       "loop_before": {"title": prev["title"], "variant": prev["best"]} if prev else None,
                       # the climb on its performance slide: its best against its cuBLAS in turns
                       "climb": f"climb_{step.key}.svg" if usable and best["baseline"] else None, "sweep_id": step.sweep_id, "title": step.title, "name": best["name"], "slide_title": title,
-                      "technique": step.technique, "layout": step.layout, "layout_name": cublas_lib.LAYOUTS[step.layout],
+                      "technique": step.technique, "layout": step.layout, "layout_name": catalogue.LAYOUTS[step.layout],
                       "precision": step.precision, "baseline": baseline,
-                      "source": source, "code": code, "beyond": step.beyond,
+                      "source": step.code, "code": code, "beyond": step.beyond,
                       "variants": variants, "best": best, "block": block, "diagram": diagram, "draw": step.diagram,
                       "reveals": REVEALS.get(step.diagram, []),
                       "measured": any(v["measured"] for v in variants),

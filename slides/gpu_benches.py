@@ -1,5 +1,5 @@
 """This project's memory figures beside RRZE-HPC's gpu-benches, run on the same GPU in the same run
-(bench/gpu_benches.py): each pair, its difference, and where they differ by more than AGREE, what
+(bench/peers/gpu_benches.py): each pair, its difference, and where they differ by more than AGREE, what
 the two methods do differently (from the two programs' code, not from a measurement)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""HBM bandwidth as SMs are added (bench/hbm.py), and Little's law from it and the memory latency."""
+"""HBM bandwidth as SMs are added (bench/micro/hbm.py), and Little's law from it and the memory latency."""
 from __future__ import annotations
 
 from slides.kit import Chart, Line, PALETTE, REF, Series, line_chart

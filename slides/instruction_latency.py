@@ -1,4 +1,4 @@
-"""Instruction latency and issue rate (bench/latency.py): cycles per warp-instruction by independent
+"""Instruction latency and issue rate (bench/micro/latency.py): cycles per warp-instruction by independent
 chains, the full SM's rate, and the SASS each operation compiles to."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""L2 bandwidth as SMs are added (bench/l2.py), read-only and copy, beside the HBM copy; and L2's
-latency from every SM to each of a set of lines (bench/l2_map.py), split into the partition beside
+"""L2 bandwidth as SMs are added (bench/micro/l2.py), read-only and copy, beside the HBM copy; and L2's
+latency from every SM to each of a set of lines (bench/micro/l2_map.py), split into the partition beside
 an SM and the one across the chip."""
 from __future__ import annotations
 

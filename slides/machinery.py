@@ -1,10 +1,10 @@
-"""Hopper's machinery measured alone (bench/machinery.py). wgmma: its rate against N in each
+"""Hopper's machinery measured alone (bench/machinery/wgmma.py). wgmma: its rate against N in each
 precision as a share of the tensor cores' dense rate per clock (slides/device.py), counted in each
 warpgroup's own cycles, so no clock reading enters it; and its latency. The in-talk slide sits beside
 the step that brings in wgmma (gemm.md.j2); this section's own slide is the backup table."""
 from __future__ import annotations
 
-from bench import catalogue
+from bench.gemm import catalogue
 from slides.kit import PALETTE, Chart, Line, Series, line_chart
 
 ID = "machinery.wgmma"

@@ -1,4 +1,4 @@
-"""Memory latency by level (bench/latency.py): a pointer chase through L1, L2 and HBM, and the
+"""Memory latency by level (bench/micro/latency.py): a pointer chase through L1, L2 and HBM, and the
 working-set sweep that shows where each level ends."""
 from __future__ import annotations
 

@@ -8,8 +8,7 @@ import math
 
 import numpy as np
 
-from bench.multigpu import BUS_FACTOR, COLLECTIVES
-from bench.schema import one_line
+from bench.core.schema import BUS_FACTOR, COLLECTIVES, one_line
 from slides import kit as fig
 from slides.deck import BuildError, Deck, span
 
@@ -213,7 +212,7 @@ def context(deck) -> dict:
     if doc is None:
         deck.missing.setdefault("Past One GPU", []).extend(IDS)
         return {"measured": False, "ids": list(IDS)}
-    records = lambda d: {bid: Deck(d, deck.benchmarks).record(bid) for bid in IDS}
+    records = lambda d: {bid: Deck(d).record(bid) for bid in IDS}
     c = _built_from(path, lambda: section(doc, records(doc)))
     c["scaling"] = scaling([_built_from(p, lambda: node_size(d, records(d)["multigpu.nccl"])) for p, d in deck.nodes])
     deck.beside += [(p, d) for p, d in deck.nodes if d is not deck.doc]

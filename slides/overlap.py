@@ -1,11 +1,11 @@
-"""A GEMM overlapped with its communication (multigpu.overlap, bench/overlap.py), from this GPU's
+"""A GEMM overlapped with its communication (multigpu.overlap, bench/multigpu/overlap.py), from this GPU's
 node files: each pattern and GEMM against the ideal, at every node size measured, and the
 largest node's overlapped runs as timelines. Template: overlap.md.j2."""
 from __future__ import annotations
 
-from bench.catalogue import KERNELS
-from bench.schema import one_line
-from bench.timing import overlap as intervals_overlap
+from bench.gemm.catalogue import KERNELS
+from bench.core.schema import one_line
+from bench.core.stats import overlap as intervals_overlap
 from slides import kit as fig
 from slides.deck import BuildError, Deck
 
@@ -50,7 +50,7 @@ def node_overlap(doc: dict, rec: dict) -> dict:
 def context(deck) -> dict:
     measured = []
     for path, doc in deck.nodes:
-        rec = Deck(doc, deck.benchmarks).record(ID)
+        rec = Deck(doc).record(ID)
         if not rec["measured"] or rec["failed"]:
             continue
         try:

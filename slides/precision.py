@@ -1,10 +1,10 @@
-"""Beyond TF32: the BF16 track (bench/catalogue.py's BF16_STEPS: each Hopper step's best kernel with
+"""Beyond TF32: the BF16 track (bench/gemm/catalogue.py's BF16_STEPS: each Hopper step's best kernel with
 BF16 operands), each against cuBLAS BF16 timed in turns with it and beside its TF32 twin, and the
-peer fast.cu (bench/fastcu.py) in turns with cuBLAS BF16 and the BF16 headline. Errors stand
+peer fast.cu (bench/peers/fastcu.py) in turns with cuBLAS BF16 and the BF16 headline. Errors stand
 beside cuBLAS's on the same operands."""
 from __future__ import annotations
 
-from bench import catalogue
+from bench.gemm import catalogue
 from slides.deck import measured_pair, span
 from slides.device import pct_of_peak
 from slides.gemm import pair_with_cublas
@@ -59,7 +59,6 @@ def _peer(deck) -> dict | None:
             pct = 100 * run["tflops"] / s[base]["tflops"] if base else None
             rows.append({"who": who, "name": name, "output": output, "tflops": run["tflops"], "time_ms": run["time_ms"],
                          "base_tflops": s[base]["tflops"] if base else None, "pct": pct, "check": run["check"]})
-        by = {row["who"]: row for row in rows}
         # ours beside fast.cu from their times in the same turns: the BF16-C kernel, which writes what
         # fast.cu writes, where the record holds it, else the headline (FP32 C)
         both_bf16 = "ours_bf16_out" in s

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from statistics import median_high
 
-from bench import catalogue, cublas as cublas_lib
+from bench.gemm import catalogue
 from slides.deck import clock_during
 from slides.device import tflops_of
 
@@ -34,7 +34,7 @@ def _row(regime: str, beside: str, tflops: list[float], clocks: list[float | Non
 def context(deck) -> dict:
     gemm = deck["gemm"]
     shape = gemm["shape"]["dims"] if gemm["shape"] else None
-    bid = cublas_lib.bench_id(PRECISION, LAYOUT)
+    bid = catalogue.cublas_id(PRECISION, LAYOUT)
     (alone,) = deck.need("One cuBLAS, Several Figures", bid)
     rows = []
     if alone["tflops"] and not alone["failed"]:
@@ -79,6 +79,6 @@ def context(deck) -> dict:
     return {"rows": rows, "alone": alone, "shape": shape, "lo": lo, "hi": hi, "spread_pct": 100 * (hi / lo - 1),
             "per_clock_pct": per_clock_spread and 100 * per_clock_spread,
             "clock_explains": per_clock_spread is not None and per_clock_spread < PER_CLOCK_SAME,
-            "per_clock_same_pct": 100 * PER_CLOCK_SAME, "layout_name": cublas_lib.LAYOUTS[LAYOUT],
+            "per_clock_same_pct": 100 * PER_CLOCK_SAME, "layout_name": catalogue.LAYOUTS[LAYOUT],
             "precision": PRECISION.upper(), "turn_ms": paired[0]["record"]["params"]["turn_ms"] if paired else None,
             "trials": len(tune["record"].get("trials", [])) if tune["measured"] else None}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from bench.catalogue import ctas as ctas_of
+from bench.gemm.catalogue import ctas as ctas_of
 from slides.kit import GROUP, INK, MUTED, PALETTE, REF, arrow, drawing, layers, text, text_width
 
 W, H = 860, 400
@@ -127,7 +127,7 @@ def producer_ring(step: dict, shape: dict) -> str:
     row_h = min(28, (306 - top - 6 * (stages - 1)) / stages)
     end = (W - 20 - x0) / unit
     loads, mmas = [], []
-    for k in range(shape["k"] // t["BK"]):
+    for k in range(-(-shape["k"] // t["BK"])):
         start = max(loads[-1][1] if loads else 0.0, mmas[k - stages][1] if k >= stages else 0.0)
         loads.append((start, start + load_t))
         begin = max(start + load_t, mmas[-1][1] if mmas else 0.0)
@@ -281,7 +281,7 @@ def _last_wave(res: dict, t: dict, shape: dict) -> tuple[dict, bool]:
     pair = t.get("CLUSTER_M", 1)
     units = ctas_of(t, shape["m"], shape["n"]) // pair
     clusters = (res.get("resident_ctas") or res["grid"][0]) // pair
-    k_tiles = shape["k"] // t["BK"]
+    k_tiles = -(-shape["k"] // t["BK"])
     return {"units": units, "clusters": clusters, "k_tiles": k_tiles, "full_waves": units // clusters,
             "left": units % clusters, "helpers": 0, "rounds": 0, "split": k_tiles}, False
 
@@ -474,6 +474,6 @@ REVEALS = {
                    "and leave partial sums."],
 }
 
-# By the kind of diagram a step names in the catalogue (bench/catalogue.py, Step.diagram).
+# By the kind of diagram a step names in the catalogue (bench/gemm/catalogue.py, Step.diagram).
 IDEAS = {"producer_ring": producer_ring, "multicast": multicast, "tile_schedule": tile_schedule,
          "split_tail": split_tail, "staged_store": staged_store, "lean_loop": lean_loop}

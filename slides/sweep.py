@@ -1,8 +1,8 @@
-"""GEMM across sizes (bench/sweep.py): each step's best kernel at every size, cuBLAS timed in turns
+"""GEMM across sizes (bench/gemm/sweep.py): each step's best kernel at every size, cuBLAS timed in turns
 beside it, and how close the headline kernel stays to cuBLAS from WITHIN_FROM up."""
 from __future__ import annotations
 
-from bench import catalogue
+from bench.gemm import catalogue
 from slides.kit import ACCENT, Chart, GROUP, INK, Series, line_chart
 
 WITHIN_FROM = 1024      # the size from which the best kernel is held to cuBLAS
@@ -72,7 +72,7 @@ def share_range(cells: dict) -> dict | None:
 
 
 def context(deck) -> dict:
-    """Each step's best kernel across sizes (bench/sweep.py), cuBLAS timed in turns beside it, and
+    """Each step's best kernel across sizes (bench/gemm/sweep.py), cuBLAS timed in turns beside it, and
     how close the headline kernel stays to cuBLAS from WITHIN_FROM up; then the BF16 headline's."""
     gemm, device = deck["gemm"], deck["device"]
     recs = deck.need("GEMM Across Sizes", *(s["sweep_id"] for s in gemm["steps"]))

@@ -1,11 +1,11 @@
-"""TMA measured alone (bench/tma.py): one box's round trip against its size, the rate one CTA an SM
+"""TMA measured alone (bench/machinery/tma.py): one box's round trip against its size, the rate one CTA an SM
 reaches against the boxes it keeps in flight (beside cp.async of the same bytes), against the box's
 size and against the CTAs issuing on each SM, and multicast into a cluster against each CTA loading
 the box itself. The in-talk slide sits beside the step that brings in TMA (gemm.md.j2); this
 section's own slides are the backup tables."""
 from __future__ import annotations
 
-from bench import catalogue
+from bench.gemm import catalogue
 from slides.deck import measured_pair
 from slides.kit import MUTED, PALETTE, Chart, Line, Series, fmt_bytes, line_chart
 

@@ -1,4 +1,4 @@
-"""Matrix transpose (bench/transpose.py): each kernel's bandwidth beside a copy of the same bytes."""
+"""Matrix transpose (bench/micro/transpose.py): each kernel's bandwidth beside a copy of the same bytes."""
 from __future__ import annotations
 
 from slides.kit import ACCENT, Bar, Line, MISSING, REF, bar_chart

@@ -1,9 +1,9 @@
-"""The tuner (bench/tune.py): its space, its trials ranked by their ratio to cuBLAS (timed in
+"""The tuner (bench/gemm/tune.py): its space, its trials ranked by their ratio to cuBLAS (timed in
 turns), and the winner against the hand-picked configuration, head to head."""
 from __future__ import annotations
 
-from bench import catalogue
-from bench.timing import overlap
+from bench.gemm import catalogue
+from bench.core.stats import overlap
 from slides.device import tflops_of
 from slides.kit import ACCENT, Bar, INK, Line, REF, bar_chart
 
@@ -13,7 +13,7 @@ TIE_PCT = 1.0      # without intervals (older records), a winner within 1% of th
 
 def context(deck) -> dict:
     """The tuner's space, its trials ranked by their ratio to cuBLAS (timed in turns), and the
-    winner against the hand-picked configuration, head to head (bench/tune.py)."""
+    winner against the hand-picked configuration, head to head (bench/gemm/tune.py)."""
     (r,) = deck.need("Tuning the Persistent Kernel", "tune.persistent")
     if "trials" not in r["record"]:
         return {**r, "trials": None}
@@ -38,17 +38,21 @@ def context(deck) -> dict:
                  "verdict": "one figure, the intervals overlap" if agree else
                             "their intervals do not overlap: the two timings disagree"}
     checked = [t["check"]["rel_error"] for t in trials if t.get("check")]
+    # nothing left in these constants: the hand-picked one won, or the two tie: their intervals
+    # against cuBLAS overlap (records without intervals: the winner within TIE_PCT of it)
+    nothing_left = rec["winner"] == rec["hand_picked"] or (
+        overlap(*(final[k]["ratio_by_sample"] for k in ("winner", "hand_picked"))) if intervals
+        else gain is not None and abs(gain) < TIE_PCT)
     return {**r, "error": checked and {"lo": min(checked), "hi": max(checked),
                                        # cuBLAS on the same operands: the reference shape's, seeded alike
                                        "cublas": versus["check"]["rel_error"] if versus else None}, "trials": trials, "ranked": ranked, "space": rec["params"]["space"], "bm": rec["params"]["bm"],
             "table": table, "cublas_tflops": tflops_of(rec["params"], rec["final"]["cublas_time_ms"]),
             "stages_max": deepest, "deepest": catalogue.DEEPEST, "final": final, "gain_pct": gain,
             "same_as_hand_picked": rec["winner"] == rec["hand_picked"],
-            # nothing left in these constants: the hand-picked one won, or the two tie: their intervals
-            # against cuBLAS overlap (records without intervals: the winner within TIE_PCT of it)
-            "intervals": intervals, "nothing_left": rec["winner"] == rec["hand_picked"] or (
-                overlap(*(final[k]["ratio_by_sample"] for k in ("winner", "hand_picked"))) if intervals
-                else gain is not None and abs(gain) < TIE_PCT),
+            "intervals": intervals, "nothing_left": nothing_left,
+            # the tuner's best against the hand-picked one, head to head: the same, a tie, faster or slower
+            "head_to_head": "same" if rec["winner"] == rec["hand_picked"] else "tie" if nothing_left
+                            else "faster" if (gain or 0) > 0 else "slower",
             "errors": [t for t in trials if t["outcome"] == "error"],
             "wrong": [t for t in trials if t["outcome"] == "wrong"]}
 
@@ -66,7 +70,7 @@ def tuner_bars(tune: dict) -> str:
                 REF if t["winner"] else (ACCENT if not t["hand_picked"] else "#059669"),
                 "winner" if t["winner"] else ("hand-picked" if t["hand_picked"] else ""))
             for t in tune["ranked"]]
-    return bar_chart(bars, "% of cuBLAS TF32 in each trial, timed in turns with it", [Line("x", 100, "cuBLAS", INK)],
+    return bar_chart(bars, "% of cuBLAS TF32, each trial in turns", [Line("x", 100, "cuBLAS", INK)],
                      width=440, height=430)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench import cuda, registry, toolkit
+from bench.core import cuda, registry, toolkit
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "h100.yaml"
@@ -18,7 +18,7 @@ NODE_FIXTURE = ROOT / "tests" / "fixtures" / "h200-x2.yaml"      # a node's file
 NODE_FIXTURES = {int(p.stem.rsplit("-x", 1)[1]): p for p in sorted(NODE_FIXTURE.parent.glob("h200-x*.yaml"))}
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)     # libyaml parses the fixture ~5x faster
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
-    def ignore_aliases(self, data) -> bool:     # as bench.schema.Dumper: results files hold no aliases
+    def ignore_aliases(self, data) -> bool:     # as bench.core.schema.Dumper: results files hold no aliases
         return True
 
 
@@ -34,7 +34,7 @@ def _fixture_results(path: Path = FIXTURE) -> dict:
     benches = registry.discover()
     for bid, rec in doc["benchmarks"].items():
         if bid in benches:
-            rec["source_hash"] = benches[bid].source_hash()
+            rec.update(benches[bid].provenance())
     return doc
 
 

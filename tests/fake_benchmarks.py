@@ -4,7 +4,7 @@ ones further down."""
 import os
 import time
 
-from bench.registry import register
+from bench.core.registry import register
 
 
 @register("fake.ok", sources=[], title="succeeds", timeout_s=60)
@@ -12,6 +12,13 @@ def ok(ctx):
     ctx.progress("working")
     return {"check": {"passed": True}, "time_ms": {"median": 1.0, "p10": 0.9, "p90": 1.2, "n": 5},
             "gbps": 123.0}
+
+
+@register("fake.fails_when_told", sources=[], timeout_s=60)
+def fails_when_told(ctx):
+    if os.environ.get("FAKE_FAIL"):
+        raise RuntimeError("building the peer failed")
+    return {"check": {"passed": True}, "gbps": 1.0}
 
 
 @register("fake.raises", sources=[], timeout_s=60)

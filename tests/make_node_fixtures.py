@@ -13,8 +13,8 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from bench import schema
-from bench.multigpu import BUS_FACTOR, bandwidths, element_count
+from bench.core import schema
+from bench.multigpu.collectives import BUS_FACTOR, bandwidths, element_count
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SOURCE = FIXTURES / "h200-x2.yaml"
@@ -41,7 +41,7 @@ def time_ratio(collective: str, nbytes: int, n: int) -> float:
 
 
 def checked(collective: str, nbytes: int, n: int) -> int:
-    """Output elements the ranks check together (bench/collective_rank.py): a reduce-scatter's
+    """Output elements the ranks check together (bench/multigpu/collective_rank.py): a reduce-scatter's
     ranks each hold a part of the whole, the others each a whole."""
     count = element_count(collective, nbytes, n)
     return count if collective == "reduce_scatter" else count * n

@@ -3,7 +3,7 @@
 import sys
 from pathlib import Path
 
-from bench import registry, runner
+from bench.core import registry, runner
 from tests.test_runner import FAKE_DEVICE, SOFTWARE
 
 if __name__ == "__main__":

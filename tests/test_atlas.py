@@ -8,12 +8,13 @@ import re
 import pytest
 
 import build
-from bench import atlas, catalogue, registry
+from bench.gemm import atlas, catalogue
+from bench.core import registry
 from tests.test_build import deck, slides_of  # noqa: F401 (deck: the fixture deck)
 
 
 def atlas_record(doc: dict, bench_id: str, ratio) -> dict:
-    """An atlas record for ``bench_id`` in the shape bench/atlas.py writes, its cells copied from the
+    """An atlas record for ``bench_id`` in the shape bench/gemm/atlas.py writes, its cells copied from the
     fixture's sweep row at the reference shape, each with the ratio ``ratio(m, n, k)``."""
     step = catalogue.step_of(bench_id)
     sweep = doc["benchmarks"][step.sweep_id]
@@ -28,7 +29,7 @@ def atlas_record(doc: dict, bench_id: str, ratio) -> dict:
             rows.append(row)
     bid = atlas.atlas_id(bench_id)
     return {**copy.deepcopy(sweep), "family": "atlas", "title": bid,
-            "source_hash": registry.discover()[bid].source_hash(),
+            **registry.discover()[bid].provenance(),
             "params": {**sweep["params"], "ms": list(atlas.MS),
                        "projections": [{"model": m, "projection": p, "n": n, "k": k} for m, p, n, k in atlas.PROJECTIONS]},
             "rows": rows}

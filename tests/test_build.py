@@ -9,7 +9,7 @@ import time
 import pytest
 
 import build
-from bench import catalogue
+from bench.gemm import catalogue
 from slides import diagrams, gemm, kit, l2, memory_latency, settle, sweep
 from slides.deck import ROOT, SLIDES_DIR, BuildError, code_block, fmt_range, fmt_sig
 from slides.outline import SECTIONS
@@ -236,6 +236,44 @@ def test_stale_source_is_flagged(fixture_doc, write_results, tmp_path, capsys):
 
 
 
+def test_a_record_is_stale_by_its_own_sources_and_the_catalogue(fixture_doc, monkeypatch):
+    """The deck tells a stale record from the files it names and the catalogue alone."""
+    from dataclasses import replace
+    from slides.deck import stale_why
+    recs = fixture_doc["benchmarks"]
+    assert stale_why(recs["gemm.persistent"]) == "" and stale_why(recs["sweep.lean_loop"]) == ""
+    assert stale_why({k: v for k, v in recs["hbm.copy_scaling"].items() if k != "sources"}).startswith("measured before")
+    assert stale_why({**recs["hbm.copy_scaling"], "sources": [*recs["hbm.copy_scaling"]["sources"], "bench/gone.py"]}) \
+        == "code changed"
+    assert stale_why({**recs["gemm.persistent"], "kernels": ["gemm.gone"]}) == "its kernel is no longer in the catalogue"
+    # another tile in the catalogue stales the kernel, the one timed in turns with it and its step's sweep
+    step, variant = catalogue.KERNELS[catalogue.TUNED]
+    retiled = replace(variant, tile={**variant.tile, "GROUP_M": 4})
+    monkeypatch.setitem(catalogue.KERNELS, catalogue.TUNED, (step, retiled))
+    partner = next(v for v in catalogue.KERNELS if catalogue.before(v) == catalogue.TUNED)
+    assert stale_why(recs[catalogue.TUNED]) == stale_why(recs[partner]) == "code changed"
+    assert stale_why(recs["gemm.cublas_tf32_b_row"]) == ""
+
+
+def test_the_deck_reads_the_results_contract_only():
+    """build.py imports no benchmark module, nothing that measures and no GPU library: the schema,
+    the statistics, the provenance, the results file and the catalogue."""
+    import subprocess
+    import sys
+    code = ("import contextlib, io, json, sys, build\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    build.main(['--results', 'tests/fixtures/h100.yaml', '--no-compare', '--out-dir', sys.argv[1]])\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('bench', 'cupy', 'numba', 'cuda'))))")
+    import json
+    import tempfile
+    with tempfile.TemporaryDirectory() as out:
+        proc = subprocess.run([sys.executable, "-c", code, out], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert set(json.loads(proc.stdout)) == {"bench", "bench.core", "bench.core.toolkit", "bench.core.schema", "bench.core.stats",
+                                            "bench.core.provenance", "bench.core.results", "bench.gemm", "bench.gemm.catalogue"}
+
+
+
 def test_a_record_kept_over_a_rerun_that_measured_nothing_is_said(fixture_doc, write_results, tmp_path, capsys):
     rec = fixture_doc["benchmarks"]["peers.gpu_benches"]
     rec["last_attempt"] = {"status": "skipped", "reason": "no checkout of the peer", "measured_at": "later"}
@@ -367,7 +405,7 @@ def test_build_is_fast(tmp_path, builds_done):
 def test_results_are_parsed_by_libyaml():
     """PyYAML's pure-Python parser alone takes about a second for the two committed files."""
     import yaml
-    from bench import schema
+    from bench.core import schema
     assert not yaml.__with_libyaml__ or schema.YAML_LOADER is yaml.CSafeLoader
 
 
@@ -401,12 +439,13 @@ def test_cute_diagram_follows_the_compiled_tile():
     """Drawn from the tile constants a CuTe kernel was compiled with: other constants, other figure."""
     def draw(bm, bk, smem):
         step = {"best": {"resources": {"threads_per_block": 128, "smem_static_bytes": smem, "smem_dynamic_bytes": 0,
-                "tile": {"BM": bm, "BN": 128, "BK": bk, "MMA_ATOM": "SM80_16x8x8_F32TF32TF32F32_TN",
+                "grid": [4096 // bm, 8192 // 128], "tile": {"BM": bm, "BN": 128, "BK": bk, "MMA_ATOM": "SM80_16x8x8_F32TF32TF32F32_TN",
                          "WARPS_M": 2, "WARPS_N": 2, "atom_mnk": [16, 8, 8]}}}}
         return diagrams.cute_diagram(step, {"m": 4096, "n": 8192, "k": 16384})
     small, big = draw(64, 8, 0), draw(128, 32, 36832)
     assert "C tile 64×128: 4×16 MMA atoms" in small and "512 steps" not in small and "2048 steps of 8" in small
     assert "C tile 128×128: 8×16 MMA atoms" in big and "512 steps of 32" in big and "36.0 KiB of shared memory" in big
+    assert "grid: 64 × 64 CTAs" in small and "grid: 32 × 64 CTAs" in big          # the grid the run launched
     assert small.count("<rect") < big.count("<rect")
 
 
@@ -547,9 +586,9 @@ def test_steps_are_named_by_their_label_only_when_they_have_several_kernels(deck
 
 
 def test_split_wave_schedule_gives_every_cluster_one_piece_of_the_last_wave():
-    """bench.launch.split_wave, the plan the kernel's Schedule follows: owners' parts and helpers'
+    """bench.gemm.launch.split_wave, the plan the kernel's Schedule follows: owners' parts and helpers'
     runs of tails cover each last-wave tile's K exactly once, and neither outlasts a whole tile."""
-    from bench.launch import split_wave
+    from bench.gemm.launch import split_wave
     for units, clusters, k in ((512, 66, 512), (1024, 66, 256), (64, 66, 64), (128, 66, 128), (66, 66, 32)):
         s = split_wave(units, clusters, k)
         assert s["full_waves"] * clusters + s["left"] == units
@@ -602,6 +641,28 @@ def test_sweep_slides_follow_the_data(fixture_doc, write_results, tmp_path):
     md = slides_of((tmp_path / "slides.md").read_text())
     assert f"from {sweep.WITHIN_FROM} up: within 4% of cuBLAS at every size" in md["GEMM Across Sizes"]
     assert "Wrong results at 2048" in md["GEMM Across Sizes"]
+
+
+def test_the_appendix_says_how_the_tuners_best_fares_against_the_hand_picked_kernel(fixture_doc, write_results, tmp_path):
+    """The same kernel, a tie, faster or slower, head to head: judged in tune.py, worded in the template."""
+    rec = fixture_doc["benchmarks"]["tune.persistent"]
+    hand = rec["final"]["hand_picked"]
+    said = {}
+    for case, scale in (("same", 1.0), ("faster", 1.05), ("slower", 0.95)):
+        r = copy.deepcopy(rec)
+        r["winner"] = r["hand_picked"] if case == "same" else (r["hand_picked"] + 1) % len(r["trials"])
+        ratio = hand["ratio"] * scale
+        r["final"]["winner"] = {**r["final"]["winner"], "ratio": ratio,
+                                "ratio_by_sample": {**hand["ratio_by_sample"], "median": ratio, "ci": [ratio * 0.999, ratio * 1.001]}}
+        r["final"]["hand_picked"] = {**hand, "ratio_by_sample": {**hand["ratio_by_sample"], "ci": [hand["ratio"] * 0.999,
+                                                                                                 hand["ratio"] * 1.001]}}
+        fixture_doc["benchmarks"]["tune.persistent"] = r
+        out = tmp_path / case
+        build.build(write_results(fixture_doc, f"{case}.yaml"), out)
+        said[case] = next(line for line in (out / "slides.md").read_text().splitlines() if line.startswith("- **Tuning.**"))
+    assert "the best is the hand-picked one: what is left is not in these constants" in said["same"]
+    assert "beats the hand-picked one by +5.0%, head to head: worth searching" in said["faster"]
+    assert "loses to the hand-picked one, head to head (-5.0%): what is left is not in these constants" in said["slower"]
 
 
 def test_tuner_slide_ranks_every_trial_and_names_the_winner(fixture_doc, write_results, tmp_path):

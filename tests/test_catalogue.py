@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench import catalogue, gemm, registry
+from bench.gemm import catalogue, benchmarks
+from bench.core import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = sorted(p for p in (ROOT / "results").glob("*.yaml") if not re.search(r"-x\d+\.yaml$", p.name))
@@ -32,7 +33,7 @@ def _lists_of_steps(tree: ast.AST) -> list[list[str]]:
     return found
 
 
-PYTHON = [p for p in (*ROOT.glob("bench/*.py"), *ROOT.glob("slides/*.py"), ROOT / "build.py", *ROOT.glob("kernels/*.py"),
+PYTHON = [p for p in (*ROOT.glob("bench/**/*.py"), *ROOT.glob("slides/*.py"), ROOT / "build.py", *ROOT.glob("kernels/*.py"),
                       *ROOT.glob("tests/*.py")) if p.name != "catalogue.py"]
 
 
@@ -72,9 +73,10 @@ def test_every_variant_is_registered_once_and_swept_once():
         for variant in step.variants:
             assert benches[variant.id].title == step.title_of(variant)
         sweep = benches[step.sweep_id]
-        # the sweep runs the step's best kernel, and its small tile where the catalogue picks it
-        own = {k: v for k, v in benches[step.best.id].definition.items() if k != "before"}
-        assert sweep.definition == {**own, "small_tile": step.small_tile}
+        # the sweep runs the step's best kernel, whichever that is, and its small tile where the catalogue picks it
+        [(route, kernel)] = sweep.kernels.items()
+        assert route == f"best:{step.name}" and kernel == benches[step.best.id].kernels[step.best.id]
+        assert kernel.get("small_tile") == step.small_tile
     gemm_kernels = {bid for bid in benches if bid.startswith("gemm.") and not bid.startswith("gemm.cublas_")}
     assert gemm_kernels == set(catalogue.KERNELS)
 
@@ -91,8 +93,8 @@ def test_each_kernel_is_timed_in_turns_with_the_best_of_the_step_before_on_its_t
                 partner = step.against or previous.best.id
                 assert catalogue.before(v.id) == partner
                 # the pair's result depends on both kernels: a change to the one before stales it
-                assert set(gemm.kernel_sources(catalogue.step_of(partner))) <= set(benches[v.id].sources)
-                assert benches[v.id].definition["before"]["id"] == partner
+                assert set(benchmarks.kernel_sources(catalogue.step_of(partner))) <= set(benches[v.id].sources)
+                assert benches[v.id].kernels[f"before:{v.id}"]["id"] == partner
 
 
 def test_the_small_tile_runs_only_where_the_best_leaves_most_sms_idle():
@@ -144,3 +146,18 @@ def test_a_step_timed_against_a_named_kernel_names_one_of_its_precision():
     for step in named:
         assert step.against in catalogue.KERNELS and catalogue.step_of(step.against).precision == step.precision, step.key
         assert catalogue.before(step.best.id) == step.against
+
+
+def test_a_route_names_the_kernel_the_catalogue_would_run_now():
+    # a kernel itself, the one it is timed against, a step's best (whichever variant), a role
+    assert catalogue.resolve("gemm.persistent") == "gemm.persistent"
+    assert catalogue.resolve("before:gemm.persistent") == catalogue.before("gemm.persistent")
+    step = catalogue.step_of(catalogue.TUNED)
+    assert catalogue.resolve(f"best:{step.name}") == step.best.id
+    for role, bid in catalogue.ROLES.items():
+        assert catalogue.resolve(role) == bid
+    for gone in ("gemm.nothing", "best:nothing", "before:gemm.nothing", "elsewhere:gemm.persistent"):
+        with pytest.raises(KeyError):
+            catalogue.resolve(gone)
+    # what the catalogue says of a kernel (not its words) is its definition: another tile, another hash
+    assert catalogue.kernel_definition(catalogue.TUNED)["tile"] == catalogue.variant(catalogue.TUNED).tile

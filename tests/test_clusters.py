@@ -2,7 +2,9 @@
 the sums the streams must reach), and every build compiled for sm_90a with each path's own load."""
 import pytest
 
-from bench import catalogue, clusters, sass
+from bench.gemm import catalogue
+from bench.machinery import clusters
+from bench.core import sass
 from tests.conftest import builds
 
 
@@ -52,7 +54,7 @@ def test_the_register_trade_holds_both_setmaxnreg_forms_at_the_headline_kernels_
 def cluster_record(doc: dict, ctas_of=lambda size, sms: sms, trade: bool = True) -> dict:
     """A machinery.cluster record for the fixture's GPU: a peer's load 200 cycles against 30, its
     stream 16 B/SM/clock against 128, barriers 45 (CTA), 90 (relaxed), 1,260 (ordered)."""
-    from bench import registry
+    from bench.core import registry
     sms = doc["device"]["sm_count"]
     timed = {"median": 1.0, "p10": 1.0, "p90": 1.0, "n": 10}
     rows = [{"cluster": c, "ctas": ctas_of(c, sms), "chase_cycles": {"own": 30.0, "peer": 200.0 + c},
@@ -61,7 +63,7 @@ def cluster_record(doc: dict, ctas_of=lambda size, sms: sms, trade: bool = True)
              "barrier_cycles": {"cta": 45.0, "cluster": 1260.0, "cluster_relaxed": 90.0},
              "signal_round_trip_cycles": 440.0} for c in clusters.CLUSTERS]
     bid = "machinery.cluster"
-    return {"family": "machinery", "title": bid, "source_hash": registry.discover()[bid].source_hash(),
+    return {"family": "machinery", "title": bid, **registry.discover()[bid].provenance(),
             "measured_at": "2026-11-26T00:00:00+00:00", "git_commit": "0" * 40, "status": "ok",
             "telemetry": doc["benchmarks"]["hbm.copy_scaling"]["telemetry"], "duration_s": 1.0,
             "params": {"clusters": list(clusters.CLUSTERS), "hops": 16384, "passes": 1024, "meetings": 4096, "reps": 10,

@@ -1,8 +1,10 @@
-"""The FP8 peer (bench/deepgemm.py) and its block-scaled operands, without a GPU."""
+"""The FP8 peer (bench/peers/deepgemm.py) and its block-scaled operands, without a GPU."""
 import numpy as np
 import pytest
 
-from bench import deepgemm, harness, registry, runner
+from bench.peers import deepgemm
+from bench.gemm import harness
+from bench.core import registry, runner
 
 HOPPER = {"compute_capability": "9.0", "gpu_count": 1}
 

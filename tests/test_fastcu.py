@@ -2,7 +2,8 @@
 that is not a checkout is named as such. (Measured on the GPU by python -m bench with $FASTCU_DIR.)"""
 import pytest
 
-from bench import fastcu, registry, runner
+from bench.peers import fastcu
+from bench.core import registry, runner
 
 STUB = """namespace M12 {
 int _prev_m = 0;

@@ -3,8 +3,8 @@ FP8 kernels and cuBLAS's FP8 layout."""
 import numpy as np
 import pytest
 
-from bench import catalogue, cublas
-from bench.harness import E4M3_MAX, TOLERANCE, e4m3_values, to_e4m3_bits
+from bench.gemm import catalogue
+from bench.gemm.harness import E4M3_MAX, TOLERANCE, e4m3_values, to_e4m3_bits
 from tests.test_build import deck  # noqa: F401 (the fixture deck)
 
 FINITE = [c for c in range(256) if c not in (0x7F, 0xFF)]
@@ -52,8 +52,8 @@ def test_the_fp8_track_is_the_headline_built_for_e4m3_k_major():
 
 
 def test_cublas_fp8_is_measured_k_major_only():
-    assert cublas.layouts("fp8") == ("b_kmajor",)
-    assert cublas.layouts("bf16") == tuple(cublas.LAYOUTS)
+    assert catalogue.cublas_layouts("fp8") == ("b_kmajor",)
+    assert catalogue.cublas_layouts("bf16") == tuple(catalogue.LAYOUTS)
 
 
 @pytest.mark.parametrize("precision", ["tf32", "bf16", "fp8"])
@@ -109,7 +109,7 @@ def test_the_takeaways_carry_the_fp8_headline_beside_bf16(deck):
 
 def test_the_tile_picked_by_shape_is_given_the_scales(monkeypatch):
     """An FP8 kernel with a small tile for small shapes: the tile picked for the shape gets alpha."""
-    from bench import launch
+    from bench.gemm import launch
     step = catalogue.step_of(catalogue.HEADLINE_FP8)
     assert step.small_tile, "the FP8 headline keeps the small tile of its TF32 step"
     calls = []

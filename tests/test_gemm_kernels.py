@@ -7,7 +7,7 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")   # before numba is imported
 import numpy as np
 import pytest
 
-from bench.harness import TOLERANCE
+from bench.gemm.harness import TOLERANCE
 
 
 def test_naive_matches_float64_at_an_odd_shape():

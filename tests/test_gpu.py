@@ -1,20 +1,20 @@
 """Checks that need the GPU (run on the device: python -m pytest -m gpu)."""
 import pytest
 
-from bench import catalogue
+from bench.gemm import catalogue
 
 pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")
 def device():
-    from bench.device import collect_device
+    from bench.core.device import collect_device
     return collect_device()
 
 
 def test_timer_measures_kernel_time_not_launch_gaps():
     import cupy
-    from bench.timing import time_gpu
+    from bench.core.timing import time_gpu
     x = cupy.ones(1 << 26, dtype=cupy.float32)
     t = time_gpu(lambda: x.sum(), warmup=2, reps=20)
     assert t["n"] == 20 and 0 < t["p10"] <= t["median"] <= t["p90"] < 5
@@ -23,7 +23,7 @@ def test_timer_measures_kernel_time_not_launch_gaps():
 def test_batched_samples_time_one_run_each():
     """A sample of a batch of back-to-back runs reports one run's time, as a single run does."""
     import cupy
-    from bench.timing import batch_filling, time_gpu
+    from bench.core.timing import batch_filling, time_gpu
     x = cupy.ones(1 << 26, dtype=cupy.float32)
     single = time_gpu(lambda: x.sum(), warmup=2, reps=20)
     batch = batch_filling([lambda: x.sum()], 20 * single["median"])
@@ -36,8 +36,8 @@ def test_batched_samples_time_one_run_each():
 @pytest.mark.parametrize("precision", ["fp32", "tf32", "bf16"])
 @pytest.mark.parametrize("layout", ["b_row", "b_kmajor"])
 def test_cublas_check_passes_and_catches_errors(precision, layout):
-    from bench import cublas
-    from bench.harness import Operands, Shape
+    from bench.gemm import cublas
+    from bench.gemm.harness import Operands, Shape
     ops = Operands(Shape(m=256, n=384, k=512), layout, precision)
     c = ops.poisoned_c()
     assert not ops.check(c)["passed"]                                       # nothing written yet
@@ -54,7 +54,7 @@ def test_cublas_check_passes_and_catches_errors(precision, layout):
 def test_the_deepest_ring_fills_the_shared_memory_of_this_gpu(bid, device):
     """RING_STAGES and SMEM_BYTES, as the kernel exports them: as many stages as fit, and no more."""
     import cupy
-    from bench import launch
+    from bench.gemm import launch
     step, variant = catalogue.KERNELS[bid]
     prepare = launch.prepare(step, variant, device)
     element = cupy.dtype(f"u{catalogue.ELEMENT_BYTES[step.precision]}")     # zeros: any type of the element's size
@@ -77,9 +77,9 @@ def test_block_scales_reach_every_row_and_block(bid, device):
     and B's from block to block, so that a scale taken for the wrong row or block is far off; M and
     N past whole tiles, B's last block partial (2112 = 16.5 blocks of 128). Without scales it refuses."""
     import cupy
-    from bench import launch
-    from bench.cublaslt import block_scales
-    from bench.harness import BLOCK, BlockScaledOperands, Refused, Shape, block_quantize
+    from bench.gemm import launch
+    from bench.gemm.cublaslt import block_scales
+    from bench.gemm.harness import BLOCK, BlockScaledOperands, Refused, Shape, block_quantize
     step, variant = catalogue.KERNELS[bid]
     shape = Shape(1000, 2112, 1536)
     rng = cupy.random.default_rng(7)
@@ -104,8 +104,8 @@ def test_block_scales_reach_every_row_and_block(bid, device):
 def test_a_bf16_c_is_written_whole_past_the_last_full_tile(bid, device):
     """A kernel writing C in BF16, at a shape whose last tiles over M and N are partial: every element
     written, within BF16's rounding of the float64 product; an FP32 C it refuses."""
-    from bench import launch
-    from bench.harness import Refused, Shape, checked_launch
+    from bench.gemm import launch
+    from bench.gemm.harness import Refused, Shape, checked_launch
     step, variant = catalogue.KERNELS[bid]
     prepare = launch.prepare(step, variant, device)
     _, check, ops, _ = checked_launch(Shape(1000, 2112, 1536), step.layout, step.precision, prepare, step.scaling, "bf16")
@@ -117,8 +117,8 @@ def test_a_bf16_c_is_written_whole_past_the_last_full_tile(bid, device):
 @pytest.mark.parametrize("unroll", [1, 4])
 def test_copy_kernel_copies_every_element_including_the_tail(device, unroll):
     import cupy
-    from bench.cuda import load_kernel
-    from bench.hbm import SOURCE
+    from bench.core.cuda import load_kernel
+    from bench.micro.hbm import SOURCE
     kernel = load_kernel(SOURCE, "copy_f4", device, {"UNROLL": unroll})
     n16 = 1000003                                     # not a multiple of any tile
     src = cupy.random.default_rng(0).standard_normal(4 * n16, dtype=cupy.float32)
@@ -133,7 +133,7 @@ def test_the_clock_probe_reads_every_sm_at_a_clock_the_card_can_run(device):
     """Idle, and under a kernel on every SM, the probe's clock is one the card can run at: above
     NVML's idle clock floor, at most its maximum (with the global timer's slack)."""
     import cupy
-    from bench import timing, worker
+    from bench.core import timing, worker
     spin = cupy.RawKernel(timing._SPIN_SRC, "spin")
     for blocks in (1, device["sm_count"]):
         t = timing.time_gpu(lambda: spin((blocks,), (1,), (cupy.int64(2_000_000),)), warmup=1, reps=10)
@@ -153,7 +153,8 @@ def test_energy_per_gemm_is_a_power_the_card_can_draw(device):
     card and about its power limit at most; its joules are that power over its time, and its TFLOPS
     per watt its TFLOPS over that power. (NVML's power reading, a trailing average, still holds
     the idle card's power this soon after a rest.)"""
-    from bench import harness, timing
+    from bench.gemm import harness
+    from bench.core import timing
     ops = harness.operands(harness.SHAPE, "b_kmajor", "tf32")
     run, _ = harness.checked_cublas(ops)
     ms = timing.time_gpu(run, warmup=2, reps=5)["median"]     # from a rest: faster than the window runs

@@ -1,6 +1,6 @@
 """gpu-benches, the memory peer, without a GPU: its three programs' printed rows parsed as they
 print them, and the deck's comparison on a record in the benchmark's shape, both ways."""
-from bench import gpu_benches
+from bench.peers import gpu_benches
 from tests.test_atlas import built
 
 STREAM = """block smBlocks   threads    occ%   |                init       read      scale      triad        3pt        5pt
@@ -32,9 +32,9 @@ def test_each_programs_rows_are_read_as_printed():
 
 
 def peer_record(doc: dict, hbm_gbps: float, l2_cycles: float) -> dict:
-    from bench import registry
+    from bench.core import registry
     return {"family": "peers", "title": "peers.gpu_benches", "status": "ok",
-            "source_hash": registry.discover()["peers.gpu_benches"].source_hash(),
+            **registry.discover()["peers.gpu_benches"].provenance(),
             "measured_at": "2026-11-26T00:00:00+00:00", "git_commit": "0" * 40,
             "telemetry": doc["benchmarks"]["hbm.copy_scaling"]["telemetry"], "duration_s": 1.0,
             "params": {"checkout": "/x/gpu-benches", "commit": "1038c5d" + "0" * 33, "latency_s": 40,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import build
-from bench import schema
+from bench.core import schema
 from tests.test_compare import other_gpu
 
 
@@ -133,7 +133,7 @@ def test_slides_md_being_a_folder_changes_nothing(fixture_doc, write_results, tm
 
 
 def test_a_full_disk_while_staging_changes_nothing(fixture_doc, write_results, tmp_path, monkeypatch, capsys):
-    from bench import results
+    from bench.core import results
     out = tmp_path / "deck"
     _previous_deck(out)
     real, calls = results.write_atomic, []
@@ -202,7 +202,7 @@ def _apply(value, path, change) -> int:
 def _cases(want):
     """(file, id prefix, path) for each leaf ``want`` picks that the fixtures hold."""
     from tests.conftest import _fixture_results, NODE_FIXTURE
-    from bench.schema import NODE, RECORDS
+    from bench.core.schema import NODE, RECORDS
     cases = []
     for file, doc in (("gpu", _fixture_results()), ("node", _fixture_results(NODE_FIXTURE))):
         for prefix, spec in [*RECORDS.items(), *([("node", NODE)] if file == "node" else [])]:
@@ -219,7 +219,7 @@ def _deck_from(file, prefix, path, change, fixture_doc, node_doc):
     """Apply ``change`` at ``path`` of every record ``prefix`` picks, then validate and build both
     files' deck in memory: the schema's refusal (a ResultsError) or nothing."""
     doc = node_doc if file == "node" else fixture_doc
-    from bench.schema import RECORDS
+    from bench.core.schema import RECORDS
     targets = [doc["node"]] if prefix == "node" else [
         rec for bid, rec in doc["benchmarks"].items() if next((p for p in RECORDS if bid.startswith(p)), None) == prefix]
     for rec in targets:

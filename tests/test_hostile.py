@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 import build
-from bench import schema
+from bench.core import schema
 from slides import escape
 from slides.deck import figures_dir
 from tests.test_build import OUTLINE, headings

@@ -3,9 +3,11 @@ from pathlib import Path
 
 import pytest
 
-from bench import catalogue, cuda, hbm, latency, launch, registry
-from bench.catalogue import KERNELS, STEPS
-from bench.sass import WGMMA
+from bench.gemm import catalogue, launch
+from bench.core import cuda, registry
+from bench.micro import hbm, latency
+from bench.gemm.catalogue import KERNELS, STEPS
+from bench.core.sass import WGMMA
 from tests.conftest import builds
 
 
@@ -60,7 +62,7 @@ def _instruction_build(arch):
 def test_sass_evidence_of_the_instruction_kernels(arch, compile_cu):
     """The timed loop of each variant holds the intended instruction once per operation, on
     Hopper and on the GPUs before it."""
-    from bench import sass
+    from bench.core import sass
     functions = sass.disassemble(compile_cu(*_instruction_build(arch)))
     for op in latency.OPERATIONS:
         for ilp in latency.ILPS:
@@ -72,7 +74,7 @@ def test_sass_evidence_of_the_instruction_kernels(arch, compile_cu):
 
 @pytest.mark.parametrize("arch", [pytest.param(a, marks=builds((latency.MEMORY_SOURCE, a, None))) for a in ARCHS])
 def test_pointer_chase_loop_holds_only_loads(arch, compile_cu):
-    from bench import sass
+    from bench.core import sass
     functions = sass.disassemble(compile_cu(latency.MEMORY_SOURCE, arch))
     for name, load in (("chase_l1", "LDG"), ("chase_l2", "LDG"), ("chase_shared", "LDS")):
         body = sass.histogram(sass.timed_loop(functions[name]))
@@ -81,7 +83,7 @@ def test_pointer_chase_loop_holds_only_loads(arch, compile_cu):
 
 def test_random_cycle_visits_every_slot_and_walks_in_one_step():
     import numpy as np
-    from bench.latency import RandomCycle
+    from bench.micro.latency import RandomCycle
     cycle = RandomCycle(1000, np.random.default_rng(0))
     seen, i = set(), 0
     for steps in range(1, 2501):
@@ -96,7 +98,7 @@ def test_random_cycle_visits_every_slot_and_walks_in_one_step():
 def test_cute_gemm_compiles_with_its_tile_and_holds_its_instructions(bid, compile_cu):
     """Each CuTe GEMM of the catalogue, compiled with the constants it is measured with, holds the
     tensor-core (HMMA / HGMMA) and TMA (UTMALDG) instructions its step requires."""
-    from bench import sass
+    from bench.core import sass
     step, variant = KERNELS[bid]
     cubin = compile_cu(cuda.ROOT / step.source, "90a", variant.tile)
     counts = sass.histogram(sass.disassemble(cubin)[step.function])
@@ -137,7 +139,7 @@ def test_tensor_map_box_is_the_tile():
 def test_every_wgmma_kernel_has_a_main_loop_the_record_can_count(bid, compile_cu):
     """Each wgmma kernel's K-loop is found in its SASS (what its record counts as its main loop),
     and holds a K-tile's wgmmas: the four of a 128-byte K-tile, or a multiple."""
-    from bench import sass
+    from bench.core import sass
     step, variant = KERNELS[bid]
     loop = sass.mma_loop(sass.disassemble(compile_cu(cuda.ROOT / step.source, "90a", variant.tile))[step.function])
     assert loop, bid
@@ -148,7 +150,7 @@ def test_every_wgmma_kernel_has_a_main_loop_the_record_can_count(bid, compile_cu
 def test_the_leaner_main_loop_issues_fewer_instructions_than_the_step_before(precision, compile_cu):
     """The lean-loop step's one idea, as the compiler built it: per wgmma, its main loop issues
     fewer instructions than the TMA-store step's, whose kernel it otherwise is."""
-    from bench import sass
+    from bench.core import sass
     lean = catalogue.KERNELS[f"gemm.lean_loop{'' if precision == 'tf32' else '_bf16'}"]
     staged = catalogue.KERNELS[catalogue.before(lean[1].id)]
     per_mma = []

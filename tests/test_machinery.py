@@ -2,7 +2,9 @@
 wgmma of the precision and N it was built for, in both kernels, each K-tile's four in the rate loop."""
 import pytest
 
-from bench import catalogue, machinery, registry, sass
+from bench.gemm import catalogue
+from bench.machinery import wgmma as machinery
+from bench.core import registry, sass
 from tests.conftest import builds
 
 BUILDS = [(p, n) for p in machinery.PRECISIONS for n in machinery.NS]
@@ -44,7 +46,7 @@ def wgmma_record(doc: dict, share) -> dict:
                          "rates": [{"warpgroups": w, "time_ms": timed, "flop_per_sm_clock": share(p, n) * rates[p], "tflops": 500.0}
                                    for w in machinery.WARPGROUPS if w <= most]})
     bid = "machinery.wgmma"
-    return {"family": "machinery", "title": bid, "source_hash": registry.discover()[bid].source_hash(),
+    return {"family": "machinery", "title": bid, **registry.discover()[bid].provenance(),
             "measured_at": "2026-11-26T00:00:00+00:00", "git_commit": "0" * 40, "status": "ok",
             "telemetry": doc["benchmarks"]["hbm.copy_scaling"]["telemetry"], "duration_s": 1.0,
             "params": {"precisions": list(machinery.PRECISIONS), "ns": list(machinery.NS),

@@ -8,9 +8,10 @@ import json
 import pytest
 
 import build
-from bench import multigpu, runner, schema
-from bench.registry import discover
-from bench.topology import NO_MULTICAST, child_env, pairs_of
+from bench.multigpu import collectives as multigpu
+from bench.core import runner, schema
+from bench.core.registry import discover
+from bench.core.topology import NO_MULTICAST, child_env, pairs_of
 from slides import multigpu as section
 from slides.deck import LISTED, Deck, figures_dir
 from slides.kit import fmt_bytes
@@ -221,7 +222,7 @@ def test_a_broken_node_file_beside_is_left_out(fixture_doc, write_results, tmp_p
 
 
 def _skipped(rec, status):
-    return {k: rec[k] for k in ("family", "title", "source_hash", "measured_at", "telemetry")} | {
+    return {k: rec[k] for k in ("family", "title", "source_hash", "sources", "kernels", "measured_at", "telemetry")} | {
         "status": status, "reason": "no checkout of the peer" if status == "skipped" else "exited with code 1"}
 
 
@@ -408,7 +409,7 @@ def test_each_node_size_is_fitted_on_its_own(n, node_docs):
     """A node size's figures: the bus factor of its ranks, all-reduce's busbw by size as recorded, its
     own α–β fit, and the data-parallel step from its own measured times."""
     doc = node_docs[n]
-    size = section.node_size(doc, Deck(doc, discover()).record("multigpu.nccl"))
+    size = section.node_size(doc, Deck(doc).record("multigpu.nccl"))
     reduce = [r for r in doc["benchmarks"]["multigpu.nccl"]["rows"] if r["collective"] == "all_reduce"]
     assert size["n"] == n and size["factor"] == multigpu.BUS_FACTOR["all_reduce"](n) == 2 * (n - 1) / n
     assert size["busbw"] == {r["bytes"]: r["busbw_gbps"] for r in reduce}
@@ -418,7 +419,7 @@ def test_each_node_size_is_fitted_on_its_own(n, node_docs):
     measured = sorted((r["bytes"], r["time_ms"]["median"]) for r in reduce)
     assert size["dp"] == section.data_parallel(measured, size["fit"], doc["device"]["memory_bytes"])
     del doc["benchmarks"]["multigpu.nccl"]
-    assert section.node_size(doc, Deck(doc, discover()).record("multigpu.nccl"))["busbw"] == {}   # not measured: no line
+    assert section.node_size(doc, Deck(doc).record("multigpu.nccl"))["busbw"] == {}   # not measured: no line
 
 
 def test_judgments_of_the_node_sizes_take_each_wording():
@@ -455,7 +456,7 @@ def test_every_node_size_beside_is_set_side_by_side(fixture_doc, node_docs, writ
     assert f"Past One GPU: {most} × NVIDIA H200" in s
     table = [line for line in s["NCCL Across Node Sizes"].splitlines() if line.startswith("| **")]
     assert [row.split(" | ")[0] for row in table] == [f"| **{n}**" for n in node_docs]
-    sizes = {n: section.node_size(doc, Deck(doc, discover()).record("multigpu.nccl")) for n, doc in node_docs.items()}
+    sizes = {n: section.node_size(doc, Deck(doc).record("multigpu.nccl")) for n, doc in node_docs.items()}
     common = set.intersection(*(set(z["busbw"]) for z in sizes.values()))
     at = sorted({b for b in section.SCALING_SIZES if b in common} | {max(common)})
     model = sizes[fewest]["dp"][-1]["label"]
@@ -564,7 +565,7 @@ def test_the_topology_of_eight_gpus_is_legible_and_inside_its_figure(name, node_
     doc = node_docs[n]
     for gpu in doc["node"]["gpus"] if name != "as recorded" else ():
         gpu["name"] = name
-    svg = section.topology(section.section(doc, {bid: Deck(doc, discover()).record(bid) for bid in section.IDS}))
+    svg = section.topology(section.section(doc, {bid: Deck(doc).record(bid) for bid in section.IDS}))
     width, height = (float(v) for v in re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg).groups())
     assert width == section.TOPOLOGY_WIDTH
     assert [i for i in range(n) if f">GPU {i}<" in svg] == list(range(n)) and svg.count('fill="#f9fafb"') == n
@@ -592,9 +593,9 @@ def test_a_node_file_beside_that_fails_is_an_error_when_nothing_can_warn(fixture
 
 
 def test_the_collectives_are_written_as_nccl_tests_writes_its_json(tmp_path, capsys):
-    """python -m bench.nccl_json: one file a collective in nccl-tests' -J layout (version 3), each
+    """python -m bench.multigpu.nccl_json: one file a collective in nccl-tests' -J layout (version 3), each
     size's time, algbw and busbw the record's, and a line saying the times are not nccl-tests'."""
-    from bench import nccl_json
+    from bench.multigpu import nccl_json
     from tests.conftest import NODE_FIXTURE
     doc = schema.load(NODE_FIXTURE)
     rec = doc["benchmarks"]["multigpu.nccl"]

@@ -6,7 +6,8 @@ import os
 import pytest
 
 import build
-from bench import atlas, catalogue, cuda, registry, runner
+from bench.gemm import atlas, catalogue
+from bench.core import cuda, registry, runner
 from slides.device import PER_SM_FLOP_PER_CLK
 from tests.conftest import builds
 
@@ -27,7 +28,7 @@ OTHER_GPUS = {
 # and bursts that use them, the BF16 and FP8 peers that run beside them, and Hopper's machinery measured alone.
 HOPPER_ONLY = ({bid for bid, (s, v) in catalogue.KERNELS.items() if s.min_cc == catalogue.HOPPER}
                | {s.sweep_id for s in catalogue.SWEPT if s.min_cc == catalogue.HOPPER}
-               | {atlas.atlas_id(bid) for bid in atlas.ATLAS}
+               | {atlas.atlas_id(catalogue.resolve(role)) for role in atlas.ATLAS}
                | {"tune.persistent", "settle.headline", "burst.gemm", "peers.fastcu", "peers.deepgemm"}
                | {bid for bid in registry.discover() if bid.startswith("machinery.")})
 

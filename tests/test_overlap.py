@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import nvbandwidth, overlap, schema
+from bench.multigpu import nvbandwidth, overlap
+from bench.core import schema
 
 
 def test_layer_shapes_split_the_mlp_over_the_gpus():
@@ -54,7 +55,7 @@ def test_schema_names_every_pattern_gemm_and_way():
 
 
 def test_the_gemms_overlapped_take_the_sms_two_ways():
-    from bench import catalogue
+    from bench.gemm import catalogue
     persistent, per_tile = (catalogue.KERNELS[overlap.KERNELS[label]][1].tile for label in ("persistent", "a CTA a tile"))
     assert persistent.get("PERSISTENT") and not per_tile.get("PERSISTENT")
     assert overlap.KERNELS["persistent"] == catalogue.HEADLINE_BF16
@@ -95,7 +96,7 @@ def test_nvbandwidth_sources_come_from_its_cmakelists(tmp_path):
 def _record(of_ideal_by_label: dict, n: int = 4) -> dict:
     """An ok multigpu.overlap record: each GEMM's overlapped time set so that it reaches the given
     share of the ideal (GEMM 1 ms, NCCL 0.4 ms alone), its timeline four chunks a stream."""
-    from bench.registry import discover
+    from bench.core.registry import discover
     patterns = {}
     for p in overlap.PATTERNS:
         kernels = {}
@@ -129,10 +130,9 @@ def _node(n: int, record: dict | None):
 
 def _overlap_deck(*nodes):
     import yaml
-    from bench.registry import discover
     from slides.deck import Deck
     doc = yaml.safe_load(Path("tests/fixtures/h200-x2.yaml").read_text())
-    return Deck(doc, discover(), nodes=nodes)
+    return Deck(doc, nodes=nodes)
 
 
 def test_overlap_calls_the_target_per_node_size_and_ours_against_cublas():

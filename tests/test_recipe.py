@@ -12,7 +12,7 @@ import sys
 from tests.conftest import ROOT
 
 # What a copy of the repository reports of its benchmarks: every id with its source hash, and the roles.
-REGISTRY = ("import json; from bench import catalogue, registry; "
+REGISTRY = ("import json; from bench.gemm import catalogue; from bench.core import registry; "
             "print(json.dumps({'hashes': {b.id: b.source_hash() for b in registry.discover().values()}, "
             "'roles': catalogue.ROLES}))")
 NEW_STEP = '''    Step("recipe_copy", "Recipe Copy", "+ nothing: the last step's kernel again, added by CONTRIBUTING's recipe",
@@ -65,13 +65,13 @@ def test_a_step_and_a_section_added_by_the_recipes_build_and_the_suite_stays_gre
     _copy_of_the_repository(repo)
     before = json.loads(_run([sys.executable, "-c", REGISTRY], repo).stdout)
 
-    from bench import catalogue
+    from bench.gemm import catalogue
     last = catalogue.STEPS[-1]
     # 1. the kernel: a copy of the last step's file under a new name and function
     code = (ROOT / last.source).read_text().replace(f"{last.function}(", "gemm_recipe_copy(")
     (repo / "kernels" / f"gemm_{len(catalogue.STEPS) + 1}_recipe_copy.cu").write_text(code)
     # 2. one catalogue entry, appended to STEPS
-    cat = repo / "bench" / "catalogue.py"
+    cat = repo / "bench" / "gemm" / "catalogue.py"
     text = cat.read_text()
     end = re.search(r"^\)\n\n# The BF16 track", text, flags=re.M)
     assert end, "STEPS no longer ends where the recipe expects"

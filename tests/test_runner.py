@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import catalogue, registry, results, runner, schema, timing
+from bench.gemm import catalogue
+from bench.core import registry, results, runner, schema, stats, timing
 from tests.conftest import ROOT
 
 FAKE_DEVICE = {"name": "Fake GPU", "slug": "fake-gpu", "compute_capability": "9.0", "sm_count": 4,
@@ -114,28 +115,28 @@ def test_real_registry_has_both_families():
 
 
 def test_summarize_percentiles():
-    s = timing.summarize([5.0, 1.0, 2.0, 3.0, 4.0])
+    s = stats.summarize([5.0, 1.0, 2.0, 3.0, 4.0])
     # five samples are too few for 95%: the interval is all of them, at the 1 - 2/2^5 they hold
     assert s == {"median": 3.0, "p10": 1.4, "p90": 4.6, "n": 5, "ci": [1.0, 5.0], "ci_level": 0.9375}
     with pytest.raises(ValueError):
-        timing.summarize([1.0, float("nan")])
+        stats.summarize([1.0, float("nan")])
 
 
 def test_the_interval_of_a_median_holds_it_as_often_as_it_says():
     # ten samples: the 2nd and the 9th (1 - 2 * 11/1024 = 97.9%); the 3rd and 8th would hold it 89%
-    assert timing.median_interval(10) == (1, 8, 1 - 2 * 11 / 1024)
+    assert stats.median_interval(10) == (1, 8, 1 - 2 * 11 / 1024)
     rng = np.random.default_rng(1)
     for n in (6, 10, 25):
-        lo, hi, coverage = timing.median_interval(n)
-        assert coverage >= timing.CONFIDENCE
+        lo, hi, coverage = stats.median_interval(n)
+        assert coverage >= stats.CONFIDENCE
         ranked = np.sort(rng.exponential(size=(20000, n)), axis=1)     # a skewed law, median ln 2
         held = np.mean((ranked[:, lo] <= np.log(2)) & (np.log(2) <= ranked[:, hi]))
         assert abs(held - coverage) < 0.01
 
 
 def test_intervals_that_overlap_are_a_tie():
-    a, b, c = (timing.summarize(x) for x in ([1.0] * 3 + [2.0] * 7, [1.9] * 10, [3.0] * 10))
-    assert timing.overlap(a, b) and timing.overlap(b, a) and not timing.overlap(a, c)
+    a, b, c = (stats.summarize(x) for x in ([1.0] * 3 + [2.0] * 7, [1.9] * 10, [3.0] * 10))
+    assert stats.overlap(a, b) and stats.overlap(b, a) and not stats.overlap(a, c)
 
 
 
@@ -164,7 +165,7 @@ def test_cli_unknown_benchmark():
 
 
 def test_telemetry_summary_keeps_to_the_timed_loops():
-    from bench.device import TelemetrySampler
+    from bench.core.device import TelemetrySampler
     sampler = TelemetrySampler(enabled=False)
     sample = lambda mhz: {"sm_clock_mhz": mhz, "power_w": 100.0, "temperature_c": 40, "throttle_reasons": []}
     sampler.samples = [(1.0, sample(1980)), (2.0, sample(1500)), (3.0, sample(1600)), (4.0, sample(1980))]
@@ -174,7 +175,7 @@ def test_telemetry_summary_keeps_to_the_timed_loops():
 
 
 def test_ncu_csv_is_read_by_metric_name():
-    from bench.profile import METRICS, ncu_command, parse_csv
+    from bench.gemm.profile import METRICS, ncu_command, parse_csv
     header = '"ID","Kernel Name","Section Name","Metric Name","Metric Unit","Metric Value"'
     rows = [f'"0","gemm_cute_mma","Command line profiler metrics","{m}","","{1000 + i:,}"' for i, m in enumerate(METRICS)]
     values = parse_csv("==PROF== Connected to process\n" + "\n".join([header, *rows]) + "\n")
@@ -188,7 +189,7 @@ def test_gemm_settles_until_two_rounds_agree(monkeypatch):
     never settles is timed after SETTLE_MAX_S, marked so; the settling rounds leave no timed span
     behind (the telemetry "during" is the timed rounds')."""
     import time
-    from bench import harness
+    from bench.gemm import harness
     clock = [0.0]
     monkeypatch.setattr(time, "monotonic", lambda: clock[0])
 
@@ -290,7 +291,7 @@ def test_two_runners_on_one_file_lose_nothing(tmp_path):
 def test_two_processes_merging_record_by_record_lose_nothing(tmp_path):
     """The read-merge-write of two processes at full speed, 40 records each."""
     out = tmp_path / "r.yaml"
-    code = ("import sys; from pathlib import Path; from bench import results; "
+    code = ("import sys; from pathlib import Path; from bench.core import results; "
             "from tests.test_runner import FAKE_DEVICE, SOFTWARE\n"
             "for i in range(40):\n"
             "    rec = {'family': 'fake', 'status': 'skipped', 'reason': 'x', 'source_hash': 'h'}\n"
@@ -334,11 +335,26 @@ def test_a_write_that_fails_keeps_the_record_and_says_where(fakes, tmp_path, mon
 
 def _cli(argv, fakes, monkeypatch, capsys, device=FAKE_DEVICE):
     """python -m bench in this process, on a fake GPU, running the fake benchmarks."""
-    from bench import __main__ as cli, device as devices
+    from bench import __main__ as cli
+    from bench.core import device as devices
     monkeypatch.setattr(devices, "collect_device", lambda: {**device, "gpu_count": 1})
     monkeypatch.setattr(devices, "collect_software", lambda: SOFTWARE)
     code = cli.main(["--only", "fake.ok", *argv])
     return code, capsys.readouterr().err
+
+
+def test_a_failed_rerun_fails_the_run_though_the_earlier_record_is_kept(fakes, tmp_path, monkeypatch, capsys):
+    from bench import __main__ as cli
+    from bench.core import device as devices
+    monkeypatch.setattr(devices, "collect_device", lambda: {**FAKE_DEVICE, "gpu_count": 1})
+    monkeypatch.setattr(devices, "collect_software", lambda: SOFTWARE)
+    argv = ["--only", "fake.fails_when_told", "--out", str(tmp_path / "r.yaml")]
+    assert cli.main(argv) == 0
+    monkeypatch.setenv("FAKE_FAIL", "1")
+    assert cli.main(argv) == 1
+    assert capsys.readouterr().out.splitlines()[-1].endswith(
+        "0 of 1 benchmarks did not fail; failed: fake.fails_when_told (the earlier record kept for fake.fails_when_told)")
+    assert schema.load(tmp_path / "r.yaml")["benchmarks"]["fake.fails_when_told"]["status"] == "ok"
 
 
 @pytest.mark.parametrize("where", ["under a file", "under /proc", "a folder"])
@@ -373,7 +389,8 @@ def test_a_node_file_is_never_merged_as_a_gpus_file(node_doc, tmp_path):
 def test_nothing_a_peers_build_started_outlives_the_run(fakes, tmp_path, monkeypatch, capsys):
     """A peer's build runs in the runner's process, outside any worker: it is ended with the run."""
     monkeypatch.setenv("FAKE_PID_DIR", str(tmp_path))
-    from bench import __main__ as cli, device as devices
+    from bench import __main__ as cli
+    from bench.core import device as devices
     monkeypatch.setattr(devices, "collect_device", lambda: {**FAKE_DEVICE, "gpu_count": 1})
     monkeypatch.setattr(devices, "collect_software", lambda: SOFTWARE)
     assert cli.main(["--only", "fake.with_peer_build", "--out", str(tmp_path / "r.yaml")]) == 0
@@ -392,7 +409,7 @@ def test_a_merge_reads_the_file_again_only_when_another_process_replaced_it(tmp_
     monkeypatch.setattr(schema, "load", lambda path: loads.append(path) or real(path))
     results.merge(out, FAKE_DEVICE, SOFTWARE, {"x.b": rec(2.0)})
     assert loads == []                                     # what it wrote last is what the file holds
-    other = subprocess.run([sys.executable, "-c", "import sys; from bench import results; from tests.test_runner import "
+    other = subprocess.run([sys.executable, "-c", "import sys; from bench.core import results; from tests.test_runner import "
                             "FAKE_DEVICE, SOFTWARE; results.merge(sys.argv[1], FAKE_DEVICE, SOFTWARE, {'x.c': {'family': 'x', "
                             "'status': 'ok', 'source_hash': 'h', 'telemetry': {'before': None, 'after': None}}})", str(out)],
                            cwd=ROOT, capture_output=True, text=True)
@@ -412,9 +429,9 @@ def test_a_merge_drops_the_records_of_benchmarks_no_longer_registered(tmp_path):
 
 def test_the_gpu_tests_record_follows_the_code_they_ran():
     """A change to a kernel, or to a module the GPU tests import (or one it imports), stales their outcome."""
-    from bench.registry import discover
+    from bench.core.registry import discover
     sources = discover()["checks.gpu_tests"].sources
-    assert {"tests/test_gpu.py", "bench/launch.py", "bench/cublas.py", "bench/cublaslt.py"} <= set(sources)
+    assert {"tests/test_gpu.py", "bench/gemm/launch.py", "bench/gemm/cublas.py", "bench/gemm/cublaslt.py"} <= set(sources)
     assert catalogue.step_of(catalogue.HEADLINE).source in sources
     # the kernels they load are built up front, in parallel, as a GEMM record's are
     step, variant = catalogue.KERNELS[catalogue.HEADLINE]
@@ -431,7 +448,7 @@ def test_the_gpu_tests_record_counts_each_outcome_of_the_junit_report(tmp_path):
 
 
 def test_a_measured_clock_above_the_cards_maximum_is_refused():
-    from bench import worker
+    from bench.core import worker
     device = {"sm_clock_max_mhz": 1980}
     clock = lambda mhz, seconds=1.0: {"mean": mhz, "min": mhz, "max": mhz, "samples": 10, "seconds": seconds}
     assert worker.clock_error(clock(1980 * (1 + worker.CLOCK_SLACK)), device) is None

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 import build
-from bench import schema
+from bench.core import schema
 from tests.conftest import dump_results
 
 

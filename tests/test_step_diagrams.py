@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from bench import catalogue
+from bench.gemm import catalogue
 from slides import diagrams, step_diagrams
 from tests.conftest import _fixture_results
 

@@ -4,7 +4,10 @@ and the deck's slides on records in the benchmarks' shape, both ways each judgme
 import numpy as np
 import pytest
 
-from bench import catalogue, l2_map, sass, tma
+from bench.gemm import catalogue
+from bench.micro import l2_map
+from bench.core import sass
+from bench.machinery import tma
 from tests.conftest import builds
 from tests.test_atlas import built
 
@@ -83,7 +86,7 @@ def _stream(tbps: float) -> dict:
 def tma_record(doc: dict, multicast_tbps: float = 2.5, memory_cp: float = 3.1) -> dict:
     """A machinery.tma record: one CTA's TMA from L2 flat at 3.6 TB/s from 2 boxes in flight,
     cp.async to 7.7; from memory TMA 3.1 against ``memory_cp``; multicast ``multicast_tbps`` against 3.6."""
-    from bench import registry
+    from bench.core import registry
     sources = ("l2", "hbm")
     latency = [{"source": s, "box_bytes": 128 << i, "cycles": (640.0 if i < 6 else 640.0 + 100 * (i - 5)) + (420 if s == "hbm" else 0)}
                for s in sources for i in range(9)]
@@ -97,7 +100,7 @@ def tma_record(doc: dict, multicast_tbps: float = 2.5, memory_cp: float = 3.1) -
                for s in sources for c in (1, 2, 4)]
     multicast = [{"source": s, "cluster": c, "ctas": 132 if c == 2 else 120, "separate": _stream(3.6),
                   "multicast": _stream(multicast_tbps)} for c in (2, 4) for s in sources]
-    return {"family": "machinery", "title": "machinery.tma", "source_hash": registry.discover()["machinery.tma"].source_hash(),
+    return {"family": "machinery", "title": "machinery.tma", **registry.discover()["machinery.tma"].provenance(),
             "measured_at": "2026-11-26T00:00:00+00:00", "git_commit": "0" * 40, "status": "ok",
             "telemetry": doc["benchmarks"]["hbm.copy_scaling"]["telemetry"], "duration_s": 1.0,
             "params": {"matrix_bytes": 2 << 30, "l2_region_bytes": 16 << 20, "row_bytes": 128, "latency_iters": 1024,
@@ -158,8 +161,8 @@ def test_without_the_tma_record_the_talk_has_no_tma_slide_and_the_backup_says_so
 
 
 def latency_map_record(doc: dict, cycles: np.ndarray) -> dict:
-    from bench import registry
-    return {"family": "l2", "title": "l2.latency_map", "source_hash": registry.discover()["l2.latency_map"].source_hash(),
+    from bench.core import registry
+    return {"family": "l2", "title": "l2.latency_map", **registry.discover()["l2.latency_map"].provenance(),
             "measured_at": "2026-11-26T00:00:00+00:00", "git_commit": "0" * 40, "status": "ok",
             "telemetry": doc["benchmarks"]["hbm.copy_scaling"]["telemetry"], "duration_s": 1.0,
             "params": {"buffer_bytes": 256 << 20, "lines": cycles.shape[1], "hops": 256, "line_seed": 2027},

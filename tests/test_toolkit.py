@@ -6,14 +6,14 @@ import sys
 
 import pytest
 
-from bench import results, toolkit
+from bench.core import results, toolkit
 from tests.conftest import ROOT, _nvcc_or_fail
 
 
 def test_pypi_nvcc_is_found_without_a_system_toolkit():
     """With only the system's own folders on PATH, importing bench puts the test extra's nvcc on it."""
     assert toolkit.pypi_bin() is not None, "the test extra installs nvidia-cuda-nvcc"
-    probe = "import shutil, bench, bench.toolkit as t; print(shutil.which('nvcc')); print(t.describe())"
+    probe = "import shutil, bench, bench.core.toolkit as t; print(shutil.which('nvcc')); print(t.describe())"
     proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True,
                           env={"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp")}, check=True)
     nvcc, described = proc.stdout.splitlines()
@@ -44,7 +44,7 @@ def test_written_files_follow_the_umask(umask, mode, tmp_path):
 @pytest.mark.parametrize("code", ["C7514", "C7515"])
 def test_a_build_whose_wgmmas_ptxas_serializes_is_refused(code, monkeypatch, tmp_path):
     """Either of ptxas's reasons for serializing wgmmas fails the build: a slower path, never timed."""
-    from bench import cuda
+    from bench.core import cuda
     src = tmp_path / "k.cu"
     src.write_text("extern \"C\" __global__ void k() {}\n")
     said = f"ptxas info    : ({code}) Potential Performance Loss: wgmma.mma_async instructions are serialized"

@@ -1,5 +1,5 @@
 // The peer pranjalssh/fast.cu, its fastest kernel (12) as its own runKernel12 launches it, behind one
-// C entry point for bench/fastcu.py. Built at run time against a checkout ($FASTCU_DIR on the include
+// C entry point for bench/peers/fastcu.py. Built at run time against a checkout ($FASTCU_DIR on the include
 // path); none of fast.cu's code is in this repository. What its header expects from its matmul.cu
 // (the includes, bf16, CEIL_DIV, cudaCheck) is declared here.
 #include <cuda.h>

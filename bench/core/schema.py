@@ -1,0 +1,587 @@
+"""The results file: the contract between ``python -m bench`` and build.py.
+
+One YAML file per GPU (results/<gpu-slug>.yaml)::
+
+    schema_version: 1
+    device:                       # read from the CUDA runtime and NVML when the run started
+      name: NVIDIA H100 80GB HBM3
+      slug: nvidia-h100-80gb-hbm3
+      compute_capability: "9.0"
+      sm_count: 132
+      sm_clock_max_mhz: 1980      # NVML max SM clock
+      sm_clock_mhz: 1980          # SM clock when the device was read
+      mem_clock_max_mhz: 2619
+      mem_bus_width_bits: 5120
+      l2_bytes: 52428800
+      smem_per_block_optin_bytes: 232448
+      memory_bytes: 85...
+      power_limit_w: 700          # NVML's enforced power limit
+    software: {driver, cuda_runtime, python, cupy, numba, nvcc, git_commit}   # strings or null
+    node: {gpu_count, gpus: [..], pairs: [{a, b, nvlinks, via, nvlink_gbps_per_direction}], multicast}
+                                  # only in a node's file, results/<gpu-slug>-x<N>.yaml (bench/core/topology.py)
+    benchmarks:                   # merged by id: rerunning one family keeps the others
+      gemm.cublas_tf32_b_row:
+        family: gemm
+        title: cuBLAS TF32, B row-major
+        status: ok | failed | skipped
+        reason: why, when status is not ok
+        source_hash: 16 hex digits over the files that produced the result and the catalogue's
+                     kernels it ran (bench/core/provenance.py)
+        sources: [the files, repository-relative]   # absent in records older than 2026-11-27: stale
+        kernels: [routes of the catalogue's kernels it ran]   # "gemm.persistent", "before:<id>", "best:<step>", a role
+        measured_at: ISO-8601 UTC time
+        git_commit: the commit the code was at (null outside a checkout)
+        quick: true when measured by python -m bench --quick (a smoke refresh); absent otherwise
+        duration_s: wall time of the benchmark process
+        telemetry: {before: SAMPLE, after: SAMPLE}     # absent only when skipped
+            # SAMPLE: {sm_clock_mhz, mem_clock_mhz, power_w, temperature_c, throttle_reasons: [..]}
+            #         or null with telemetry.error saying why NVML could not be read
+        params: {...}             # the method's parameters (sizes, blocks, threads, repetitions)
+        check: {passed: bool, ...}  # where the output can be checked
+        # measurements, by kind:
+        time_ms: {median, p10, p90, n,   # from the one timer
+                  batch?}                #   runs per sample (its time: their mean); absent: 1
+        tflops: number                   # from the median time
+        gbps: number                     # bytes read + written over the median time
+        rows: [{...}, ...]               # tables
+        # family-specific fields, each described where the benchmark is defined:
+        # GEMMs: resources {threads_per_block, grid, regs_per_thread, smem_*_bytes, local_bytes},
+        #        odd_shape {shape, outcome: correct | wrong | refused, check | reason},
+        #        cublas {id, time_ms, tflops, ratio, ratio_by_sample, check}: cuBLAS of the same precision
+        #        and layout on the same operands, timed in turns with the kernel (whose time_ms is from the
+        #        same turns; both keep their samples, turn i of each being sample i),
+        #        settle {seconds, rounds, settled, drift, first_ms, last_ms}: run until steady
+        #        before timing, energy {watts, time_ms, joules, tflops_per_watt}: run alone after the
+        #        turns (bench/gemm/harness.py), for the kernel and its cuBLAS;
+        # peers.gpu_benches: stream[] {block, threads, blocks_per_sm, occupancy_pct, gbps by kernel}, l2_cache[]
+        #     {block_kb, footprint_kb, spread_pct, gbps}, latency[] {clock_mhz, footprint_kb, cycles, ...} (bench/peers/gpu_benches.py);
+        # peers.fastcu: shapes[] {shape, fastcu, cublas_bf16_out, cublas, ours, ours_bf16_out: {time_ms,
+        #     tflops, check}}, the five timed in turns (bench/peers/fastcu.py);
+        # hbm: memcpy; latency.instruction: rows[].cycles/sass by ILP; latency.memory: levels, sweep;
+        # transpose: copy (bench/micro/hbm.py, bench/micro/latency.py, bench/micro/transpose.py);
+        # sweep.<step>: rows[] {shape, outcome: correct | wrong | refused, tflops/time_ms by kernel and
+        #     cuBLAS layout, ratio_same_layout, ratio_best_layout} (bench/gemm/sweep.py);
+        # atlas.<precision>: rows[] {model, projection, shape, and a sweep row's fields} (bench/gemm/atlas.py);
+        # machinery.tma: latency[] {source, box_bytes, cycles}, depth[] {source, slots, tma, cp_async},
+        #   sizes[] {source, box_bytes, slots, tma}, issuers[] {source, ctas_per_sm, slots, tma},
+        #   multicast[] {source, cluster, ctas, separate, multicast}, each stream {time_ms, tbps,
+        #   bytes_per_sm_clock} (bench/machinery/tma.py); l2.latency_map: rows[] {sm, cycles[] by line} (bench/micro/l2_map.py);
+        #   l2.placement: rows[] {sms, scheduled_sms, spread_sms, scheduled, spread}, sweep[] {bytes, gbps} (bench/micro/l2.py);
+        # machinery.cluster: rows[] {cluster, ctas, chase_cycles, stream, barrier_cycles, signal_round_trip_cycles},
+        #   setmaxnreg {regs, warpgroups, hand_over_cycles, round_trip_cycles} (bench/machinery/clusters.py);
+        # machinery.wgmma: rows[] {precision, n, atom, k_tile, sass, latency_cycles, rates[] {warpgroups,
+        #   time_ms, flop_per_sm_clock, tflops}} (bench/machinery/wgmma.py);
+        # tune.persistent: trials[] {config, outcome, ratio, ...}, winner, hand_picked, final (bench/gemm/tune.py);
+        # multigpu.p2p: rows[] per ordered pair {src, dst, copy_engine, copy_engine_both_ways, sm_read,
+        #     sm_write: {gbps, time_ms}, latency_ns {peer, local}}; multigpu.nccl, multigpu.nccl_tests:
+        #     rows[] {collective, bytes, algbw_gbps, busbw_gbps, ...} (bench/multigpu/collectives.py);
+        # multigpu.nvbandwidth: rows[] {case, matches, src, dst, value, unit}: the peer's matrices
+        #     (bench/multigpu/nvbandwidth.py); multigpu.overlap: patterns {all_gather_gemm, gemm_reduce_scatter}:
+        #     {gemm, comm, times_ms by way, efficiency, check, timeline[]} (bench/multigpu/overlap.py);
+        # burst.gemm: rows[] {name, title, shape, time_ms, tflops, check, samples[] {ms, sm_clock_mhz,
+        #     nvml_sm_clock_mhz, power_w, temperature_c}}: bursts from a rest (bench/burst.py);
+        # settle.headline: series {kernel, cublas}: {batch, rows[] {t_s, ms, sm_clock_mhz, power_w,
+        #     temperature_c}}, one row per sample, in order (bench/gemm/settle.py)
+
+Every number anywhere in the file is finite, not negative and at most 1e15; what the deck
+reads from each family's ok record is described in RECORDS and checked too. ``load`` raises
+``ResultsError`` naming the file, the field and what was expected; it refuses a file that
+is too large, not UTF-8, cut mid-line, holds anchors or aliases, nests too deep or repeats
+a key before building anything from it.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import re
+import stat
+from pathlib import Path
+
+import yaml
+
+SCHEMA_VERSION = 1
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)    # libyaml when PyYAML has it: ~5x faster
+STATUSES = ("ok", "failed", "skipped")
+# Bus bandwidth = algorithm bandwidth x this factor for n ranks (nccl-tests, doc/PERFORMANCE.md):
+# what each rank's busiest link carries, so that every collective can be held to the link's speed.
+# The multigpu.nccl and multigpu.nccl_tests records' busbw_gbps, by collective.
+BUS_FACTOR = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "send_recv": lambda n: 1.0,
+}
+COLLECTIVES = tuple(BUS_FACTOR)
+GPU_TESTS = "checks.gpu_tests"     # the record of python -m pytest -m gpu on the GPU that measured (bench/checks.py)
+
+DEVICE_FIELDS = {
+    "name": str, "slug": str, "compute_capability": str, "sm_count": int,
+    "sm_clock_max_mhz": (int, float), "sm_clock_mhz": (int, float),
+    "mem_clock_max_mhz": (int, float), "mem_bus_width_bits": int, "l2_bytes": int,
+    "smem_per_block_optin_bytes": int, "memory_bytes": int,
+    "max_threads_per_sm": int, "regs_per_sm": int, "smem_per_sm_bytes": int,
+    "power_limit_w": (int, float),      # NVML's enforced limit: the cap the deck's clock claims refer to
+}
+# Device fields the deck divides by or multiplies into a peak: zero would make every figure 0 or inf.
+POSITIVE_DEVICE_FIELDS = ("sm_count", "sm_clock_max_mhz", "mem_clock_max_mhz", "mem_bus_width_bits", "l2_bytes",
+                          "max_threads_per_sm", "regs_per_sm", "smem_per_sm_bytes", "power_limit_w")
+CAPABILITY = re.compile(r"\d{1,2}\.\d")
+LARGEST = 1e15          # past any byte count, clock, counter or time a GPU run records
+# What a results file may hold before it is even parsed: ours are ~300 KB, 10 levels deep,
+# with no anchors or aliases (PyYAML's dump writes none for them).
+MAX_BYTES = 16 * 2**20
+MAX_DEPTH = 32
+SOFTWARE_FIELDS = ("driver", "cuda_runtime", "python", "cupy", "numba", "git_commit")
+TIME_FIELDS = ("median", "p10", "p90", "n")
+
+
+NUM = (int, float)
+
+
+class Positive:
+    """A leaf of a spec (RECORDS, NODE) that must be > 0: the deck divides by it or takes its logarithm."""
+
+    def __init__(self, t=NUM):
+        self.t = t
+
+
+POS, POS_INT = Positive(), Positive(int)
+_TIMED = {"median": POS}
+_TILE = {"BM": POS_INT, "BN": POS_INT}
+_P2P = ("copy_engine", "copy_engine_both_ways", "sm_read", "sm_write")
+_BUSBW = {"algbw_gbps": NUM, "busbw_gbps": NUM}
+_OVERLAPPED = {"tile": str, "times_ms": {w: _TIMED for w in ("overlapped", "sequential", "gemm", "comm")},
+               "efficiency": {"of_ideal": POS, "speedup_over_serial": POS}, "check": {"passed": bool, "rel_error": NUM},
+               "timeline": [{"stream": str, "chunk": int, "start_ms": NUM, "end_ms": NUM}]}
+# A node's file (results/<gpu-slug>-x<N>.yaml) also holds the node: its GPUs and their links.
+NODE = {"gpu_count": int, "gpus": [{"index": int, "name": str, "pci_bus_id": str, "nvlinks": int}],
+        "pairs": [{"a": int, "b": int, "nvlinks": int, "via": str, "nvlink_gbps_per_direction?": POS,
+                   "pcie_path?": str}],
+        "multicast": {"NCCL_NVLS_ENABLE?": str}}
+# What the deck reads from an ok record, by id prefix (the first that matches): a mapping's
+# keys, "?" marking one that may be absent; [spec] a list of at least one entry, each
+# following spec. The record's own fields (status, time_ms, check, ...) are checked above.
+_PEER_RUN = {"time_ms": _TIMED, "tflops": POS, "check": {"passed": bool, "rel_error": NUM}}
+_STREAM = {"time_ms": _TIMED, "tbps": POS, "bytes_per_sm_clock": POS}     # machinery.tma: a stream's rate
+_ENERGY = {"watts": POS, "time_ms": POS, "joules": POS, "tflops_per_watt": POS}
+RECORDS = {
+    "checks.gpu_tests": {"tests": {"passed": int, "failed": int, "skipped": int, "failures": list}},
+    "peers.gpu_benches": {"params": {"commit": str, "latency_s": POS},
+                          "stream": [{"block": POS_INT, "blocks_per_sm": int, "gbps": {k: NUM for k in (
+                              "init", "read", "scale", "triad", "stencil3", "stencil5")}}],
+                          "l2_cache": [{"footprint_kb": POS, "gbps": POS}],
+                          "latency": [{"footprint_kb": POS, "cycles": POS}]},
+    "peers.fastcu": {"params": {"commit": str, "ours": str},      # ours_bf16_out: records from ddaaf36 on
+                         "shapes": [{"shape": [int], "ours_bf16_out?": _PEER_RUN,
+                                     **{who: _PEER_RUN for who in ("fastcu", "cublas_bf16_out", "cublas", "ours")}}]},
+    "gemm.cublas_": {"time_ms": _TIMED, "tflops": NUM, "energy?": _ENERGY},
+    "gemm.": {"time_ms": _TIMED, "tflops": NUM,
+              "resources?": {"threads_per_block": POS_INT, "regs_per_thread": int, "smem_static_bytes": int,
+                             "smem_dynamic_bytes": int, "tile?": _TILE,
+                             "split_wave?": {"full_waves": int, "k_tiles": POS_INT, "left": int, "rounds": int,
+                                             "split": int}},
+              "cublas": {"id": str, "time_ms": _TIMED, "tflops": POS, "ratio": NUM, "ratio_by_sample?": _TIMED,
+                          "check": {"passed": bool, "rel_error": NUM}, "energy?": _ENERGY},
+              "energy?": _ENERGY,
+              "odd_shape?": {"outcome": str, "shape": [int]},
+              "settle?": {"seconds": NUM, "settled": bool},
+              "profile?": {"metrics": dict, "names": dict}},
+    "burst.": {"params": {"rest_s": NUM, "runs": POS_INT},
+               "rows": [{"name": str, "title": str, "shape": [int], "time_ms": _TIMED, "tflops": POS,
+                         "check": {"passed": bool, "rel_error": NUM},
+                         "samples": [{"ms": POS, "nvml_sm_clock_mhz": NUM, "power_w": NUM}]}]},
+    "hbm.": {"params": {"buffer_bytes": int}, "memcpy": {"gbps": POS},
+             "rows": [{"label": str, "blocks": POS_INT, "threads": int, "sms_used": POS_INT, "gbps": POS}]},
+    "l2.placement": {"rows": [{"sms": POS_INT, "scheduled_sms": [int], "spread_sms": [int],
+                               "scheduled": {"gbps": POS}, "spread": {"gbps": POS}}],
+                     "sweep": [{"bytes": POS_INT, "gbps": POS}]},
+    "l2.latency_map": {"params": {"lines": POS_INT, "hops": POS_INT}, "rows": [{"sm": int, "cycles": [POS]}]},
+    "l2.bandwidth_scaling": {"params": {"read_bytes": int, "copy_bytes": int},
+            "rows": [{"label": str, "sms": POS_INT, "blocks": POS_INT, "read": {"gbps": NUM}, "copy": {"gbps": NUM},
+                      "sms_used?": POS_INT}]},       # sms_used: records from one block an SM on
+    "latency.instruction": {"params": {"ilps": [int], "iters": int, "ops_per_iter": int, "subpartitions": int},
+                            "rows": [{"op": str, "name": str, "cycles": dict, "sass": dict, "warps_per_sm": NUM,
+                                      "issue_cycles_per_subpartition": POS}]},
+    "latency.memory": {"params": {"line_bytes": int}, "levels": [{"label": str, "cycles": POS, "ns": POS}],
+                       "sweep": [{"bytes": POS_INT, "cycles": POS, "ns": POS}]},
+    "transpose.": {"params": {"n": int, "bytes": int}, "copy": {"gbps": NUM, "kernel": str, "time_ms": _TIMED},
+                   "rows": [{"key": str, "label": str, "note": str, "gbps": POS, "pct_of_copy": NUM,
+                             "check_passed": bool, "time_ms": _TIMED}]},
+    "multigpu.p2p": {"params": {"bytes": int},
+                     "rows": [{"src": int, "dst": int, "peer_access": bool, "nvlink_gbps_per_direction?": POS,
+                               **{f"{how}?": {"gbps": NUM} for how in _P2P},
+                               "latency_ns?": {"peer": NUM, "local": NUM}}]},
+    "multigpu.nccl_tests": {"params": {"ranks": int, "version": str},
+                            "rows": [{"collective": str, "mode": str, "bytes": POS_INT, "time_us": POS, **_BUSBW}]},
+    "multigpu.nvbandwidth": {"params": {"version": str, "cases": dict},
+                             "rows": [{"case": str, "src": int, "dst": int, "value": POS, "unit": str}]},
+    "multigpu.overlap": {"params": {"ranks": int, "kernels": dict, "chunks": POS_INT, "target_of_ideal": POS},
+                         "patterns": {p: {"gemm": [POS_INT], "comm": str, "comm_bytes": POS_INT,
+                                          "kernels": {label: _OVERLAPPED for label in ("persistent", "a CTA a tile", "cuBLAS")}}
+                                      for p in ("all_gather_gemm", "gemm_reduce_scatter")}},
+    "multigpu.nccl": {"params": {"ranks": int}, "rows": [{"collective": str, "bytes": POS_INT, "time_ms": _TIMED,
+                                                          "wrong": int, "algorithm?": str, "protocol?": str, **_BUSBW}]},
+    "machinery.tma": {"params": {"stream_box_bytes": POS_INT, "stream_boxes": POS_INT, "multicast_slots": POS_INT},
+                      "latency": [{"source": str, "box_bytes": POS_INT, "cycles": POS}],
+                      "depth": [{"source": str, "slots": POS_INT, "tma": _STREAM, "cp_async": _STREAM}],
+                      "sizes": [{"source": str, "box_bytes": POS_INT, "slots": POS_INT, "tma": _STREAM}],
+                      "issuers": [{"source": str, "ctas_per_sm": POS_INT, "slots": POS_INT, "tma": _STREAM}],
+                      "multicast": [{"source": str, "cluster": POS_INT, "ctas": POS_INT, "separate": _STREAM,
+                                     "multicast": _STREAM}]},
+    "machinery.cluster": {"params": {"clusters": [POS_INT], "hops": POS_INT, "buffer_bytes": POS_INT},
+                          "rows": [{"cluster": POS_INT, "ctas": POS_INT, "chase_cycles": {"own": POS, "peer": POS},
+                                    "stream": {w: _STREAM for w in ("own", "peer")},
+                                    "barrier_cycles": {"cta": POS, "cluster": POS, "cluster_relaxed": POS},
+                                    "signal_round_trip_cycles": POS}],
+                          # setmaxnreg: records from the register trade on
+                          "setmaxnreg?": {"regs": {"entry": POS_INT, "producer": POS_INT, "consumer": POS_INT},
+                                          "warpgroups": POS_INT, "round_trip_cycles": POS,
+                                          "hand_over_cycles": {"producer": POS, "consumers": POS, "consumers_slowest": POS}}},
+    "machinery.wgmma": {"params": {"ns": [POS_INT], "iters": POS_INT},
+                        "rows": [{"precision": str, "n": POS_INT, "atom": [POS_INT], "k_tile": POS_INT, "latency_cycles": POS,
+                                  "rates": [{"warpgroups": POS_INT, "time_ms": _TIMED, "flop_per_sm_clock": POS, "tflops": POS}]}]},
+    "atlas.": {"params": {"ms": [POS_INT], "projections": [{"model": str, "projection": str, "n": POS_INT, "k": POS_INT}]},
+               "rows": [{"model": str, "projection": str, "shape": [int], "outcome": str, "ratio_same_layout?": NUM,
+                         "tflops?": dict}]},
+    "sweep.": {"rows": [{"shape": [int], "outcome": str, "ratio_same_layout?": NUM, "tflops?": dict}]},
+    "tune.": {"params": {"bm": int, "space": dict, "stages_max": dict}, "trials": [{"config": dict}],
+              "winner": int, "hand_picked": int,
+              "final": {"winner": {"config": dict, "ratio": POS}, "hand_picked": {"config": dict, "ratio": POS}}},
+    "settle.": {"params": {"kernel": str, "sample_ms": POS, "gemm_settle_rule": {"max_s": NUM, "round_s": POS, "drift": NUM}},
+                "series": {who: {"batch": int, "rows": [{"t_s": NUM, "ms": POS, "sm_clock_mhz": NUM,
+                                                         "temperature_c": NUM}]} for who in ("kernel", "cublas")}},
+}
+
+
+_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\s]+")     # controls, line and paragraph breaks
+
+
+def one_line(value, limit: int) -> str:
+    """``value`` as text on one line of at most ``limit`` characters (an ellipsis marks a cut):
+    how a reason is recorded, and how any string from a results file is shown."""
+    text = _BREAKS.sub(" ", str(value)).strip()
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
+class ResultsError(ValueError):
+    """A results file that does not follow the schema."""
+
+
+def _type_name(t) -> str:
+    names = {str: "a string", int: "an integer", float: "a number", bool: "true/false",
+             dict: "a mapping", list: "a list"}
+    if isinstance(t, tuple):
+        return "a number" if set(t) == {int, float} else " or ".join(names[x] for x in t)
+    return names[t]
+
+
+def _spec_name(spec) -> str:
+    if isinstance(spec, Positive):
+        return f"{_type_name(spec.t)} > 0"
+    return "a mapping" if isinstance(spec, dict) else "a list" if isinstance(spec, list) else _type_name(spec)
+
+
+class _Validator:
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, path: str, expected: str, got) -> None:
+        shown = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
+        raise ResultsError(f"{self.source}: {path or 'top level'}: expected {expected}, got {shown}")
+
+    def expect(self, value, t, path: str):
+        # bool is an int in Python; a true/false where a number belongs is an error
+        if isinstance(value, bool) and t is not bool and bool not in (t if isinstance(t, tuple) else (t,)):
+            self.fail(path, _type_name(t), value)
+        if not isinstance(value, t):
+            self.fail(path, _type_name(t), value)
+        return value
+
+    def require(self, mapping: dict, key: str, t, path: str):
+        if key not in mapping:
+            self.fail(f"{path}.{key}".lstrip("."), f"{_type_name(t)} (the field is missing)", None)
+        return self.expect(mapping[key], t, f"{path}.{key}".lstrip("."))
+
+    def values(self, value, path: str) -> None:
+        """Every leaf is a plain YAML scalar; every number finite and >= 0."""
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if not isinstance(k, str):
+                    self.fail(path, "string keys", k)
+                self.values(v, f"{path}.{k}")
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                self.values(v, f"{path}[{i}]")
+        elif isinstance(value, bool) or value is None or isinstance(value, str):
+            pass
+        elif isinstance(value, (int, float)):
+            if isinstance(value, int) and value > LARGEST:    # before float(), which 10**400 overflows
+                self.fail(path, f"a number up to {LARGEST:g}", "an integer of %d digits" % len(str(value)))
+            if not math.isfinite(value) or value < 0:
+                self.fail(path, "a finite number >= 0", value)
+            if value > LARGEST:
+                self.fail(path, f"a number up to {LARGEST:g}", value)
+        else:
+            self.fail(path, "a string, number, true/false, null, list or mapping "
+                            f"(not a {type(value).__name__})", value)
+
+    def benchmark(self, bid: str, rec, path: str) -> None:
+        self.expect(rec, dict, path)
+        self.values(rec, path)
+        self.require(rec, "family", str, path)
+        status = self.require(rec, "status", str, path)
+        if status not in STATUSES:
+            self.fail(f"{path}.status", "one of " + ", ".join(STATUSES), status)
+        if status != "ok":
+            self.require(rec, "reason", str, path)
+        self.require(rec, "source_hash", str, path)
+        for field in ("sources", "kernels"):
+            if field in rec:
+                for i, item in enumerate(self.expect(rec[field], list, f"{path}.{field}")):
+                    self.expect(item, str, f"{path}.{field}[{i}]")
+        if status != "skipped":
+            tel = self.require(rec, "telemetry", dict, path)
+            for when in ("before", "after"):
+                if when not in tel:
+                    self.fail(f"{path}.telemetry.{when}", "a telemetry sample or null (the field is missing)", None)
+        if "check" in rec:
+            self.require(self.expect(rec["check"], dict, f"{path}.check"), "passed", bool, f"{path}.check")
+        if "time_ms" in rec:
+            t = self.expect(rec["time_ms"], dict, f"{path}.time_ms")
+            for f in TIME_FIELDS:
+                self.require(t, f, int if f == "n" else (int, float), f"{path}.time_ms")
+            if "batch" in t and not (isinstance(t["batch"], int) and t["batch"] >= 1):
+                self.fail(f"{path}.time_ms.batch", "a whole number of runs per sample, at least 1", t["batch"])
+            if not t["median"] > 0:
+                self.fail(f"{path}.time_ms.median", "a number > 0 (a time)", t["median"])
+            if not t["p10"] <= t["median"] <= t["p90"]:
+                self.fail(f"{path}.time_ms", "p10 <= median <= p90",
+                          f"p10={t['p10']}, median={t['median']}, p90={t['p90']}")
+        for f in ("tflops", "gbps"):
+            if f in rec:
+                self.expect(rec[f], (int, float), f"{path}.{f}")
+        if "rows" in rec:
+            for i, row in enumerate(self.expect(rec["rows"], list, f"{path}.rows")):
+                self.expect(row, dict, f"{path}.rows[{i}]")
+        telemetry = rec.get("telemetry")
+        during = telemetry.get("during") if isinstance(telemetry, dict) else None
+        if during is not None:
+            self.shape(during, {"sm_clock_mhz": {"median": NUM}}, f"{path}.telemetry.during")
+        spec = next((spec for prefix, spec in RECORDS.items() if bid.startswith(prefix)), None)
+        if status == "ok" and spec is not None:
+            self.shape(rec, spec, path)
+            if bid.startswith("sweep."):          # a correct size was timed: its speeds are what the slide shows
+                for i, row in enumerate(rec["rows"]):
+                    if row["outcome"] == "correct":
+                        self.shape(row, {"ratio_same_layout": POS, "tflops": {"kernel": POS}}, f"{path}.rows[{i}]")
+
+    def shape(self, value, spec, path: str) -> None:
+        """``value`` follows ``spec`` (see RECORDS)."""
+        if isinstance(spec, dict):
+            self.expect(value, dict, path)
+            for key, sub in spec.items():
+                name = key.rstrip("?")
+                if name in value:
+                    self.shape(value[name], sub, f"{path}.{name}")
+                elif not key.endswith("?"):
+                    self.fail(f"{path}.{name}", f"{_spec_name(sub)} (the field is missing)", None)
+        elif isinstance(spec, list):
+            if not self.expect(value, list, path):
+                self.fail(path, f"a list of at least one entry, each {_spec_name(spec[0])}", value)
+            for i, item in enumerate(value):
+                self.shape(item, spec[0], f"{path}[{i}]")
+        elif isinstance(spec, Positive):
+            if not self.expect(value, spec.t, path) > 0:
+                self.fail(path, _spec_name(spec), value)
+        else:
+            self.expect(value, spec, path)
+
+    def document(self, doc) -> dict:
+        self.expect(doc, dict, "")
+        version = self.require(doc, "schema_version", int, "")
+        if version != SCHEMA_VERSION:
+            self.fail("schema_version", f"{SCHEMA_VERSION} (this code's schema)", version)
+        device = self.require(doc, "device", dict, "")
+        for key, t in DEVICE_FIELDS.items():
+            self.require(device, key, t, "device")
+        self.values(device, "device")
+        for key in POSITIVE_DEVICE_FIELDS:
+            if not device[key] > 0:
+                self.fail(f"device.{key}", "a number > 0", device[key])
+        if not CAPABILITY.fullmatch(device["compute_capability"]):
+            self.fail("device.compute_capability", "major.minor, like '9.0'", device["compute_capability"])
+        software = self.require(doc, "software", dict, "")
+        for key in SOFTWARE_FIELDS:
+            if key not in software:
+                self.fail(f"software.{key}", "a string or null (the field is missing)", None)
+            if software[key] is not None:
+                self.expect(software[key], str, f"software.{key}")
+        benchmarks = self.require(doc, "benchmarks", dict, "")
+        for bid, rec in benchmarks.items():
+            self.expect(bid, str, "benchmarks (keys)")
+            if "." not in bid:
+                self.fail(f"benchmarks.{bid}", "an id like '<family>.<name>'", bid)
+            self.benchmark(bid, rec, f"benchmarks.{bid}")
+        if "node" in doc:
+            self.values(doc["node"], "node")
+            self.shape(doc["node"], NODE, "node")
+            if doc["node"]["gpu_count"] < 2:
+                self.fail("node.gpu_count", "2 or more (a node's file)", doc["node"]["gpu_count"])
+            indices = set()
+            for i, gpu in enumerate(doc["node"]["gpus"]):
+                if gpu["index"] in indices:
+                    self.fail(f"node.gpus[{i}].index", "an index no other GPU of the node has", gpu["index"])
+                indices.add(gpu["index"])
+            for i, pair in enumerate(doc["node"]["pairs"]):
+                for end in ("a", "b"):
+                    if pair[end] not in indices:
+                        self.fail(f"node.pairs[{i}].{end}", f"the index of one of the node's GPUs "
+                                  f"({', '.join(map(str, sorted(indices)))})", pair[end])
+        unknown = set(doc) - {"schema_version", "device", "software", "benchmarks", "node"}
+        if unknown:
+            self.fail(sorted(unknown)[0], "no such top-level field", doc[sorted(unknown)[0]])
+        return doc
+
+
+def validate(doc, source: str = "<results>") -> dict:
+    return _Validator(source).document(doc)
+
+
+def validate_record(bid: str, record, source: str = "the benchmark's record") -> dict:
+    """One benchmark's record, as ``validate`` would check it inside a results file."""
+    _Validator(source).benchmark(bid, record, f"benchmarks.{bid}")
+    return record
+
+
+class _UniqueKeyLoader(YAML_LOADER):
+    """The results loader, refusing a mapping that names a key twice (YAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def _check_shape(text: str, path, loader=YAML_LOADER) -> None:
+    """Refuse, before building any object, what no results file holds: anchors and aliases (an
+    alias bomb expands exponentially) and nesting deeper than MAX_DEPTH. libyaml's event stream
+    is iterative, so this costs ~30 ms and no recursion. Where libyaml stops first (PyYAML 6.0.4's
+    own nesting limit, at a thousand levels), the pure-Python parser, which reads no further than
+    asked, finds the depth this check refuses, so the refusal is the same whatever PyYAML does."""
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise ResultsError(f"{path}: holds a YAML anchor or alias (at line {event.start_mark.line + 1}); "
+                                   "results files hold none")
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise ResultsError(f"{path}: nested deeper than {MAX_DEPTH} levels (at line "
+                                       f"{event.start_mark.line + 1})")
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError:
+        if loader is not yaml.SafeLoader:
+            _check_shape(text, path, yaml.SafeLoader)
+        raise
+
+
+def _read(path: Path) -> str:
+    """The file's text, read no further than the limit: a device (/dev/zero) or a FIFO says 0 to
+    stat() and never ends, so only a regular file is read, and at most MAX_BYTES + 1 of it."""
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise ResultsError(f"{path}: not a regular file; a results file is one")
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError as e:
+        raise ResultsError(f"{path}: cannot read the results file ({e.strerror or e})") from e
+    if len(data) > MAX_BYTES:
+        raise ResultsError(f"{path}: more than the {MAX_BYTES // 2**20} MiB a results file may hold")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ResultsError(f"{path}: not a results file: byte {e.start} is not UTF-8 text") from e
+
+
+def load(path) -> dict:
+    """Read, parse and validate a results file; anything wrong with it is a ResultsError that
+    names the file and, where there is one, the field."""
+    path = Path(path)
+    text = _read(path)
+    if text and not text.endswith("\n"):          # every dump ends with one: a cut file loses rows silently
+        raise ResultsError(f"{path}: ends in the middle of a line: the file looks truncated")
+    try:
+        _check_shape(text, path)
+        doc = yaml.load(text, Loader=_UniqueKeyLoader)
+    except yaml.YAMLError as e:
+        raise ResultsError(f"{path}: not valid YAML: {one_line(e, 300)}") from e
+    return validate(doc, str(path))
+
+
+class LimitError(ResultsError):
+    """A document that would make a results file ``load`` refuses: too large, too deep, or holding
+    text that is not UTF-8."""
+
+
+def _depth(value) -> int:
+    """Levels of nesting, counted as _check_shape counts them (a mapping or a list is one); a LimitError
+    on the way for a string (key or value) that is not UTF-8, which the same walk meets."""
+    deepest, level = 0, [(value, 1)]
+    while level:
+        item, d = level.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, d)
+            level.extend((child, d + 1) for child in (item.values() if isinstance(item, dict) else item))
+            if isinstance(item, dict):
+                level.extend((key, d + 1) for key in item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as e:       # a lone surrogate: YAML writes it as an escape it then refuses
+                raise LimitError(f"holds text that is not UTF-8 ({one_line(ascii(item[max(0, e.start - 30):e.end + 10]), 80)})") from e
+    return deepest
+
+
+def dump_loadable(doc, source: str) -> str:
+    """``doc`` as the text of a results file that ``load`` accepts, or a LimitError naming ``source``:
+    one set of limits on the way in and on the way out."""
+    try:
+        if _depth(doc) > MAX_DEPTH:
+            raise LimitError(f"nested deeper than the {MAX_DEPTH} levels a results file may hold")
+        text = dump(doc)
+        if len(text.encode("utf-8")) > MAX_BYTES:
+            raise LimitError(f"{len(text.encode()) / 2**20:.0f} MiB, more than the {MAX_BYTES // 2**20} MiB a "
+                             "results file may hold")
+    except LimitError as e:
+        raise LimitError(f"{source}: {e}") from e
+    return text
+
+
+class Dumper(yaml.SafeDumper):
+    """Writes a value that appears twice in full both times: a results file holds no aliases; and a
+    list of numbers (a timing's samples) on as few lines as fit, not one number a line."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+    def represent_list(self, data):
+        numbers = data and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in data)
+        return self.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=bool(numbers))
+
+
+Dumper.add_representer(list, Dumper.represent_list)
+
+
+def dump(doc) -> str:
+    return yaml.dump(doc, Dumper=Dumper, sort_keys=False, default_flow_style=False, width=100)
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,360 @@
+"""The one catalogue of GEMM steps: the hand-written progression as the benchmarks run it and
+the deck tells it. Each step declares, once, its kernel file and function, the tile constants
+of each variant, the SASS its kernel must hold, the GPUs it needs, its title, the technique it
+adds and how its diagram is drawn. The GEMM registrations (bench/gemm/benchmarks.py), the sweep, the
+tuner, the settling run, the deck's step list and the tests' lists of kernels all read it.
+
+Adding a step: its kernel file in kernels/ and one Step below (CONTRIBUTING.md)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+HOPPER = (9, 0)      # wgmma, TMA, clusters: compute capability 9.0 (sm_90a)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One kernel of a step: a benchmark of its own."""
+    id: str                       # benchmark id, "gemm.<name>"
+    label: str                    # how the step's slides tell it from its other variants
+    tile: dict | None = None      # CuTe kernels: the constants it is compiled with (-D), drawn in its diagram
+
+
+@dataclass(frozen=True)
+class Step:
+    key: str
+    title: str
+    technique: str
+    source: str                   # its kernel file in kernels/ (.cu: CuTe, through nvcc; .py: numba)
+    function: str                 # the kernel function in that file
+    variants: tuple[Variant, ...]  # the last is the step's best: its sweep, its slides' headline
+    diagram: str                  # how its diagram is drawn: a kind of slides/diagrams.py's DIAGRAMS
+    sass: tuple[str, ...] = ()    # instructions its SASS must hold, or a slower path was compiled
+    min_cc: tuple[int, int] | None = None
+    layout: str = "b_kmajor"      # the B layout its kernel reads
+    precision: str = "tf32"
+    scaling: str = "tensor"       # FP8's scales: "tensor", one a matrix (alpha); "blocks", DeepSeek-V3's (harness.BLOCKS)
+    beyond: bool = False          # past the reference deck's last step: what it left on the table
+    also_in: tuple[str, ...] = ()  # other precisions its best kernel is built in (the BF16 track)
+    # Where the best tile's CTAs would leave most SMs idle (small shapes), the tile these constants
+    # make of it instead, chosen per shape by tile_for(); the sweep records which it ran.
+    small_tile: dict | None = None
+    track: str = ""               # the suffix of its ids on another precision's track ("_bf16")
+    # The part of its kernel region the code slide shows when the whole does not fit on a slide: the
+    # first and the last line, by a text each holds (the whole region goes to backup slides).
+    focus: tuple[str, str] | None = None
+    shown: str = ""               # the file whose `#region kernel` its code slide shows, if not its own (a header it includes)
+    # the kernel its gain is timed against where that is not the best of the step before on its track:
+    # a step that changes one thing of a named kernel (so that a step added before it changes nothing)
+    against: str = ""
+
+    @property
+    def best(self) -> Variant:
+        return self.variants[-1]
+
+    @property
+    def cute(self) -> bool:
+        return self.source.endswith(".cu")
+
+    @property
+    def code(self) -> str:
+        """The file whose `#region kernel` its code slide shows."""
+        return self.shown or self.source
+
+    @property
+    def tiles(self) -> tuple[dict, ...]:
+        """The tiles its best kernel is built with: the best's, and the small shapes' if it has one."""
+        return (self.best.tile, *([{**self.best.tile, **self.small_tile}] if self.small_tile else []))
+
+    @property
+    def name(self) -> str:
+        """Its key on its track, unique over every track: "lean_loop_bf16"."""
+        return f"{self.key}{self.track}"
+
+    @property
+    def sweep_id(self) -> str:
+        """Its best kernel across sizes (bench/gemm/sweep.py), for the steps in SWEPT."""
+        return f"sweep.{self.name}"
+
+    def title_of(self, variant: Variant) -> str:
+        """The benchmark's title: the step's, and the variant's label where the step has several."""
+        name = self.title if len(self.variants) == 1 else f"{self.title}: {variant.label}"
+        return name if self.precision.upper() in name else f"{name} ({self.precision.upper()})"
+
+
+SM80 = {"BM": 128, "BN": 128, "MMA_ATOM": "SM80_16x8x8_F32TF32TF32F32_TN", "WARPS_M": 2, "WARPS_N": 2}
+# The swizzle band: a wave of 132 tiles of 128 x 256 spans 16 tile rows by 8.25 tile columns, so it
+# reads 16 panels of A and 8.25 of B, each of the full K: fewer bytes than the 8 x 16.5 of a band of
+# 8 (for the reference shape on the H100, 3.2 GB from DRAM against 4.2 GB, in Nsight Compute).
+BAND = 16
+DEEPEST = 0          # STAGES: as many as the shared memory holds, which the kernel works out and exports
+
+
+# What A and B hold in a Hopper step, by precision: the CuTe type wgmma reads (the kernel picks its
+# wgmma atom for it) and BK, the K-tile of them that makes one 128-byte swizzle row.
+# FP8 is e4m3: 4 exponent bits, 3 of mantissa, the format wgmma reads for the forward pass.
+ELEMENT_BYTES = {"tf32": 4, "bf16": 2, "fp8": 1}
+ELEMENTS = {p: {"ELEMENT": name, "BK": 128 // ELEMENT_BYTES[p]}
+            for p, name in (("tf32", "tfloat32_t"), ("bf16", "bfloat16_t"), ("fp8", "float_e4m3_t"))}
+# How the SASS names each precision's operands at the end of a tensor-core opcode
+# (QGMMA.64x256x32.F32.E4M3.E4M3), and its wgmma: FP8's is QGMMA.
+SASS_TYPES = {"tf32": "TF32", "bf16": "BF16", "fp8": "E4M3"}
+WGMMA_OPCODES = {"tf32": "HGMMA", "bf16": "HGMMA", "fp8": "QGMMA"}
+
+
+def sm90(bn: int, stages: int, group_m: int = 0, producers: int = 0, cluster_m: int = 1, **beyond) -> dict:
+    """A Hopper step's constants, in TF32: two consumer warpgroups, each a 64 x BN slice of the CTA
+    tile; a K-tile of BK elements, one 128-byte swizzle row; STAGES shared buffers in the ring;
+    GROUP_M the CTA swizzle's band of tile rows (0: none); PRODUCER_WARPGROUPS issuing TMA loads;
+    CLUSTER_M CTAs sharing B's tile by multicast."""
+    return {"BM": 128, "BN": bn, **ELEMENTS["tf32"], "STAGES": stages, "GROUP_M": group_m, "WARPGROUPS_M": 2,
+            "PRODUCER_WARPGROUPS": producers, "CLUSTER_M": cluster_m, **beyond}
+
+
+def in_precision(step: Step, precision: str) -> Step:
+    """The step's best kernel built for ``precision``: the same source, tile and plan, its operands
+    of that type (its own benchmark, "<id>_<precision>")."""
+    best = step.best
+    retyped = Variant(f"{best.id}_{precision}", best.label, {**best.tile, **ELEMENTS[precision]})
+    sass = tuple(WGMMA_OPCODES[precision] if op == "HGMMA" else op for op in step.sass)
+    return replace(step, precision=precision, variants=(retyped,), also_in=(), track=f"_{precision}", sass=sass)
+
+
+def ctas(tile: dict, m: int, n: int) -> int:
+    """The CTAs a tile makes of an M x N output, its ragged edges included, in whole clusters."""
+    rows = -(-m // tile["BM"])
+    return -(-rows // tile.get("CLUSTER_M", 1)) * tile.get("CLUSTER_M", 1) * -(-n // tile["BN"])
+
+
+# The small tile runs where the best tile's CTAs would number fewer than this share of the SMs.
+SMALL_TILE_BELOW = 0.5
+
+
+def tile_for(step: Step, m: int, n: int, sm_count: int) -> dict:
+    """The tile a step's best kernel runs an M x N output with: its best tile, unless the step has
+    a small tile and the best's CTAs would leave most SMs with nothing to do."""
+    big = step.best.tile
+    if step.small_tile is None or ctas(big, m, n) >= SMALL_TILE_BELOW * sm_count:
+        return big
+    return step.tiles[1]
+
+
+_WS = {"producers": 1}
+_PERSISTENT = {**_WS, "cluster_m": 2, "PERSISTENT": 1}
+_TMA = ("HGMMA", "UTMALDG")
+_FP8_TMA = ("QGMMA", "UTMALDG")
+_BF16 = ("bf16",)
+_BF16_FP8 = ("bf16", "fp8")
+# DeepSeek-V3's FP8 blocks (harness.BLOCKS): A scaled per 1 x SCALE_BLOCK of a row, B per SCALE_BLOCK x
+# SCALE_BLOCK; one block along K is one K-tile of e4m3 (BK = 128)
+SCALE_BLOCK = 128
+_FP8_BLOCKS = {**ELEMENTS["fp8"], "SCALE_BLOCK": SCALE_BLOCK}
+# What C holds, by its output type: the CuTe type the TMA-store epilogue writes (C_ELEMENT)
+C_ELEMENTS = {"fp32": "float", "bf16": "bfloat16_t"}
+# C staged 128 bytes of a row at a time (32 floats), double-buffered
+_STAGED = {**_PERSISTENT, "SPLIT_WAVE": 1, "EPILOGUE_N": 32, "EPILOGUE_BUFFERS": 2, "C_ELEMENT": C_ELEMENTS["fp32"]}
+# ... or 64 BF16 values: the sums rounded as they are staged, half the bytes to store
+_BF16_C = {"EPILOGUE_N": 64, "C_ELEMENT": C_ELEMENTS["bf16"]}
+
+
+def output_of(tile: dict | None) -> str:
+    """The type a kernel writes C in: BF16 where its epilogue stages BF16, else FP32."""
+    element = (tile or {}).get("C_ELEMENT", C_ELEMENTS["fp32"])
+    return next(name for name, e in C_ELEMENTS.items() if e == element)
+# 128 x 64: at 1024^3 the 128 x 256 tiles number 32 for the H100's 132 SMs, these 128 (the fastest
+# there of six smaller tiles tried on the H100 in turns with cuBLAS)
+_SMALL = {"BN": 64}
+
+STEPS = (
+    Step("naive", "Naive FP32", "FP32 scalar, one thread per element of C", "kernels/gemm_01_naive.py",
+         "gemm_naive", (Variant("gemm.naive_fp32", "naive"),), "naive", layout="b_row", precision="fp32"),
+    Step("cute_mma", "CuTe Simple MMA", "TF32 tensor cores (SM80 16x8x8 atom), operands from global memory",
+         "kernels/gemm_02_cute_mma.cu", "gemm_cute_mma",
+         (Variant("gemm.cute_mma_tf32", "simple MMA", {**SM80, "BK": 8}),), "cute", ("HMMA",)),
+    Step("cute_smem", "CuTe SMEM", "+ shared memory tiles filled by cp.async",
+         "kernels/gemm_03_cute_smem.cu", "gemm_cute_smem",
+         (Variant("gemm.cute_smem_k8", "K-tile 8", {**SM80, "BK": 8}),
+          Variant("gemm.cute_smem_k32", "K-tile 32", {**SM80, "BK": 32})), "cute", ("HMMA",),
+         focus=("for (int k = 0;", "copy(tCrC, tCgC);")),
+    Step("wgmma", "CuTe WGMMA", "SM90 wgmma reading swizzled shared memory", "kernels/gemm_04_wgmma.cu",
+         "gemm_wgmma", (Variant("gemm.wgmma", "WGMMA", sm90(128, 1)),), "wgmma", ("HGMMA",), HOPPER, also_in=_BF16,
+         focus=("// shared -> tensor cores", "copy(tCrC, tCgC);")),
+    Step("wgmma_pipe", "WGMMA Pipelined", "+ a ring of shared buffers: cp.async of K-tile k+1 overlaps the wgmma of k",
+         "kernels/gemm_05_wgmma_pipe.cu", "gemm_wgmma_pipe",
+         (Variant("gemm.wgmma_pipe", "2 stages, 128x128", sm90(128, 2)),
+          Variant("gemm.wgmma_pipe_128x256", "3 stages, 128x256", sm90(256, 3)),
+          Variant("gemm.wgmma_pipe_swizzle", "+ CTA swizzle", sm90(256, 3, BAND))), "wgmma", ("HGMMA",), HOPPER, also_in=_BF16),
+    Step("wgmma_tma", "WGMMA + TMA", "+ TMA loads, each issued by one thread (the last warp to finish reading the "
+         "stage), full mbarriers counting the bytes, 3 stages; the copy rounds FP32 to the nearest TF32 on its "
+         "way in, where wgmma would drop the low bits", "kernels/gemm_06_wgmma_tma.cu", "gemm_wgmma_tma",
+         (Variant("gemm.wgmma_tma_128x128", "128x128 tile", sm90(128, 3, BAND)),
+          Variant("gemm.wgmma_tma_128x256", "128x256 tile", sm90(256, 3, BAND))), "wgmma", _TMA, HOPPER, also_in=_BF16,
+         focus=("for (int k = 0; k < k_tiles; ++k) {", "copy(tCrC, tCgC);")),
+    Step("warp_specialized", "Warp Specialization",
+         "+ a producer warpgroup issuing the TMA loads, full/empty mbarrier pairs, two consumer warpgroups "
+         "issuing wgmma, setmaxnreg moving registers to them; then as many stages as shared memory holds",
+         "kernels/gemm_07_warp_specialized.cu", "gemm_warp_specialized",
+         (Variant("gemm.warp_specialized", "3 stages", sm90(256, 3, BAND, **_WS)),
+          Variant("gemm.warp_specialized_deep", "all the stages that fit", sm90(256, DEEPEST, BAND, **_WS))),
+         "producer_ring", _TMA, HOPPER, beyond=True, also_in=_BF16),
+    Step("cluster", "Cluster Multicast",
+         "+ clusters of 2 CTAs on vertically adjacent tiles: each loads half of their common B tile and "
+         "multicasts it into both", "kernels/gemm_08_cluster_multicast.cu", "gemm_cluster_multicast",
+         (Variant("gemm.cluster_multicast", "cluster of 2", sm90(256, DEEPEST, BAND, **_WS, cluster_m=2)),),
+         "multicast", _TMA, HOPPER, beyond=True, also_in=_BF16),
+    Step("persistent", "Persistent Kernel",
+         "+ one CTA per SM for the whole run, walking output tiles in the swizzled order; the next tile's "
+         "loads overlap this tile's epilogue", "kernels/gemm_09_persistent.cu", "gemm_persistent",
+         (Variant("gemm.persistent_no_cluster", "no cluster", sm90(256, DEEPEST, BAND, **{**_PERSISTENT, "cluster_m": 1})),
+          Variant("gemm.persistent", "2-CTA clusters", sm90(256, DEEPEST, BAND, **_PERSISTENT))),
+         "tile_schedule", _TMA, HOPPER, beyond=True, also_in=_BF16, focus=("warpgroup_reg_alloc<CONSUMER_REGS>", "copy(tCrC, thr.partition_C")),
+    Step("split_wave", "Split Last Wave",
+         "+ the tiles past the last full wave split in two along K: their owners compute the first part, "
+         "the clusters that would idle compute the rest and leave partial sums for the owners to add",
+         "kernels/gemm_10_split_wave.cu", "gemm_split_wave",
+         (Variant("gemm.split_wave", "split last wave", sm90(256, DEEPEST, BAND, **_PERSISTENT, SPLIT_WAVE=1)),),
+         "split_tail", _TMA, HOPPER, beyond=True, also_in=_BF16, focus=("static_assert(decltype(size(tCrC))", "copy(tCrC, thr.partition_C")),
+    Step("tma_store", "TMA-Store Epilogue",
+         "+ C leaves through shared memory: each warpgroup stages 32-column chunks that TMA stores while it "
+         "writes the next, and goes back to wgmma as soon as its registers are in shared memory",
+         "kernels/gemm_11_tma_store.cu", "gemm_tma_store",
+         (Variant("gemm.tma_store", "TMA-store epilogue", sm90(256, DEEPEST, BAND, **_STAGED)),),
+         "staged_store", (*_TMA, "UTMASTG"), HOPPER, beyond=True, also_in=_BF16, small_tile=_SMALL,
+         shown="kernels/gemm_sm90_tma_store.cuh", focus=("for (int j = 0; j < BN / EPILOGUE_N", "tma_store_arrive();")),
+    Step("lean_loop", "Leaner Main Loop",
+         "+ the consumers' K-loop issues fewer instructions: the wgmma descriptors sliced by a warp-uniform "
+         "warpgroup index (kept in uniform registers), the ring's stage and parity carried from one K-tile "
+         "to the next", "kernels/gemm_12_lean_loop.cu", "gemm_lean_loop",
+         (Variant("gemm.lean_loop", "leaner main loop", sm90(256, DEEPEST, BAND, **_STAGED)),),
+         "lean_loop", (*_TMA, "UTMASTG"), HOPPER, beyond=True, also_in=_BF16_FP8, small_tile=_SMALL,
+         focus=("auto [mma, tCrA, tCrB, tCrC] = lean_fragments(smem);", "release_stage(smem, previous);")),
+)
+
+# The BF16 track: the Hopper steps again, BF16 in, FP32 accumulated and out.
+BF16_STEPS = (
+    *(in_precision(s, "bf16") for s in STEPS if "bf16" in s.also_in),
+    Step("bf16_out", "BF16 C", "+ C written in BF16, as a model keeps it: the FP32 sums rounded to BF16 as they "
+         "are staged, half the bytes to store", "kernels/gemm_12_lean_loop.cu", "gemm_lean_loop",
+         (Variant("gemm.bf16_out", "BF16 C", {**sm90(256, DEEPEST, BAND, **_STAGED), **ELEMENTS["bf16"], **_BF16_C}),),
+         "lean_loop", (*_TMA, "UTMASTG"), HOPPER, beyond=True, precision="bf16", small_tile=_SMALL,
+         against="gemm.lean_loop_bf16"),
+)
+# The FP8 track: e4m3 in, the tensor cores' own accumulation, FP32 out scaled by alpha (the
+# operands' per-tensor scales).
+FP8_STEPS = (
+    *(in_precision(s, "fp8") for s in STEPS if "fp8" in s.also_in),
+    Step("fp8_promote", "FP32 Promotion",
+         "+ each K-tile's wgmmas start from zero and their sums, in the FP8 tensor cores' own precision, "
+         "are added into FP32 registers; the tile narrows (128 x 128, 128 x 192) so that both fit in registers",
+         "kernels/gemm_13_fp8_promote.cu", "gemm_fp8_promote",
+         (Variant("gemm.fp8_promote_128x128", "128x128 tile", {**sm90(128, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]}),
+          Variant("gemm.fp8_promote", "128x192 tile", {**sm90(192, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]})),
+         "lean_loop", (*_FP8_TMA, "UTMASTG"), HOPPER, beyond=True, precision="fp8"),
+    Step("fp8_blocks", "Block Scales",
+         "+ DeepSeek-V3's scales: A's per 1 x 128 of a row, B's per 128 x 128 block; a K-tile is one block "
+         "along K, so each K-tile's sums are multiplied by their row's and their column block's scales as "
+         "they are promoted into FP32; A's scales come with A's K-tile, one bulk copy into the stage",
+         "kernels/gemm_14_fp8_blocks.cu", "gemm_fp8_blocks",
+         (Variant("gemm.fp8_blocks", "128x192 tile", {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS}),),
+         "lean_loop", (*_FP8_TMA, "UTMASTG", "UBLKCP"), HOPPER, beyond=True, precision="fp8", scaling="blocks"),
+    Step("fp8_bf16_out", "BF16 C", "+ C written in BF16, as DeepGEMM and a model write it: the FP32 sums rounded "
+         "to BF16 as they are staged, half the bytes to store", "kernels/gemm_14_fp8_blocks.cu", "gemm_fp8_blocks",
+         (Variant("gemm.fp8_blocks_bf16_out", "BF16 C", {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS, **_BF16_C}),),
+         "lean_loop", (*_FP8_TMA, "UTMASTG", "UBLKCP"), HOPPER, beyond=True, precision="fp8", scaling="blocks"),
+)
+TRACKS = {"tf32": STEPS, "bf16": BF16_STEPS, "fp8": FP8_STEPS}
+# A track whose first kernel is timed against the same step on the track of wider operands: the
+# gain is the narrower type's.
+WIDER = {"fp8": "bf16"}
+KERNELS: dict[str, tuple[Step, Variant]] = {v.id: (s, v) for track in TRACKS.values() for s in track for v in s.variants}
+# The roles of the talk, each named once by its kernel's id: a step appended to STEPS takes none of
+# them (and changes no other benchmark's id or source hash) until one is moved to it here.
+HEADLINE = "gemm.lean_loop"            # the talk's headline; the settling run's kernel (bench/gemm/settle.py)
+HEADLINE_BF16 = "gemm.lean_loop_bf16"  # the BF16 track's headline: its sweep, and beside fast.cu (bench/peers/fastcu.py)
+BF16_C = "gemm.bf16_out"               # the BF16 kernel writing C in BF16: beside fast.cu, which writes BF16 too
+HEADLINE_FP8 = "gemm.lean_loop_fp8"    # the FP8 track's headline
+BLOCK_SCALED = "gemm.fp8_blocks_bf16_out"   # FP8 with DeepSeek-V3's block scales, C in BF16: beside DeepGEMM (bench/peers/deepgemm.py)
+TUNED = "gemm.persistent"              # the kernel the tuner searches around (bench/gemm/tune.py)
+ROLES = {"headline": HEADLINE, "headline_bf16": HEADLINE_BF16, "bf16_c": BF16_C, "headline_fp8": HEADLINE_FP8,
+         "block_scaled": BLOCK_SCALED, "tuned": TUNED}
+# across sizes: every step of the talk, the BF16 headline and the FP8 track
+SWEPT = (*STEPS, KERNELS[HEADLINE_BF16][0], *FP8_STEPS)
+
+
+def before(bench_id: str) -> str | None:
+    """The kernel a kernel is timed in turns with to measure its gain: its step's ``against`` where it
+    names one, else the best of the step before its step on its track (TF32: the naive FP32 kernel
+    first), so that a step's gain is one pair;
+    the first of a track in WIDER, the same step on the wider track; None for the first of any
+    other track."""
+    step, _ = KERNELS[bench_id]
+    if step.against:
+        return step.against
+    name, track = next((name, track) for name, track in TRACKS.items() if step in track)
+    at = track.index(step)
+    if at:
+        return track[at - 1].best.id
+    wider = WIDER.get(name)
+    return next(s.best.id for s in TRACKS[wider] if s.key == step.key) if wider else None
+
+
+def step_of(bench_id: str) -> Step:
+    return KERNELS[bench_id][0]
+
+
+def variant(bench_id: str) -> Variant:
+    return KERNELS[bench_id][1]
+
+
+def step_named(name: str) -> Step:
+    """A step by its name on its track (Step.name)."""
+    return next(s for track in TRACKS.values() for s in track if s.name == name)
+
+
+# cuBLAS, the baseline of every GEMM: its benchmarks by precision and B layout.
+LAYOUTS = {"b_row": "B row-major (N contiguous)", "b_kmajor": "B K-major (stored transposed)"}
+CUBLAS_PRECISIONS = ("fp32", "tf32", "bf16", "fp8")
+
+
+def cublas_layouts(precision: str) -> tuple[str, ...]:
+    """The B layouts cuBLAS is measured in: FP8 tensor cores read both operands K-major only."""
+    return ("b_kmajor",) if precision == "fp8" else tuple(LAYOUTS)
+
+
+def cublas_id(precision: str, layout: str) -> str:
+    return f"gemm.cublas_{precision}_{layout}"
+
+
+# What a benchmark runs of the catalogue, by route, so that a record can say which kernels defined
+# it and the deck can tell, from the catalogue alone, whether they are still the ones it would run:
+# a kernel's id ("gemm.persistent"), "before:<id>" (the kernel that one is timed in turns with),
+# "best:<step name>" (a step's best, whichever variant that is) or a role of ROLES ("headline").
+def resolve(route: str) -> str:
+    """The kernel id a route names now; KeyError where it names nothing of the catalogue."""
+    kind, _, name = route.rpartition(":")
+    if kind == "before":
+        found = before(name)
+    elif kind == "best":
+        found = next((s.best.id for track in TRACKS.values() for s in track if s.name == name), None)
+    elif not kind:
+        found = ROLES.get(route, route)
+    else:
+        found = None
+    if found not in KERNELS:
+        raise KeyError(f"{route!r} names no kernel of the catalogue")
+    return found
+
+
+def kernel_definition(bench_id: str) -> dict:
+    """What of a kernel's catalogue entry defines its results (its words do not)."""
+    step, variant = KERNELS[bench_id]
+    return {"id": bench_id, "function": step.function, "tile": variant.tile, "sass": list(step.sass),
+            "layout": step.layout, "precision": step.precision,
+            **({"scaling": step.scaling} if step.scaling != "tensor" else {}),
+            **({"small_tile": step.small_tile} if step.small_tile and variant is step.best else {})}
+
+
+def definitions(routes) -> dict:
+    """Each route's kernel definition: what a benchmark hashes with its sources (registry.register's
+    ``kernels``), and what the deck hashes again to tell a stale record."""
+    return {route: kernel_definition(resolve(route)) for route in routes}

@@ -1,0 +1,110 @@
+"""GEMM across sizes: the best kernel of each step of the catalogue beside cuBLAS of its precision
+on both B layouts, at square sizes from 1024 to 16384, sizes that are multiples of no tile, and the
+reference shape.
+
+At each size the kernel is checked first (the size's operands, poisoned C, float64 reference),
+then it and cuBLAS on the same operands (B as the kernel reads it, and B in the other layout)
+are timed in turns, so that all three meet the same clock. A kernel that takes whole tiles only
+refuses the other sizes, and the refusal is recorded. The steps share each size's operands and
+reference (bench/gemm/harness.py keeps them), and the chip stays warm from one size to the next."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from . import catalogue, cublas, benchmarks, launch
+from .catalogue import Step
+from .harness import SHAPE, Refused, Shape, checked_launch, keep_busy, tflops, warm
+from ..core.registry import register
+from ..core.timing import quick, time_gpu_alternating
+
+SIZES = (2048,) if quick() else (1024, 2048, 3000, 4096, 6000, 8192, 16384)   # 3000, 6000: multiples of no tile
+WARM_S = 0.05 if quick() else 0.2       # each size, before timing: the clock settles where the three GEMMs leave it
+TIMED_S = 0.1 if quick() else 0.4     # each size's timed loop lasts about this long, whatever the speed
+MIN_REPS, MAX_REPS = 3, 100
+
+
+def shapes() -> list[Shape]:
+    return [Shape(n, n, n) for n in SIZES] + [SHAPE]
+
+
+def measure(step: Step, prepare, shape: Shape) -> dict:
+    """One size: check the kernel, then time it in turns with cuBLAS of its precision on both layouts."""
+    import cupy
+    row = {"shape": shape.dims}
+    try:
+        launch_, check, ops, c = checked_launch(shape, step.layout, step.precision, prepare, step.scaling,
+                                                catalogue.output_of(step.best.tile))
+    except Refused as e:
+        return {**row, "outcome": "refused", "reason": str(e)}
+    tile = (launch_.resources or {}).get("tile")
+    if tile:        # the tile the catalogue picked for the shape
+        row["tile"] = {key: tile[key] for key in ("BM", "BN", "CLUSTER_M") if key in tile}
+    if not check["passed"]:
+        return {**row, "outcome": "wrong", "check": check}
+    runs = {"kernel": launch_.run,
+            f"cublas_{step.layout}": lambda: cublas.gemm(ops.a, ops.b, c, step.layout, step.precision, **ops.scaling)}
+    # the same B stored the other way, where cuBLAS takes that layout in this precision (FP8: K-major only)
+    other = next((layout for layout in catalogue.cublas_layouts(step.precision) if layout != step.layout), None)
+    if other:
+        b_other = cupy.ascontiguousarray(ops.b.T)
+        runs[f"cublas_{other}"] = lambda: cublas.gemm(ops.a, b_other, c, other, step.precision, **ops.scaling)
+    fns = list(runs.values())
+    for fn in fns[1:]:      # cuBLAS picks its kernel for a shape on the first call; the kernel ran in its check
+        fn()
+    first = time_gpu_alternating(fns, warmup=0, reps=1)
+    one_round = sum(t["median"] for t in first) * 1e-3
+    if one_round > TIMED_S:
+        # a slow kernel at a large size (the naive ones at 16384: seconds a run): that round is its timing
+        reps, timed = 1, first
+    else:
+        reps = max(MIN_REPS, min(MAX_REPS, round(TIMED_S / one_round)))
+        warm(lambda: [fn() for fn in fns], WARM_S)
+        timed = time_gpu_alternating(fns, warmup=0, reps=reps)
+    times = dict(zip(runs, timed))
+    rate = {name: tflops(shape, t) for name, t in times.items()}
+    return {**row, "outcome": "correct", "check": check, "reps": reps, "time_ms": times, "tflops": rate,
+            "ratio_same_layout": rate["kernel"] / rate[f"cublas_{step.layout}"],
+            "ratio_best_layout": rate["kernel"] / max(r for name, r in rate.items() if name != "kernel")}
+
+
+def measure_all(ctx, step: Step, cells) -> tuple[list, list]:
+    """Each cell, (name, fields of its row, shape), measured in turn with the step's best kernel, the
+    tile picked per shape: its rows, and what each wrong cell's check said."""
+    keep_busy()
+    prepare = launch.prepare_by_shape(step, ctx.device)
+    rows, wrong = [], []
+    for name, fields, shape in cells:
+        row = {**fields, **measure(step, prepare, shape)}
+        rows.append(row)
+        ctx.progress(f"{name}: " + (f"{row['tflops']['kernel']:.1f} TFLOPS, {100 * row['ratio_same_layout']:.1f}% "
+                                    "of cuBLAS in turns" if row["outcome"] == "correct" else row["outcome"]))
+        if row["outcome"] == "wrong":
+            wrong.append(f"{name}: {row['check'].get('detail', 'wrong')}")
+    return rows, wrong
+
+
+def tile_builds(step: Step) -> tuple:
+    """The builds of a step's best kernel with each of its tiles: what prepare_by_shape picks from."""
+    return tuple(b for tile in step.tiles for b in benchmarks.builds(step, replace(step.best, tile=tile)))
+
+
+def _register_sweep(step: Step) -> None:
+    best = step.best
+
+    @register(step.sweep_id, sources=benchmarks.kernel_sources(step),
+              kernels=catalogue.definitions((f"best:{step.name}",)), builds=tile_builds(step),
+              timeout_s=600, min_cc=step.min_cc, title=f"{step.title_of(best)} across sizes")
+    def run(ctx) -> dict:
+        rows, wrong = measure_all(ctx, step, [("×".join(map(str, shape.dims)), {}, shape) for shape in shapes()])
+        return {"params": {"kernel": best.id, "label": best.label, "layout": step.layout, "precision": step.precision,
+                           "tiles": list(step.tiles), "small_tile_below_sms": catalogue.SMALL_TILE_BELOW,
+                           "cublas": f"{step.precision}, {' and '.join(catalogue.cublas_layouts(step.precision))}, same operands",
+                           "sizes": list(SIZES),
+                           "warm_s": WARM_S, "timed_s": TIMED_S, "min_reps": MIN_REPS, "max_reps": MAX_REPS},
+                "check": {"passed": not wrong, "method": "each size against a float64 GEMM of its operands",
+                          **({"detail": "; ".join(wrong)} if wrong else {})},
+                "rows": rows}
+
+
+for _step in catalogue.SWEPT:
+    _register_sweep(_step)

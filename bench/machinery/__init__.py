@@ -1,0 +1,1 @@
+"""Hopper's machinery measured directly: wgmma's rate, TMA's, thread-block clusters."""
