@@ -37,8 +37,12 @@ def layer_name(name: str, i: int) -> str:
     return name.replace(".svg", f".{i}.svg")
 
 
-def text(dwg, xy, s, size=13, color=INK, anchor="start", weight="normal", **kw):
-    dwg.add(dwg.text(plain_text(s), insert=xy, style=f"{FONT};font-size:{size}px;font-weight:{weight}",
+# a white outline under a label's glyphs: a grid or data line that passes under it stops at its letters
+HALO = ";paint-order:stroke;stroke:white;stroke-width:3px;stroke-linejoin:round"
+
+
+def text(dwg, xy, s, size=13, color=INK, anchor="start", weight="normal", halo=False, **kw):
+    dwg.add(dwg.text(plain_text(s), insert=xy, style=f"{FONT};font-size:{size}px;font-weight:{weight}" + HALO * halo,
                      fill=color, text_anchor=anchor, **kw))
 
 
@@ -163,13 +167,13 @@ def line_chart(c: Chart) -> str:
     for i, l in enumerate(c.lines):
         if l.axis == "y":
             dwg.add(dwg.line((left, y_of(l.value)), (w - right, y_of(l.value)), stroke=l.color, stroke_dasharray="6,4"))
-            text(dwg, (left + 8, y_of(l.value) - 6), l.label, size=11, color=l.color)
+            text(dwg, (left + 8, y_of(l.value) - 6), l.label, size=11, color=l.color, halo=True)
         else:
             x = x_of(l.value)
             dwg.add(dwg.line((x, top), (x, h - bottom), stroke=l.color, stroke_dasharray="6,4"))
             fits_left = x - 6 - text_width(l.label, 11) > left         # else right of the line, clear of the axis
             text(dwg, (x - 6 if fits_left else x + 6, top + 12 + 16 * i), l.label, size=11, color=l.color,
-                 anchor="end" if fits_left else "start")
+                 anchor="end" if fits_left else "start", halo=True)
     for s in sorted(c.series, key=lambda s: s.legend):       # a group in the background, the named lines over it
         pts = [(x_of(x), y_of(y)) for x, y in s.points]
         dwg.add(dwg.polyline(pts, fill="none", stroke=s.color, stroke_width=2,
@@ -241,7 +245,7 @@ def bar_chart(bars: list[Bar], title: str, lines: list[Line] = (), width: int = 
         bar_h = max(row_h - 6, row_h * 0.7)
         if b.value:
             dwg.add(dwg.rect((left, y + (row_h - bar_h) / 2), (b.value * scale, bar_h), rx=2, fill=b.color))
-            text(dwg, (label_x(b.value, labels[i], scale), mid), labels[i], size=size)
+            text(dwg, (label_x(b.value, labels[i], scale), mid), labels[i], size=size, halo=True)
         else:
             dwg.add(dwg.rect((left, y + (row_h - bar_h) / 2), (120, bar_h), rx=2, fill="none", stroke=MISSING,
                              stroke_dasharray="4,3"))
@@ -320,7 +324,7 @@ def grouped_bars(groups: list[str], series: list[tuple[str, list[float | None]]]
             if v:
                 a, b = sorted((x_of(origin), x_of(v)))
                 dwg.add(dwg.rect((a, by + 0.5), (max(b - a, 1), bar_h - 1), rx=2, fill=PALETTE[k % len(PALETTE)]))
-                text(dwg, (b + 4, mid), f"{v:,.{digits}f}", size=value_size)
+                text(dwg, (b + 4, mid), f"{v:,.{digits}f}", size=value_size, halo=True)
             else:
                 text(dwg, (x_of(origin) + 4, mid), "not measured", size=value_size, color=MISSING)
     return dwg.tostring()
