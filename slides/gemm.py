@@ -190,8 +190,9 @@ def lit_clicks(before: str, after: str) -> list[dict]:
 
 
 def highlight_of(clicks: list[dict]) -> str:
-    """Slidev's highlight for a code block whose clicks light ``clicks`` in turn, all lines first."""
-    return "|".join(["*", *(c["lines"] for c in clicks)]) if clicks else ""
+    """Slidev's highlight for a code block whose clicks light ``clicks`` in turn, all lines first and
+    last: the last click shows the whole step again, and so does a PDF (a page a slide, at its last click)."""
+    return "|".join(["*", *(c["lines"] for c in clicks), "*"]) if clicks else ""
 
 
 CUT_SLACK = 4          # lines a backup code page may end before or after the even split, for a shallower cut

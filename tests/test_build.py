@@ -995,6 +995,8 @@ def test_each_code_slide_walks_from_the_step_befores_code(deck):
             notes = presenter_notes(slide)
             assert "[click] This step's code." in notes
             assert re.findall(r"\[click\] (Lines? [\d–]+):", notes) == [c["words"] for c in clicks]
+            # the morph, then each run; the last click (all lines again) keeps the last run's note lit
+            assert notes.count("[click]") == 1 + len(clicks)
         else:
             assert "magic-move" not in slide
 
@@ -1009,7 +1011,7 @@ def test_the_lines_a_step_adds_are_the_ones_its_clicks_light():
     clicks = gemm.lit_clicks(before, after)
     assert [(c["lines"], c["words"], c["says"]) for c in clicks] == [
         ("2,4", "Lines 2–4", "The first idea."), ("7", "Line 7", "cp.async waits here.")]
-    assert gemm.highlight_of(clicks) == "*|2,4|7"
+    assert gemm.highlight_of(clicks) == "*|2,4|7|*"          # ends on every line: a PDF shows that
     # shape comments say nothing; with no comment at all, one click lights every added line
     bare = gemm.lit_clicks(before, "a = 1;\nx = 9;  // (BM,BK)\nb = 2;\n\nc = 3;\nz = 7;")
     assert [(c["lines"], c["says"]) for c in bare] == [("2,6", "The lines this step adds.")]
