@@ -203,11 +203,10 @@ def main(argv=None) -> int:
         for slide, ids in context["missing"].items():
             say(f"  {slide}: {', '.join(dict.fromkeys(ids))}")
     for bid in context["stale"]:
-        say(f"STALE: {bid} was measured with code that has changed since; rerun python -m bench --only {bid}")
+        say(f"STALE: {bid}: {context['stale_why'][bid]}; rerun python -m bench --only {bid}")
     for beside in context["stale_elsewhere"]:
         for bid in beside["ids"]:
-            say(f"STALE: {bid} in {beside['file']} was measured with code that has changed since; rerun python -m "
-                f"bench --only {bid} on that machine")
+            say(f"STALE: {bid} in {beside['file']}: {beside['why'][bid]}; rerun python -m bench --only {bid} on that machine")
     for f in context["failed"]:
         say(f"FAILED: {f['id']}: {f['reason']}")
     for k in context["kept"]:

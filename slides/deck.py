@@ -100,9 +100,11 @@ class Deck:
         benchmarks = self.doc["benchmarks"]
         elsewhere, beside = [], []          # every stale id of each other file (build.py prints them), its line
         for path, doc in self.beside:
-            ids = Deck(doc).stale()
+            other = Deck(doc)
+            ids = other.stale()
             if ids:
-                elsewhere.append({"file": Path(path).name, "ids": ids})
+                elsewhere.append({"file": Path(path).name, "ids": ids,
+                                  "why": {bid: other.record(bid)["stale_why"] for bid in ids}})
                 beside.append({"file": Path(path).name, **stale_line(ids, doc)})
         stale = self.stale()
         here = stale_line(stale, self.doc)
@@ -110,7 +112,7 @@ class Deck:
         if len(stale) + sum(b["count"] for b in beside) > LISTED:
             here, beside = {**here, "ids": [], "more": here["count"]}, [{**b, "ids": [], "more": b["count"]} for b in beside]
         return {**self._sections, "software": self.doc["software"], "measured_count": len(benchmarks),
-                "stale": stale, "stale_listed": here, "stale_beside": beside, "stale_elsewhere": elsewhere,
+                "stale": stale, "stale_why": {bid: self.record(bid)["stale_why"] for bid in stale}, "stale_listed": here, "stale_beside": beside, "stale_elsewhere": elsewhere,
                 # the notes name a few; build.py prints them all
                 "stale_named": listed([*stale, *(f"{bid} ({e['file']})" for e in elsewhere for bid in e["ids"])]),
                 "quick": sorted(bid for bid, rec in benchmarks.items() if rec.get("quick")),

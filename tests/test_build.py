@@ -235,7 +235,7 @@ def test_stale_source_is_flagged(fixture_doc, write_results, tmp_path, capsys):
     fixture_doc["benchmarks"]["hbm.copy_scaling"]["source_hash"] = "0000000000000000"
     build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path)])
     out = capsys.readouterr().out
-    assert "STALE: hbm.copy_scaling" in out and "STALE: gemm.cublas" not in out
+    assert "STALE: hbm.copy_scaling: code changed; rerun" in out and "STALE: gemm.cublas" not in out
     s = slides_of((tmp_path / "slides.md").read_text())
     assert 'title="code changed">stale</span>' in s["HBM Bandwidth Scaling"]
 

@@ -310,7 +310,7 @@ def test_stale_records_of_the_node_file_are_printed_and_on_the_title_slide(fixtu
     assert build.main(["--results", str(write_results(fixture_doc, "gpu.yaml")), "--out-dir", str(tmp_path),
                        "--no-compare"]) == 0
     out = capsys.readouterr().out
-    assert f"STALE: multigpu.p2p in {node.name} was measured with code that has changed since" in out
+    assert f"STALE: multigpu.p2p in {node.name}: code changed; rerun" in out
     assert "multigpu.nccl in" not in out
     title = slides_of((tmp_path / "slides.md").read_text())["CUDA Performance Study"]
     assert f"Stale, code changed since measured: multigpu.p2p in {node.name}." in title
@@ -329,7 +329,7 @@ def test_build_prints_every_stale_record_of_the_files_beside_even_where_the_titl
     out = capsys.readouterr().out
     assert len(node_doc["benchmarks"]) + 2 > LISTED, "past what the title slide names one by one"
     for bid in node_doc["benchmarks"]:
-        assert f"STALE: {bid} in {node.name} was measured with code that has changed since" in out
+        assert f"STALE: {bid} in {node.name}: code changed; rerun" in out
 
 
 def test_nccl_choices_are_read_from_its_tuning_log():
