@@ -159,8 +159,12 @@ def line_chart(c: Chart) -> str:
     for t in yt:
         dwg.add(dwg.line((left, y_of(t)), (w - right, y_of(t)), stroke=GRID))
         text(dwg, (left - 8, y_of(t) + 4), _fmt(t), size=11, color=MUTED, anchor="end")
-    for t in xt:
-        text(dwg, (x_of(t), h - bottom + 18), c.x_format(t), size=11, color=MUTED, anchor="middle")
+    # a label on every tick that leaves room for it (8 px between labels), the others unlabelled
+    gap = min((x_of(b) - x_of(a) for a, b in zip(xt, xt[1:])), default=w)
+    every = max(1, math.ceil((max(text_width(c.x_format(t), 11) for t in xt) + 8) / gap))
+    for i, t in enumerate(xt):
+        if i % every == 0:
+            text(dwg, (x_of(t), h - bottom + 18), c.x_format(t), size=11, color=MUTED, anchor="middle")
     text(dwg, ((w + left - right) / 2, h - bottom + 40), c.x_label, size=12, color=MUTED, anchor="middle")
     text(dwg, (18, (h - bottom + top) / 2), c.y_label, size=12, color=MUTED, anchor="middle",
           transform=f"rotate(-90 18 {(h - bottom + top) / 2})")
