@@ -311,12 +311,13 @@ def context(deck) -> dict:
             paired = gain_in_turns(best, prev["best"]["id"])
             if paired:       # timed in turns with the step before: a change is one its interval excludes
                 best["speedup"] = paired["gain"]
-                best["change"] = {"in_turns": True, "ci": paired["ci"], "within_noise": paired["ci"][0] <= 1 <= paired["ci"][1],
+                tie = paired["ci"][0] <= 1 <= paired["ci"][1]     # a measured pair whose interval holds no change
+                best["change"] = {"in_turns": True, "ci": paired["ci"], "within_noise": tie, "tie": tie,
                                   "slower": paired["ci"][1] < 1, "tflops": paired["tflops"], "before_tflops": paired["before_tflops"]}
             else:            # records timed apart (older runs): a change within their spread is a tie
                 best["speedup"] = best["tflops"] / prev["best"]["tflops"]
                 noise = max(spread(best["time_ms"]), spread(prev["best"]["time_ms"]))
-                best["change"] = {"in_turns": False, "noise_pct": 100 * noise,
+                best["change"] = {"in_turns": False, "noise_pct": 100 * noise, "tie": False,   # no pair to call one from
                                   "within_noise": abs(best["speedup"] - 1) < noise, "slower": best["speedup"] < 1}
             # under a tenth, a ratio to one decimal reads 1.0x: the change is said in percent
             best["change"]["in_percent"] = abs(best["speedup"] - 1) < PERCENT_BELOW
