@@ -80,9 +80,9 @@ class Deck:
             out["stale"] = bool(out["stale_why"])
         return out
 
-    def stale(self) -> list[str]:
-        """The ids of this file's records measured with code that has changed since."""
-        return sorted(bid for bid in self.doc["benchmarks"] if self.record(bid)["stale"])
+    def stale(self) -> dict[str, str]:
+        """This file's records measured with code that has changed since: {id: why}, by id."""
+        return {bid: why for bid in sorted(self.doc["benchmarks"]) if (why := self.record(bid)["stale_why"])}
 
     def need(self, slide: str, *bids: str) -> list[dict]:
         """The results a slide shows; those not measured are listed against it."""
@@ -101,18 +101,18 @@ class Deck:
         elsewhere, beside = [], []          # every stale id of each other file (build.py prints them), its line
         for path, doc in self.beside:
             other = Deck(doc)
-            ids = other.stale()
-            if ids:
-                elsewhere.append({"file": Path(path).name, "ids": ids,
-                                  "why": {bid: other.record(bid)["stale_why"] for bid in ids}})
-                beside.append({"file": Path(path).name, **stale_line(ids, doc)})
-        stale = self.stale()
+            why = other.stale()
+            if why:
+                elsewhere.append({"file": Path(path).name, "ids": list(why), "why": why})
+                beside.append({"file": Path(path).name, **stale_line(list(why), doc)})
+        why_stale = self.stale()
+        stale = list(why_stale)
         here = stale_line(stale, self.doc)
         # past LISTED in all, the title counts them by file (its notes name them)
         if len(stale) + sum(b["count"] for b in beside) > LISTED:
             here, beside = {**here, "ids": [], "more": here["count"]}, [{**b, "ids": [], "more": b["count"]} for b in beside]
         return {**self._sections, "software": self.doc["software"], "measured_count": len(benchmarks),
-                "stale": stale, "stale_why": {bid: self.record(bid)["stale_why"] for bid in stale}, "stale_listed": here, "stale_beside": beside, "stale_elsewhere": elsewhere,
+                "stale": stale, "stale_why": why_stale, "stale_listed": here, "stale_beside": beside, "stale_elsewhere": elsewhere,
                 # the notes name a few; build.py prints them all
                 "stale_named": listed([*stale, *(f"{bid} ({e['file']})" for e in elsewhere for bid in e["ids"])]),
                 "quick": sorted(bid for bid, rec in benchmarks.items() if rec.get("quick")),
