@@ -112,6 +112,15 @@ def text_width(s: str, size: float) -> float:
     return 0.58 * size * len(s)
 
 
+TICK_LABEL_GAP = 8     # px between two tick labels of an axis
+
+
+def label_every(labels, spacing: float, size: float = 11) -> int:
+    """Label every n-th tick of an axis whose ticks are ``spacing`` px apart: the smallest n that
+    leaves TICK_LABEL_GAP between the widest of ``labels``; the ticks between go unlabelled."""
+    return max(1, math.ceil((max(text_width(s, size) for s in labels) + TICK_LABEL_GAP) / spacing))
+
+
 def wrap(s: str, size: float, width: float, max_lines: int) -> list[str]:
     """``s`` in lines of at most ``width`` at ``size`` (as text_width measures them), broken between
     words, at most ``max_lines`` of them: what does not fit is cut, an ellipsis marking the cut."""
@@ -127,6 +136,31 @@ def wrap(s: str, size: float, width: float, max_lines: int) -> list[str]:
     cut = lambda line: line if fits(line) else next(line[:k].rstrip() + "…" for k in range(len(line), -1, -1)
                                                    if fits(line[:k].rstrip() + "…"))
     return [cut(line) for line in lines] or [""]
+
+
+def _traced(pts, step: float = 3.0) -> list[tuple[float, float]]:
+    """Points every ``step`` px along a polyline: where its line is drawn, for keeping labels off it."""
+    out = list(pts[:1])
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        n = max(1, int(math.hypot(x1 - x0, y1 - y0) / step))
+        out += [(x0 + (x1 - x0) * k / n, y0 + (y1 - y0) * k / n) for k in range(1, n + 1)]
+    return out
+
+
+def _place_by_line(x: float, label: str, first_y: float, left: float, right: float, bottom: float, traced,
+                   size: float = 11, pad: float = 4) -> tuple[float, float, str]:
+    """Where a vertical reference line's label goes: beside the line (left of it where it fits, else
+    right), at the first height from ``first_y`` down where no drawn data comes within ``pad`` of it."""
+    width = text_width(label, size)
+    sides = [(x - 6, "end", x - 6 - width), (x + 6, "start", x + 6)] if x - 6 - width > left else [(x + 6, "start", x + 6)]
+    sides = [side for side in sides if side[2] + width <= right] or sides
+    y = first_y
+    while y <= bottom - 4:
+        for lx, anchor, x0 in sides:
+            if not any(x0 - pad <= px <= x0 + width + pad and y - size - pad <= py <= y + pad for px, py in traced):
+                return lx, y, anchor
+        y += size + 5
+    return sides[0][0], first_y, sides[0][1]
 
 
 def line_chart(c: Chart) -> str:
@@ -159,15 +193,14 @@ def line_chart(c: Chart) -> str:
     for t in yt:
         dwg.add(dwg.line((left, y_of(t)), (w - right, y_of(t)), stroke=GRID))
         text(dwg, (left - 8, y_of(t) + 4), _fmt(t), size=11, color=MUTED, anchor="end")
-    # a label on every tick that leaves room for it (8 px between labels), the others unlabelled
-    gap = min((x_of(b) - x_of(a) for a, b in zip(xt, xt[1:])), default=w)
-    every = max(1, math.ceil((max(text_width(c.x_format(t), 11) for t in xt) + 8) / gap))
+    every = label_every([c.x_format(t) for t in xt], min((x_of(b) - x_of(a) for a, b in zip(xt, xt[1:])), default=w))
     for i, t in enumerate(xt):
         if i % every == 0:
             text(dwg, (x_of(t), h - bottom + 18), c.x_format(t), size=11, color=MUTED, anchor="middle")
     text(dwg, ((w + left - right) / 2, h - bottom + 40), c.x_label, size=12, color=MUTED, anchor="middle")
     text(dwg, (18, (h - bottom + top) / 2), c.y_label, size=12, color=MUTED, anchor="middle",
           transform=f"rotate(-90 18 {(h - bottom + top) / 2})")
+    traced = [p for s in c.series for p in _traced([(x_of(x), y_of(y)) for x, y in s.points])]
     for i, l in enumerate(c.lines):
         if l.axis == "y":
             dwg.add(dwg.line((left, y_of(l.value)), (w - right, y_of(l.value)), stroke=l.color, stroke_dasharray="6,4"))
@@ -175,9 +208,8 @@ def line_chart(c: Chart) -> str:
         else:
             x = x_of(l.value)
             dwg.add(dwg.line((x, top), (x, h - bottom), stroke=l.color, stroke_dasharray="6,4"))
-            fits_left = x - 6 - text_width(l.label, 11) > left         # else right of the line, clear of the axis
-            text(dwg, (x - 6 if fits_left else x + 6, top + 12 + 16 * i), l.label, size=11, color=l.color,
-                 anchor="end" if fits_left else "start", halo=True)
+            lx, ly, anchor = _place_by_line(x, l.label, top + 12 + 16 * i, left, w - right, h - bottom, traced)
+            text(dwg, (lx, ly), l.label, size=11, color=l.color, anchor=anchor, halo=True)
     for s in sorted(c.series, key=lambda s: s.legend):       # a group in the background, the named lines over it
         pts = [(x_of(x), y_of(y)) for x, y in s.points]
         dwg.add(dwg.polyline(pts, fill="none", stroke=s.color, stroke_width=2,
@@ -231,8 +263,7 @@ def bar_chart(bars: list[Bar], title: str, lines: list[Line] = (), width: int = 
                                      for i, s in labels.items()):
         scale *= 0.97
     text(dwg, (left, 20), title, size=12, color=MUTED)
-    # a label on every tick that leaves room for it, the others unlabelled
-    every = math.ceil((text_width(_fmt(ticks[-1]), 11) + 10) / (scale * (ticks[1] - ticks[0])))
+    every = label_every([_fmt(t) for t in ticks], scale * (ticks[1] - ticks[0]))
     for i, t in enumerate(ticks):
         x = left + t * scale
         dwg.add(dwg.line((x, top - 6), (x, h - bottom + 6), stroke=GRID))

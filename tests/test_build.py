@@ -1108,6 +1108,20 @@ def test_no_reference_line_runs_through_a_label(built_deck):
     assert not crossed, crossed
 
 
+def test_a_vertical_reference_lines_label_keeps_off_the_data():
+    """The label of a line down the chart goes beside it at the first height no plotted line comes
+    near: the L2 working-set chart's 'L2 50 MiB' had ended on the 32 MiB point."""
+    import xml.etree.ElementTree as ET
+    # data high across the top of the chart, up to just before the reference line at x = 50
+    series = [kit.Series("read", [(1, 100), (8, 98), (32, 99), (48, 97), (64, 40), (256, 38)])]
+    svg = kit.line_chart(kit.Chart("working set", "GB/s", series, [kit.Line("x", 50, "L2 50 MiB", kit.REF)], x_log=True))
+    [(x0, y0, x1, y1, _)] = [b for b in svg_text_boxes(svg) if b[4] == "L2 50 MiB"]
+    root = ET.fromstring(svg)
+    [line] = root.iter("{http://www.w3.org/2000/svg}polyline")
+    pts = [tuple(map(float, p.split(","))) for p in line.get("points").split()]
+    assert not any(x0 - 2 <= x <= x1 + 2 and y0 - 2 <= y <= y1 + 2 for x, y in kit._traced(pts)), (x0, y0, x1, y1)
+
+
 def test_every_title_a_section_asks_for_is_a_slide_heading(fixture_doc, node_doc, write_results, monkeypatch, tmp_path):
     """A module names the slide its results go to (Deck.need); a template writes the heading: the two agree."""
     from slides import deck as deck_module
