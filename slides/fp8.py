@@ -42,7 +42,10 @@ def _row(deck, r: dict, bench_id: str) -> dict:
         out.update(error=error, error_ratio=error_ratio, ratio=ratio,
                    # the targets, from the interval: held where even its low end reaches cuBLAS
                    held=ratio["ci"][0] >= HELD,
+                   # where it stands: the whole interval at or past the target, below it, or holding it
+                   standing="reaching" if ratio["ci"][0] >= HELD else "short of" if ratio["ci"][1] < HELD else "level with",
                    error_held=error_ratio <= ERROR_WITHIN if error_ratio is not None else error == 0)
+        out["met"] = out["held"] and out["error_held"]          # the target: the speed and the error both
     return out
 
 
@@ -68,7 +71,6 @@ def context(deck) -> dict:
             cost.update(slower=verdict == "behind", faster=verdict == "ahead")
         promotion = {"cost": cost,
                      "tile": tile, "name": promoted["name"],
-                     "regs": promoted["record"]["resources"]["regs_per_thread"],
                      "k": promoted["record"]["params"]["k"], "error_before": fp8["error"], "error_after": promoted["error"],
                      "error_drop": fp8["error"] / promoted["error"] if promoted["error"] else None,
                      "label": catalogue.variant(promoted["id"]).label}
@@ -78,7 +80,9 @@ def context(deck) -> dict:
             "rate": rates.get("fp8"), "rate_over_bf16": rates["fp8"] / rates["bf16"] if "fp8" in rates else None,
             "headline_tile": f"{headline_tile['BM']}×{headline_tile['BN']}",
             "ids": list(ids), "fp8": fp8, "bf16": bf16, "promoted": promoted, "promotion": promotion,
-            "over_bf16": over_bf16 and {"gain": over_bf16["gain_by_sample"]["median"], "ci": over_bf16["gain_by_sample"]["ci"]},
+            # the ratio of the two medians (as their TFLOPS in those turns show it), the per-sample interval
+            "over_bf16": over_bf16 and {"gain": over_bf16["gain"], "ci": over_bf16["gain_by_sample"]["ci"],
+                                        "tflops": over_bf16["tflops"] * over_bf16["gain"], "before_tflops": over_bf16["tflops"]},
             "held_pct": 100 * HELD, "error_within": ERROR_WITHIN, "peer": _peer(deck),
             "blocks": _blocks(by[BLOCKS_STEP.best.id], by.get(BF16_C_STEP.best.id)), "blocks_name": BLOCKS_STEP.title,
             "block": catalogue.SCALE_BLOCK}

@@ -92,6 +92,16 @@ MAX_CODE_LINES = 22
 CODE_COLUMNS = 129       # and this many characters fit across it (131 ran 13 px past the canvas in Chromium)
 
 
+def _within_columns(lines: list[str]) -> str:
+    """A page of code moved left by as few columns of its common indentation as bring its longest
+    line within CODE_COLUMNS (all of it at most): the less it moves, the better its nesting still
+    lines up with the page before."""
+    over = max(map(len, lines)) - CODE_COLUMNS
+    indent = min((len(line) - len(line.lstrip(" ")) for line in lines if line.strip()), default=0)
+    cut = max(0, min(over, indent))
+    return "\n".join(line[cut:] if line.strip() else line.strip() for line in lines)
+
+
 def code_view(source: str | None, focus: tuple[str, str] | None, out_dir: Path = ROOT) -> dict | None:
     """What a step's code slide shows of its kernel file: the lines between its #region kernel
     markers when they fit, else the focus the catalogue names (first and last line, by a text each
@@ -114,9 +124,8 @@ def code_view(source: str | None, focus: tuple[str, str] | None, out_dir: Path =
     if start is None or end is None or end - start + 1 > MAX_CODE_LINES:
         raise BuildError(f"{source}: the focus {focus} is not a run of at most {MAX_CODE_LINES} lines of its kernel region")
     # the pages keep the region's indentation, one for all, so that a page continues the nesting of
-    # the one before; a page that would run past CODE_COLUMNS so is set from its own indentation
-    pages = ["\n".join(page) for page in code_pages(view["text"].split("\n"), MAX_CODE_LINES)]
-    pages = [textwrap.dedent(page) if max(map(len, page.split("\n"))) > CODE_COLUMNS else page for page in pages]
+    # the one before; a page that would run past CODE_COLUMNS so moves left by no more than it must
+    pages = [_within_columns(page) for page in code_pages(view["text"].split("\n"), MAX_CODE_LINES)]
     shown = textwrap.dedent("\n".join(region[start:end + 1]))
     return {**view, "shown": shown, "text": shown, "first": start + 1, "last": end + 1, "pages": pages}
 
@@ -249,14 +258,15 @@ def pair_with_cublas(r: dict, by_id: dict) -> dict:
 
 
 def gain_in_turns(best: dict, before_id: str) -> dict | None:
-    """A step's best over ``before_id`` (the best of the step before), the two timed in turns, and
-    the two's TFLOPS in those turns (each record's own figure is from its turns with cuBLAS); None
-    where they were not."""
+    """A step's best over ``before_id`` (the best of the step before), the two timed in turns: the
+    ratio of their median times, which their TFLOPS in those turns show beside it (each record's own
+    figure is from its turns with cuBLAS), and the interval of the sample-by-sample ratio, which calls
+    a gain, a loss or a tie; None where they were not timed in turns."""
     pair = best["record"].get("before")
     if not pair or pair["id"] != before_id:
         return None
-    g = pair["gain_by_sample"]
-    return {"gain": g["median"], "ci": g["ci"], "tflops": pair["tflops"] * pair["gain"], "before_tflops": pair["tflops"]}
+    return {"gain": pair["gain"], "ci": pair["gain_by_sample"]["ci"], "tflops": pair["tflops"] * pair["gain"],
+            "before_tflops": pair["tflops"]}
 
 
 def context(deck) -> dict:
