@@ -35,7 +35,7 @@ def sm_hierarchy(device: dict, hbm: dict) -> str:
     notes = [f"{device['subpartitions']} sub-partitions an SM, each a warp scheduler"
              + (f", {lanes} FP32 lanes" if lanes else "") + " and tensor cores (TC)",
              f"per SM: {device['regs_per_sm'] // 1024}K registers, {device['max_threads_per_sm']:,} threads, "
-             f"{device['smem_per_sm_bytes'] // 1024} KiB shared memory / L1",
+             f"{device['smem_per_sm_bytes'] // 1024} KiB shared memory (carved from L1)",
              f"(up to {device['smem_per_block_optin_bytes'] // 1024} KiB of it for one block)"]
     for k, line in enumerate(notes):
         text(dwg, (pad, y0 + 134 + 14 * k), line, size=11, color=MUTED)

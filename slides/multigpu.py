@@ -51,7 +51,8 @@ def targets(compared: list[dict]) -> dict:
     return {"large": {"from_bytes": LARGE_FROM, "within": LARGE_WITHIN, "worst": worst(large),
                       "met": bool(large) and worst(large) <= LARGE_WITHIN,
                       "worst_at": worst_row and {"name": NAMES[worst_row["collective"]], "bytes": worst_row["bytes"],
-                                                 "ours_faster": worst_row["ratio"] > 1}},
+                                                 "ours_faster": worst_row["ratio"] > 1,
+                                                 "ours_gbps": worst_row["ours_busbw_gbps"], "peer_gbps": worst_row["peer_busbw_gbps"]}},
             "small": {"within": SMALL_WITHIN, "worst": worst(smallest), "rows": smallest,
                       "met": bool(smallest) and worst(smallest) <= SMALL_WITHIN}}
 

@@ -238,6 +238,7 @@ def test_stale_source_is_flagged(fixture_doc, write_results, tmp_path, capsys):
     assert "STALE: hbm.copy_scaling: code changed; rerun" in out and "STALE: gemm.cublas" not in out
     s = slides_of((tmp_path / "slides.md").read_text())
     assert 'title="code changed">stale</span>' in s["HBM Bandwidth Scaling"]
+    assert "Measured with older code, to be measured again: hbm.copy_scaling" in s["CUDA Performance Study"]
 
 
 
@@ -942,7 +943,7 @@ def test_a_skipped_record_is_never_stale(fixture_doc, write_results, tmp_path, c
     assert rec["status"] == "skipped"
     rec["source_hash"] = "0" * 16
     build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path), "--no-compare"])
-    assert "STALE" not in capsys.readouterr().out and "Stale, code changed" not in (tmp_path / "slides.md").read_text()
+    assert "STALE" not in capsys.readouterr().out and "Measured with older code" not in (tmp_path / "slides.md").read_text()
 
 
 def test_the_title_slide_says_whether_the_gpu_tests_passed_on_the_machine_that_measured(fixture_doc, write_results, tmp_path):

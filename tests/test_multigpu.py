@@ -313,7 +313,7 @@ def test_stale_records_of_the_node_file_are_printed_and_on_the_title_slide(fixtu
     assert f"STALE: multigpu.p2p in {node.name}: code changed; rerun" in out
     assert "multigpu.nccl in" not in out
     title = slides_of((tmp_path / "slides.md").read_text())["CUDA Performance Study"]
-    assert f"Stale, code changed since measured: multigpu.p2p in {node.name}." in title
+    assert f"Measured with older code, to be measured again: multigpu.p2p in {node.name}." in title
 
 
 def test_build_prints_every_stale_record_of_the_files_beside_even_where_the_title_only_counts_them(
