@@ -43,7 +43,7 @@ def test_comparison_sets_the_gpus_side_by_side(fixture_doc, write_results, tmp_p
     # the same records but one kernel's speed: there its share of its own cuBLAS differs most
     assert "Each step's share of its own GPU's cuBLAS lies furthest apart at CuTe WGMMA: " in gemm
     why = slides_of(md)["What Differs, and Why"]
-    assert f"The best copy moves {MEMORY_GAIN:.2f}× the bytes per second" in why
+    assert f"Our best copy kernel moves {MEMORY_GAIN:.2f}× the bytes per second" in why
     assert "memory-bound work gains what the memory gives" in why
     assert "The same 132 SMs at the same maximum clock" in why and "0.90× (CuTe WGMMA)" in why
     for svg in ("compare_gemm.svg", "compare_ratios.svg"):
