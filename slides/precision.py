@@ -42,7 +42,9 @@ def context(deck) -> dict:
             # the lowest and highest share of cuBLAS BF16 over the steps, and of their TF32 twins' speed
             "shares": {"low": shares[0], "high": shares[-1]} if shares else None,
             "over_tf32": span(s["over_tf32"] for s in usable if s["over_tf32"]),
-            "peak": deck["peaks"]["by"].get("bf16"), "tolerance": headline["check"]["tolerance"] if headline else None,
+            "peak": deck["peaks"]["by"].get("bf16"),
+            # each output type's tolerance: a BF16 C carries BF16's own rounding
+            "tolerances": {s["output"]: s["check"]["tolerance"] for s in usable if s["check"] and "tolerance" in s["check"]},
             "peer": _peer(deck), "peer_kernel": PEER_KERNEL,
             "k_tile": {p: e["BK"] for p, e in catalogue.ELEMENTS.items()}, "k_tile_bytes": catalogue.ELEMENT_BYTES["tf32"] * catalogue.ELEMENTS["tf32"]["BK"]}
 
