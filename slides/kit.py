@@ -200,7 +200,8 @@ def line_chart(c: Chart) -> str:
     text(dwg, ((w + left - right) / 2, h - bottom + 40), c.x_label, size=12, color=MUTED, anchor="middle")
     text(dwg, (18, (h - bottom + top) / 2), c.y_label, size=12, color=MUTED, anchor="middle",
           transform=f"rotate(-90 18 {(h - bottom + top) / 2})")
-    traced = [p for s in c.series for p in _traced([(x_of(x), y_of(y)) for x, y in s.points])]
+    pixels = [[(x_of(x), y_of(y)) for x, y in s.points] for s in c.series]
+    traced = [p for pts in pixels for p in _traced(pts)]
     for i, l in enumerate(c.lines):
         if l.axis == "y":
             dwg.add(dwg.line((left, y_of(l.value)), (w - right, y_of(l.value)), stroke=l.color, stroke_dasharray="6,4"))
@@ -210,8 +211,7 @@ def line_chart(c: Chart) -> str:
             dwg.add(dwg.line((x, top), (x, h - bottom), stroke=l.color, stroke_dasharray="6,4"))
             lx, ly, anchor = _place_by_line(x, l.label, top + 12 + 16 * i, left, w - right, h - bottom, traced)
             text(dwg, (lx, ly), l.label, size=11, color=l.color, anchor=anchor, halo=True)
-    for s in sorted(c.series, key=lambda s: s.legend):       # a group in the background, the named lines over it
-        pts = [(x_of(x), y_of(y)) for x, y in s.points]
+    for s, pts in sorted(zip(c.series, pixels), key=lambda sp: sp[0].legend):   # a group behind, the named lines over it
         dwg.add(dwg.polyline(pts, fill="none", stroke=s.color, stroke_width=2,
                              **({"stroke_dasharray": s.dash} if s.dash else {})))
         if s.marks:
