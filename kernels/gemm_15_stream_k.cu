@@ -12,7 +12,7 @@
 
 // #region kernel
 // A cluster's run: K-tiles [runs[c], runs[c + 1]) of all the units' K-tiles laid end to end (unit u's
-// K-tile k is u * k_tiles + k), from the launcher's plan (bench/gemm/launch.py, stream_k). Its pieces
+// K-tile k is u * k_tiles + k), from the launcher's plan (bench/gemm/plan.py, stream_k). Its pieces
 // (unit, K-tiles [k0, k1)) split where a unit ends. A piece that starts its unit (k0 = 0) owns it; one
 // that starts mid-unit is the first of its run, and the clusters whose runs start inside a unit are
 // the ones that help its owner.

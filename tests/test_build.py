@@ -276,7 +276,8 @@ def test_the_deck_reads_the_results_contract_only():
         proc = subprocess.run([sys.executable, "-c", code, out], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert set(json.loads(proc.stdout)) == {"bench", "bench.core", "bench.core.toolkit", "bench.core.schema", "bench.core.stats",
-                                            "bench.core.provenance", "bench.core.results", "bench.gemm", "bench.gemm.catalogue"}
+                                            "bench.core.provenance", "bench.core.results", "bench.gemm", "bench.gemm.catalogue",
+                                            "bench.gemm.plan"}
 
 
 
@@ -598,9 +599,9 @@ def test_steps_are_named_by_their_label_only_when_they_have_several_kernels(deck
 
 
 def test_split_wave_schedule_gives_every_cluster_one_piece_of_the_last_wave():
-    """bench.gemm.launch.split_wave, the plan the kernel's Schedule follows: owners' parts and helpers'
+    """bench.gemm.plan.split_wave, the plan the kernel's Schedule follows: owners' parts and helpers'
     runs of tails cover each last-wave tile's K exactly once, and neither outlasts a whole tile."""
-    from bench.gemm.launch import split_wave
+    from bench.gemm.plan import split_wave
     for units, clusters, k in ((512, 66, 512), (1024, 66, 256), (64, 66, 64), (128, 66, 128), (66, 66, 32)):
         s = split_wave(units, clusters, k)
         assert s["full_waves"] * clusters + s["left"] == units

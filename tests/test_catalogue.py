@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.gemm import catalogue, benchmarks
+from bench.gemm import catalogue, benchmarks, plan
 from bench.core import registry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,7 +104,7 @@ def test_the_small_tile_runs_only_where_the_best_leaves_most_sms_idle():
     assert catalogue.tile_for(step, 1024, 1024, sms) == step.tiles[1]          # 32 CTAs of 128 x 256
     assert catalogue.tile_for(step, 2048, 2048, sms) == step.best.tile         # 128 of them
     assert catalogue.tile_for(step, 1024, 1024, 40) == step.best.tile          # a GPU of 40 SMs
-    assert catalogue.ctas(step.best.tile, 3000, 3000) == 24 * 12               # ragged edges, whole clusters
+    assert plan.ctas(step.best.tile, 3000, 3000) == 24 * 12               # ragged edges, whole clusters
     plain = catalogue.STEPS[0]
     single = next(s for s in catalogue.STEPS if s.cute and not s.small_tile)
     assert catalogue.tile_for(single, 1024, 1024, sms) == single.best.tile

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .plan import ctas
+
 HOPPER = (9, 0)      # wgmma, TMA, clusters: compute capability 9.0 (sm_90a)
+
+
+class Refused(ValueError):
+    """A kernel of the catalogue, or cuBLAS, declines a shape before launching (e.g. not a multiple of its tile)."""
 
 
 @dataclass(frozen=True)
@@ -125,12 +131,6 @@ def in_precision(step: Step, precision: str) -> Step:
     return replace(step, precision=precision, variants=(retyped,), also_in=(), track=f"_{precision}", sass=sass)
 
 
-def ctas(tile: dict, m: int, n: int) -> int:
-    """The CTAs a tile makes of an M x N output, its ragged edges included, in whole clusters."""
-    rows = -(-m // tile["BM"])
-    return -(-rows // tile.get("CLUSTER_M", 1)) * tile.get("CLUSTER_M", 1) * -(-n // tile["BN"])
-
-
 # The small tile runs where the best tile's CTAs would number fewer than this share of the SMs.
 SMALL_TILE_BELOW = 0.5
 
@@ -162,7 +162,7 @@ _FP8_BLOCKS = {**ELEMENTS["fp8"], "SCALE_BLOCK": SCALE_BLOCK}
 C_ELEMENTS = {"fp32": "float", "bf16": "bfloat16_t"}
 # C staged 128 bytes of a row at a time (32 floats), double-buffered
 _STAGED = {**_PERSISTENT, "SPLIT_WAVE": 1, "EPILOGUE_N": 32, "EPILOGUE_BUFFERS": 2, "C_ELEMENT": C_ELEMENTS["fp32"]}
-# stream-K: one CTA per SM, each a run of K-tiles however few the tiles, no cluster
+# stream-K: persistent clusters, each a run of K-tiles however few the tiles
 _STREAMED = {**_WS, "PERSISTENT": 1, "STREAM_K": 1, "EPILOGUE_N": 32, "EPILOGUE_BUFFERS": 2, "C_ELEMENT": C_ELEMENTS["fp32"]}
 # ... or 64 BF16 values: the sums rounded as they are staged, half the bytes to store
 _BF16_C = {"EPILOGUE_N": 64, "C_ELEMENT": C_ELEMENTS["bf16"]}
@@ -193,7 +193,7 @@ STEPS = (
     Step("wgmma", "CuTe WGMMA", "SM90 wgmma reading swizzled shared memory", "kernels/gemm_04_wgmma.cu",
          "gemm_wgmma", (Variant("gemm.wgmma", "WGMMA", sm90(128, 1)),), "wgmma", ("HGMMA",), HOPPER, also_in=_BF16,
          focus=("// shared -> tensor cores", "copy(tCrC, tCgC);")),
-    Step("wgmma_pipe", "WGMMA Pipelined", "+ a ring of shared buffers: cp.async of K-tile k+1 overlaps the wgmma of k",
+    Step("wgmma_pipe", "WGMMA Pipelined", "+ a ring of shared buffers: cp.async of K-tile k+STAGES-1 overlaps the wgmma of k",
          "kernels/gemm_05_wgmma_pipe.cu", "gemm_wgmma_pipe",
          (Variant("gemm.wgmma_pipe", "2 stages, 128x128", sm90(128, 2)),
           Variant("gemm.wgmma_pipe_128x256", "3 stages, 128x256", sm90(256, 3)),
@@ -296,13 +296,14 @@ ROLES = {"headline": HEADLINE, "headline_bf16": HEADLINE_BF16, "bf16_c": BF16_C,
 # Kernels for the shapes the talk's steps were not tuned for, run by the shape atlas (bench/gemm/atlas.py)
 # where kernel_for picks them; each timed against its precision's headline at the reference shape.
 # Stream-K's tiles by M: a cluster's column of tiles spans all of M (BM x CLUSTER_M >= M), so each
-# column of B is read once whatever the order of the runs; N narrows where M is small, for more tiles.
+# column of B is read once whatever the order of the runs; N narrows where M is small, for more tiles
+# (the fastest of four tilings at each M of the atlas up to 512, H100, in turns with cuBLAS).
 STREAM_K = Step("stream_k", "Stream-K", "for shapes whose tiles cannot fill the SMs: every tile's K-tiles laid end "
                 "to end and cut into one equal run per cluster; a tile cut between runs is finished by the "
                 "cluster that started it, adding the partial sums the others left; a cluster's tiles span M",
                 "kernels/gemm_15_stream_k.cu", "gemm_stream_k",
                 (Variant("gemm.stream_k", "stream-K", sm90(256, DEEPEST, BAND, **_STREAMED, cluster_m=4)),),
-                "stream_k", (*_TMA, "UTMASTG"), HOPPER, beyond=True, against=HEADLINE,
+                "stream_k", (*_TMA, "UTMASTG"), HOPPER, beyond=True, against=HEADLINE, focus=("struct Run {", "};"),
                 rows_tiles=((64, {"BM": 64, "WARPGROUPS_M": 1, "BN": 64, "CLUSTER_M": 1}),
                             (128, {"BN": 128, "CLUSTER_M": 1}), (256, {"BN": 128, "CLUSTER_M": 2})))
 SHAPE_STEPS = (STREAM_K, replace(in_precision(STREAM_K, "bf16"), against=HEADLINE_BF16))

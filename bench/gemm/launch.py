@@ -8,6 +8,7 @@ from dataclasses import replace
 from . import catalogue
 from .catalogue import Step, Variant
 from .harness import Launch, Refused
+from .plan import ctas, split_wave, stream_k
 
 
 def numba_cuda():
@@ -96,34 +97,6 @@ def resident_ctas(kernel, threads: int, smem_bytes: int, cluster: int) -> int:
         raise RuntimeError(f"cuOccupancyMaxActiveClusters failed ({err.name}, {clusters} clusters) "
                            f"for {threads} threads, {smem_bytes} bytes of shared memory, clusters of {cluster}")
     return clusters * cluster
-
-
-def split_wave(units: int, clusters: int, k_tiles: int) -> dict:
-    """The plan of a split-wave kernel's last wave, which the kernel is given: ``units`` cluster
-    tiles on ``clusters`` persistent clusters; the ``left`` units past the full waves each have an
-    owner that computes K-tiles [0, split) and a helper (a cluster with no unit left) that computes
-    the rest, up to ``rounds`` tails one after another. The split balances an owner's part
-    against a helper's run of tails."""
-    left = units % clusters
-    helpers = clusters - left
-    rounds = -(-left // helpers)
-    split = -(-rounds * k_tiles // (rounds + 1))
-    return {"units": units, "clusters": clusters, "k_tiles": k_tiles, "full_waves": units // clusters,
-            "full_units": units - left, "left": left, "helpers": helpers, "rounds": rounds,
-            "split": split if left else k_tiles}
-
-
-def stream_k(units: int, clusters: int, k_tiles: int) -> dict:
-    """A stream-K kernel's plan: the K-tiles of ``units`` cluster tiles laid end to end, cut into one
-    contiguous run per cluster, as even as whole K-tiles allow; no more clusters than K-tiles, so
-    that no run is empty. ``runs`` are where each run starts, then the end (the kernel's argument)."""
-    total = units * k_tiles
-    clusters = min(clusters, total)
-    runs = [total * c // clusters for c in range(clusters + 1)]
-    starts = [r for r in runs[1:-1] if r % k_tiles]          # runs that start inside a unit: its helpers
-    return {"units": units, "clusters": clusters, "k_tiles": k_tiles, "runs": runs,
-            "run_k_tiles": [total // clusters, -(-total // clusters)], "helpers": len(starts),
-            "split_units": len({r // k_tiles for r in starts})}
 
 
 def exported(module, name: str, count: int = 1) -> list[int]:
@@ -222,10 +195,10 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
             raise Refused(f"{name} takes whole {tile['BM'] * cluster}×{tile['BN']}×{tile['BK']} tiles only"
                           f"{' (a cluster of ' + str(cluster) + ' tiles over M)' if cluster > 1 else ''}; "
                           f"{m}×{n}×{k} is not")
-        ctas = catalogue.ctas(tile, m, n)
+        units = ctas(tile, m, n) // cluster
         k_tiles = -(-k // tile["BK"])
-        plan = stream_k(ctas // cluster, resident // cluster, k_tiles) if streamed else None
-        grid = ((plan["clusters"] * cluster if plan else min(resident, ctas) if resident else ctas),) if hopper \
+        plan = stream_k(units, resident // cluster, k_tiles) if streamed else None
+        grid = ((plan["clusters"] if plan else min(resident // cluster, units) if resident else units) * cluster,) if hopper \
             else (m // tile["BM"], n // tile["BN"])
         operands = (tensor_map(a, *boxes["a"]), tensor_map(b, *boxes["b"])) if uses_tma else (a, b)
         args = (*operands, tensor_map(c, *boxes["c"]) if "c" in boxes else c, np.int32(m), np.int32(n), np.int32(k))
@@ -235,7 +208,7 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
             if streamed:
                 args += (cupy.asarray(plan["runs"], cupy.int32),)
             else:
-                plan = split_wave(ctas // cluster, grid[0] // cluster, k_tiles)
+                plan = split_wave(units, grid[0] // cluster, k_tiles)
                 args += tuple(np.int32(plan[key]) for key in ("full_units", "left", "split"))
         if takes_alpha:
             args += (np.float32(alpha),)

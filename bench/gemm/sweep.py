@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from . import catalogue, cublas, benchmarks, launch
 from .catalogue import Step
-from .harness import SHAPE, Refused, Shape, checked_launch, keep_busy, tflops, warm
+from .harness import SHAPE, Refused, Shape, checked_cublas, checked_launch, keep_busy, tflops, warm
 from ..core.registry import register
 from ..core.timing import quick, time_gpu_alternating
 
@@ -46,10 +46,15 @@ def measure(step: Step, prepare, shape: Shape, partner: tuple | None = None) -> 
         return {**row, "outcome": "refused", "reason": str(e)}
     if _picked_tile(launch_):
         row["tile"] = _picked_tile(launch_)
+    planned = next((key for key in ("stream_k", "split_wave") if key in (launch_.resources or {})), None)
+    if planned:     # how the clusters shared the work: what the deck draws
+        row["plan"] = {"kind": planned, **{key: launch_.resources[planned][key] for key in ("units", "clusters", "k_tiles")}}
     if not check["passed"]:
         return {**row, "outcome": "wrong", "check": check}
-    runs = {"kernel": launch_.run,
-            f"cublas_{step.layout}": lambda: cublas.gemm(ops.a, ops.b, c, step.layout, step.precision, **ops.scaling)}
+    # cuBLAS on the same operands, its error beside the kernel's
+    cublas_run, cublas_check = checked_cublas(ops, step.precision, catalogue.output_of(step.best.tile))
+    row["cublas_check"] = {key: cublas_check[key] for key in ("passed", "rel_error")}
+    runs = {"kernel": launch_.run, f"cublas_{step.layout}": cublas_run}
     cublas_runs = list(runs)[1:]
     # the same B stored the other way, where cuBLAS takes that layout in this precision (FP8: K-major only)
     other = next((layout for layout in catalogue.cublas_layouts(step.precision) if layout != step.layout), None)
@@ -78,8 +83,10 @@ def measure(step: Step, prepare, shape: Shape, partner: tuple | None = None) -> 
         timed = time_gpu_alternating(fns, warmup=0, reps=reps)
     times = dict(zip(runs, timed))
     rate = {name: tflops(shape, t) for name, t in times.items()}
-    if partner:
-        row[partner[0]]["ratio"] = rate["kernel"] / rate[partner[0]]
+    if partner:     # the kernel's speed over the partner's: the ratio of their medians, and of their intervals' far ends
+        their_time, our_time = times[partner[0]], times["kernel"]
+        row[partner[0]].update(ratio=rate["kernel"] / rate[partner[0]],
+                               ci=[their_time["ci"][0] / our_time["ci"][1], their_time["ci"][1] / our_time["ci"][0]])
     return {**row, "outcome": "correct", "check": check, "reps": reps, "time_ms": times, "tflops": rate,
             "ratio_same_layout": rate["kernel"] / rate[f"cublas_{step.layout}"],
             "ratio_best_layout": rate["kernel"] / max(rate[name] for name in cublas_runs)}
