@@ -34,7 +34,7 @@ struct Run {
         while (runs[c + 1] < (p.unit + 1) * k_tiles) ++c;    // runs[clusters] is every K-tile: it stops there
         return c;
     }
-};
+};                                                           // the producer and the consumers each follow it
 
 extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(THREADS, 1) gemm_stream_k(
         const __grid_constant__ CUtensorMap tmaA,     // A (M,K): box BK x BM, 128-byte swizzle

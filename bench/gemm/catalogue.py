@@ -34,7 +34,8 @@ class Step:
     source: str                   # its kernel file in kernels/ (.cu: CuTe, through nvcc; .py: numba)
     function: str                 # the kernel function in that file
     variants: tuple[Variant, ...]  # the last is the step's best: its sweep, its slides' headline
-    diagram: str                  # how its diagram is drawn: a kind of slides/diagrams.py's DIAGRAMS
+    diagram: str                  # how its diagram is drawn: a kind of slides/diagrams.py's DIAGRAMS (a shape
+                                  # step's, SHAPE_STEPS: drawn from an atlas cell's plan by slides/atlas.py)
     sass: tuple[str, ...] = ()    # instructions its SASS must hold, or a slower path was compiled
     min_cc: tuple[int, int] | None = None
     layout: str = "b_kmajor"      # the B layout its kernel reads
@@ -303,7 +304,7 @@ STREAM_K = Step("stream_k", "Stream-K", "for shapes whose tiles cannot fill the 
                 "cluster that started it, adding the partial sums the others left; a cluster's tiles span M",
                 "kernels/gemm_15_stream_k.cu", "gemm_stream_k",
                 (Variant("gemm.stream_k", "stream-K", sm90(256, DEEPEST, BAND, **_STREAMED, cluster_m=4)),),
-                "stream_k", (*_TMA, "UTMASTG"), HOPPER, beyond=True, against=HEADLINE, focus=("struct Run {", "};"),
+                "stream_k", (*_TMA, "UTMASTG"), HOPPER, beyond=True, against=HEADLINE, focus=("struct Run {", "each follow it"),
                 rows_tiles=((64, {"BM": 64, "WARPGROUPS_M": 1, "BN": 64, "CLUSTER_M": 1}),
                             (128, {"BN": 128, "CLUSTER_M": 1}), (256, {"BN": 128, "CLUSTER_M": 2})))
 SHAPE_STEPS = (STREAM_K, replace(in_precision(STREAM_K, "bf16"), against=HEADLINE_BF16))
@@ -401,7 +402,8 @@ def kernel_definition(bench_id: str) -> dict:
     return {"id": bench_id, "function": step.function, "tile": variant.tile, "sass": list(step.sass),
             "layout": step.layout, "precision": step.precision,
             **({"scaling": step.scaling} if step.scaling != "tensor" else {}),
-            **({"small_tile": step.small_tile} if step.small_tile and variant is step.best else {})}
+            **({"small_tile": step.small_tile} if step.small_tile and variant is step.best else {}),
+            **({"rows_tiles": [[rows, change] for rows, change in step.rows_tiles]} if step.rows_tiles and variant is step.best else {})}
 
 
 def definitions(routes) -> dict:
