@@ -8,7 +8,7 @@ from __future__ import annotations
 from statistics import median
 
 from bench.gemm import catalogue, plan
-from slides.gemm import code_view
+from slides.gemm import code_view, gain_in_turns
 from slides.kit import Cell, heatmap
 from slides.step_diagrams import stream_k_diagram, stream_k_runs
 from slides.sweep import tile_label
@@ -17,8 +17,9 @@ LARGE_M = 512          # from this M up, the kernel is held to HELD_LARGE of cuB
 HELD_LARGE = 0.95
 SMALL_M = 256          # ... and up to this M, to HELD_SMALL
 HELD_SMALL = 0.90
+ERROR_HELD = 1.25      # a cell's error is held to this many times cuBLAS's on the same operands
 SLIDES = {"tf32": "Shape Atlas — TF32", "bf16": "Shape Atlas — BF16"}
-STREAM_K = "Stream-K"          # its slides' titles begin so
+STREAM_K = catalogue.STREAM_K.title          # its slides' titles begin so
 
 
 def _where(row: dict) -> str:
@@ -27,10 +28,13 @@ def _where(row: dict) -> str:
 
 def _grid(row: dict, sm_count: int) -> dict:
     """The output tiles the tile that ran made of the cell's C (the CTAs with work: a cluster's
-    partner past the last row has none), and whether they leave SMs idle."""
+    partner past the last row has none), and whether they leave SMs idle: fewer tiles than SMs do,
+    unless stream-K ran, whose clusters share the tiles' K-tiles (``shared_by``: how many)."""
     m, n, _ = row["shape"]
     tiles = plan.ctas({**row["tile"], "CLUSTER_M": 1}, m, n)
-    return {"tiles": tiles, "idle": tiles < sm_count}
+    streamed = (row.get("plan") or {}).get("kind") == "stream_k"
+    few = tiles < sm_count
+    return {"tiles": tiles, "idle": few and not streamed, "shared_by": row["plan"]["clusters"] if few and streamed else None}
 
 
 def _versus_headline(streamed: list[dict]) -> dict | None:
@@ -44,6 +48,17 @@ def _versus_headline(streamed: list[dict]) -> dict | None:
     return {"cells": len(pairs), "median_pct": 100 * median(ratios), "lo_pct": 100 * min(ratios), "hi_pct": 100 * max(ratios),
             "faster": sum(p["ci"][0] > 1 for p in pairs), "slower": sum(p["ci"][1] < 1 for p in pairs),
             "tie": sum(p["ci"][0] <= 1 <= p["ci"][1] for p in pairs)}
+
+
+def _errors(correct: list[dict]) -> dict | None:
+    """Each cell's error over cuBLAS's on its operands: how many are held to ERROR_HELD, and the worst."""
+    ratios = [(x["check"]["rel_error"] / x["cublas_check"]["rel_error"], x) for x in correct
+              if x.get("cublas_check", {}).get("rel_error")]
+    if not ratios:
+        return None
+    worst, at = max(ratios, key=lambda r: r[0])
+    return {"cells": len(ratios), "held": sum(r <= ERROR_HELD for r, _ in ratios), "limit": ERROR_HELD,
+            "worst": worst, "where": _where(at), "all_held": worst <= ERROR_HELD}
 
 
 def one(deck, precision: str, sm_count: int) -> dict:
@@ -68,7 +83,7 @@ def one(deck, precision: str, sm_count: int) -> dict:
             "small": worst_small and {"to": SMALL_M, "pct": 100 * worst_small["ratio_same_layout"],
                                       "where": _where(worst_small), "target_pct": 100 * HELD_SMALL,
                                       "held": worst_small["ratio_same_layout"] >= HELD_SMALL, **_grid(worst_small, sm_count)},
-            "above": sum(x >= 1 for x in ratios),
+            "above": sum(x >= 1 for x in ratios), "error": _errors(correct),
             "streamed": {"cells": len(streamed), "up_to": max(x["shape"][0] for x in streamed),
                          "versus": _versus_headline(streamed)} if streamed else None,
             "wrong": [_where(x) for x in rows if x["outcome"] == "wrong"]}
@@ -99,17 +114,17 @@ def stream_k(deck, atlases: dict) -> dict:
     # each precision's stream-K at the reference shape, timed in turns with its headline there
     reference = deck.need(f"{STREAM_K} — Diagram", *(s.best.id for s in catalogue.SHAPE_STEPS))
     example = _example(atlases)
-    at_reference = [{"precision": catalogue.step_of(x["id"]).precision.upper(), "tflops": x["tflops"],
-                     "headline_tflops": x["record"]["before"]["tflops"],
-                     "slower": x["record"]["before"]["gain_by_sample"]["ci"][1] < 1,
-                     "faster": x["record"]["before"]["gain_by_sample"]["ci"][0] > 1}
-                    for x in reference if x["measured"] and not x["failed"] and x["record"].get("before")]
+    # (both TFLOPS from those turns: the record's own figure is from its turns with cuBLAS)
+    at_reference = [{"precision": catalogue.step_of(x["id"]).precision.upper(), **pair,
+                     "faster": pair["ci"][0] > 1, "slower": pair["ci"][1] < 1}
+                    for x in reference if x["measured"] and not x["failed"]
+                    for pair in [gain_in_turns(x, catalogue.before(x["id"]))] if pair]
     cell = None
     if example:
         a, row = example
         runs = plan.stream_k(row["plan"]["units"], row["plan"]["clusters"], row["plan"]["k_tiles"])
         cell = {"precision": a["precision"], "where": _where(row), "shape": row["shape"], "tile": row["tile"],
-                "plan": runs, **stream_k_runs(runs, row)}
+                "plan": runs, **stream_k_runs(runs)}
     return {"title": STREAM_K, "slide_title": STREAM_K, "technique": step.technique, "code": code_view(step.code, step.focus, deck.out_dir),
             "cell": cell, "diagram": "stream_k.svg" if cell else None, "at_reference": at_reference,
             # its tiles by M, smallest first: each up to the rows its cluster's column spans
@@ -120,8 +135,10 @@ def stream_k(deck, atlases: dict) -> dict:
 def context(deck) -> dict:
     sms = deck["device"]["sm_count"]
     both = {precision: one(deck, precision, sms) for precision in ("tf32", "bf16")}
-    return {**both, "measured": any(a["rows"] for a in both.values()), "ids": [a["id"] for a in both.values()],
-            "stream_k": stream_k(deck, both)}
+    measured = any(a["rows"] for a in both.values())
+    # stream-K's slides, and its backup pages, only beside an atlas (they are the atlas's kernel)
+    return {**both, "measured": measured, "ids": [a["id"] for a in both.values()],
+            "stream_k": stream_k(deck, both) if measured else None}
 
 
 def atlas_map(a: dict) -> str:
@@ -151,6 +168,6 @@ def atlas_map(a: dict) -> str:
 def draw(deck) -> dict[str, str]:
     out = {f"atlas_{key}.svg": atlas_map(deck["atlas"][key]) for key in ("tf32", "bf16") if deck["atlas"][key]["rows"]}
     sk = deck["atlas"]["stream_k"]
-    if sk["cell"]:
+    if sk and sk["cell"]:
         out[sk["diagram"]] = stream_k_diagram(sk["cell"])
     return out

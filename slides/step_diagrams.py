@@ -462,7 +462,7 @@ def lean_loop(step: dict, shape: dict) -> str:
     return dwg.tostring()
 
 
-def stream_k_runs(runs: dict, row: dict) -> dict:
+def stream_k_runs(runs: dict) -> dict:
     """What a stream-K plan (plan.stream_k) does to a cell: each unit's pieces (cluster, K-tiles
     [k0, k1)) in K order, the first piece of a split unit its owner's."""
     k_tiles, bounds = runs["k_tiles"], runs["runs"]
@@ -474,7 +474,7 @@ def stream_k_runs(runs: dict, row: dict) -> dict:
             k1 = min(k_tiles, k0 + bounds[c + 1] - at)
             pieces[unit].append((c, k0, k1))
             at += k1 - k0
-    return {"pieces": pieces, "most": max(len(p) for p in pieces)}
+    return {"pieces": pieces}
 
 
 def stream_k_diagram(cell: dict) -> str:
@@ -485,10 +485,11 @@ def stream_k_diagram(cell: dict) -> str:
     k, units, clusters = runs["k_tiles"], runs["units"], runs["clusters"]
     lo, hi = runs["run_k_tiles"]
     m, n, kk = cell["shape"]
+    tile, cluster = cell["tile"], cell["tile"].get("CLUSTER_M", 1)
     dwg = drawing(W, H)
-    _title(dwg, f"Stream-K, {cell['precision']} {m}×{n}×{kk}: {units} tiles of {cell['tile']['BM']}×{cell['tile']['BN']}"
-                f"{'' if cell['tile'].get('CLUSTER_M', 1) == 1 else ' in clusters of ' + str(cell['tile']['CLUSTER_M'])}, "
-                f"{k} K-tiles each, on {clusters} clusters")
+    # a unit of the plan is a cluster's column of tiles: one tile of the cluster's rows
+    _title(dwg, f"Stream-K, {cell['precision']} {m}×{n}×{kk}: {units} tiles of {tile['BM'] * cluster}×{tile['BN']}"
+                f"{'' if cluster == 1 else f' ({cluster}-CTA clusters)'}, {k} K-tiles each, on {clusters} clusters")
     shown = min(units, 7)
     x0, x1, top, row_h = 90, 600, 64, 34
     kx = (x1 - x0) / k
