@@ -123,7 +123,7 @@ def producer_ring(step: dict, shape: dict) -> str:
     # over time, a row per stage: load k waits for the release of k - STAGES, wgmma k for load k
     dwg = over_time
     load_t, mma_t = 0.5, 1.0                      # compute-bound: a K-tile's wgmma outlasts its load
-    top, x0, unit = 178, 80, 64
+    top, x0, unit = 178, 80, 68                   # a wgmma's box holds "wgmma k10" at 11 px
     row_h = min(28, (306 - top - 6 * (stages - 1)) / stages)
     end = (W - 20 - x0) / unit
     loads, mmas = [], []
@@ -139,8 +139,10 @@ def producer_ring(step: dict, shape: dict) -> str:
         waiting = ("full, waiting",) if k == stages else ()      # said once, where the wait is long
         for (p, q), color, labels, opacity, dash in (((a, b), LOAD, (f"k{k}",), 0.45, None),
                                                      ((b, c), LOAD, waiting, 0.06, "3,3"),
-                                                     ((c, d), MMA, (f"wgmma k{k}", f"k{k}"), 0.4, None)):
-            if q > p and p < end:
+                                                     ((c, d), MMA, (f"wgmma k{k}",), 0.4, None)):
+            # a load or a wgmma is drawn whole or not at all (cut at the edge, wgmma k10 read as load k10);
+            # only the wait runs off the edge
+            if q > p and p < end and (dash or q <= end):
                 _box(dwg, x0 + p * unit, ry, (min(q, end) - p) * unit - 2, row_h, color, labels, opacity=opacity,
                      **({"stroke_dasharray": dash} if dash else {}))
         if d < end:                               # its end releases the stage: empty[s]
