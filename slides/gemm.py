@@ -365,6 +365,13 @@ def context(deck) -> dict:
         if usable:
             prev = steps[-1]
     measured_steps = [s for s in steps if s["best"]["tflops"] and not s["best"]["failed"]]
+    # On a step's climb each bar is its own record, timed at the clock its own turns left it: an
+    # earlier step can stand higher than a step that beat it in turns. The highest such, for the notes.
+    for at, s in enumerate(measured_steps):
+        higher = [e for e in measured_steps[:at] if e["best"]["tflops"] > s["best"]["tflops"]]
+        top = max(higher, key=lambda e: e["best"]["tflops"], default=None)
+        s["outranked_by"] = top and {"name": top["name"], "tflops": top["best"]["tflops"],
+                                     "clock_mhz": top["best"]["clock_mhz"]}
     headline = None
     if len(measured_steps) >= 2:
         # the talk's headline is a role (catalogue.HEADLINE), not the fastest record: steps timed

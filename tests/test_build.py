@@ -180,6 +180,22 @@ def test_measured_numbers_come_from_the_fixture(deck):
     assert f"**{b['gemm.cute_mma_tf32']['before']['gain']:.1f}×** over Naive FP32" in s["Kernel 2: CuTe Simple MMA — Performance"]
 
 
+def test_a_step_below_an_earlier_one_on_its_climb_says_why_in_its_notes(fixture_doc, write_results, tmp_path):
+    """Each bar of a climb is its own record at its own clock: where an earlier step's stands higher, the
+    notes name the highest and send the listener to the pair in turns; where none does, they say nothing."""
+    steps = [s for s in catalogue.STEPS if s.best.id in fixture_doc["benchmarks"]]
+    b = fixture_doc["benchmarks"]
+    early, late = steps[-3], steps[-1]
+    b[early.best.id]["tflops"] = 1.05 * max(b[s.best.id]["tflops"] for s in steps)
+    ctx = build.build(write_results(fixture_doc), tmp_path)
+    s = slides_of((tmp_path / "slides.md").read_text())
+    names = {step["key"]: step["name"] for step in ctx["gemm"]["steps"]}
+    notes = lambda step: s[f"Kernel {catalogue.STEPS.index(step) + 1}: {step.title} — Performance"].split("<!--")[1]
+    assert f"On the climb, {names[early.key]} stands higher, {b[early.best.id]['tflops']:,.1f} TFLOPS" in notes(late)
+    assert "the pair with the step before, timed in turns, is the comparison" in notes(late)
+    assert "On the climb" not in notes(early)
+
+
 def test_the_title_slide_carries_the_headline_climb(deck):
     title = slides_of(deck["md"])["CUDA Performance Study"]
     assert f"climb_{catalogue.step_of(catalogue.HEADLINE).key}.svg" in title
