@@ -359,7 +359,7 @@ def context(deck) -> dict:
                       "precision": step.precision, "baseline": baseline,
                       "source": step.code, "code": code, "beyond": step.beyond,
                       "variants": variants, "best": best, "block": block, "diagram": diagram, "draw": step.diagram,
-                      "reveals": REVEALS.get(step.diagram, []),
+                      "reveals": REVEALS.get(step.diagram, []), "outranked_by": None,
                       "measured": any(v["measured"] for v in variants),
                       "skip_reason": "; ".join(dict.fromkeys(v["reason"] for v in variants if v["status"] == "skipped"))})
         if usable:

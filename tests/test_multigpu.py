@@ -373,7 +373,8 @@ def test_a_node_of_more_gpus_builds_its_section(n, fixture_doc, node_docs, write
                        "--node", str(write_results(doc, f"node-x{n}.yaml"))]) == 0
     s = slides_of((tmp_path / "slides.md").read_text())
     title = f"Past One GPU: {n} × NVIDIA H200"
-    assert title in s and f"Every pair of the {n} GPUs: **18 NVLinks** through NVSwitches" in s[title]
+    assert title in s and f"Every pair of the {n} GPUs: through NVSwitches, **18 NVLinks** from each GPU" in s[title]
+    assert "meet through the NVSwitches, each GPU over its 18 NVLinks into them" in s[title]
     assert s[title].count("\n- ") == 3                               # one line for all the pairs joined alike
     topology = (figures_dir(tmp_path) / "node_topology.svg").read_text()
     assert all(f">GPU {i}<" in topology for i in range(n))
