@@ -103,6 +103,14 @@ def placement(deck) -> dict | None:
             "l2_bytes": l2_bytes, "params": rec["params"]}
 
 
+def _resident(row: dict, device: dict) -> str:
+    """A configuration's label, and where it launches more blocks on an SM than the SM's threads can
+    hold, how many run at a time (the rest wait for them)."""
+    per = row["blocks"] // row["sms"]
+    fit = device["max_threads_per_sm"] // row["threads"]
+    return f"{row['label']} (at most {fit} at a time)" if per > fit else row["label"]
+
+
 def context(deck) -> dict:
     hbm = deck["hbm"]
     partitions = latency_map(deck)
@@ -111,10 +119,11 @@ def context(deck) -> dict:
     if "rows" not in r["record"]:
         return {**r, "rows": None, "partitions": partitions, "placed": placed}
     rec = r["record"]
+    rows = [{**x, "label": _resident(x, deck.doc["device"])} for x in rec["rows"]]
     best_read = max(rec["rows"], key=lambda x: x["read"]["gbps"])
     best_copy = max(rec["rows"], key=lambda x: x["copy"]["gbps"])
     sms = deck.doc["device"]["sm_count"]
-    return {**r, "rows": rec["rows"], "params": rec["params"], "best_read": best_read, "best_copy": best_copy,
+    return {**r, "rows": rows, "params": rec["params"], "best_read": best_read, "best_copy": best_copy,
             "read_vs_hbm": best_read["read"]["gbps"] / hbm["best"]["gbps"] if hbm["rows"] else None,
             # what the fastest read took: every SM or fewer, one block each or several loads' worth
             "every_sm": best_read["sms"] == sms, "sms": sms, "many_in_flight": best_read["blocks"] > best_read["sms"],

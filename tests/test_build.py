@@ -987,6 +987,18 @@ def test_judgments_take_the_other_wording_when_the_data_turn(fixture_doc, write_
     assert f"it peaks on 64 of the {sms} SMs, one block each." in s["L2 Bandwidth Scaling"]
 
 
+def test_a_configuration_of_more_blocks_than_an_sm_holds_says_how_many_run_at_once(deck):
+    """L2's oversubscribed rows launch more blocks on an SM than its threads hold: the table says how
+    many run at a time; a row whose blocks all fit says nothing more."""
+    device, rows = deck["doc"]["device"], deck["doc"]["benchmarks"]["l2.bandwidth_scaling"]["rows"]
+    table = slides_of(deck["md"])["L2 Bandwidth Scaling"]
+    for r in rows:
+        fit = device["max_threads_per_sm"] // r["threads"]
+        said = f"| {r['label']} (at most {fit} at a time) |"
+        assert (said in table) == (r["blocks"] // r["sms"] > fit), r["label"]
+    assert any(r["blocks"] // r["sms"] > device["max_threads_per_sm"] // r["threads"] for r in rows)
+
+
 def test_a_skipped_record_is_never_stale(fixture_doc, write_results, tmp_path, capsys):
     """A record the runner skipped (too few GPUs, a GPU too old) measured nothing: the code it names
     changing since makes no result out of date."""
