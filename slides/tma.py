@@ -61,7 +61,16 @@ def context(deck) -> dict:
         "issuers_raise": more["faster"] and not more["tie"],
         "sizes": sizes, "small_box": sizes[0], "big_box": sizes[-1],
         "sizes_raise": bigger["faster"] and not bigger["tie"],
-        "multicast": multicast, "all_rows": rec["multicast"]}}
+        "multicast": multicast, "all_rows": rec["multicast"],
+        # from memory, the CTAs of a cluster that load separately ask for the same boxes: past HBM's
+        # theoretical peak, some of those bytes came from L2
+        "past_peak": _past_peak(rec["multicast"], deck["device"]["hbm_peak_gbps"] / 1e3)}}
+
+
+def _past_peak(rows: list[dict], peak_tbps: float) -> dict | None:
+    """The fastest separate load from memory, where it passes HBM's theoretical peak."""
+    fastest = max((x for x in rows if x["source"] == "hbm"), key=lambda x: x["separate"]["tbps"], default=None)
+    return fastest and fastest["separate"]["tbps"] > peak_tbps and {"tbps": fastest["separate"]["tbps"], "peak_tbps": peak_tbps}
 
 
 def depth_chart(t: dict) -> str:
