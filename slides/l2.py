@@ -98,6 +98,8 @@ def placement(deck) -> dict | None:
             "most_pct": 100 * abs(most["ratio"] - 1),
             "sweep": sweep,
             "in_l2": max(x["gbps"] for x in inside) if inside else None,
+            # the smallest set, where it reads markedly slower than the best inside L2: the best is not every size's
+            "smallest": inside[0] if inside and inside[0]["gbps"] < FALLS * max(x["gbps"] for x in inside) else None,
             "past_l2": min(x["gbps"] for x in past) if past else None,
             "fall": {"from": fall[0]["bytes"], "to": fall[1]["bytes"]} if fall else None,
             "l2_bytes": l2_bytes, "params": rec["params"]}
