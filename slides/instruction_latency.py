@@ -17,14 +17,14 @@ def context(deck) -> dict:
     for row in rec["rows"]:
         cycles = [(int(ilp), c) for ilp, c in sorted(row["cycles"].items(), key=lambda kv: int(kv[0]))]
         best = min(c for _, c in cycles)
+        # the fewest chains whose cycles/instruction come within 10% of the best one warp reaches, and theirs
+        enough, at_enough = next((i, c) for i, c in cycles if c <= 1.1 * best)
         issue = row["issue_cycles_per_subpartition"]
         sass1 = row["sass"][str(ilps[0])]      # the worker hands records over as JSON: string keys
         rows.append({
             "op": row["op"], "name": row["name"], "cycles": cycles, "latency": cycles[0][1],
             "single_warp_best": best, "at_highest_ilp": cycles[-1][1], "issue": issue,
-            # the fewest chains whose cycles/instruction come within 10% of the best one warp reaches
-            "ilp_to_best": next(i for i, c in cycles if c <= 1.1 * best),
-            "vs_issue_pct": 100 * (cycles[-1][1] / issue - 1),
+            "ilp_to_best": enough, "at_ilp_to_best": at_enough, "vs_issue_pct": 100 * (at_enough / issue - 1),
             "sass_per_op": sass1["per_op"], "mix": sass1["mix_per_op"],
             # the instructions an operation is issued as, leaving out those under MIX_SHOWN of one per call
             "mix_shown": {m: n for m, n in sass1["mix_per_op"].items() if n >= MIX_SHOWN},
