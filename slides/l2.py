@@ -40,13 +40,21 @@ def halves(cycles: np.ndarray) -> dict:
             "lines": [int(line_group.sum()), int((~line_group).sum())]}
 
 
-def latency_map(deck) -> dict | None:
-    (r,) = deck.need(MAP_SLIDE, MAP_ID)
+def map_halves(r: dict) -> tuple[np.ndarray, dict] | None:
+    """The L2 map's cycles (SM by line) and their halves, from its deck.record; None where it holds none."""
     if not r["measured"] or r["failed"] and "rows" not in r["record"]:
         return None
+    cycles = np.array([x["cycles"] for x in r["record"]["rows"]], dtype=float)
+    return cycles, halves(cycles)
+
+
+def latency_map(deck) -> dict | None:
+    (r,) = deck.need(MAP_SLIDE, MAP_ID)
+    mapped = map_halves(r)
+    if not mapped:
+        return None
     rows = r["record"]["rows"]
-    cycles = np.array([x["cycles"] for x in rows], dtype=float)
-    h = halves(cycles)
+    cycles, h = mapped
     out = {"sms": [x["sm"] for x in rows], "cycles": cycles.tolist(), "params": r["record"]["params"],
            "low": float(cycles.min()), "high": float(cycles.max()),
            "sm_count": len(rows), "line_count": cycles.shape[1], "split": bool(h["split"]),

@@ -5,6 +5,11 @@ from __future__ import annotations
 import math
 
 from slides.kit import Chart, Line, REF, Series, fmt_bytes, line_chart
+from slides.l2 import MAP_ID, map_halves
+
+
+# Past L2's plateau, loads that take more than this many times a far-half hit cannot all be hits.
+FAR_MARGIN = 1.25
 
 
 def context(deck) -> dict:
@@ -12,6 +17,10 @@ def context(deck) -> dict:
     if "levels" not in r["record"]:
         return {**r, "levels": None, "sweep": None, "hbm_step_bytes": None}
     out = {**r, **read(r["record"], deck["device"]["l2_bytes"])}
+    # what a hit in L2's far half costs, from the L2 map (its own slide: slides/l2.py), where it found two halves
+    mapped = map_halves(deck.record(MAP_ID))
+    out["far_hit"] = mapped[1]["far"] if mapped and mapped[1]["split"] else None
+    out["past_far"] = bool(out["far_hit"] and out["middle_cycles"] and out["middle_cycles"] > FAR_MARGIN * out["far_hit"])
     top = deck["device"].get("sm_clock_max_mhz")
     # the cycle counter against the global timer can read past the card's maximum: said, not hidden
     out["clock_over_max_pct"] = 100 * (out["clock_mhz"] / top - 1) if top and out["clock_mhz"] > top else None
@@ -33,9 +42,11 @@ def read(rec: dict, l2_bytes: int) -> dict:
     leave = next((s["bytes"] for s in sweep if l2 and s["bytes"] > 1 << 20 and s["cycles"] > 1.2 * l2), None)
     middle = [s for s in sweep if leave and leave <= s["bytes"] < sweep[first]["bytes"]]
     chases = [*levels, *sweep]
+    middle_cycles = sorted(s["cycles"] for s in middle)[len(middle) // 2] if middle else None
     return {"levels": levels, "by": by, "sweep": sweep, "params": rec["params"],
+            "l2_leave_pct": 100 * leave / l2_bytes if leave else None,
             "hbm_step_bytes": step, "hbm_step_vs_l2_pct": 100 * (step / l2_bytes - 1) if step else None,
-            "l2_leave_bytes": leave, "middle_cycles": sorted(s["cycles"] for s in middle)[len(middle) // 2] if middle else None,
+            "l2_leave_bytes": leave, "middle_cycles": middle_cycles,
             # cycles over ns of every chase: the long ones weigh most, where the global timer's
             # granularity is least of the span (the shared-memory chase alone lasts a third of a ms)
             "clock_mhz": 1000 * sum(c["cycles"] for c in chases) / sum(c["ns"] for c in chases)}

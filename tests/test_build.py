@@ -363,6 +363,27 @@ def test_sweep_step_is_read_off_the_data():
     assert mem["l2_leave_bytes"] == 1 << 25 and mem["middle_cycles"] == 520
 
 
+@pytest.mark.parametrize("past_far", [True, False])
+def test_the_latency_past_half_of_l2_is_weighed_against_a_far_half_hit(fixture_doc, write_results, tmp_path, past_far):
+    """From where the sweep leaves L2's plateau, its loads are weighed against what a hit in L2's far
+    half costs on the L2 map: well above it, some must go to memory; about it, they come from the far half."""
+    from slides import l2
+    from slides.deck import Deck
+    b = fixture_doc["benchmarks"]
+    deck_of = Deck(fixture_doc)
+    cycles, h = l2.map_halves(deck_of.record(l2.MAP_ID))
+    assert h["split"], "the fixture's map has two halves"
+    mem = memory_latency.read(b["latency.memory"], fixture_doc["device"]["l2_bytes"])
+    for s in b["latency.memory"]["sweep"]:                 # the sweep between leaving L2 and reaching HBM
+        if mem["l2_leave_bytes"] <= s["bytes"] < mem["hbm_step_bytes"]:
+            s["cycles"] = 2 * h["far"] if past_far else 1.15 * h["far"]     # past L2's plateau (1.2x its level) either way
+    build.build(write_results(fixture_doc), tmp_path)
+    slide = slides_of((tmp_path / "slides.md").read_text())["Memory Latency — Working-Set Sweep"]
+    said = (f"more than a hit in L2's far half ({h['far']:,.0f} on the L2 map), so some of them go to memory" if past_far
+            else f"about a hit in L2's far half ({h['far']:,.0f} on the L2 map): lines past the near half come from the far one")
+    assert said in slide
+
+
 def test_figures_drawn_from_the_data(deck):
     svgs = figures_dir(deck["dir"])
     instr = (svgs / "instruction_latency.svg").read_text()
