@@ -15,6 +15,8 @@ def context(deck) -> dict:
         loop = (res.get("sass") or {}).get("main_loop")
         rows.append({"index": s["index"], "name": s["title"], "threads": res.get("threads_per_block"),
                      "regs": res.get("regs_per_thread"),
+                     # a producer warpgroup: setmaxnreg moves registers from it to the consumers after launch
+                     "moved": bool((res.get("tile") or {}).get("PRODUCER_WARPGROUPS")),
                      "smem": (res["smem_static_bytes"] + res["smem_dynamic_bytes"]) if res else None,
                      "loop": loop, "metrics": {q["name"]: q["value"] for q in v["profile"] or []}})
-    return {"rows": rows, "metrics": list(names)}
+    return {"rows": rows, "metrics": list(names), "moved": [r["index"] for r in rows if r["moved"]]}

@@ -878,8 +878,13 @@ def test_every_slide_has_presenter_notes(deck):
     loop, names = rec["resources"]["sass"]["main_loop"], rec["profile"]["names"]
     tensor = rec["profile"]["metrics"][next(m for m, n in names.items() if n.startswith("tensor pipe"))]
     row = next(line for line in s["GEMM Kernels — Resources"].splitlines() if "TMA-Store Epilogue |" in line)
-    assert (f"| {rec['resources']['threads_per_block']} × {rec['resources']['regs_per_thread']} |" in row
+    # its registers as launched, marked: setmaxnreg moves them from the producer warpgroup to the consumers
+    assert rec["resources"]["tile"]["PRODUCER_WARPGROUPS"] == 1
+    assert (f"| {rec['resources']['threads_per_block']} × {rec['resources']['regs_per_thread']}† |" in row
             and f"| {loop['instructions']} / {loop['mma']} |" in row)
+    assert "† As launched: the kernel then moves registers from its producer warpgroup" in s["GEMM Kernels — Resources"]
+    row = next(line for line in s["GEMM Kernels — Resources"].splitlines() if "CuTe WGMMA |" in line)
+    assert "†" not in row                       # no producer warpgroup: its registers stay as launched
     row = next(line for line in s["GEMM Kernels — Counters"].splitlines() if "TMA-Store Epilogue |" in line)
     assert f"| {fmt_sig(tensor, 3)} |" in row
     assert_spoken_first(deck["md"])
