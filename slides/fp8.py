@@ -139,7 +139,12 @@ def _peer(deck) -> dict | None:
     params = r["record"]["params"]
     # what ran as "ours": the FP8 headline with a scale a tensor (records before step 14) or step 14, block-scaled
     ours_blocks = params["scaling"].get("ours") == "block"
+    # the same kernel on its own slide, at a shape of these: another run, at the clock its partners left
+    own = deck.record(params["ours"])
+    own_shape = [own["record"]["params"][d] for d in "mnk"] if own["measured"] and own["tflops"] else None
+    here = next((s for s in shapes if s["shape"] == own_shape and s["ours"]), None)
     return {**r, "shapes": shapes, "commit": params["commit"], "version": params["version"],
+            "ours_own": here and {"shape": own_shape, "here": here["ours"]["tflops"], "own": own["tflops"]},
             "ours_name": catalogue.step_of(params["ours"]).title,
             "ours_output": params["outputs"]["ours"].upper(),
             "ours_scaling": "the same block scales" if ours_blocks else "a scale a tensor",

@@ -123,3 +123,15 @@ def test_the_tile_picked_by_shape_is_given_the_scales(monkeypatch):
     pick(small, small, small, alpha=0.25)
     assert calls == [(catalogue.tile_for(step, 1024, 1024, 132), {"alpha": 0.25})]
     assert calls[0][0] == step.tiles[1], "1024 x 1024 leaves most SMs idle with the best tile: the small one runs"
+
+
+def test_the_deepgemm_slide_sets_our_kernels_figure_beside_its_own_slides(fixture_doc, write_results, tmp_path):
+    """Our block-scaled kernel runs on DeepGEMM's slide and on its own, two runs at two clocks: the
+    notes give both at the shape they share."""
+    peer = fixture_doc["benchmarks"]["peers.deepgemm"]
+    ours = fixture_doc["benchmarks"][peer["params"]["ours"]]
+    shape = [ours["params"][d] for d in "mnk"]
+    here = next(s["ours"]["tflops"] for s in peer["shapes"] if s["shape"] == shape)
+    slide = _fp8_slides(fixture_doc, write_results, tmp_path)["FP8 Beside DeepGEMM"]
+    assert (f"This project's kernel ran at {here:,.0f} TFLOPS here at {'×'.join(map(str, shape))}, "
+            f"{ours['tflops']:,.0f} on its own slide: two runs, each at the clock its partners left.") in slide
