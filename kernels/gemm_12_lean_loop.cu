@@ -3,24 +3,9 @@
 // them in uniform registers; the ring's stage and its fill's parity are carried from one K-tile to
 // the next instead of divided out of a running count.
 #include <cuda.h>                           // CUtensorMap
-#include "gemm_sm90_tma_store.cuh"         // Epilogue
+#include "gemm_sm90_tma_store.cuh"         // Epilogue, and through it lean_fragments
 
 // #region kernel
-// The consumers' wgmma descriptors, as consumer_fragments makes them but sliced by a warp-uniform
-// warpgroup index (a shuffle): a warpgroup's descriptors are the same in all its threads, and ptxas
-// then keeps them in uniform registers instead of building them per thread and moving them over
-// for every wgmma (about a fifth fewer instructions per K-tile).
-__device__ inline auto lean_fragments(SharedStorage& smem) {
-    const int warpgroup = __shfl_sync(0xffffffff, (threadIdx.x - 128 * PRODUCER_WARPGROUPS) / 128, 0);
-    Tensor sA = make_tensor(make_smem_ptr(smem.A), SmemLayoutA{});        // (BM,BK,PIPE)
-    Tensor sB = make_tensor(make_smem_ptr(smem.B), SmemLayoutB{});        // (BN,BK,PIPE)
-    TiledMMA mma = make_tiled_mma(MmaAtom{}, WarpgroupLayout{});
-    ThrMMA thr = mma.get_slice(warpgroup * 128);
-    return cute::make_tuple(mma, thr.make_fragment_A(thr.partition_A(sA)),        // (MMA,MMA_M,MMA_K,PIPE) descriptors
-                            thr.make_fragment_B(thr.partition_B(sB)),              // (MMA,MMA_N,MMA_K,PIPE) descriptors
-                            thr.partition_fragment_C(cta_tile_of_C(nullptr, 0, 0, 0, 0)));   // (MMA,MMA_M,MMA_N)
-}
-
 extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(THREADS, 1) gemm_lean_loop(
         const __grid_constant__ CUtensorMap tmaA,     // A (M,K): box BK x BM, 128-byte swizzle
         const __grid_constant__ CUtensorMap tmaB,     // B (N,K): box BK x BN/CLUSTER_M, 128-byte swizzle

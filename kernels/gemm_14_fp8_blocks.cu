@@ -12,25 +12,25 @@
 #error "SCALE_BLOCK comes from the step catalogue"
 #endif
 static_assert(BK == SCALE_BLOCK, "a K-tile is one block of scales along K");
-// A tile starts on a multiple of gcd(BN, SCALE_BLOCK) columns: at most two blocks of B, the second
-// from column SCALE_BLOCK - 64 or SCALE_BLOCK of the tile (add_scaled's two instances).
+// A tile starts on a multiple of gcd(BN, SCALE_BLOCK) columns, 64 or 128 of them: each 64 columns of
+// it lie in one block of B, the first or the second.
 static_assert(BN % 64 == 0 && BN <= SCALE_BLOCK + 64 * (1 + (BN % SCALE_BLOCK == 0)),
               "a tile's columns lie in at most two blocks of B, the second starting at column 64 or 128");
+constexpr int GROUPS = BN / 64;             // 64 columns of the tile, one block of B
 static_assert(2 * FRAGMENT + 40 <= CONSUMER_REGS, "room for the accumulator, the FP32 sums, the scales and the loop");
 
 // #region kernel
-// sums += acc x its row's A scale x its column block's B scale. A thread's accumulators come in fours,
-// two adjacent columns of its row r, the same two of row r + 8, then the next 8 columns (wgmma's
-// accumulator layout); the columns from NEXT_BLOCK_AT on lie in the second block. Unrolled, every
-// index is a constant. Written scale first, ptxas allocates so that fewer FFMAs read all three sources
-// from registers of one parity (16 of 160, against 48 of 96 for acc x s + sums): likely register-bank
-// waits, 3-11% faster in turns (H200).
-template <int NEXT_BLOCK_AT, class Frag>
-__device__ inline void add_scaled(Frag& sums, Frag const& acc, float const (&a)[2], float const (&b)[2]) {
-    const float s[4] = {a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1]};   // (row, block) pairs
+// sums += acc x its row's A scale x its 64 columns' B scale (scale[row][group], one K-tile's). A
+// thread's accumulators come in fours, two adjacent columns of its row r, the same two of row r + 8,
+// then the next 8 columns (wgmma's accumulator layout). Unrolled, every index is a constant, and one
+// sequence of FFMAs serves every tile: which block each group lies in is in the scales, not in the
+// code. Written scale first, ptxas allocates so that fewer FFMAs read all three sources from
+// registers of one parity: likely register-bank waits, 3-11% faster in turns (H200).
+template <class Frag>
+__device__ inline void add_scaled(Frag& sums, Frag const& acc, float const (&scale)[2][GROUPS]) {
     CUTE_UNROLL
     for (int j = 0; j < size(sums); ++j)
-        sums(j) = fmaf(s[2 * (j / 2 % 2) + (8 * (j / 4) >= NEXT_BLOCK_AT)], acc(j), sums(j));
+        sums(j) = fmaf(scale[j / 2 % 2][8 * (j / 4) / 64], acc(j), sums(j));
 }
 
 // A's scales of each stage's K-tile, one float a row of the tile, copied by the producer beside A and B
@@ -58,10 +58,11 @@ struct ScalesOfA {
     }
 };
 
-// One consumer thread's scales of one output tile: A's, rows r and r + 8, from the stage; B's
-// (N/SCALE_BLOCK, ldb) K-major (ldb at least K/SCALE_BLOCK, rounded up), the tile's first block and,
-// where the tile reaches it, the second, loaded a K-tile ahead: a warp issues in order, so the first
-// instruction that reads a load waits for it. Past N a block's scale is 0: those columns are never stored.
+// One consumer thread's scales of one output tile, a K-tile's at a time, read while its wgmmas run:
+// A's, rows r and r + 8, from the stage (once it has landed, before it is released); B's (N/SCALE_BLOCK,
+// ldb) K-major (ldb at least K/SCALE_BLOCK, rounded up), the tile's first block and, where the tile
+// reaches it, the second, from L2 through L1 (a tile's 128 K-tiles are 4 cache lines). Past N a
+// block's scale is 0: those columns are never stored.
 struct BlockScales {
     const float *b0, *b1;
     int M, r, next_block_at;
@@ -71,18 +72,15 @@ struct BlockScales {
         b1 = first + 1 < ceil_div(N, SCALE_BLOCK) ? b0 + ldb : nullptr;
         next_block_at = SCALE_BLOCK - tn * BN % SCALE_BLOCK;
     }
-    __device__ void load_b(int k, float (&b)[2]) const {
-        b[0] = __ldg(b0 + k), b[1] = b1 ? __ldg(b1 + k) : 0.f;
-    }
-    // K-tile k's A scales, from stage s once it has landed (before the stage is released)
-    __device__ void read_a(int s, int k, float (&a)[2]) const {
+    // K-tile k's products of A's and B's scales, from stage s
+    __device__ void read(int s, int k, float (&scale)[2][GROUPS]) const {
         const float* row = a_scale_ring[s] + scale_skew(k, M) + r;
-        a[0] = row[0], a[1] = row[8];
-    }
-    template <class Frag>
-    __device__ void add(Frag& sums, Frag const& acc, float const (&a)[2], float const (&b)[2]) const {
-        if (next_block_at == SCALE_BLOCK) add_scaled<SCALE_BLOCK>(sums, acc, a, b);
-        else add_scaled<SCALE_BLOCK - 64>(sums, acc, a, b);
+        const float a[2] = {row[0], row[8]}, first = __ldg(b0 + k), second = b1 ? __ldg(b1 + k) : 0.f;
+        CUTE_UNROLL
+        for (int g = 0; g < GROUPS; ++g) {
+            const float b = 64 * g < next_block_at ? first : second;   // a select: an index would go to local memory
+            scale[0][g] = a[0] * b, scale[1][g] = a[1] * b;
+        }
     }
 };
 
@@ -118,17 +116,14 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
             auto [tm, tn] = cta_tile(M, N, p.unit * CLUSTER_M + rank);
             const BlockScales scales(sfb, ldb, M, N, tn, r);
             clear(sums);
-            float a[2], b[2], next_b[2];
-            scales.load_b(p.k0, next_b);
             for (int k = p.k0; k < p.k1; ++k) {
-                b[0] = next_b[0], b[1] = next_b[1];
                 wait_barrier(smem.full[stage], phase);
-                scales.read_a(stage, k, a);
                 mma_k_tile_alone(mma, tCrA(_, _, _, stage), tCrB(_, _, _, stage), tCrC);
-                if (k + 1 < p.k1) scales.load_b(k + 1, next_b);   // a K-tile ahead: two K-tiles' wgmmas to land
-                warpgroup_wait<0>();
+                float scale[2][GROUPS];
+                scales.read(stage, k, scale);    // while the wgmmas run: after them, the warp's promotion
+                warpgroup_wait<0>();             // is all that stands between them and its next K-tile's
                 release_stage(smem, stage);
-                scales.add(sums, tCrC, a, b);    // promoted and scaled: added in FP32
+                add_scaled(sums, tCrC, scale);   // promoted and scaled: added in FP32
                 if (++stage == RING) stage = 0, phase ^= 1;
             }
             const TailSums tail(partials, ready, p.unit - schedule.full_units);

@@ -7,7 +7,7 @@ constexpr int FRAGMENT = BM * BN / CONSUMER_THREADS;   // accumulators a consume
 
 // A cluster's work, in order: whole tiles over the full waves, then its part of the last wave:
 // pieces (cluster tile, K-tiles [k0, k1)). The plan of the last wave comes from the launcher
-// (bench/gemm/launch.py, split_wave): full_units whole units before it, `left` units in it, each computed
+// (bench/gemm/plan.py, split_wave): full_units whole units before it, `left` units in it, each computed
 // by an owner cluster over K-tiles [0, split) and by a helper (a cluster with no unit left) over the
 // rest. A unit: one tile per CTA of the cluster.
 struct Piece { int unit, k0, k1; };

@@ -1,19 +1,25 @@
-"""The shape atlas (bench/gemm/atlas.py): each precision's headline kernel over the projections of real
-models, M from decoding to prefill, as a heatmap of its ratio to cuBLAS in turns; where it holds
-cuBLAS and where it falls behind."""
+"""The shape atlas (bench/gemm/atlas.py): each precision's kernels over the projections of real models,
+M from decoding to prefill, as a heatmap of the ratio to cuBLAS in turns of the kernel the catalogue's
+rule picked (stream-K outlined); where they hold cuBLAS and where they fall behind; and stream-K, the
+kernel for the few-row shapes: its code, its plan for one cell, and its speed over the headline in the
+same turns."""
 from __future__ import annotations
 
 from statistics import median
 
-from bench.gemm import catalogue
+from bench.gemm import catalogue, plan
+from slides.gemm import code_view, gain_in_turns
 from slides.kit import Cell, heatmap
+from slides.step_diagrams import stream_k_diagram, stream_k_runs
 from slides.sweep import tile_label
 
 LARGE_M = 512          # from this M up, the kernel is held to HELD_LARGE of cuBLAS ...
 HELD_LARGE = 0.95
 SMALL_M = 256          # ... and up to this M, to HELD_SMALL
 HELD_SMALL = 0.90
+ERROR_HELD = 1.25      # a cell's error is held to this many times cuBLAS's on the same operands
 SLIDES = {"tf32": "Shape Atlas — TF32", "bf16": "Shape Atlas — BF16"}
+STREAM_K = catalogue.STREAM_K.title          # its slides' titles begin so
 
 
 def _where(row: dict) -> str:
@@ -22,17 +28,43 @@ def _where(row: dict) -> str:
 
 def _grid(row: dict, sm_count: int) -> dict:
     """The output tiles the tile that ran made of the cell's C (the CTAs with work: a cluster's
-    partner past the last row has none), and whether they leave SMs idle."""
+    partner past the last row has none), and whether they leave SMs idle: fewer tiles than SMs do,
+    unless stream-K ran, whose clusters share the tiles' K-tiles (``shared_by``: how many)."""
     m, n, _ = row["shape"]
-    tiles = catalogue.ctas({**row["tile"], "CLUSTER_M": 1}, m, n)
-    return {"tiles": tiles, "idle": tiles < sm_count}
+    tiles = plan.ctas({**row["tile"], "CLUSTER_M": 1}, m, n)
+    streamed = (row.get("plan") or {}).get("kind") == "stream_k"
+    few = tiles < sm_count
+    return {"tiles": tiles, "idle": few and not streamed, "shared_by": row["plan"]["clusters"] if few and streamed else None}
 
 
-def one(deck, bench_id: str, sm_count: int) -> dict:
-    step, _ = catalogue.KERNELS[bench_id]
-    (r,) = deck.need(SLIDES[step.precision], f"atlas.{step.precision}")
+def _versus_headline(streamed: list[dict]) -> dict | None:
+    """Stream-K over the headline in the cells where it ran, the two in the same turns: the median and
+    the range of its speed over the headline's, and how many cells each interval calls faster,
+    slower or a tie."""
+    pairs = [x["headline"] for x in streamed if "ratio" in x.get("headline", {})]
+    if not pairs:
+        return None
+    ratios = [p["ratio"] for p in pairs]
+    return {"cells": len(pairs), "median_pct": 100 * median(ratios), "lo_pct": 100 * min(ratios), "hi_pct": 100 * max(ratios),
+            "faster": sum(p["ci"][0] > 1 for p in pairs), "slower": sum(p["ci"][1] < 1 for p in pairs),
+            "tie": sum(p["ci"][0] <= 1 <= p["ci"][1] for p in pairs)}
+
+
+def _errors(correct: list[dict]) -> dict | None:
+    """Each cell's error over cuBLAS's on its operands: how many are held to ERROR_HELD, and the worst."""
+    ratios = [(x["check"]["rel_error"] / x["cublas_check"]["rel_error"], x) for x in correct
+              if x.get("cublas_check", {}).get("rel_error")]
+    if not ratios:
+        return None
+    worst, at = max(ratios, key=lambda r: r[0])
+    return {"cells": len(ratios), "held": sum(r <= ERROR_HELD for r, _ in ratios), "limit": ERROR_HELD,
+            "worst": worst, "where": _where(at), "all_held": worst <= ERROR_HELD}
+
+
+def one(deck, precision: str, sm_count: int) -> dict:
+    (r,) = deck.need(SLIDES[precision], atlas_id(precision))
     if not r["measured"] or r["failed"] and "rows" not in r["record"]:
-        return {**r, "rows": None, "precision": step.precision.upper()}
+        return {**r, "rows": None, "precision": precision.upper()}
     rec = r["record"]
     params, rows = rec["params"], rec["rows"]
     correct = [x for x in rows if x["outcome"] == "correct"]
@@ -41,10 +73,8 @@ def one(deck, bench_id: str, sm_count: int) -> dict:
     small = [x for x in correct if x["shape"][0] <= SMALL_M]
     low = lambda part: min(part, key=lambda x: x["ratio_same_layout"]) if part else None
     worst, worst_large, worst_small = low(correct), low(large), low(small)
-    tiles = params.get("tiles") or []
-    small_tile = tile_label({**tiles[0], **tiles[1]}) if len(tiles) > 1 else None
-    return {**r, "precision": step.precision.upper(), "title": step.title_of(step.best), "rows": rows,
-            "params": params, "correct": len(correct),
+    streamed = [x for x in correct if x.get("kernel") in STREAMED]
+    return {**r, "precision": precision.upper(), "rows": rows, "params": params, "correct": len(correct),
             "median_pct": 100 * median(ratios) if ratios else None,
             "worst": worst and {"where": _where(worst), "pct": 100 * worst["ratio_same_layout"], **_grid(worst, sm_count)},
             "large": worst_large and {"from": LARGE_M, "pct": 100 * worst_large["ratio_same_layout"],
@@ -53,19 +83,67 @@ def one(deck, bench_id: str, sm_count: int) -> dict:
             "small": worst_small and {"to": SMALL_M, "pct": 100 * worst_small["ratio_same_layout"],
                                       "where": _where(worst_small), "target_pct": 100 * HELD_SMALL,
                                       "held": worst_small["ratio_same_layout"] >= HELD_SMALL, **_grid(worst_small, sm_count)},
-            "above": sum(x >= 1 for x in ratios), "small_tile": small_tile,
+            "above": sum(x >= 1 for x in ratios), "error": _errors(correct),
+            "streamed": {"cells": len(streamed), "up_to": max(x["shape"][0] for x in streamed),
+                         "versus": _versus_headline(streamed)} if streamed else None,
             "wrong": [_where(x) for x in rows if x["outcome"] == "wrong"]}
+
+
+STREAMED = {s.best.id for s in catalogue.SHAPE_STEPS}
+
+
+def atlas_id(precision: str) -> str:
+    return f"atlas.{precision}"
+
+
+def _example(atlases: dict) -> tuple[dict, dict] | None:
+    """The cell stream-K's plan is drawn for: its smallest M on the first projection, from the BF16
+    atlas if it ran there (the talk's model precision), else TF32's."""
+    for a in (atlases["bf16"], atlases["tf32"]):
+        cells = [x for x in (a["rows"] or []) if x["outcome"] == "correct" and x.get("kernel") in STREAMED
+                 and (x.get("plan") or {}).get("kind") == "stream_k"]
+        if cells:
+            return a, min(cells, key=lambda x: x["shape"][0])
+    return None
+
+
+def stream_k(deck, atlases: dict) -> dict:
+    """Stream-K's slides: its code (the step's focus) and its plan for one atlas cell, drawn from the
+    units, clusters and K-tiles the cell's run recorded."""
+    step = catalogue.STREAM_K
+    # each precision's stream-K at the reference shape, timed in turns with its headline there
+    reference = deck.need(f"{STREAM_K} — Diagram", *(s.best.id for s in catalogue.SHAPE_STEPS))
+    example = _example(atlases)
+    # (both TFLOPS from those turns: the record's own figure is from its turns with cuBLAS)
+    at_reference = [{"precision": catalogue.step_of(x["id"]).precision.upper(), **pair,
+                     "faster": pair["ci"][0] > 1, "slower": pair["ci"][1] < 1}
+                    for x in reference if x["measured"] and not x["failed"]
+                    for pair in [gain_in_turns(x, catalogue.before(x["id"]))] if pair]
+    cell = None
+    if example:
+        a, row = example
+        runs = plan.stream_k(row["plan"]["units"], row["plan"]["clusters"], row["plan"]["k_tiles"])
+        cell = {"precision": a["precision"], "where": _where(row), "shape": row["shape"], "tile": row["tile"],
+                "plan": runs, **stream_k_runs(runs)}
+    return {"title": STREAM_K, "slide_title": STREAM_K, "technique": step.technique, "code": code_view(step.code, step.focus, deck.out_dir),
+            "cell": cell, "diagram": "stream_k.svg" if cell else None, "at_reference": at_reference,
+            # its tiles by M, smallest first: each up to the rows its cluster's column spans
+            "tiles": sorted(({"up_to": tile["BM"] * tile.get("CLUSTER_M", 1), "tile": tile_label(tile),
+                              "cluster": tile.get("CLUSTER_M", 1)} for tile in step.tiles), key=lambda x: x["up_to"])}
 
 
 def context(deck) -> dict:
     sms = deck["device"]["sm_count"]
-    both = {"tf32": one(deck, catalogue.HEADLINE, sms), "bf16": one(deck, catalogue.HEADLINE_BF16, sms)}
-    return {**both, "measured": any(a["rows"] for a in both.values()), "ids": [a["id"] for a in both.values()]}
+    both = {precision: one(deck, precision, sms) for precision in ("tf32", "bf16")}
+    measured = any(a["rows"] for a in both.values())
+    # stream-K's slides, and its backup pages, only beside an atlas (they are the atlas's kernel)
+    return {**both, "measured": measured, "ids": [a["id"] for a in both.values()],
+            "stream_k": stream_k(deck, both) if measured else None}
 
 
 def atlas_map(a: dict) -> str:
-    """Rows the projections, columns M; each cell the kernel's % of cuBLAS (same layout, in turns),
-    outlined where the catalogue's small tile ran."""
+    """Rows the projections, columns M; each cell the % of cuBLAS (same layout, in turns) of the kernel
+    the catalogue's rule picked, outlined where that was stream-K."""
     params, by = a["params"], {}
     for row in a["rows"]:
         by[(row["model"], row["projection"], row["shape"][0])] = row
@@ -79,14 +157,17 @@ def atlas_map(a: dict) -> str:
                 line.append(Cell(None, row["outcome"] if row else "—"))
                 continue
             ratio = row["ratio_same_layout"]
-            small = bool(a["small_tile"] and row.get("tile") and tile_label(row["tile"]) == a["small_tile"])
-            line.append(Cell(ratio, f"{100 * ratio:.0f}", small))
+            line.append(Cell(ratio, f"{100 * ratio:.0f}", row.get("kernel") in STREAMED))
         grid.append(line)
-    marked = f"outlined: the {a['small_tile']} tile ran (the catalogue's rule for shapes that would idle SMs)" if a["small_tile"] else ""
+    marked = "outlined: stream-K ran (the catalogue's rule: its cluster's tiles span M)" if a["streamed"] else ""
     return heatmap(labels, [f"{m:,}" for m in params["ms"]], grid,
-                   f"{a['title']}: % of cuBLAS {a['precision']} (same layout, in turns), by projection (N×K)",
+                   f"{a['precision']}: % of cuBLAS {a['precision']} (same layout, in turns), by projection (N×K)",
                    "M, the rows of A (tokens)", marked)
 
 
 def draw(deck) -> dict[str, str]:
-    return {f"atlas_{key}.svg": atlas_map(deck["atlas"][key]) for key in ("tf32", "bf16") if deck["atlas"][key]["rows"]}
+    out = {f"atlas_{key}.svg": atlas_map(deck["atlas"][key]) for key in ("tf32", "bf16") if deck["atlas"][key]["rows"]}
+    sk = deck["atlas"]["stream_k"]
+    if sk and sk["cell"]:
+        out[sk["diagram"]] = stream_k_diagram(sk["cell"])
+    return out

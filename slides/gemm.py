@@ -12,7 +12,7 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from bench.gemm import catalogue
+from bench.gemm import catalogue, plan
 from bench.core.stats import spread
 from slides.diagrams import DIAGRAMS
 from slides.kit import layer_name
@@ -60,7 +60,7 @@ def waves(resources: dict, occupancy_: dict | None, device: dict, shape: dict) -
     tile = resources.get("tile") if resources else None
     if not tile or not occupancy_:
         return None
-    tiles = catalogue.ctas(tile, shape["m"], shape["n"])      # as the kernel launches them: ragged edges, whole clusters
+    tiles = plan.ctas(tile, shape["m"], shape["n"])      # as the kernel launches them: ragged edges, whole clusters
     at_once = resources.get("resident_ctas") or device["sm_count"] * occupancy_["blocks_per_sm"]
     n = tiles / at_once
     out = {"tiles": tiles, "at_once": at_once, "waves": n, "full_waves": math.ceil(n),

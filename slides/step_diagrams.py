@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from bench.gemm.catalogue import ctas as ctas_of
+from bench.gemm.plan import ctas as ctas_of
 from slides.kit import GROUP, INK, MUTED, PALETTE, REF, arrow, drawing, layers, text, text_width
 
 W, H = 860, 400
@@ -461,6 +461,64 @@ def lean_loop(step: dict, shape: dict) -> str:
         _caption(dwg, ["No step before it was measured to set beside it."])
     else:
         _caption(dwg, ["The records hold no main-loop count for these kernels: measured before it was recorded."])
+    return dwg.tostring()
+
+
+def stream_k_runs(runs: dict) -> dict:
+    """What a stream-K plan (plan.stream_k) does to a cell: each unit's pieces (cluster, K-tiles
+    [k0, k1)) in K order, the first piece of a split unit its owner's."""
+    k_tiles, bounds = runs["k_tiles"], runs["runs"]
+    pieces = [[] for _ in range(runs["units"])]
+    for c in range(runs["clusters"]):
+        at = bounds[c]
+        while at < bounds[c + 1]:
+            unit, k0 = divmod(at, k_tiles)
+            k1 = min(k_tiles, k0 + bounds[c + 1] - at)
+            pieces[unit].append((c, k0, k1))
+            at += k1 - k0
+    return {"pieces": pieces}
+
+
+def stream_k_diagram(cell: dict) -> str:
+    """Stream-K's plan for one atlas cell: the first tiles of C as rows of their K-tiles, each cut where
+    a cluster's run starts or ends; the piece at K-tile 0 is its tile's owner (it adds the pieces after
+    it and stores C), the others are helpers that leave partial sums."""
+    runs, pieces = cell["plan"], cell["pieces"]
+    k, units, clusters = runs["k_tiles"], runs["units"], runs["clusters"]
+    lo, hi = runs["run_k_tiles"]
+    m, n, kk = cell["shape"]
+    tile, cluster = cell["tile"], cell["tile"].get("CLUSTER_M", 1)
+    dwg = drawing(W, H)
+    # a unit of the plan is a cluster's column of tiles: one tile of the cluster's rows
+    _title(dwg, f"Stream-K, {cell['precision']} {m}×{n}×{kk}: {units} tiles of {tile['BM'] * cluster}×{tile['BN']}"
+                f"{'' if cluster == 1 else f' ({cluster}-CTA clusters)'}, {k} K-tiles each, on {clusters} clusters")
+    shown = min(units, 7)
+    x0, x1, top, row_h = 90, 600, 64, 34
+    kx = (x1 - x0) / k
+    for u in range(shown):
+        y = top + u * row_h
+        text(dwg, (x0 - 8, y + row_h / 2 + 4), f"tile {u}", size=11, color=MUTED, anchor="end")
+        for i, (c, k0, k1) in enumerate(pieces[u]):
+            whole = k0 == 0 and k1 == k
+            color = MMA if k0 == 0 else HELP
+            _box(dwg, x0 + k0 * kx, y + 4, (k1 - k0) * kx - 1.5, row_h - 10, color,
+                 (f"cluster {c}: {k1 - k0}", f"c{c}"), opacity=0.55 if whole else 0.35)
+    bottom = top + shown * row_h
+    text(dwg, (x0, bottom + 12), "0", size=11, color=MUTED)
+    text(dwg, (x1, bottom + 12), f"{k}", size=11, color=MUTED, anchor="end")
+    text(dwg, ((x0 + x1) / 2, bottom + 12), "K-tiles of the tile", size=11, color=MUTED, anchor="middle")
+    if units > shown:
+        text(dwg, (x0, bottom + 30), f"… and {units - shown} more tiles", size=11, color=MUTED)
+    split = [p for p in pieces if len(p) > 1]
+    _legend(dwg, 630, 90, [(MMA, "owner: from K-tile 0,", True), (None, "adds the others' sums, stores C", True),
+                           (HELP, "helper: its run's first piece,", True), (None, "leaves partial sums", True)])
+    text(dwg, (630, 190), f"every run: {lo}–{hi} K-tiles", size=13, weight="bold")
+    text(dwg, (630, 208), f"{len(split)} of {units} tiles cut between runs", size=12, color=MUTED)
+    _caption(dwg, [f"Each of the {clusters} clusters streams {lo}–{hi} K-tiles, however few the tiles: "
+                   f"{units} tiles alone would leave {max(clusters - units, 0)} clusters idle." if units < clusters
+                   else f"Each of the {clusters} clusters streams {lo}–{hi} K-tiles: {units} tiles are "
+                        f"{units / clusters:.1f} waves, which would end ragged.",
+                   "An owner adds its helpers' sums in cluster order: the same bits every run."])
     return dwg.tostring()
 
 

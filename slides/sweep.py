@@ -2,7 +2,7 @@
 beside it, and how close the headline kernel stays to cuBLAS from WITHIN_FROM up."""
 from __future__ import annotations
 
-from bench.gemm import catalogue
+from bench.gemm import catalogue, plan
 from slides.kit import ACCENT, Chart, GROUP, INK, Series, line_chart
 
 WITHIN_FROM = 1024      # the size from which the best kernel is held to cuBLAS
@@ -47,7 +47,7 @@ def summary(title: str, record: dict, device: dict, cublas_error: float | None =
                              "sms": device["sm_count"]}
     elif tiles and rows:      # one tile: what it leaves idle at the smallest size
         n, tile = rows[0]["shape"], tiles[0]
-        count = catalogue.ctas(tile, n[0], n[1])
+        count = plan.ctas(tile, n[0], n[1])
         if count < device["sm_count"]:
             out["small"] = {"size": size_label(n), "tiles": count, "sms": device["sm_count"], "tile": tile_label(tile)}
     return out

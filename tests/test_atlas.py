@@ -1,5 +1,6 @@
-"""The shape atlas's slides (slides/atlas.py) on a record made from the fixture's own sweep rows:
-the heatmap's cells, the small tile's outline, and each judgment with its other outcome."""
+"""The shape atlas's slides (slides/atlas.py) on records made from the fixture's own sweep rows, in the
+shape bench/gemm/atlas.py writes them: the heatmap's cells, stream-K's outline, each judgment with its
+other outcome, and stream-K's code and diagram slides."""
 import contextlib
 import copy
 import io
@@ -8,31 +9,79 @@ import re
 import pytest
 
 import build
-from bench.gemm import atlas, catalogue
+from bench.gemm import atlas, catalogue, plan
 from bench.core import registry
-from tests.test_build import deck, slides_of  # noqa: F401 (deck: the fixture deck)
+from slides import atlas as slides_atlas, gemm, kit
+from slides.atlas import SLIDES
+from tests.test_build import (assert_spoken_first, deck, fixture_outline, headings, prose_words,  # noqa: F401 (deck: the fixture deck)
+                              slides_of)
+
+STREAMED = {s.precision: s.best.id for s in catalogue.SHAPE_STEPS}
+OUTLINED = f'stroke="{kit.INK}"'          # a cell the heatmap outlines, and the legend's swatch
 
 
-def atlas_record(doc: dict, bench_id: str, ratio) -> dict:
-    """An atlas record for ``bench_id`` in the shape bench/gemm/atlas.py writes, its cells copied from the
-    fixture's sweep row at the reference shape, each with the ratio ``ratio(m, n, k)``."""
-    step = catalogue.step_of(bench_id)
-    sweep = doc["benchmarks"][step.sweep_id]
+def faster(m, n, k):
+    """Stream-K's speed over the headline's in their turns, (ratio, interval): faster in every cell."""
+    return 1.2, [1.1, 1.3]
+
+
+def planned(kernel: str, m: int, n: int, k: int, sm_count: int) -> tuple[dict, dict]:
+    """The tile the catalogue picks for a kernel at an M x N x K cell, as a row records it, and the plan
+    the launcher gives it there (bench/gemm/launch.py): stream-K's runs over its persistent clusters,
+    or the headline's split last wave, on no more clusters than it has units."""
+    tile = catalogue.tile_for(catalogue.step_of(kernel), m, n, sm_count)
+    cluster = tile["CLUSTER_M"]
+    units, k_tiles = plan.ctas(tile, m, n) // cluster, -(-k // tile["BK"])
+    if tile.get("STREAM_K"):
+        kind, made = "stream_k", plan.stream_k(units, sm_count // cluster, k_tiles)
+    else:
+        kind, made = "split_wave", plan.split_wave(units, min(sm_count // cluster, units), k_tiles)
+    return ({key: tile[key] for key in ("BM", "BN", "CLUSTER_M")},
+            {"kind": kind, **{key: made[key] for key in ("units", "clusters", "k_tiles")}})
+
+
+def atlas_record(doc: dict, precision: str, ratio, versus=faster, rule=catalogue.kernel_for) -> dict:
+    """An atlas record of ``precision`` in the shape bench/gemm/atlas.py writes: each cell run by the
+    kernel ``rule`` picks (the catalogue's), with its tile and plan, at ``ratio(m, n, k)`` of cuBLAS;
+    where that was stream-K, the headline beside it in the same turns, stream-K's speed over it
+    ``versus(m, n, k)``. The rest of each row is the fixture's sweep row of the headline at its first
+    correct size."""
+    sms = doc["device"]["sm_count"]
+    headline = catalogue.HEADLINES[precision]
+    sweep = doc["benchmarks"][catalogue.step_of(headline).sweep_id]
     template = next(r for r in sweep["rows"] if r["outcome"] == "correct")
+    error = {"passed": True, "rel_error": template["check"]["rel_error"]}
     rows = []
     for model, projection, n, k in atlas.PROJECTIONS:
         for m in atlas.MS:
+            kernel = rule(precision, m, n, sms)
+            tile, launched = planned(kernel, m, n, k, sms)
             row = {**copy.deepcopy(template), "model": model, "projection": projection, "shape": [m, n, k],
+                   "kernel": kernel, "tile": tile, "plan": launched, "cublas_check": dict(error),
                    "ratio_same_layout": ratio(m, n, k)}
-            tile = step.tiles[1] if m <= 128 and step.small_tile else step.best.tile
-            row["tile"] = {key: tile[key] for key in ("BM", "BN", "CLUSTER_M")}
+            if kernel != headline:
+                speed, ci = versus(m, n, k)
+                row["headline"] = {"kernel": headline, "tile": planned(headline, m, n, k, sms)[0],
+                                   "check": dict(error), "ratio": speed, "ci": ci}
+                row["tflops"]["headline"] = row["tflops"]["kernel"] / speed
             rows.append(row)
-    bid = atlas.atlas_id(bench_id)
-    return {**copy.deepcopy(sweep), "family": "atlas", "title": bid,
-            **registry.discover()[bid].provenance(),
-            "params": {**sweep["params"], "ms": list(atlas.MS),
-                       "projections": [{"model": m, "projection": p, "n": n, "k": k} for m, p, n, k in atlas.PROJECTIONS]},
+    bid = atlas.atlas_id(precision)
+    bench = registry.discover()[bid]
+    kernels = (headline, STREAMED[precision])
+    return {**copy.deepcopy(sweep), "family": "atlas", "title": bench.title, **bench.provenance(),
+            "params": {"kernels": list(kernels), "rule": "catalogue.kernel_for", "layout": "b_kmajor",
+                       "precision": precision, "ms": list(atlas.MS),
+                       "projections": [{"model": m, "projection": p, "n": n, "k": k} for m, p, n, k in atlas.PROJECTIONS],
+                       "tiles": {kid: list(catalogue.step_of(kid).tiles) for kid in kernels},
+                       "small_tile_below_sms": catalogue.SMALL_TILE_BELOW, "cublas": sweep["params"]["cublas"],
+                       "warm_s": sweep["params"]["warm_s"], "timed_s": sweep["params"]["timed_s"]},
             "rows": rows}
+
+
+def with_atlases(doc: dict, ratio, **kw) -> dict:
+    for precision in atlas.ATLAS:
+        doc["benchmarks"][atlas.atlas_id(precision)] = atlas_record(doc, precision, ratio, **kw)
+    return doc
 
 
 def built(doc, write_results, tmp_path):
@@ -47,28 +96,86 @@ def svg_of(slide: str, out) -> str:
     return (out / src).read_text()
 
 
-def test_each_cell_is_its_ratio_and_the_small_tile_is_outlined(fixture_doc, write_results, tmp_path):
+def bullet(slide: str, start: str) -> str:
+    return next(line for line in slide.splitlines() if line.startswith(start))
+
+
+def test_each_cell_is_its_ratio_and_stream_k_is_outlined(fixture_doc, write_results, tmp_path):
     ratio = lambda m, n, k: 0.5 + m / 16384          # 0.5 at the smallest M, 1.5 at the largest
-    for bid in (catalogue.HEADLINE, catalogue.HEADLINE_BF16):
-        fixture_doc["benchmarks"][atlas.atlas_id(bid)] = atlas_record(fixture_doc, bid, ratio)
-    s, out = built(fixture_doc, write_results, tmp_path)
-    for title in ("Shape Atlas — TF32", "Shape Atlas — BF16"):
+    s, out = built(with_atlases(fixture_doc, ratio), write_results, tmp_path)
+    sms = fixture_doc["device"]["sm_count"]
+    for precision, title in SLIDES.items():
         svg = svg_of(s[title], out)
         for m in atlas.MS:
             assert f">{100 * ratio(m, 1, 1):.0f}<" in svg
-        # the small tile's cells, M up to 128 in every projection, and the legend's swatch
-        assert svg.count('stroke="#1f2937"') == 2 * len(atlas.PROJECTIONS) + 1
-        assert "outlined: the 128×64 tile ran" in svg
-        small = min(m for m in atlas.MS)
-        assert f"down to {100 * ratio(small, 1, 1):.1f}% at" in s[title]
-        assert re.search(r"only \d+ tiles for \d+ SMs", s[title]), "M = 64 leaves SMs without a tile"
+        # stream-K's cells, where its cluster's tiles span M: every projection up to M = 512
+        streamed = [(n, m) for _, _, n, _ in atlas.PROJECTIONS for m in atlas.MS
+                    if catalogue.kernel_for(precision, m, n, sms) == STREAMED[precision]]
+        assert {m for _, m in streamed} == {m for m in atlas.MS if m <= 512}
+        assert len(streamed) == len(atlas.PROJECTIONS) * len({m for _, m in streamed})
+        assert svg.count(OUTLINED) == len(streamed) + 1 and "outlined: stream-K ran" in svg
+        # the worst of the small shapes ran stream-K: its few tiles left no SM idle
+        m, (model, projection, n, k) = min(atlas.MS), atlas.PROJECTIONS[0]
+        tile, launched = planned(STREAMED[precision], m, n, k, sms)
+        tiles = plan.ctas({**tile, "CLUSTER_M": 1}, m, n)
+        assert tiles < sms
+        assert (f"- Up to M = 256: down to {100 * ratio(m, 1, 1):.1f}% at {model} {projection}, M = {m}: {tiles} "
+                f"tiles for {sms} SMs, their K-tiles shared by {launched['clusters']} clusters.") in s[title]
+        assert f"where stream-K shared its {tiles} tiles' K-tiles among {launched['clusters']} clusters" in s[title]
         large = min(m for m in atlas.MS if m >= 512)
         assert f"down to {100 * ratio(large, 1, 1):.1f}% of cuBLAS" in s[title]
 
 
+CIS = {"faster everywhere": lambda m, n, k: (1.2, [1.1, 1.3]),
+       # faster at the fewest rows, a tie at 128, slower from 256 on (and the range's ends in other projections)
+       "each outcome": lambda m, n, k: ((1.15, [1.05, 1.25]) if m <= 64 else (1.0, [0.97, 1.03]) if m <= 128
+                                        else (0.9 - n / 1e6, [0.85 - n / 1e6, 0.95 - n / 1e6]))}
+
+
+@pytest.mark.parametrize("case", CIS)
+def test_stream_k_is_weighed_against_the_headline_in_the_same_turns(fixture_doc, write_results, tmp_path, case):
+    """The outlined cells' bullet: stream-K's speed over the headline's, and how many cells its
+    interval calls faster, slower or a tie, each clause only where it counts some."""
+    ratio = lambda m, n, k: 0.8 if m <= 256 else 0.9        # neither held: every bullet at its longest
+    doc = with_atlases(fixture_doc, ratio, versus=CIS[case])
+    s, _ = built(doc, write_results, tmp_path)
+    for precision, title in SLIDES.items():
+        pairs = [r["headline"] for r in doc["benchmarks"][atlas.atlas_id(precision)]["rows"] if "headline" in r]
+        ratios = sorted(p["ratio"] for p in pairs)
+        median = (ratios[(len(ratios) - 1) // 2] + ratios[len(ratios) // 2]) / 2
+        up, down = sum(p["ci"][0] > 1 for p in pairs), sum(p["ci"][1] < 1 for p in pairs)
+        tie = len(pairs) - up - down
+        assert bullet(s[title], "- Outlined") == (
+            f"- Outlined (M up to {max(m for m in atlas.MS if m <= 512)}): stream-K, the rule's pick, at "
+            f"{100 * median:.0f}% of the headline's speed in the same turns (median; {100 * ratios[0]:.0f}–"
+            f"{100 * ratios[-1]:.0f}%), faster in {up} of {len(pairs)} cells"
+            f"{f', slower in {down}' if down else ''}{f', a tie in {tie}' if tie else ''}.")
+        assert (down, tie) != (0, 0) or case == "faster everywhere"
+        assert prose_words(s[title]) <= 80, prose_words(s[title])
+
+
+@pytest.mark.parametrize("worse", [1.0, 2.0])
+def test_each_cells_error_is_held_against_cublas_on_its_operands(fixture_doc, write_results, tmp_path, worse):
+    """The error bullet: every cell within ERROR_HELD of cuBLAS's error, or how many are, the worst
+    and where; a cell whose error is ``worse`` times cuBLAS's at M = 64 of the first projection."""
+    doc = with_atlases(fixture_doc, lambda m, n, k: 1.0)
+    for precision in atlas.ATLAS:
+        row = doc["benchmarks"][atlas.atlas_id(precision)]["rows"][0]
+        row["check"] = {**row["check"], "rel_error": worse * row["cublas_check"]["rel_error"]}
+    s, _ = built(doc, write_results, tmp_path)
+    model, projection, _, _ = atlas.PROJECTIONS[0]
+    cells = len(atlas.PROJECTIONS) * len(atlas.MS)
+    for title in SLIDES.values():
+        assert bullet(s[title], "- Error") == (
+            "- Error within 1.25× cuBLAS's in every cell." if worse <= slides_atlas.ERROR_HELD else
+            f"- Error within 1.25× cuBLAS's in {cells - 1} of {cells} cells; worst {worse:.1f}×, "
+            f"{model} {projection}, M = {min(atlas.MS)}.")
+        assert prose_words(s[title]) <= 80, prose_words(s[title])
+
+
 def test_the_takeaways_give_the_atlas_median_and_worst(fixture_doc, write_results, tmp_path):
     ratio = lambda m, n, k: 0.5 + m / 16384
-    fixture_doc["benchmarks"][atlas.atlas_id(catalogue.HEADLINE)] = atlas_record(fixture_doc, catalogue.HEADLINE, ratio)
+    fixture_doc["benchmarks"][atlas.atlas_id("tf32")] = atlas_record(fixture_doc, "tf32", ratio)
     s, _ = built(fixture_doc, write_results, tmp_path)
     cells = len(atlas.PROJECTIONS) * len(atlas.MS)
     ratios = sorted(ratio(m, 1, 1) for _ in atlas.PROJECTIONS for m in atlas.MS)
@@ -78,8 +185,8 @@ def test_the_takeaways_give_the_atlas_median_and_worst(fixture_doc, write_result
 
 
 def test_a_small_shape_that_fills_the_sms_is_not_blamed_on_idle_sms(fixture_doc, write_results, tmp_path):
-    bid = catalogue.HEADLINE
-    fixture_doc["benchmarks"][atlas.atlas_id(bid)] = atlas_record(fixture_doc, bid, lambda m, n, k: 0.5 if (m, n) == (256, 28672) else 1.0)
+    fixture_doc["benchmarks"][atlas.atlas_id("tf32")] = atlas_record(
+        fixture_doc, "tf32", lambda m, n, k: 0.5 if (m, n) == (256, 28672) else 1.0)
     s, _ = built(fixture_doc, write_results, tmp_path)
     slide = s["Shape Atlas — TF32"]
     assert re.search(r"M = 256: \d+ tiles for \d+ SMs, enough to fill them", slide)
@@ -87,8 +194,7 @@ def test_a_small_shape_that_fills_the_sms_is_not_blamed_on_idle_sms(fixture_doc,
 
 
 def test_a_kernel_that_holds_cuBLAS_everywhere_is_said_to(fixture_doc, write_results, tmp_path):
-    bid = catalogue.HEADLINE
-    fixture_doc["benchmarks"][atlas.atlas_id(bid)] = atlas_record(fixture_doc, bid, lambda m, n, k: 1.01)
+    fixture_doc["benchmarks"][atlas.atlas_id("tf32")] = atlas_record(fixture_doc, "tf32", lambda m, n, k: 1.01)
     s, _ = built(fixture_doc, write_results, tmp_path)
     slide = s["Shape Atlas — TF32"]
     assert "at least 95% of cuBLAS everywhere" in slide and "Up to M = 256: at least 90% everywhere" in slide
@@ -98,23 +204,97 @@ def test_a_kernel_that_holds_cuBLAS_everywhere_is_said_to(fixture_doc, write_res
 
 @pytest.mark.parametrize("outcome", ["refused", "wrong"])
 def test_a_cell_without_a_figure_says_why(fixture_doc, write_results, tmp_path, outcome):
-    bid = catalogue.HEADLINE
-    rec = atlas_record(fixture_doc, bid, lambda m, n, k: 1.0)
-    rec["rows"][0] = {k: v for k, v in rec["rows"][0].items() if k not in ("ratio_same_layout", "tflops")}
-    rec["rows"][0].update(outcome=outcome, reason="whole tiles only",
-                          check={"passed": False, "rel_error": 1.0, "detail": "relative error 1.0e+00"})
+    rec = atlas_record(fixture_doc, "tf32", lambda m, n, k: 1.0)
+    first = rec["rows"][0]
+    # as sweep.measure writes them: a refusal before the launch, a wrong result with what it ran
+    kept = ("model", "projection", "shape", "kernel", *(("tile", "plan") if outcome == "wrong" else ()))
+    rec["rows"][0] = {**{key: first[key] for key in kept}, "outcome": outcome,
+                      **({"reason": "whole tiles only"} if outcome == "refused" else
+                         {"check": {"passed": False, "rel_error": 1.0, "detail": "relative error 1.0e+00"}})}
     if outcome == "wrong":
         rec["status"], rec["reason"] = "failed", "check failed"
         rec["check"] = {"passed": False, "detail": "wrong at one cell"}
-    fixture_doc["benchmarks"][atlas.atlas_id(bid)] = rec
+    fixture_doc["benchmarks"][atlas.atlas_id("tf32")] = rec
     s, out = built(fixture_doc, write_results, tmp_path)
     assert f">{outcome}<" in svg_of(s["Shape Atlas — TF32"], out)
     if outcome == "wrong":
-        first = atlas.PROJECTIONS[0]
-        assert f"Wrong results at {first[0]} {first[1]}, M = {atlas.MS[0]}" in s["Shape Atlas — TF32"]
+        model, projection, *_ = atlas.PROJECTIONS[0]
+        assert f"Wrong results at {model} {projection}, M = {atlas.MS[0]}" in s["Shape Atlas — TF32"]
+
+
+def test_stream_k_shows_its_code_beside_the_atlas_and_the_whole_of_it_in_the_backup(fixture_doc, write_results, tmp_path):
+    doc = with_atlases(fixture_doc, lambda m, n, k: 1.0)
+    s, out = built(doc, write_results, tmp_path)
+    assert headings((out / "slides.md").read_text()) == fixture_outline(doc["benchmarks"])
+    step = catalogue.STREAM_K
+    view = gemm.code_view(step.code, step.focus)
+    slide = s[f"{step.title} — Code"]
+    assert view["shown"].splitlines()[0] in slide and view["shown"].splitlines()[-1] in slide
+    assert f"Lines {view['first']}–{view['last']} of the kernel's {view['lines']} in {step.code}" in slide
+    # the notes: its tile by M, each up to the rows its cluster's column spans
+    for tile in step.tiles:
+        assert f"{tile['BM']}×{tile['BN']}" in slide and f"up to {tile['BM'] * tile['CLUSTER_M']} rows" in slide
+    pages = [f"{step.title} — Code ({j}/{len(view['pages'])})" for j in range(1, len(view["pages"]) + 1)]
+    assert view["pages"] and headings((out / "slides.md").read_text())[-len(pages):] == pages
+
+
+def test_stream_k_draws_its_plan_for_the_first_cell_it_ran(fixture_doc, write_results, tmp_path):
+    """The diagram: the plan of BF16's smallest M on the first projection, as the cell recorded it."""
+    doc = with_atlases(fixture_doc, lambda m, n, k: 1.0)
+    s, out = built(doc, write_results, tmp_path)
+    slide = s["Stream-K — Diagram"]
+    svg = svg_of(slide, out)
+    m, (model, projection, n, k) = min(atlas.MS), atlas.PROJECTIONS[0]
+    row = next(r for r in doc["benchmarks"][atlas.atlas_id("bf16")]["rows"] if r["shape"] == [m, n, k])
+    assert row["kernel"] == STREAMED["bf16"]
+    runs = plan.stream_k(row["plan"]["units"], row["plan"]["clusters"], row["plan"]["k_tiles"])
+    lo, hi = runs["run_k_tiles"]
+    assert (f"Stream-K, BF16 {m}×{n}×{k}: {runs['units']} tiles of {row['tile']['BM']}×{row['tile']['BN']}, "
+            f"{runs['k_tiles']} K-tiles each, on {runs['clusters']} clusters") in svg
+    assert f"every run: {lo}–{hi} K-tiles" in svg and f"{runs['split_units']} of {runs['units']} tiles cut between runs" in svg
+    assert f"The plan for {model} {projection}, M = {m}, BF16" in slide
+    assert_spoken_first((out / "slides.md").read_text())
+
+
+@pytest.mark.parametrize("ci", [[0.9, 0.95], [1.02, 1.05], [0.98, 1.02]], ids=["slower", "faster", "tie"])
+def test_stream_k_at_the_reference_shape_is_told_from_its_turns_with_the_headline(fixture_doc, write_results, tmp_path, ci):
+    """Its record at the reference shape: both TFLOPS from their turns together, and what the interval calls."""
+    doc = with_atlases(fixture_doc, lambda m, n, k: 1.0)
+    bid = STREAMED["tf32"]
+    rec = copy.deepcopy(doc["benchmarks"][catalogue.HEADLINE])
+    gain = sum(ci) / 2
+    rec.update(registry.discover()[bid].provenance(), title=registry.discover()[bid].title,
+               before={**rec["before"], "id": catalogue.before(bid), "gain": gain,
+                       "gain_by_sample": {**rec["before"]["gain_by_sample"], "median": gain, "ci": ci}})
+    doc["benchmarks"][bid] = rec
+    s, _ = built(doc, write_results, tmp_path)
+    said = {"slower": "slower, so the rule leaves", "faster": "faster even there", "tie": "a tie"}
+    verdict = "slower" if ci[1] < 1 else "faster" if ci[0] > 1 else "tie"
+    assert (f"At the reference shape, where every SM has whole tiles, TF32 stream-K ran at "
+            f"{rec['before']['tflops'] * gain:,.1f} TFLOPS and the headline at {rec['before']['tflops']:,.1f} in the "
+            f"same turns: {said[verdict]}") in s["Stream-K — Diagram"]
+
+
+def test_without_a_stream_k_cell_the_grid_is_blamed_and_no_plan_is_drawn(fixture_doc, write_results, tmp_path):
+    """An atlas whose every cell the headline ran (measured before stream-K joined it): nothing
+    outlined, the small shapes' few tiles leave SMs idle, and the diagram slide says there is none."""
+    ratio = lambda m, n, k: 0.5 + m / 16384
+    rule = lambda precision, m, n, sms: catalogue.HEADLINES[precision]
+    s, out = built(with_atlases(fixture_doc, ratio, rule=rule), write_results, tmp_path)
+    sms = fixture_doc["device"]["sm_count"]
+    for title in SLIDES.values():
+        svg = svg_of(s[title], out)
+        assert svg.count(OUTLINED) == 0 and "outlined" not in svg and "- Outlined" not in s[title]
+        m, (_, _, n, _) = min(atlas.MS), atlas.PROJECTIONS[0]
+        tiles = plan.ctas({**catalogue.tile_for(catalogue.step_of(catalogue.HEADLINE), m, n, sms), "CLUSTER_M": 1}, m, n)
+        assert f"M = {m}: only {tiles} tiles for {sms} SMs." in s[title]
+        assert f"where its {tiles} tiles leave SMs idle" in s[title]
+    slide = s["Stream-K — Diagram"]
+    assert "Not measured on this GPU: atlas.tf32, atlas.bf16 (no atlas cell ran stream-K)" in slide
+    assert "<img" not in slide and not list(out.glob("svgs/**/stream_k.svg"))
+    assert_spoken_first((out / "slides.md").read_text())
 
 
 def test_without_an_atlas_the_talk_shows_no_slide_of_it_and_the_backup_says_so(deck):
-    from tests.test_build import headings
-    assert not [t for t in headings(deck["md"]) if t.startswith("Shape Atlas")]
+    assert not [t for t in headings(deck["md"]) if t.startswith(("Shape Atlas", catalogue.STREAM_K.title))]
     assert "the shape atlas (atlas.tf32, atlas.bf16)" in slides_of(deck["md"])["Backup Slides"]

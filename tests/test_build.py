@@ -19,9 +19,16 @@ from tests.conftest import _fixture_results, dump_results
 
 
 
-# A kernel too long for its code slide is shown whole on backup slides, a page at a time.
-CODE_PAGES = [f"Kernel {i}: {step.title} — Code ({j}/{len(pages)})" for i, step in enumerate(catalogue.STEPS, 1)
-              for pages in [gemm.code_view(step.code, step.focus)["pages"]] for j in range(1, len(pages) + 1)]
+def code_pages(titled) -> list[str]:
+    """The backup pages of the kernels too long for their code slide, each region whole, a page at a
+    time: (slide title, step) of each kernel in the deck's order."""
+    return [f"{title} — Code ({j}/{len(pages)})" for title, step in titled
+            for pages in [gemm.code_view(step.code, step.focus)["pages"]] for j in range(1, len(pages) + 1)]
+
+
+# the talk's steps; the shapes' kernels (stream-K) follow them where the deck shows the atlas
+CODE_PAGES = code_pages((f"Kernel {i}: {step.title}", step) for i, step in enumerate(catalogue.STEPS, 1))
+SHAPE_PAGES = code_pages((step.title, step) for step in catalogue.SHAPE_STEPS if step.precision == "tf32")
 
 
 def headings(markdown: str) -> list[str]:
@@ -40,19 +47,19 @@ def template_titles(name: str) -> list[str]:
     return headings(re.sub(r"<!--.*?-->", "", (SLIDES_DIR / f"{name}.md.j2").read_text(), flags=re.S))
 
 
-def _fixture_measures(section: str) -> bool:
-    """Whether the fixture holds a record of the section: its module's one id, or its family."""
+def _fixture_measures(section: str, held=None) -> bool:
+    """Whether the fixture (or the ids ``held``) holds a record of the section: its module's one id, or its family."""
     from slides.deck import section_module
     bid = getattr(section_module(section), "ID", None)
-    held = _fixture_results()["benchmarks"]
+    held = _fixture_results()["benchmarks"] if held is None else held
     return bid in held if bid else any(b.startswith(f"{section}.") for b in held)
 
 
-def beside_steps() -> dict[str, list[str]]:
+def beside_steps(held=None) -> dict[str, list[str]]:
     """The talk's slides of a mechanism measured alone, by the step each follows, where the fixture
-    holds its record: the machinery's wgmma and TMA slides, the clusters' slide."""
+    (or the ids ``held``) holds its record: the machinery's wgmma and TMA slides, the clusters' slide."""
     from slides import clusters, machinery, tma
-    held = _fixture_results()["benchmarks"]
+    held = _fixture_results()["benchmarks"] if held is None else held
     out = {}
     for module, beside in ((machinery, machinery._beside()), (tma, tma._beside()), (clusters, clusters._beside().key)):
         if module.ID in held:
@@ -60,23 +67,27 @@ def beside_steps() -> dict[str, list[str]]:
     return out
 
 
-def fixture_outline() -> list[str]:
+def fixture_outline(held=None) -> list[str]:
     """The fixture deck's slides, in order, from the outline's sections and the catalogue: each
     section's titles as its template writes them, those made from data expanded as the fixture makes
     them (a slide per step, a backup page per page of code), and the sections the fixture has no
-    file for (the node's, other GPUs') as their templates show that."""
+    file for (the node's, other GPUs') as their templates show that. ``held``: the ids of a results
+    file made from the fixture, where it holds others (default: the fixture's)."""
+    held = _fixture_results()["benchmarks"] if held is None else held
     titles = []
     for name in SECTIONS:
         written = template_titles(name)
         if name == "gemm":
             for i, step in enumerate(catalogue.STEPS, 1):
                 titles += [f"Kernel {i}: {step.title} — {part}" for part in ("Code", "Diagram", "Performance")]
-                titles += beside_steps().get(step.key, [])
+                titles += beside_steps(held).get(step.key, [])
         elif name == "kernel_pages":
-            titles += written[:1] + CODE_PAGES
-        elif name in ("atlas", "machinery", "clusters", "tma") and not _fixture_measures(name):
+            titles += written[:1] + CODE_PAGES + (SHAPE_PAGES if _fixture_measures("atlas", held) else [])
+        elif name in ("atlas", "machinery", "clusters", "tma") and not _fixture_measures(name, held):
             continue                                 # not measured: one line on the backup divider
-        elif name == "l2" and l2.MAP_ID not in _fixture_results()["benchmarks"]:
+        elif name == "atlas":                        # its slides, then stream-K's
+            titles += [t.replace("[[ sk.title ]]", catalogue.STREAM_K.title) for t in written]
+        elif name == "l2" and l2.MAP_ID not in held:
             titles += [t for t in written if t != l2.MAP_SLIDE]
         elif name not in ("multigpu", "overlap", "compare"):   # no node's or other GPU's file beside the fixture
             titles += [t.replace("[[ device.arch ]]", "Hopper") for t in written]
@@ -292,7 +303,8 @@ def test_the_deck_reads_the_results_contract_only():
         proc = subprocess.run([sys.executable, "-c", code, out], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert set(json.loads(proc.stdout)) == {"bench", "bench.core", "bench.core.toolkit", "bench.core.schema", "bench.core.stats",
-                                            "bench.core.provenance", "bench.core.results", "bench.gemm", "bench.gemm.catalogue"}
+                                            "bench.core.provenance", "bench.core.results", "bench.gemm", "bench.gemm.catalogue",
+                                            "bench.gemm.plan"}
 
 
 
@@ -640,9 +652,9 @@ def test_steps_are_named_by_their_label_only_when_they_have_several_kernels(deck
 
 
 def test_split_wave_schedule_gives_every_cluster_one_piece_of_the_last_wave():
-    """bench.gemm.launch.split_wave, the plan the kernel's Schedule follows: owners' parts and helpers'
+    """bench.gemm.plan.split_wave, the plan the kernel's Schedule follows: owners' parts and helpers'
     runs of tails cover each last-wave tile's K exactly once, and neither outlasts a whole tile."""
-    from bench.gemm.launch import split_wave
+    from bench.gemm.plan import split_wave
     for units, clusters, k in ((512, 66, 512), (1024, 66, 256), (64, 66, 64), (128, 66, 128), (66, 66, 32)):
         s = split_wave(units, clusters, k)
         assert s["full_waves"] * clusters + s["left"] == units
@@ -650,6 +662,27 @@ def test_split_wave_schedule_gives_every_cluster_one_piece_of_the_last_wave():
             tails = [len(range(h, s["left"], s["helpers"])) for h in range(s["helpers"])]
             assert sum(tails) == s["left"] and max(tails) == s["rounds"]
             assert max(tails) * (k - s["split"]) <= s["split"] < k
+
+
+def test_stream_k_plan_gives_every_cluster_one_run_of_k_tiles_within_one_of_the_others():
+    """bench.gemm.plan.stream_k, the runs the kernel follows: together they cover every unit's every
+    K-tile once, each is within one K-tile of the others and none is empty (no more clusters than
+    K-tiles); its helpers are the runs that start inside a unit, counted here by the clusters each
+    unit's K-tiles fall to."""
+    from bench.gemm.plan import stream_k
+    for units, clusters, k in ((96, 132, 64), (24, 33, 128), (1, 66, 16), (264, 132, 48), (100, 66, 7), (5, 3, 1)):
+        s = stream_k(units, clusters, k)
+        runs, total = s["runs"], units * k
+        assert s["clusters"] == min(clusters, total) == len(runs) - 1
+        assert runs[0] == 0 and runs[-1] == total                      # every K-tile, each in one run
+        lengths = [b - a for a, b in zip(runs, runs[1:])]
+        assert min(lengths) >= 1 and max(lengths) - min(lengths) <= 1
+        assert s["run_k_tiles"] == [min(lengths), max(lengths)]
+        # K-tile t (unit t // k) falls to the cluster whose run holds it; a unit's clusters past its first help it
+        holder = [c for c, n in enumerate(lengths) for _ in range(n)]
+        shared = [len({holder[t] for t in range(u * k, (u + 1) * k)}) - 1 for u in range(units)]
+        assert s["helpers"] == sum(shared) == sum(r % k != 0 for r in runs[1:-1])
+        assert s["split_units"] == sum(h > 0 for h in shared)
 
 
 def test_sweep_slides_follow_the_data(fixture_doc, write_results, tmp_path):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.gemm import catalogue, benchmarks
+from bench.gemm import atlas, catalogue, benchmarks, plan
 from bench.core import registry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,11 +104,44 @@ def test_the_small_tile_runs_only_where_the_best_leaves_most_sms_idle():
     assert catalogue.tile_for(step, 1024, 1024, sms) == step.tiles[1]          # 32 CTAs of 128 x 256
     assert catalogue.tile_for(step, 2048, 2048, sms) == step.best.tile         # 128 of them
     assert catalogue.tile_for(step, 1024, 1024, 40) == step.best.tile          # a GPU of 40 SMs
-    assert catalogue.ctas(step.best.tile, 3000, 3000) == 24 * 12               # ragged edges, whole clusters
+    assert plan.ctas(step.best.tile, 3000, 3000) == 24 * 12               # ragged edges, whole clusters
     plain = catalogue.STEPS[0]
     single = next(s for s in catalogue.STEPS if s.cute and not s.small_tile)
     assert catalogue.tile_for(single, 1024, 1024, sms) == single.best.tile
     assert plain.tiles == (plain.best.tile,)
+
+
+def test_the_shapes_kernels_are_on_no_track_and_timed_in_turns_with_their_precisions_headline():
+    """Stream-K (SHAPE_STEPS): a step of the catalogue (all_steps) on no track, each kernel registered
+    under its title and timed in turns with its precision's headline, whose change stales it."""
+    benches = registry.discover()
+    on_tracks = tuple(s for track in catalogue.TRACKS.values() for s in track)
+    assert catalogue.all_steps() == (*on_tracks, *catalogue.SHAPE_STEPS)
+    assert {s.precision for s in catalogue.SHAPE_STEPS} == set(atlas.ATLAS)      # one for each atlas
+    for step in catalogue.SHAPE_STEPS:
+        assert step not in on_tracks and catalogue.step_named(step.name) is step
+        headline = catalogue.HEADLINES[step.precision]
+        for v in step.variants:
+            assert benches[v.id].title == step.title_of(v)
+            assert catalogue.before(v.id) == headline == benches[v.id].kernels[f"before:{v.id}"]["id"]
+            assert set(benchmarks.kernel_sources(catalogue.step_of(headline))) <= set(benches[v.id].sources)
+
+
+def test_the_atlas_rule_runs_stream_k_where_its_clusters_tiles_span_m():
+    """catalogue.kernel_for: stream-K where the tile it picks by M (the first of its rows_tiles that
+    takes M, else its best) spans M in one cluster's column, so that each column of B is read once;
+    past its best tile's span, the precision's headline."""
+    sms = 132
+    for step in catalogue.SHAPE_STEPS:
+        span = step.best.tile["BM"] * step.best.tile["CLUSTER_M"]
+        assert span == max(t["BM"] * t["CLUSTER_M"] for t in step.tiles)
+        for m in (1, 64, 65, 128, 129, 256, 257, 512, 513, 1024, 16384):
+            rows = next((change for most, change in step.rows_tiles if m <= most), {})
+            tile = catalogue.tile_for(step, m, 2112, sms)
+            assert tile == {**step.best.tile, **rows} and tile in step.tiles
+            assert catalogue.spans(tile, m) == (m <= span)
+            assert catalogue.kernel_for(step.precision, m, 2112, sms) == (
+                step.best.id if m <= span else catalogue.HEADLINES[step.precision])
 
 
 def _records(path: Path):
@@ -141,7 +174,7 @@ def test_the_ring_read_back_is_the_catalogues_or_the_deepest_that_fits(path):
 def test_a_step_timed_against_a_named_kernel_names_one_of_its_precision():
     """A step's ``against`` (the kernel its one change is measured from) is a kernel of the catalogue
     on the same track, so that its gain is a pair of one precision."""
-    named = [s for track in catalogue.TRACKS.values() for s in track if s.against]
+    named = [s for s in catalogue.all_steps() if s.against]
     assert named
     for step in named:
         assert step.against in catalogue.KERNELS and catalogue.step_of(step.against).precision == step.precision, step.key

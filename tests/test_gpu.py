@@ -114,6 +114,27 @@ def test_a_bf16_c_is_written_whole_past_the_last_full_tile(bid, device):
         prepare(ops.a, ops.b, ops.poisoned_c(), **ops.scaling)
 
 
+@pytest.mark.parametrize("step", catalogue.SHAPE_STEPS, ids=lambda s: s.name)
+def test_stream_k_sums_every_tile_cut_between_runs_once_and_in_order(step, device):
+    """Stream-K with each of its tiles by M, at shapes whose runs cut tiles among several clusters
+    (N = 2112, partial last tiles; K of hundreds of K-tiles): correct, and the same bits run after
+    run, since an owner adds its helpers' sums in their order, not as they arrive."""
+    import cupy
+    from bench.gemm import launch
+    from bench.gemm.harness import Shape, checked_launch
+    prepare = launch.prepare_by_shape(step, device)
+    for rows in (*(rows for rows, _ in step.rows_tiles), step.best.tile["BM"] * step.best.tile["CLUSTER_M"]):
+        launch_, check, _, c = checked_launch(Shape(rows - 7, 2112, 7168), step.layout, step.precision, prepare)
+        plan = launch_.resources["stream_k"]
+        assert check["passed"], (rows, check)
+        assert plan["helpers"] > plan["split_units"] > 0, plan          # several clusters share a tile
+        first = c.copy()
+        for _ in range(3):
+            launch_.run()
+        cupy.cuda.get_current_stream().synchronize()
+        assert bool(cupy.array_equal(first, c)), f"M = {rows - 7}: the sums changed from run to run"
+
+
 @pytest.mark.parametrize("unroll", [1, 4])
 def test_copy_kernel_copies_every_element_including_the_tail(device, unroll):
     import cupy

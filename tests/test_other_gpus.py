@@ -28,7 +28,7 @@ OTHER_GPUS = {
 # and bursts that use them, the BF16 and FP8 peers that run beside them, and Hopper's machinery measured alone.
 HOPPER_ONLY = ({bid for bid, (s, v) in catalogue.KERNELS.items() if s.min_cc == catalogue.HOPPER}
                | {s.sweep_id for s in catalogue.SWEPT if s.min_cc == catalogue.HOPPER}
-               | {atlas.atlas_id(catalogue.resolve(role)) for role in atlas.ATLAS}
+               | {atlas.atlas_id(precision) for precision in atlas.ATLAS}
                | {"tune.persistent", "settle.headline", "burst.gemm", "peers.fastcu", "peers.deepgemm"}
                | {bid for bid in registry.discover() if bid.startswith("machinery.")})
 

@@ -210,3 +210,45 @@ def test_a_diagram_in_layers_has_a_sentence_for_each_click(recorded, kind):
     backgrounds = [any(e.get("fill") == "white" and e.get("x") in ("0", None) and e.get("width") == r.get("width").replace("px", "")
                        for e in r.iter(f"{SVG}rect")) for r in roots]
     assert backgrounds == [True] + [False] * len(step_diagrams.REVEALS[kind])
+
+def stream_k_cell(precision: str, m: int, n: int, k: int, sm_count: int = 132) -> dict:
+    """What slides/atlas.py hands stream_k_diagram for an atlas cell: stream-K's tile there and the plan
+    its launcher computes (bench/gemm/launch.py), on the clusters that fit the SMs."""
+    from bench.gemm import plan
+    step = next(s for s in catalogue.SHAPE_STEPS if s.precision == precision)
+    tile = catalogue.tile_for(step, m, n, sm_count)
+    runs = plan.stream_k(plan.ctas(tile, m, n) // tile["CLUSTER_M"], sm_count // tile["CLUSTER_M"], -(-k // tile["BK"]))
+    return {"precision": precision.upper(), "shape": [m, n, k], "tile": tile, "plan": runs,
+            **step_diagrams.stream_k_runs(runs)}
+
+
+def test_stream_k_pieces_are_the_runs_cut_where_a_tile_ends():
+    """Each tile's pieces cover its K-tiles once, in K order; a tile is cut where a run starts inside
+    it, so the tiles of more than one piece are the plan's split units."""
+    for shape in ((64, 6144, 4096), (512, 2112, 7168), (256, 24576, 1536)):
+        cell = stream_k_cell("bf16", *shape)
+        runs, pieces = cell["plan"], cell["pieces"]
+        assert len(pieces) == runs["units"]
+        for unit in pieces:
+            assert [k0 for _, k0, _ in unit] == [0, *(k1 for _, _, k1 in unit[:-1])] and unit[-1][2] == runs["k_tiles"]
+            assert [c for c, _, _ in unit] == sorted({c for c, _, _ in unit})     # one piece a cluster, in cluster order
+        assert sum(len(unit) > 1 for unit in pieces) == runs["split_units"]
+
+
+@pytest.mark.parametrize("precision", ["tf32", "bf16"])
+def test_stream_k_draws_every_atlas_cell_it_runs_legibly_with_its_plan(precision):
+    from bench.gemm import atlas
+    for _, _, n, k in atlas.PROJECTIONS:
+        for m in atlas.MS:
+            if catalogue.kernel_for(precision, m, n, 132) not in {s.best.id for s in catalogue.SHAPE_STEPS}:
+                continue
+            cell = stream_k_cell(precision, m, n, k)
+            runs, tile = cell["plan"], cell["tile"]
+            svg = step_diagrams.stream_k_diagram(cell)
+            check_legible(svg)
+            lo, hi = runs["run_k_tiles"]
+            cluster = f" ({tile['CLUSTER_M']}-CTA clusters)" if tile["CLUSTER_M"] > 1 else ""
+            assert (f"{m}×{n}×{k}: {runs['units']} tiles of {tile['BM'] * tile['CLUSTER_M']}×{tile['BN']}{cluster}, "
+                    f"{runs['k_tiles']} K-tiles each, on {runs['clusters']} clusters") in shown(svg)
+            assert f"every run: {lo}–{hi} K-tiles" in shown(svg)
+            assert f"{runs['split_units']} of {runs['units']} tiles cut between runs" in shown(svg)

@@ -2,7 +2,7 @@
 
 A benchmark module calls ``register`` at import time; ``discover`` imports every
 module of bench/ that imports it (``MODULES``). Modules must import no GPU library at top level:
-build.py imports them on machines without a GPU to read ids and source hashes.
+the runner and the tests import them all, on machines without a GPU too, to read ids and sources.
 """
 from __future__ import annotations
 

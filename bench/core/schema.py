@@ -59,9 +59,10 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         #     tflops, check}}, the five timed in turns (bench/peers/fastcu.py);
         # hbm: memcpy; latency.instruction: rows[].cycles/sass by ILP; latency.memory: levels, sweep;
         # transpose: copy (bench/micro/hbm.py, bench/micro/latency.py, bench/micro/transpose.py);
-        # sweep.<step>: rows[] {shape, outcome: correct | wrong | refused, tflops/time_ms by kernel and
-        #     cuBLAS layout, ratio_same_layout, ratio_best_layout} (bench/gemm/sweep.py);
-        # atlas.<precision>: rows[] {model, projection, shape, and a sweep row's fields} (bench/gemm/atlas.py);
+        # sweep.<step>: rows[] {shape, kernel, outcome: correct | wrong | refused, tile, plan, tflops/time_ms
+        #     by kernel and cuBLAS layout, ratio_same_layout, ratio_best_layout, cublas_check} (bench/gemm/sweep.py);
+        # atlas.<precision>: rows[] {model, projection, a sweep row's fields, and where stream-K ran, headline
+        #     {kernel, ratio, ci}: the headline in the same turns} (bench/gemm/atlas.py);
         # machinery.tma: latency[] {source, box_bytes, cycles}, depth[] {source, slots, tma, cp_async},
         #   sizes[] {source, box_bytes, slots, tma}, issuers[] {source, ctas_per_sm, slots, tma},
         #   multicast[] {source, cluster, ctas, separate, multicast}, each stream {time_ms, tbps,
@@ -148,6 +149,11 @@ class Positive:
 
 POS, POS_INT = Positive(), Positive(int)
 _TIMED = {"median": POS}
+# a size of a sweep or a cell of the atlas (bench/gemm/sweep.py): what the deck reads of it
+_SWEEP_ROW = {"shape": [int], "outcome": str, "kernel?": str, "ratio_same_layout?": NUM, "tflops?": dict,
+              "tile?": {"BM": POS_INT, "BN": POS_INT},
+              "plan?": {"kind": str, "units": POS_INT, "clusters": POS_INT, "k_tiles": POS_INT},
+              "cublas_check?": {"passed": bool, "rel_error": NUM}}
 _TILE = {"BM": POS_INT, "BN": POS_INT}
 _P2P = ("copy_engine", "copy_engine_both_ways", "sm_read", "sm_write")
 _BUSBW = {"algbw_gbps": NUM, "busbw_gbps": NUM}
@@ -242,9 +248,9 @@ RECORDS = {
                         "rows": [{"precision": str, "n": POS_INT, "atom": [POS_INT], "k_tile": POS_INT, "latency_cycles": POS,
                                   "rates": [{"warpgroups": POS_INT, "time_ms": _TIMED, "flop_per_sm_clock": POS, "tflops": POS}]}]},
     "atlas.": {"params": {"ms": [POS_INT], "projections": [{"model": str, "projection": str, "n": POS_INT, "k": POS_INT}]},
-               "rows": [{"model": str, "projection": str, "shape": [int], "outcome": str, "ratio_same_layout?": NUM,
-                         "tflops?": dict}]},
-    "sweep.": {"rows": [{"shape": [int], "outcome": str, "ratio_same_layout?": NUM, "tflops?": dict}]},
+               "rows": [{"model": str, "projection": str, **_SWEEP_ROW,
+                         "headline?": {"kernel": str, "ratio": POS, "ci": [POS]}}]},
+    "sweep.": {"rows": [_SWEEP_ROW]},
     "tune.": {"params": {"bm": int, "space": dict, "stages_max": dict}, "trials": [{"config": dict}],
               "winner": int, "hand_picked": int,
               "final": {"winner": {"config": dict, "ratio": POS}, "hand_picked": {"config": dict, "ratio": POS}}},

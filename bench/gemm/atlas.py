@@ -1,14 +1,16 @@
-"""The shape atlas: each precision's headline kernel beside cuBLAS of its precision over the shapes
-models run, not one reference shape and squares.
+"""The shape atlas: each precision's kernels beside cuBLAS of its precision over the shapes models
+run, not one reference shape and squares: the one the catalogue's rule picks for the shape
+(catalogue.kernel_for: stream-K for a few hundred rows, else the headline), and the headline in the
+same turns where the rule picked stream-K.
 
 A cell is M tokens through one projection of a real model: N its output features, K its input
 features, M from single-batch decoding (64) to a long prefill (16384). Each cell is measured as the
 sweep measures a size (bench/gemm/sweep.py): checked against a float64 GEMM of its own operands, then
-timed in short turns with cuBLAS on both B layouts, warm from the cell before; the tile the
-catalogue's rule picked for the shape (catalogue.tile_for) is recorded with it."""
+timed in short turns with cuBLAS on both B layouts, warm from the cell before; the kernel and the
+tile the catalogue picked for the shape (catalogue.tile_for) are recorded with it."""
 from __future__ import annotations
 
-from . import benchmarks, catalogue, sweep
+from . import benchmarks, catalogue, launch, sweep
 from .harness import Shape
 from ..core.registry import register
 from ..core.timing import quick
@@ -27,32 +29,47 @@ PROJECTIONS = (
 )
 if quick():
     PROJECTIONS = PROJECTIONS[:1] + PROJECTIONS[5:6]
-ATLAS = ("headline", "headline_bf16")     # roles of the catalogue (catalogue.ROLES)
+ATLAS = {"tf32": "headline", "bf16": "headline_bf16"}     # each precision's headline, by its role (catalogue.ROLES)
 
 
-def atlas_id(bench_id: str) -> str:
-    return f"atlas.{catalogue.KERNELS[bench_id][0].precision}"
+def atlas_id(precision: str) -> str:
+    return f"atlas.{precision}"
 
 
-def _register_atlas(role: str) -> None:
-    bench_id = catalogue.resolve(role)
-    step, best = catalogue.KERNELS[bench_id]
+def _register_atlas(precision: str) -> None:
+    headline = catalogue.HEADLINES[precision]
+    streamed = next(s for s in catalogue.SHAPE_STEPS if s.precision == precision)
+    steps = {bid: catalogue.step_of(bid) for bid in (headline, streamed.best.id)}
+    routes = (ATLAS[precision], f"best:{streamed.name}")
 
-    @register(atlas_id(bench_id), sources=(*benchmarks.kernel_sources(step), "bench/gemm/sweep.py"),
-              kernels=catalogue.definitions((role,)), builds=sweep.tile_builds(step),
-              timeout_s=900, min_cc=step.min_cc, title=f"{step.title_of(best)} over the shapes models run")
+    @register(atlas_id(precision), sources=tuple(dict.fromkeys(
+                  (*(f for s in steps.values() for f in benchmarks.kernel_sources(s)), "bench/gemm/sweep.py"))),
+              kernels=catalogue.definitions(routes), builds=tuple(b for s in steps.values() for b in sweep.tile_builds(s)),
+              timeout_s=900, min_cc=streamed.min_cc, title=f"{precision.upper()} over the shapes models run")
     def run(ctx) -> dict:
-        rows, wrong = sweep.measure_all(ctx, step, [(f"{model} {projection} {m}×{n}×{k}", {"model": model, "projection": projection},
-                                                     Shape(m, n, k)) for model, projection, n, k in PROJECTIONS for m in MS])
-        return {"params": {"kernel": best.id, "layout": step.layout, "precision": step.precision, "ms": list(MS),
+        prepares = {bid: launch.prepare_by_shape(step, ctx.device) for bid, step in steps.items()}
+
+        def pick(shape: Shape):
+            """The rule's kernel for the shape, and the headline beside it where the rule picked another."""
+            bid = catalogue.kernel_for(precision, shape.m, shape.n, ctx.device["sm_count"])
+            partner = ("headline", steps[headline], prepares[headline]) if bid != headline else None
+            return steps[bid], prepares[bid], shape, partner
+
+        cells = [(f"{model} {projection} {m}×{n}×{k}", {"model": model, "projection": projection}, Shape(m, n, k))
+                 for model, projection, n, k in PROJECTIONS for m in MS]
+        rows, wrong = sweep.measure_all(ctx, cells, pick)
+        return {"params": {"kernels": list(steps), "rule": "stream-K where its tile for M spans M in one cluster "
+                                                             "(catalogue.kernel_for), else the headline",
+                           "layout": "b_kmajor", "precision": precision, "ms": list(MS),
                            "projections": [{"model": m, "projection": p, "n": n, "k": k} for m, p, n, k in PROJECTIONS],
-                           "tiles": list(step.tiles), "small_tile_below_sms": catalogue.SMALL_TILE_BELOW,
-                           "cublas": f"{step.precision}, both layouts, same operands",
+                           "tiles": {bid: list(step.tiles) for bid, step in steps.items()},
+                           "small_tile_below_sms": catalogue.SMALL_TILE_BELOW,
+                           "cublas": f"{precision}, both layouts, same operands",
                            "warm_s": sweep.WARM_S, "timed_s": sweep.TIMED_S},
                 "check": {"passed": not wrong, "method": "each cell against a float64 GEMM of its operands",
                           **({"detail": "; ".join(wrong)} if wrong else {})},
                 "rows": rows}
 
 
-for _role in ATLAS:
-    _register_atlas(_role)
+for _precision in ATLAS:
+    _register_atlas(_precision)

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .plan import ctas
+
 HOPPER = (9, 0)      # wgmma, TMA, clusters: compute capability 9.0 (sm_90a)
+
+
+class Refused(ValueError):
+    """A kernel of the catalogue, or cuBLAS, declines a shape before launching (e.g. not a multiple of its tile)."""
 
 
 @dataclass(frozen=True)
@@ -28,7 +34,8 @@ class Step:
     source: str                   # its kernel file in kernels/ (.cu: CuTe, through nvcc; .py: numba)
     function: str                 # the kernel function in that file
     variants: tuple[Variant, ...]  # the last is the step's best: its sweep, its slides' headline
-    diagram: str                  # how its diagram is drawn: a kind of slides/diagrams.py's DIAGRAMS
+    diagram: str                  # how its diagram is drawn: a kind of slides/diagrams.py's DIAGRAMS (a shape
+                                  # step's, SHAPE_STEPS: drawn from an atlas cell's plan by slides/atlas.py)
     sass: tuple[str, ...] = ()    # instructions its SASS must hold, or a slower path was compiled
     min_cc: tuple[int, int] | None = None
     layout: str = "b_kmajor"      # the B layout its kernel reads
@@ -39,6 +46,9 @@ class Step:
     # Where the best tile's CTAs would leave most SMs idle (small shapes), the tile these constants
     # make of it instead, chosen per shape by tile_for(); the sweep records which it ran.
     small_tile: dict | None = None
+    # Tiles picked by M instead (tile_for): (the most rows it takes, the constants it changes), the
+    # first that takes M; past the last, the best's tile.
+    rows_tiles: tuple[tuple[int, dict], ...] = ()
     track: str = ""               # the suffix of its ids on another precision's track ("_bf16")
     # The part of its kernel region the code slide shows when the whole does not fit on a slide: the
     # first and the last line, by a text each holds (the whole region goes to backup slides).
@@ -63,8 +73,10 @@ class Step:
 
     @property
     def tiles(self) -> tuple[dict, ...]:
-        """The tiles its best kernel is built with: the best's, and the small shapes' if it has one."""
-        return (self.best.tile, *([{**self.best.tile, **self.small_tile}] if self.small_tile else []))
+        """The tiles its best kernel is built with: the best's, the small shapes' if it has one, and
+        those it picks by M."""
+        return (self.best.tile, *([{**self.best.tile, **self.small_tile}] if self.small_tile else []),
+                *({**self.best.tile, **change} for _, change in self.rows_tiles))
 
     @property
     def name(self) -> str:
@@ -120,20 +132,18 @@ def in_precision(step: Step, precision: str) -> Step:
     return replace(step, precision=precision, variants=(retyped,), also_in=(), track=f"_{precision}", sass=sass)
 
 
-def ctas(tile: dict, m: int, n: int) -> int:
-    """The CTAs a tile makes of an M x N output, its ragged edges included, in whole clusters."""
-    rows = -(-m // tile["BM"])
-    return -(-rows // tile.get("CLUSTER_M", 1)) * tile.get("CLUSTER_M", 1) * -(-n // tile["BN"])
-
-
 # The small tile runs where the best tile's CTAs would number fewer than this share of the SMs.
 SMALL_TILE_BELOW = 0.5
 
 
 def tile_for(step: Step, m: int, n: int, sm_count: int) -> dict:
-    """The tile a step's best kernel runs an M x N output with: its best tile, unless the step has
-    a small tile and the best's CTAs would leave most SMs with nothing to do."""
+    """The tile a step's best kernel runs an M x N output with: the first of its tiles by M that
+    takes M; else its best tile, unless the step has a small tile and the best's CTAs would leave
+    most SMs with nothing to do."""
     big = step.best.tile
+    for rows, change in step.rows_tiles:
+        if m <= rows:
+            return {**big, **change}
     if step.small_tile is None or ctas(big, m, n) >= SMALL_TILE_BELOW * sm_count:
         return big
     return step.tiles[1]
@@ -153,8 +163,13 @@ _FP8_BLOCKS = {**ELEMENTS["fp8"], "SCALE_BLOCK": SCALE_BLOCK}
 C_ELEMENTS = {"fp32": "float", "bf16": "bfloat16_t"}
 # C staged 128 bytes of a row at a time (32 floats), double-buffered
 _STAGED = {**_PERSISTENT, "SPLIT_WAVE": 1, "EPILOGUE_N": 32, "EPILOGUE_BUFFERS": 2, "C_ELEMENT": C_ELEMENTS["fp32"]}
+# stream-K: persistent clusters, each a run of K-tiles however few the tiles
+_STREAMED = {**_WS, "PERSISTENT": 1, "STREAM_K": 1, "EPILOGUE_N": 32, "EPILOGUE_BUFFERS": 2, "C_ELEMENT": C_ELEMENTS["fp32"]}
 # ... or 64 BF16 values: the sums rounded as they are staged, half the bytes to store
 _BF16_C = {"EPILOGUE_N": 64, "C_ELEMENT": C_ELEMENTS["bf16"]}
+# Block scales' tile, 128 x 192, without a cluster: with two CTAs sharing B's tile by multicast the
+# step ran 11% slower in turns (H200, 4096x8192x16384 and 4096x7168x2048). Measured, not explained.
+_BLOCK_SCALED = {**sm90(192, DEEPEST, BAND, **{**_STAGED, "cluster_m": 1}), **_FP8_BLOCKS}
 
 
 def output_of(tile: dict | None) -> str:
@@ -179,7 +194,7 @@ STEPS = (
     Step("wgmma", "CuTe WGMMA", "SM90 wgmma reading swizzled shared memory", "kernels/gemm_04_wgmma.cu",
          "gemm_wgmma", (Variant("gemm.wgmma", "WGMMA", sm90(128, 1)),), "wgmma", ("HGMMA",), HOPPER, also_in=_BF16,
          focus=("// shared -> tensor cores", "copy(tCrC, tCgC);")),
-    Step("wgmma_pipe", "WGMMA Pipelined", "+ a ring of shared buffers: cp.async of K-tile k+1 overlaps the wgmma of k",
+    Step("wgmma_pipe", "WGMMA Pipelined", "+ a ring of shared buffers: cp.async of K-tile k+STAGES-1 overlaps the wgmma of k",
          "kernels/gemm_05_wgmma_pipe.cu", "gemm_wgmma_pipe",
          (Variant("gemm.wgmma_pipe", "2 stages, 128x128", sm90(128, 2)),
           Variant("gemm.wgmma_pipe_128x256", "3 stages, 128x256", sm90(256, 3)),
@@ -253,13 +268,14 @@ FP8_STEPS = (
     Step("fp8_blocks", "Block Scales",
          "+ DeepSeek-V3's scales: A's per 1 x 128 of a row, B's per 128 x 128 block; a K-tile is one block "
          "along K, so each K-tile's sums are multiplied by their row's and their column block's scales as "
-         "they are promoted into FP32; A's scales come with A's K-tile, one bulk copy into the stage",
+         "they are promoted into FP32; A's scales come with A's K-tile, one bulk copy into the stage, and "
+         "are read while its wgmmas run",
          "kernels/gemm_14_fp8_blocks.cu", "gemm_fp8_blocks",
-         (Variant("gemm.fp8_blocks", "128x192 tile", {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS}),),
+         (Variant("gemm.fp8_blocks", "128x192 tile", _BLOCK_SCALED),),
          "lean_loop", (*_FP8_TMA, "UTMASTG", "UBLKCP"), HOPPER, beyond=True, precision="fp8", scaling="blocks"),
     Step("fp8_bf16_out", "BF16 C", "+ C written in BF16, as DeepGEMM and a model write it: the FP32 sums rounded "
          "to BF16 as they are staged, half the bytes to store", "kernels/gemm_14_fp8_blocks.cu", "gemm_fp8_blocks",
-         (Variant("gemm.fp8_blocks_bf16_out", "BF16 C", {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS, **_BF16_C}),),
+         (Variant("gemm.fp8_blocks_bf16_out", "BF16 C", {**_BLOCK_SCALED, **_BF16_C}),),
          "lean_loop", (*_FP8_TMA, "UTMASTG", "UBLKCP"), HOPPER, beyond=True, precision="fp8", scaling="blocks"),
 )
 TRACKS = {"tf32": STEPS, "bf16": BF16_STEPS, "fp8": FP8_STEPS}
@@ -275,8 +291,38 @@ BF16_C = "gemm.bf16_out"               # the BF16 kernel writing C in BF16: besi
 HEADLINE_FP8 = "gemm.lean_loop_fp8"    # the FP8 track's headline
 BLOCK_SCALED = "gemm.fp8_blocks_bf16_out"   # FP8 with DeepSeek-V3's block scales, C in BF16: beside DeepGEMM (bench/peers/deepgemm.py)
 TUNED = "gemm.persistent"              # the kernel the tuner searches around (bench/gemm/tune.py)
+HEADLINES = {"tf32": HEADLINE, "bf16": HEADLINE_BF16, "fp8": HEADLINE_FP8}
 ROLES = {"headline": HEADLINE, "headline_bf16": HEADLINE_BF16, "bf16_c": BF16_C, "headline_fp8": HEADLINE_FP8,
          "block_scaled": BLOCK_SCALED, "tuned": TUNED}
+# Kernels for the shapes the talk's steps were not tuned for, run by the shape atlas (bench/gemm/atlas.py)
+# where kernel_for picks them; each timed against its precision's headline at the reference shape.
+# Stream-K's tiles by M: a cluster's column of tiles spans all of M (BM x CLUSTER_M >= M), so each
+# column of B is read once whatever the order of the runs; N narrows where M is small, for more tiles
+# (the fastest of four tilings at each M of the atlas up to 512, H100, in turns with cuBLAS).
+STREAM_K = Step("stream_k", "Stream-K", "for shapes whose tiles cannot fill the SMs: every tile's K-tiles laid end "
+                "to end and cut into one equal run per cluster; a tile cut between runs is finished by the "
+                "cluster that started it, adding the partial sums the others left; a cluster's tiles span M",
+                "kernels/gemm_15_stream_k.cu", "gemm_stream_k",
+                (Variant("gemm.stream_k", "stream-K", sm90(256, DEEPEST, BAND, **_STREAMED, cluster_m=4)),),
+                "stream_k", (*_TMA, "UTMASTG"), HOPPER, beyond=True, against=HEADLINE, focus=("struct Run {", "each follow it"),
+                rows_tiles=((64, {"BM": 64, "WARPGROUPS_M": 1, "BN": 64, "CLUSTER_M": 1}),
+                            (128, {"BN": 128, "CLUSTER_M": 1}), (256, {"BN": 128, "CLUSTER_M": 2})))
+SHAPE_STEPS = (STREAM_K, replace(in_precision(STREAM_K, "bf16"), against=HEADLINE_BF16))
+KERNELS.update({v.id: (s, v) for s in SHAPE_STEPS for v in s.variants})
+
+
+def spans(tile: dict, m: int) -> bool:
+    """Whether a cluster's column of the tile covers all M rows."""
+    return tile["BM"] * tile.get("CLUSTER_M", 1) >= m
+
+
+def kernel_for(precision: str, m: int, n: int, sm_count: int) -> str:
+    """The kernel the atlas runs an M x N output of a precision with: stream-K where its tile for M
+    spans M (each column of B read once), else the precision's headline."""
+    streamed = next(s for s in SHAPE_STEPS if s.precision == precision)
+    return streamed.best.id if spans(tile_for(streamed, m, n, sm_count), m) else HEADLINES[precision]
+
+
 # across sizes: every step of the talk, the BF16 headline and the FP8 track
 SWEPT = (*STEPS, KERNELS[HEADLINE_BF16][0], *FP8_STEPS)
 
@@ -306,9 +352,14 @@ def variant(bench_id: str) -> Variant:
     return KERNELS[bench_id][1]
 
 
+def all_steps() -> tuple[Step, ...]:
+    """Every step: the tracks' and the shapes'."""
+    return (*(s for track in TRACKS.values() for s in track), *SHAPE_STEPS)
+
+
 def step_named(name: str) -> Step:
     """A step by its name on its track (Step.name)."""
-    return next(s for track in TRACKS.values() for s in track if s.name == name)
+    return next(s for s in all_steps() if s.name == name)
 
 
 # cuBLAS, the baseline of every GEMM: its benchmarks by precision and B layout.
@@ -335,7 +386,7 @@ def resolve(route: str) -> str:
     if kind == "before":
         found = before(name)
     elif kind == "best":
-        found = next((s.best.id for track in TRACKS.values() for s in track if s.name == name), None)
+        found = next((s.best.id for s in all_steps() if s.name == name), None)
     elif not kind:
         found = ROLES.get(route, route)
     else:
@@ -351,7 +402,8 @@ def kernel_definition(bench_id: str) -> dict:
     return {"id": bench_id, "function": step.function, "tile": variant.tile, "sass": list(step.sass),
             "layout": step.layout, "precision": step.precision,
             **({"scaling": step.scaling} if step.scaling != "tensor" else {}),
-            **({"small_tile": step.small_tile} if step.small_tile and variant is step.best else {})}
+            **({"small_tile": step.small_tile} if step.small_tile and variant is step.best else {}),
+            **({"rows_tiles": [[rows, change] for rows, change in step.rows_tiles]} if step.rows_tiles and variant is step.best else {})}
 
 
 def definitions(routes) -> dict:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import ctypes
 from functools import lru_cache
 
+from .catalogue import Refused
+
 # cublasLt.h (CUDA 12 and 13)
 _COMPUTE_32F = 68                      # cublasComputeType_t CUBLAS_COMPUTE_32F
 _R_32F, _R_16BF, _R_8F_E4M3 = 0, 14, 28     # cudaDataType_t
@@ -95,7 +97,6 @@ def _plan(m: int, n: int, k: int, fast_accum: bool, output: str, scale_pointers:
     status = _library().cublasLtMatmulAlgoGetHeuristic(_handle(), desc, a, b, c, c, pref, ctypes.c_int(1),
                                                        heuristic, ctypes.byref(found))
     if status == _NOT_SUPPORTED or (not status and found.value < 1):
-        from .harness import Refused
         raise Refused(f"cuBLASLt has no FP8 GEMM{' with block scales' if scale_pointers else ''} for {m}x{n}x{k} "
                       "(its FP8 GEMMs take dimensions in multiples of 16)")
     if status:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from . import catalogue, cublas
-from .catalogue import SCALE_BLOCK
+from .catalogue import SCALE_BLOCK, Refused
 from ..core.timing import SM_CLOCKS, TIMED_SPANS, clock_probe, quick, time_gpu, time_gpu_alternating
 from ..core.stats import spread, summarize
 
@@ -90,10 +90,6 @@ class Launch:
     """A GEMM ready to run on given operands, and what it occupies on the GPU."""
     run: Callable[[], None]
     resources: dict | None = None      # threads_per_block, regs_per_thread, smem_*_bytes, local_bytes, grid
-
-
-class Refused(ValueError):
-    """A kernel declines a shape before launching (e.g. not a multiple of its tile)."""
 
 
 def _to_bf16_bits(x):

@@ -8,6 +8,7 @@ from dataclasses import replace
 from . import catalogue
 from .catalogue import Step, Variant
 from .harness import Launch, Refused
+from .plan import ctas, split_wave, stream_k
 
 
 def numba_cuda():
@@ -98,21 +99,6 @@ def resident_ctas(kernel, threads: int, smem_bytes: int, cluster: int) -> int:
     return clusters * cluster
 
 
-def split_wave(units: int, clusters: int, k_tiles: int) -> dict:
-    """The plan of a split-wave kernel's last wave, which the kernel is given: ``units`` cluster
-    tiles on ``clusters`` persistent clusters; the ``left`` units past the full waves each have an
-    owner that computes K-tiles [0, split) and a helper (a cluster with no unit left) that computes
-    the rest, up to ``rounds`` tails one after another. The split balances an owner's part
-    against a helper's run of tails."""
-    left = units % clusters
-    helpers = clusters - left
-    rounds = -(-left // helpers)
-    split = -(-rounds * k_tiles // (rounds + 1))
-    return {"units": units, "clusters": clusters, "k_tiles": k_tiles, "full_waves": units // clusters,
-            "full_units": units - left, "left": left, "helpers": helpers, "rounds": rounds,
-            "split": split if left else k_tiles}
-
-
 def exported(module, name: str, count: int = 1) -> list[int]:
     """An ``extern "C" __constant__ int`` (or array of ``count``) the kernel exports: its shared
     memory, its ring's depth, its MMA atom's shape."""
@@ -133,7 +119,8 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
     of A and B in place of the pointers (B's box is 1/CLUSTER_M of its tile: each CTA of a cluster
     loads that slice for all of them), and those with EPILOGUE_N one of C, stored through shared
     memory a chunk at a time; SPLIT_WAVE kernels also take scratch for the partial sums of split
-    tiles, their ready flags, and the plan of the last wave (split_wave); EPILOGUE_N kernels last
+    tiles, their ready flags, and the plan of the last wave (split_wave); STREAM_K kernels the same
+    scratch and where each cluster's run of K-tiles starts (stream_k); EPILOGUE_N kernels last
     take alpha, C = alpha A B (prepare's alpha: FP8's per-tensor scales), or, with SCALE_BLOCK, A's
     and B's block scales and the row length of B's (prepare's scales, cublaslt.block_scales)."""
     import cupy
@@ -176,7 +163,8 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
         boxes = {"a": (*load[:2], step.precision), "b": (*load[2:], step.precision)}
     if tile.get("EPILOGUE_N"):       # C leaves in chunks of EPILOGUE_N columns of a warpgroup's rows
         boxes["c"] = (*exported(module, "STORE_BOX", 2), output)
-    tail_slot = exported(module, "TAIL_SLOT", 2) if tile.get("SPLIT_WAVE") else None
+    streamed = bool(tile.get("STREAM_K"))
+    tail_slot = exported(module, "TAIL_SLOT", 2) if tile.get("SPLIT_WAVE") or streamed else None
     resident = resident_ctas(kernel, threads, smem_dynamic, cluster) if tile.get("PERSISTENT") else None
     # TMA in and out: zeros are read past a ragged edge, and nothing is stored there
     ragged = uses_tma and "c" in boxes
@@ -207,16 +195,21 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
             raise Refused(f"{name} takes whole {tile['BM'] * cluster}×{tile['BN']}×{tile['BK']} tiles only"
                           f"{' (a cluster of ' + str(cluster) + ' tiles over M)' if cluster > 1 else ''}; "
                           f"{m}×{n}×{k} is not")
-        ctas = catalogue.ctas(tile, m, n)
-        grid = ((min(resident, ctas) if resident else ctas),) if hopper else (m // tile["BM"], n // tile["BN"])
+        units = ctas(tile, m, n) // cluster
+        k_tiles = -(-k // tile["BK"])
+        plan = stream_k(units, resident // cluster, k_tiles) if streamed else None
+        grid = ((plan["clusters"] if plan else min(resident // cluster, units) if resident else units) * cluster,) if hopper \
+            else (m // tile["BM"], n // tile["BN"])
         operands = (tensor_map(a, *boxes["a"]), tensor_map(b, *boxes["b"])) if uses_tma else (a, b)
         args = (*operands, tensor_map(c, *boxes["c"]) if "c" in boxes else c, np.int32(m), np.int32(n), np.int32(k))
-        plan = None
         if tail_slot:                    # a slot per CTA: one tile's partial sums, a ready flag per consumer thread
             floats, flags = tail_slot
-            plan = split_wave(ctas // cluster, grid[0] // cluster, -(-k // tile["BK"]))
-            args += (cupy.empty(grid[0] * floats, cupy.float32), cupy.zeros(grid[0] * flags, cupy.int32),
-                     *(np.int32(plan[key]) for key in ("full_units", "left", "split")))
+            args += (cupy.empty(grid[0] * floats, cupy.float32), cupy.zeros(grid[0] * flags, cupy.int32))
+            if streamed:
+                args += (cupy.asarray(plan["runs"], cupy.int32),)
+            else:
+                plan = split_wave(units, grid[0] // cluster, k_tiles)
+                args += tuple(np.int32(plan[key]) for key in ("full_units", "left", "split"))
         if takes_alpha:
             args += (np.float32(alpha),)
         if blocks:
@@ -239,7 +232,7 @@ def _cute_prepare(step: Step, variant: Variant, device: dict):
         if resident:
             resources["resident_ctas"] = resident
         if plan:
-            resources["split_wave"] = plan
+            resources["stream_k" if streamed else "split_wave"] = plan
         return Launch(run, resources)
     return prepare
 
@@ -252,7 +245,7 @@ def prepare(step: Step, variant: Variant, device: dict):
 def prepare_by_shape(step: Step, device: dict):
     """prepare(a, b, c) for a step's best kernel, built with each of its tiles, that launches the one
     the catalogue picks for the shape (catalogue.tile_for); its resources name that tile."""
-    if not step.small_tile:
+    if len(step.tiles) == 1:
         return prepare(step, step.best, device)
     prepares = [prepare(step, replace(step.best, tile=tile), device) for tile in step.tiles]
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from . import catalogue, cublas, benchmarks, launch
 from .catalogue import Step
-from .harness import SHAPE, Refused, Shape, checked_launch, keep_busy, tflops, warm
+from .harness import SHAPE, Refused, Shape, checked_cublas, checked_launch, keep_busy, tflops, warm
 from ..core.registry import register
 from ..core.timing import quick, time_gpu_alternating
 
@@ -27,27 +27,48 @@ def shapes() -> list[Shape]:
     return [Shape(n, n, n) for n in SIZES] + [SHAPE]
 
 
-def measure(step: Step, prepare, shape: Shape) -> dict:
-    """One size: check the kernel, then time it in turns with cuBLAS of its precision on both layouts."""
+def _picked_tile(launch_) -> dict | None:
+    """The tile the catalogue picked for the shape, as a row records it."""
+    tile = (launch_.resources or {}).get("tile")
+    return tile and {key: tile[key] for key in ("BM", "BN", "CLUSTER_M") if key in tile}
+
+
+def measure(step: Step, prepare, shape: Shape, partner: tuple | None = None) -> dict:
+    """One size: check the kernel, then time it in turns with cuBLAS of its precision on both layouts;
+    ``partner``, (name, step, prepare) of the kernel the shape would otherwise run, checked and timed
+    in the same turns."""
     import cupy
-    row = {"shape": shape.dims}
+    row = {"shape": shape.dims, "kernel": step.best.id}
     try:
         launch_, check, ops, c = checked_launch(shape, step.layout, step.precision, prepare, step.scaling,
                                                 catalogue.output_of(step.best.tile))
     except Refused as e:
         return {**row, "outcome": "refused", "reason": str(e)}
-    tile = (launch_.resources or {}).get("tile")
-    if tile:        # the tile the catalogue picked for the shape
-        row["tile"] = {key: tile[key] for key in ("BM", "BN", "CLUSTER_M") if key in tile}
+    if _picked_tile(launch_):
+        row["tile"] = _picked_tile(launch_)
+    planned = next((key for key in ("stream_k", "split_wave") if key in (launch_.resources or {})), None)
+    if planned:     # how the clusters shared the work: what the deck draws
+        row["plan"] = {"kind": planned, **{key: launch_.resources[planned][key] for key in ("units", "clusters", "k_tiles")}}
     if not check["passed"]:
         return {**row, "outcome": "wrong", "check": check}
-    runs = {"kernel": launch_.run,
-            f"cublas_{step.layout}": lambda: cublas.gemm(ops.a, ops.b, c, step.layout, step.precision, **ops.scaling)}
+    # cuBLAS on the same operands, its error beside the kernel's
+    cublas_run, cublas_check = checked_cublas(ops, step.precision, catalogue.output_of(step.best.tile))
+    row["cublas_check"] = {key: cublas_check[key] for key in ("passed", "rel_error")}
+    runs = {"kernel": launch_.run, f"cublas_{step.layout}": cublas_run}
+    cublas_runs = list(runs)[1:]
     # the same B stored the other way, where cuBLAS takes that layout in this precision (FP8: K-major only)
     other = next((layout for layout in catalogue.cublas_layouts(step.precision) if layout != step.layout), None)
     if other:
         b_other = cupy.ascontiguousarray(ops.b.T)
         runs[f"cublas_{other}"] = lambda: cublas.gemm(ops.a, b_other, c, other, step.precision, **ops.scaling)
+        cublas_runs.append(f"cublas_{other}")
+    if partner:
+        name, their_step, their_prepare = partner
+        theirs, their_check, _, _ = checked_launch(shape, their_step.layout, their_step.precision, their_prepare,
+                                                   their_step.scaling, catalogue.output_of(their_step.best.tile))
+        row[name] = {"kernel": their_step.best.id, "tile": _picked_tile(theirs),
+                     "check": {key: their_check[key] for key in ("passed", "rel_error")}}
+        runs[name] = theirs.run
     fns = list(runs.values())
     for fn in fns[1:]:      # cuBLAS picks its kernel for a shape on the first call; the kernel ran in its check
         fn()
@@ -62,19 +83,22 @@ def measure(step: Step, prepare, shape: Shape) -> dict:
         timed = time_gpu_alternating(fns, warmup=0, reps=reps)
     times = dict(zip(runs, timed))
     rate = {name: tflops(shape, t) for name, t in times.items()}
+    if partner:     # the kernel's speed over the partner's: the ratio of their medians, and of their intervals' far ends
+        their_time, our_time = times[partner[0]], times["kernel"]
+        row[partner[0]].update(ratio=rate["kernel"] / rate[partner[0]],
+                               ci=[their_time["ci"][0] / our_time["ci"][1], their_time["ci"][1] / our_time["ci"][0]])
     return {**row, "outcome": "correct", "check": check, "reps": reps, "time_ms": times, "tflops": rate,
             "ratio_same_layout": rate["kernel"] / rate[f"cublas_{step.layout}"],
-            "ratio_best_layout": rate["kernel"] / max(r for name, r in rate.items() if name != "kernel")}
+            "ratio_best_layout": rate["kernel"] / max(rate[name] for name in cublas_runs)}
 
 
-def measure_all(ctx, step: Step, cells) -> tuple[list, list]:
-    """Each cell, (name, fields of its row, shape), measured in turn with the step's best kernel, the
-    tile picked per shape: its rows, and what each wrong cell's check said."""
+def measure_all(ctx, cells, pick) -> tuple[list, list]:
+    """Each cell, (name, fields of its row, shape), measured in turn with what ``pick(shape)`` gives,
+    measure()'s arguments (step, prepare, shape[, partner]): its rows, and what each wrong cell's check said."""
     keep_busy()
-    prepare = launch.prepare_by_shape(step, ctx.device)
     rows, wrong = [], []
     for name, fields, shape in cells:
-        row = {**fields, **measure(step, prepare, shape)}
+        row = {**fields, **measure(*pick(shape))}
         rows.append(row)
         ctx.progress(f"{name}: " + (f"{row['tflops']['kernel']:.1f} TFLOPS, {100 * row['ratio_same_layout']:.1f}% "
                                     "of cuBLAS in turns" if row["outcome"] == "correct" else row["outcome"]))
@@ -95,7 +119,9 @@ def _register_sweep(step: Step) -> None:
               kernels=catalogue.definitions((f"best:{step.name}",)), builds=tile_builds(step),
               timeout_s=600, min_cc=step.min_cc, title=f"{step.title_of(best)} across sizes")
     def run(ctx) -> dict:
-        rows, wrong = measure_all(ctx, step, [("×".join(map(str, shape.dims)), {}, shape) for shape in shapes()])
+        prepare = launch.prepare_by_shape(step, ctx.device)
+        rows, wrong = measure_all(ctx, [("×".join(map(str, shape.dims)), {}, shape) for shape in shapes()],
+                                  lambda shape: (step, prepare, shape))
         return {"params": {"kernel": best.id, "label": best.label, "layout": step.layout, "precision": step.precision,
                            "tiles": list(step.tiles), "small_tile_below_sms": catalogue.SMALL_TILE_BELOW,
                            "cublas": f"{step.precision}, {' and '.join(catalogue.cublas_layouts(step.precision))}, same operands",

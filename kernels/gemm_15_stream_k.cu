@@ -1,0 +1,103 @@
+// Stream-K, for shapes whose tiles cannot fill the SMs (a few hundred rows of M): the K-tiles of every
+// output tile, laid end to end, are cut into one contiguous run per cluster, so that every SM streams
+// the same number of K-tiles however few the tiles. A run splits where a tile ends;
+// a tile cut between runs is finished by the cluster that started it, which adds the partial sums the
+// clusters after it left, in their order (the sum does not depend on timing).
+//
+// Step 12's kernel otherwise: the same ring, leaner loop and TMA-store epilogue. The catalogue picks
+// its tile by M, so that a cluster's column of tiles spans M: B is read once, in whatever order the
+// runs take it (64-row tiles of one consumer warpgroup at M = 64, clusters of 2 and 4 tiles past 128).
+#include <cuda.h>                           // CUtensorMap
+#include "gemm_sm90_tma_store.cuh"         // Epilogue, Piece, TailSums, lean_fragments
+
+// #region kernel
+// A cluster's run: K-tiles [runs[c], runs[c + 1]) of all the units' K-tiles laid end to end (unit u's
+// K-tile k is u * k_tiles + k), from the launcher's plan (bench/gemm/plan.py, stream_k). Its pieces
+// (unit, K-tiles [k0, k1)) split where a unit ends. A piece that starts its unit (k0 = 0) owns it; one
+// that starts mid-unit is the first of its run, and the clusters whose runs start inside a unit are
+// the ones that help its owner.
+struct Run {
+    const int* runs;
+    int k_tiles, cluster, next, end;
+    __device__ Run(const int* runs, int K)
+        : runs(runs), k_tiles(ceil_div(K, BK)), cluster(blockIdx.x / CLUSTER_M),
+          next(runs[cluster]), end(runs[cluster + 1]) {}
+    __device__ bool piece(Piece& p) {                        // the run's next piece; false past its end
+        if (next == end) return false;
+        const int unit = next / k_tiles, k0 = next % k_tiles, k1 = min(k_tiles, k0 + end - next);
+        p = {unit, k0, k1};
+        next += k1 - k0;
+        return true;
+    }
+    __device__ int last_helper(Piece p) const {              // helpers are clusters cluster + 1 .. this
+        int c = cluster;
+        while (runs[c + 1] < (p.unit + 1) * k_tiles) ++c;    // runs[clusters] is every K-tile: it stops there
+        return c;
+    }
+};                                                           // the producer and the consumers each follow it
+
+extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(THREADS, 1) gemm_stream_k(
+        const __grid_constant__ CUtensorMap tmaA,     // A (M,K): box BK x BM, 128-byte swizzle
+        const __grid_constant__ CUtensorMap tmaB,     // B (N,K): box BK x BN/CLUSTER_M, 128-byte swizzle
+        const __grid_constant__ CUtensorMap tmaC,     // C (M,N): box EPILOGUE_N x BM/WARPGROUPS_M, 128-byte swizzle
+        int M, int N, int K,
+        float* partials,                              // per CTA: the sums of its run's first piece, if a helper's (TailSums)
+        int* ready,                                   // (CONSUMER_THREADS) per CTA: 1 while those sums wait
+        const int* runs,                              // (clusters + 1) where each cluster's run starts, then the end
+        float alpha) {                                // C = alpha A B: FP8's per-tensor scales, 1 for the others
+    SharedStorage& smem = shared_storage();
+    const int rank = block_rank_in_cluster();
+    init_ring_barriers(smem);
+
+    if (threadIdx.x < 128) {                                     // producer warpgroup
+        cutlass::arch::warpgroup_reg_dealloc<PRODUCER_REGS>();
+        if (threadIdx.x == 0) {
+            Run run(runs, K);
+            int fill = 0;
+            Piece p;
+            while (run.piece(p)) {
+                auto [tm, tn] = cta_tile(M, N, p.unit * CLUSTER_M + rank);
+                for (int k = p.k0; k < p.k1; ++k, ++fill) {
+                    int s = acquire_stage(smem, fill);
+                    SM90_TMA_LOAD_2D::copy(&tmaA, &smem.full[s], TMA_HINT, smem.A + s * BM * BK, k * BK, tm * BM);
+                    SM90_TMA_LOAD_MULTICAST_2D::copy(&tmaB, &smem.full[s], WHOLE_CLUSTER, TMA_HINT,
+                                                     smem.B + s * BN * BK + rank * B_SLICE * BK, k * BK, tn * BN + rank * B_SLICE);
+                }
+            }
+        }
+    } else {
+        cutlass::arch::warpgroup_reg_alloc<CONSUMER_REGS>();
+        auto [mma, tCrA, tCrB, tCrC] = lean_fragments(smem);
+        Epilogue epilogue(alpha);
+        static_assert(decltype(size(tCrC))::value == FRAGMENT);
+        Run run(runs, K);
+        uint32_t stage = 0, phase = 0, previous = 0;
+        Piece p;
+        while (run.piece(p)) {
+            clear(tCrC);
+            warpgroup_fence_operand(tCrC);       // else ptxas serializes the wgmmas: the sums are added outside them
+            for (int k = p.k0; k < p.k1; ++k) {
+                wait_barrier(smem.full[stage], phase);
+                mma_async(mma, tCrA(_, _, _, stage), tCrB(_, _, _, stage), tCrC);
+                warpgroup_wait<1>();                             // the K-tile before this one has been read
+                if (k > p.k0) release_stage(smem, previous);
+                previous = stage;
+                if (++stage == RING) stage = 0, phase ^= 1;
+            }
+            warpgroup_wait<0>();
+            warpgroup_fence_operand(tCrC);
+            release_stage(smem, previous);
+            if (p.k0 > 0) {                                      // a helper: leave the sums in this cluster's slot
+                TailSums(partials, ready, run.cluster).leave(tCrC);
+                continue;
+            }
+            for (int c = run.cluster + 1, last = run.last_helper(p); c <= last; ++c)
+                TailSums(partials, ready, c).add_to(tCrC);       // an owner: add its helpers' sums, in order
+            auto [tm, tn] = cta_tile(M, N, p.unit * CLUSTER_M + rank);
+            epilogue.store(tCrC, tmaC, tm, tn);
+        }
+        epilogue.drain();
+    }
+    cluster_sync();                          // no CTA leaves while a peer may still signal its barriers
+}
+// #endregion kernel
