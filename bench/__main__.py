@@ -42,6 +42,9 @@ def _main(argv=None) -> int:
                          "(default: results/<gpu-slug>-x<GPUs>.yaml)")
     ap.add_argument("--quick", action="store_true",
                     help="a smoke refresh: fewer samples, sizes and trials; its records and the deck say so")
+    ap.add_argument("--stale", action="store_true",
+                    help="run only those of the selected benchmarks whose record is missing from the results file "
+                         "or was measured with code that has changed since (a refresh after a change)")
     ap.add_argument("--profile", action="store_true",
                     help="instead of measuring, add Nsight Compute counters (ncu --clock-control none) to the "
                          "results of the selected hand-written GEMM kernels")
@@ -101,6 +104,14 @@ def _main(argv=None) -> int:
         except schema.ResultsError as e:
             print(f"python -m bench: {e}; nothing was run.", file=sys.stderr)
             return 1
+    if args.stale:
+        runs = [(path, [b for b in picked if outdated(earlier[path].get(b.id), b)], node) for path, picked, node in runs]
+        runs = [run for run in runs if run[1]]
+        chosen = [b for _, picked, _ in runs for b in picked]
+        if not chosen:
+            print("every selected record is current: nothing to run", flush=True)
+            return 0
+        print(f"{len(chosen)} stale or missing: {' '.join(b.id for b in chosen)}", flush=True)
     software = collect_software()
     # The builds run beside the benchmarks, in the order they need them: a benchmark whose cubin is
     # not ready yet compiles it itself.
@@ -131,6 +142,12 @@ def _main(argv=None) -> int:
               + (f" (the earlier record kept for {', '.join(kept)})" if kept else ""))
     compiling.join()
     return 1 if bad else 0
+
+
+def outdated(record: dict | None, bench) -> bool:
+    """Whether a benchmark's record is missing, or was made from code other than today's: its sources
+    and kernels hash otherwise now (bench/core/provenance.py)."""
+    return record is None or record.get("source_hash") != bench.source_hash()
 
 
 def precompile(chosen, device: dict) -> None:

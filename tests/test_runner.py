@@ -357,6 +357,36 @@ def test_a_failed_rerun_fails_the_run_though_the_earlier_record_is_kept(fakes, t
     assert schema.load(tmp_path / "r.yaml")["benchmarks"]["fake.fails_when_told"]["status"] == "ok"
 
 
+def test_stale_reruns_only_the_records_whose_code_changed_or_that_are_missing(fakes, tmp_path, monkeypatch, capsys):
+    """python -m bench --stale: of the selected benchmarks, those without a record, or whose record's
+    source hash is not what their code hashes to today; none left, nothing runs and the file stays."""
+    from bench import __main__ as cli
+    from bench.core import device as devices
+    from tests.conftest import dump_results
+    monkeypatch.setattr(devices, "collect_device", lambda: {**FAKE_DEVICE, "gpu_count": 1})
+    monkeypatch.setattr(devices, "collect_software", lambda: SOFTWARE)
+    out = tmp_path / "r.yaml"
+    both = ["--stale", "--only", "fake.ok", "fake.fails_when_told", "--out", str(out)]
+
+    def stale_run() -> str:
+        capsys.readouterr()
+        assert cli.main(both) == 0
+        return capsys.readouterr().out
+
+    assert cli.main(["--only", "fake.ok", "--out", str(out)]) == 0
+    assert "1 stale or missing: fake.fails_when_told" in stale_run()          # missing
+    doc = schema.load(out)
+    doc["benchmarks"]["fake.ok"]["source_hash"] = "0" * 16                     # as if its code had changed
+    out.write_text(dump_results(doc))
+    assert "1 stale or missing: fake.ok" in stale_run()
+    after = schema.load(out)["benchmarks"]
+    assert after["fake.ok"]["source_hash"] == fakes["fake.ok"].source_hash()
+    assert after["fake.fails_when_told"] == doc["benchmarks"]["fake.fails_when_told"]   # current: not rerun
+    kept = out.read_bytes()
+    assert stale_run().splitlines()[-1] == "every selected record is current: nothing to run"
+    assert out.read_bytes() == kept
+
+
 @pytest.mark.parametrize("where", ["under a file", "under /proc", "a folder"])
 def test_an_output_that_cannot_be_written_is_refused_before_anything_runs(where, fakes, tmp_path, monkeypatch, capsys):
     (tmp_path / "file").write_text("x")
