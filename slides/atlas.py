@@ -138,6 +138,8 @@ def context(deck) -> dict:
     measured = any(a["rows"] for a in both.values())
     # stream-K's slides, and its backup pages, only beside an atlas (they are the atlas's kernel)
     return {**both, "measured": measured, "ids": [a["id"] for a in both.values()],
+            # the takeaways' line: each precision whose atlas has figures
+            "summary": [a for a in both.values() if a["rows"] and a["median_pct"] is not None],
             "stream_k": stream_k(deck, both) if measured else None}
 
 

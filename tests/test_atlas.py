@@ -173,15 +173,24 @@ def test_each_cells_error_is_held_against_cublas_on_its_operands(fixture_doc, wr
         assert prose_words(s[title]) <= 80, prose_words(s[title])
 
 
-def test_the_takeaways_give_the_atlas_median_and_worst(fixture_doc, write_results, tmp_path):
-    ratio = lambda m, n, k: 0.5 + m / 16384
-    fixture_doc["benchmarks"][atlas.atlas_id("tf32")] = atlas_record(fixture_doc, "tf32", ratio)
+@pytest.mark.parametrize("precisions", [("tf32",), ("tf32", "bf16")])
+def test_the_takeaways_give_each_atlas_median_and_worst(fixture_doc, write_results, tmp_path, precisions):
+    """One line for the atlases measured, each precision's median and worst: not only the better one."""
+    ratios_of = {"tf32": lambda m, n, k: 0.5 + m / 16384, "bf16": lambda m, n, k: 0.4 + m / 32768}
+    for precision in precisions:
+        fixture_doc["benchmarks"][atlas.atlas_id(precision)] = atlas_record(fixture_doc, precision, ratios_of[precision])
     s, _ = built(fixture_doc, write_results, tmp_path)
     cells = len(atlas.PROJECTIONS) * len(atlas.MS)
-    ratios = sorted(ratio(m, 1, 1) for _ in atlas.PROJECTIONS for m in atlas.MS)
-    median = (ratios[(cells - 1) // 2] + ratios[cells // 2]) / 2
-    assert (f"- {cells} model shapes in TF32: median {100 * median:.1f}% of cuBLAS, worst "
-            f"{100 * ratio(min(atlas.MS), 1, 1):.0f}%.") in s["Takeaways"]
+    parts = []
+    for precision in precisions:
+        ratio = ratios_of[precision]
+        ratios = sorted(ratio(m, 1, 1) for _ in atlas.PROJECTIONS for m in atlas.MS)
+        median = (ratios[(cells - 1) // 2] + ratios[cells // 2]) / 2
+        parts.append(f"{precision.upper()} {100 * median:.1f}% ({100 * ratio(min(atlas.MS), 1, 1):.0f}%)")
+    assert f"- {cells} model shapes, median (worst) of cuBLAS: {', '.join(parts)}." in s["Takeaways"]
+    for precision in precisions:
+        model, projection, _, _ = atlas.PROJECTIONS[0]
+        assert f"The worst model shape in {precision.upper()}: {model} {projection}, M = {min(atlas.MS)}." in s["Takeaways"]
 
 
 def test_a_small_shape_that_fills_the_sms_is_not_blamed_on_idle_sms(fixture_doc, write_results, tmp_path):
