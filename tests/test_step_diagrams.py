@@ -81,6 +81,13 @@ def check_legible(svg: str):
     assert len([top for _, _, top, _, _ in boxes if top >= 340]) <= 3
 
 
+def legible(kind: str, res: dict, *shape) -> str:
+    """A diagram drawn from ``res``, checked legible: its text as shown."""
+    svg = draw(kind, res, *shape)
+    check_legible(svg)
+    return shown(svg)
+
+
 def test_every_step_past_the_reference_is_drawn():
     assert set(step_diagrams.IDEAS) == set(BEYOND) == {s.diagram for s in catalogue.STEPS if s.beyond}
     assert all(step.diagram in diagrams.DIAGRAMS for step in catalogue.STEPS)    # every step has its kind
@@ -99,9 +106,8 @@ def test_the_ring_follows_the_stages(recorded):
     assert "warpgroup 0: producer" in svg and "warpgroups 1–2: consumers" in svg and "64×256" in svg
     assert "stage 3" in svg and "stage 4" not in svg and "Load k + 4" in svg
     res["tile"]["STAGES"] = 6
-    svg = draw("producer_ring", res)
-    check_legible(svg)
-    assert "6 stages × 48 KiB" in shown(svg) and "stage 5" in shown(svg) and "Load k + 6" in shown(svg)
+    svg = legible("producer_ring", res)
+    assert "6 stages × 48 KiB" in svg and "stage 5" in svg and "Load k + 6" in svg
 
 
 def test_the_cluster_splits_b_by_its_tma_box(recorded):
@@ -111,9 +117,8 @@ def test_the_cluster_splits_b_by_its_tma_box(recorded):
     assert "48 KiB" in svg and "32 KiB" in svg and "33% fewer L2 bytes" in svg
     res["tile"]["CLUSTER_M"] = 4
     res["tma"]["b"]["box"] = [32, 64]
-    svg = draw("multicast", res)
-    check_legible(svg)
-    assert "4 slices of 32×64" in shown(svg) and "CTA 3" in shown(svg) and "24 KiB" in shown(svg)
+    svg = legible("multicast", res)
+    assert "4 slices of 32×64" in svg and "CTA 3" in svg and "24 KiB" in svg
 
 
 def test_the_persistent_schedule_follows_the_resident_ctas(recorded):
@@ -122,10 +127,9 @@ def test_the_persistent_schedule_follows_the_resident_ctas(recorded):
     assert "132 CTAs" in svg and "1,024 tiles ÷ 132 CTAs" in svg and "= 7.76 waves" in svg
     assert "the last runs 100 of 132 CTAs" in svg and "CTA 99" in svg and "32 SMs idle" in svg
     res["resident_ctas"] = 128
-    svg = draw("tile_schedule", res)
-    check_legible(svg)
-    assert "= 8.00 waves" in shown(svg) and "the last runs 128 of 128 CTAs" in shown(svg)
-    assert "idle" not in shown(svg)
+    svg = legible("tile_schedule", res)
+    assert "= 8.00 waves" in svg and "the last runs 128 of 128 CTAs" in svg
+    assert "idle" not in svg
 
 
 def test_the_split_wave_draws_the_recorded_plan(recorded):
@@ -137,13 +141,11 @@ def test_the_split_wave_draws_the_recorded_plan(recorded):
     assert f"{plan['helpers']} helpers: {plan['split']}–{plan['k_tiles'] - 1}" in svg
     assert f"{plan['full_waves']} full waves" in svg and "last wave: 410 of 512" in svg
     res["split_wave"] = {**plan, "left": 10, "helpers": 56, "rounds": 1, "split": 256}
-    svg = draw("split_tail", res)
-    check_legible(svg)
-    assert "Split at K-tile 256 of 512" in shown(svg) and "50% shorter" in shown(svg)
+    svg = legible("split_tail", res)
+    assert "Split at K-tile 256 of 512" in svg and "50% shorter" in svg
     res["split_wave"] = {**plan, "left": 0, "helpers": 66, "rounds": 0, "split": 512}
-    svg = draw("split_tail", res)
-    check_legible(svg)
-    assert "no last wave to split" in shown(svg)
+    svg = legible("split_tail", res)
+    assert "no last wave to split" in svg
 
 
 def test_the_epilogue_follows_its_chunks_and_buffers(recorded):
@@ -153,9 +155,8 @@ def test_the_epilogue_follows_its_chunks_and_buffers(recorded):
     assert "2 staging buffers (32 KiB a CTA)" in svg and "TMA, buffer 1" in svg and "buffer j mod 2" in svg
     res["tile"].update(EPILOGUE_N=64, EPILOGUE_BUFFERS=3)
     res["smem_static_bytes"] = 3 * 128 * 64 * 4
-    svg = draw("staged_store", res)
-    check_legible(svg)
-    assert "4 chunks of 64×64" in shown(svg) and "TMA, buffer 2" in shown(svg) and "96 KiB" in shown(svg)
+    svg = legible("staged_store", res)
+    assert "4 chunks of 64×64" in svg and "TMA, buffer 2" in svg and "96 KiB" in svg
 
 
 @pytest.mark.parametrize("kind", sorted(BEYOND))
@@ -163,18 +164,16 @@ def test_optional_fields_may_be_missing(kind, recorded):
     res = resources(recorded, kind)
     for field in ("split_wave", "resident_ctas", "tma", "smem_static_bytes"):
         res.pop(field, None)
-    svg = draw(kind, res)
-    check_legible(svg)
+    svg = legible(kind, res)
     if kind == "split_tail":        # no plan recorded: the last wave its grid implies, drawn unsplit
-        assert "50 clusters: a whole unit" in shown(svg) and "No split plan recorded" in shown(svg)
+        assert "50 clusters: a whole unit" in svg and "No split plan recorded" in svg
 
 
 @pytest.mark.parametrize("kind", sorted(BEYOND))
 def test_another_shape_draws_its_own_numbers(kind, recorded):
-    svg = draw(kind, resources(recorded, kind), {"m": 8192, "n": 8192, "k": 8192})
-    check_legible(svg)
+    svg = legible(kind, resources(recorded, kind), {"m": 8192, "n": 8192, "k": 8192})
     if kind == "tile_schedule":
-        assert "2,048 tiles ÷ 132 CTAs" in shown(svg)
+        assert "2,048 tiles ÷ 132 CTAs" in svg
 
 
 def test_the_lean_loop_sets_its_main_loop_beside_the_step_before():
