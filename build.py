@@ -204,6 +204,9 @@ def main(argv=None) -> int:
             say(f"  {slide}: {', '.join(dict.fromkeys(ids))}")
     for bid in context["stale"]:
         say(f"STALE: {bid}: {context['stale_why'][bid]}; rerun python -m bench --only {bid}")
+    if context["stale"]:
+        n = len(context["stale"])
+        say(f"  (python -m bench --stale on the {context['device']['name']} reruns {'it' if n == 1 else f'all {n}'})")
     for beside in context["stale_elsewhere"]:
         for bid in beside["ids"]:
             say(f"STALE: {bid} in {beside['file']}: {beside['why'][bid]}; rerun python -m bench --only {bid} on that machine")

@@ -263,6 +263,7 @@ def test_stale_source_is_flagged(fixture_doc, write_results, tmp_path, capsys):
     build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path)])
     out = capsys.readouterr().out
     assert "STALE: hbm.copy_scaling: code changed; rerun" in out and "STALE: gemm.cublas" not in out
+    assert f"(python -m bench --stale on the {fixture_doc['device']['name']} reruns it)" in out
     s = slides_of((tmp_path / "slides.md").read_text())
     assert 'title="code changed">stale</span>' in s["HBM Bandwidth Scaling"]
     assert "Measured with older code: hbm.copy_scaling" in s["CUDA Performance Study"]
