@@ -19,4 +19,4 @@ def context(deck) -> dict:
                      "moved": bool((res.get("tile") or {}).get("PRODUCER_WARPGROUPS")),
                      "smem": (res["smem_static_bytes"] + res["smem_dynamic_bytes"]) if res else None,
                      "loop": loop, "metrics": {q["name"]: q["value"] for q in v["profile"] or []}})
-    return {"rows": rows, "metrics": list(names), "moved": [r["index"] for r in rows if r["moved"]]}
+    return {"rows": rows, "metrics": list(names), "moved": any(r["moved"] for r in rows)}

@@ -69,8 +69,8 @@ def context(deck) -> dict:
 
 def _past_peak(rows: list[dict], peak_tbps: float) -> dict | None:
     """The fastest separate load from memory, where it passes HBM's theoretical peak."""
-    fastest = max((x for x in rows if x["source"] == "hbm"), key=lambda x: x["separate"]["tbps"], default=None)
-    return fastest and fastest["separate"]["tbps"] > peak_tbps and {"tbps": fastest["separate"]["tbps"], "peak_tbps": peak_tbps}
+    fastest = max((x["separate"]["tbps"] for x in rows if x["source"] == "hbm"), default=None)
+    return {"tbps": fastest, "peak_tbps": peak_tbps} if fastest is not None and fastest > peak_tbps else None
 
 
 def depth_chart(t: dict) -> str:
