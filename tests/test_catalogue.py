@@ -111,6 +111,24 @@ def test_the_small_tile_runs_only_where_the_best_leaves_most_sms_idle():
     assert plain.tiles == (plain.best.tile,)
 
 
+def test_a_step_with_other_widths_takes_the_one_that_pads_n_least_and_its_best_on_a_tie():
+    """tile_for: of the best tile and its other widths, the tile whose last column of tiles is fullest;
+    where two pad N alike, the best's; the small tile still runs where that one's CTAs leave most SMs idle."""
+    sms = 132
+    for bid in catalogue.HEADLINES.values():
+        step = catalogue.step_of(bid)
+        assert step.widths and {t["BN"] for t in step.tiles} >= {step.best.tile["BN"], *step.widths}
+        for n in (2112, 4096, 7168, 28672, 3000):
+            tile = catalogue.tile_for(step, 16384, n, sms)
+            padding = {w: -n % w for w in (step.best.tile["BN"], *step.widths)}
+            assert -n % tile["BN"] == min(padding.values()) and tile in step.tiles
+            assert tile == step.best.tile or padding[tile["BN"]] < padding[step.best.tile["BN"]]
+        assert catalogue.tile_for(step, 16384, 2112, sms)["BN"] == 192          # 11 x 192, where 9 x 256 pad 192
+        assert catalogue.tile_for(step, 1024, 1024, sms) == step.tiles[1]        # 1024 = 4 x 256 = 5.3 x 192: small
+    widths = [catalogue.kernel_definition(bid).get("widths") for bid in catalogue.HEADLINES.values()]
+    assert all(widths), "the record's kernel names the widths, so a change stales it"
+
+
 def test_the_shapes_kernels_are_on_no_track_and_timed_in_turns_with_their_precisions_headline():
     """Stream-K (SHAPE_STEPS): a step of the catalogue (all_steps) on no track, each kernel registered
     under its title and timed in turns with its precision's headline, whose change stales it."""

@@ -111,6 +111,20 @@ def test_cute_gemm_compiles_with_its_tile_and_holds_its_instructions(bid, compil
     assert mma and all(shape in op and op.endswith("." + catalogue.SASS_TYPES[step.precision]) for op in mma), (bid, mma)
 
 
+OTHER_TILES = [(step, tile) for step in catalogue.all_steps() if step.cute for tile in step.tiles[1:]]
+
+
+@pytest.mark.parametrize("step,tile", [pytest.param(s, t, marks=builds((cuda.ROOT / s.source, "90a", t)),
+                                                    id=f"{s.name}-{t['BM']}x{t['BN']}-cluster{t['CLUSTER_M']}") for s, t in OTHER_TILES])
+def test_every_other_tile_of_a_best_kernel_compiles_with_wgmmas_of_its_width(step, tile, compile_cu):
+    """The tiles tile_for picks per shape (small, by M, other widths) are built as the best's are:
+    each compiles, and its wgmmas are as wide as its BN."""
+    from bench.core import sass
+    mma = {i.opcode for i in sass.disassemble(compile_cu(cuda.ROOT / step.source, "90a", tile))[step.function]
+           if i.mnemonic in sass.MMA}
+    assert mma and all(op.split(".")[1].startswith(f"64x{tile['BN']}x") for op in mma), mma
+
+
 HEADLINE_STEP, HEADLINE_KERNEL = catalogue.KERNELS[catalogue.HEADLINE]     # a kernel with a TMA-store epilogue
 WITHOUT_EPILOGUE_N = {k: v for k, v in HEADLINE_KERNEL.tile.items() if k != "EPILOGUE_N"}
 
