@@ -26,19 +26,7 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
     // #region kernel
     if (threadIdx.x < 128) {                                     // producer warpgroup
         cutlass::arch::warpgroup_reg_dealloc<PRODUCER_REGS>();
-        if (threadIdx.x == 0) {
-            int fill = 0;
-            Piece p;
-            for (int i = 0; schedule.piece(i, p); ++i) {
-                auto [tm, tn] = cta_tile(M, N, p.unit * CLUSTER_M + rank);
-                for (int k = p.k0; k < p.k1; ++k, ++fill) {
-                    int s = acquire_stage(smem, fill);
-                    SM90_TMA_LOAD_2D::copy(&tmaA, &smem.full[s], TMA_HINT, smem.A + s * BM * BK, k * BK, tm * BM);
-                    SM90_TMA_LOAD_MULTICAST_2D::copy(&tmaB, &smem.full[s], WHOLE_CLUSTER, TMA_HINT,
-                                                     smem.B + s * BN * BK + rank * B_SLICE * BK, k * BK, tn * BN + rank * B_SLICE);
-                }
-            }
-        }
+        if (threadIdx.x == 0) produce(smem, schedule, tmaA, tmaB, M, N, rank);
     } else {
         cutlass::arch::warpgroup_reg_alloc<CONSUMER_REGS>();
         auto [mma, thr, tCrA, tCrB] = consumer_fragments(smem);                  // (MMA,MMA_M|N,MMA_K,PIPE) descriptors

@@ -8,7 +8,8 @@
 // its tile by M, so that a cluster's column of tiles spans M: B is read once, in whatever order the
 // runs take it (64-row tiles of one consumer warpgroup at M = 64, clusters of 2 and 4 tiles past 128).
 #include <cuda.h>                           // CUtensorMap
-#include "gemm_sm90_tma_store.cuh"         // Epilogue, Piece, TailSums, lean_fragments
+#include "gemm_sm90_tma_store.cuh"         // Epilogue, Piece, TailSums, load_piece, lean_fragments
+#include "gemm_sm90_lean_loop.cuh"          // LeanRing
 
 // #region kernel
 // A cluster's run: K-tiles [runs[c], runs[c + 1]) of all the units' K-tiles laid end to end (unit u's
@@ -55,15 +56,7 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
             Run run(runs, K);
             int fill = 0;
             Piece p;
-            while (run.piece(p)) {
-                auto [tm, tn] = cta_tile(M, N, p.unit * CLUSTER_M + rank);
-                for (int k = p.k0; k < p.k1; ++k, ++fill) {
-                    int s = acquire_stage(smem, fill);
-                    SM90_TMA_LOAD_2D::copy(&tmaA, &smem.full[s], TMA_HINT, smem.A + s * BM * BK, k * BK, tm * BM);
-                    SM90_TMA_LOAD_MULTICAST_2D::copy(&tmaB, &smem.full[s], WHOLE_CLUSTER, TMA_HINT,
-                                                     smem.B + s * BN * BK + rank * B_SLICE * BK, k * BK, tn * BN + rank * B_SLICE);
-                }
-            }
+            while (run.piece(p)) load_piece(smem, p, fill, tmaA, tmaB, M, N, rank);
         }
     } else {
         cutlass::arch::warpgroup_reg_alloc<CONSUMER_REGS>();
@@ -71,22 +64,10 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
         Epilogue epilogue(alpha);
         static_assert(decltype(size(tCrC))::value == FRAGMENT);
         Run run(runs, K);
-        uint32_t stage = 0, phase = 0, previous = 0;
+        LeanRing ring;
         Piece p;
         while (run.piece(p)) {
-            clear(tCrC);
-            warpgroup_fence_operand(tCrC);       // else ptxas serializes the wgmmas: the sums are added outside them
-            for (int k = p.k0; k < p.k1; ++k) {
-                wait_barrier(smem.full[stage], phase);
-                mma_async(mma, tCrA(_, _, _, stage), tCrB(_, _, _, stage), tCrC);
-                warpgroup_wait<1>();                             // the K-tile before this one has been read
-                if (k > p.k0) release_stage(smem, previous);
-                previous = stage;
-                if (++stage == RING) stage = 0, phase ^= 1;
-            }
-            warpgroup_wait<0>();
-            warpgroup_fence_operand(tCrC);
-            release_stage(smem, previous);
+            ring.mma_piece(smem, mma, tCrA, tCrB, tCrC, p);
             if (p.k0 > 0) {                                      // a helper: leave the sums in this cluster's slot
                 TailSums(partials, ready, run.cluster).leave(tCrC);
                 continue;

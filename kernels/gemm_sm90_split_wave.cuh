@@ -1,6 +1,7 @@
 // The split-wave steps' schedule (10 on): which (cluster tile, K range) pieces each persistent
 // cluster computes, whole tiles over the full waves and then its part of the split last wave.
 #pragma once
+#include <cuda.h>                           // CUtensorMap
 #include "gemm_sm90_tiles.cuh"
 
 constexpr int FRAGMENT = BM * BN / CONSUMER_THREADS;   // accumulators a consumer thread holds
@@ -26,6 +27,36 @@ struct Schedule {
         return tail < left && split < k_tiles;
     }
 };
+
+// A stage holds A's and B's K-tiles only.
+struct NothingMore {
+    __device__ void operator()(uint64_t&, int, int, int) const {}
+};
+
+// The producer's side of a piece: its K-tiles of A, and this CTA's slice of B multicast to the
+// cluster, into the ring from its fill-th stage on; more(full, s, k, tm) loads what else stage s
+// holds for K-tile k of tile row tm, before A and B can complete its barrier.
+template <class More = NothingMore>
+__device__ inline void load_piece(SharedStorage& smem, Piece p, int& fill, CUtensorMap const& tmaA,
+                                  CUtensorMap const& tmaB, int M, int N, int rank, More more = {}) {
+    auto [tm, tn] = cta_tile(M, N, p.unit * CLUSTER_M + rank);
+    for (int k = p.k0; k < p.k1; ++k, ++fill) {
+        int s = acquire_stage(smem, fill);
+        more(smem.full[s], s, k, tm);
+        SM90_TMA_LOAD_2D::copy(&tmaA, &smem.full[s], TMA_HINT, smem.A + s * BM * BK, k * BK, tm * BM);
+        SM90_TMA_LOAD_MULTICAST_2D::copy(&tmaB, &smem.full[s], WHOLE_CLUSTER, TMA_HINT,
+                                         smem.B + s * BN * BK + rank * B_SLICE * BK, k * BK, tn * BN + rank * B_SLICE);
+    }
+}
+
+// The producer's loop: the cluster's pieces in the schedule's order, the ring's fills counted across them.
+template <class More = NothingMore>
+__device__ inline void produce(SharedStorage& smem, Schedule const& schedule, CUtensorMap const& tmaA,
+                               CUtensorMap const& tmaB, int M, int N, int rank, More more = {}) {
+    int fill = 0;
+    Piece p;
+    for (int i = 0; schedule.piece(i, p); ++i) load_piece(smem, p, fill, tmaA, tmaB, M, N, rank, more);
+}
 
 // The split tiles' partial sums, in scratch the launcher gives: a slot per last-wave unit and CTA of
 // the cluster, holding FRAGMENT floats per consumer thread as float4s (thread t's j-th at

@@ -18,7 +18,7 @@ REGISTRY = ("import json; from bench.gemm import catalogue; from bench.core impo
 NEW_STEP = '''    Step("recipe_copy", "Recipe Copy", "+ nothing: the last step's kernel again, added by CONTRIBUTING's recipe",
          "kernels/gemm_{number}_recipe_copy.cu", "gemm_recipe_copy",
          (Variant("gemm.recipe_copy", "a copy", {tile}),),
-         "staged_store", (*_TMA, "UTMASTG"), HOPPER, beyond=True, also_in=_BF16, focus={focus}),
+         "staged_store", (*_TMA, "UTMASTG"), HOPPER, beyond=True, also_in=_BF16, focus={focus}, shown={shown}),
 )
 '''
 
@@ -75,7 +75,7 @@ def test_a_step_and_a_section_added_by_the_recipes_build_and_the_suite_stays_gre
     text = cat.read_text()
     end = re.search(r"^\)\n\n# The BF16 track", text, flags=re.M)
     assert end, "STEPS no longer ends where the recipe expects"
-    entry = NEW_STEP.format(tile=repr(last.best.tile), focus=repr(last.focus), number=len(catalogue.STEPS) + 1)
+    entry = NEW_STEP.format(tile=repr(last.best.tile), focus=repr(last.focus), shown=repr(last.shown), number=len(catalogue.STEPS) + 1)
     cat.write_text(text[:end.start()] + entry + text[end.start() + 2:])
     # 3. a section: its template, its module, its line in the outline (before the appendix)
     (repo / "slides" / "recipe_note.md.j2").write_text(NEW_TEMPLATE)
