@@ -37,6 +37,29 @@ def _grid(row: dict, sm_count: int) -> dict:
     return {"tiles": tiles, "idle": few and not streamed, "shared_by": row["plan"]["clusters"] if few and streamed else None}
 
 
+def _ran_narrow(row: dict) -> bool:
+    """Whether the cell ran the headline at one of its other widths (catalogue.Step.widths): a tile
+    narrower than its best, which tile_for picked because it pads N less."""
+    kernel = row.get("kernel")
+    if kernel not in catalogue.KERNELS or kernel in STREAMED:
+        return False
+    step = catalogue.step_of(kernel)
+    return row["tile"]["BN"] != step.best.tile["BN"] and row["tile"]["BN"] in step.widths
+
+
+def _narrow(correct: list[dict]) -> dict | None:
+    """The cells that ran a narrower width of the headline: how many, that tile, and for the first
+    of them the tiles of N each width makes and the columns each leaves empty."""
+    cells = [x for x in correct if _ran_narrow(x)]
+    if not cells:
+        return None
+    row, best = cells[0], catalogue.step_of(cells[0]["kernel"]).best.tile
+    n, narrow, wide = row["shape"][1], row["tile"]["BN"], best["BN"]
+    return {"cells": len(cells), "tile": tile_label(row["tile"]), "best": tile_label(best), "n": n,
+            "narrow": {"width": narrow, "tiles": -(-n // narrow), "empty": -n % narrow},
+            "wide": {"width": wide, "tiles": -(-n // wide), "empty": -n % wide}}
+
+
 def _versus_headline(streamed: list[dict]) -> dict | None:
     """Stream-K over the headline in the cells where it ran, the two in the same turns: the median and
     the range of its speed over the headline's, and how many cells each interval calls faster,
@@ -83,7 +106,7 @@ def one(deck, precision: str, sm_count: int) -> dict:
             "small": worst_small and {"to": SMALL_M, "pct": 100 * worst_small["ratio_same_layout"],
                                       "where": _where(worst_small), "target_pct": 100 * HELD_SMALL,
                                       "held": worst_small["ratio_same_layout"] >= HELD_SMALL, **_grid(worst_small, sm_count)},
-            "above": sum(x >= 1 for x in ratios), "error": _errors(correct),
+            "above": sum(x >= 1 for x in ratios), "error": _errors(correct), "narrow": _narrow(correct),
             "streamed": {"cells": len(streamed), "up_to": max(x["shape"][0] for x in streamed),
                          "versus": _versus_headline(streamed)} if streamed else None,
             "wrong": [_where(x) for x in rows if x["outcome"] == "wrong"]}
@@ -159,12 +182,15 @@ def atlas_map(a: dict) -> str:
                 line.append(Cell(None, row["outcome"] if row else "—"))
                 continue
             ratio = row["ratio_same_layout"]
-            line.append(Cell(ratio, f"{100 * ratio:.0f}", row.get("kernel") in STREAMED))
+            line.append(Cell(ratio, f"{100 * ratio:.0f}", row.get("kernel") in STREAMED, _ran_narrow(row)))
         grid.append(line)
     marked = "outlined: stream-K ran (the catalogue's rule: its cluster's tiles span M)" if a["streamed"] else ""
+    narrow = a["narrow"]
+    footnote = (f"the headline's {narrow['tile']} tile ran, not its {narrow['best']}: that width pads N less"
+                if narrow else "")
     return heatmap(labels, [f"{m:,}" for m in params["ms"]], grid,
                    f"{a['precision']}: % of cuBLAS {a['precision']} (same layout, in turns), by projection (N×K)",
-                   "M, the rows of A (tokens)", marked)
+                   "M, the rows of A (tokens)", marked, footnote=footnote)
 
 
 def draw(deck) -> dict[str, str]:

@@ -376,16 +376,19 @@ class Cell:
     value: float | None           # a ratio (1: even); None where there is no figure
     label: str = ""               # written in the cell (its value, or why there is none)
     marked: bool = False          # drawn with a dark outline (what the legend says it means)
+    noted: bool = False           # its label followed by a dagger (what the footnote says it means)
 
 
 def heatmap(rows: list[str], columns: list[str], cells: list[list[Cell]], title: str, column_title: str,
-            marked: str = "", span: float = 0.25, width: int = 860) -> str:
+            marked: str = "", span: float = 0.25, width: int = 860, footnote: str = "") -> str:
     """A grid of ratios around 1: white at 1, the accent deeper above it, the reference colour
-    deeper below, full at ``span`` away; each cell's label written in it, missing cells grey."""
-    size, top, row_h = 11, 56, 24
+    deeper below, full at ``span`` away; each cell's label written in it, missing cells grey; below
+    it, what an outline means (``marked``) and what a dagger means (``footnote``)."""
+    size, top, row_h, legend_h = 11, 56, 24, 20
     left = max(text_width(r, size) for r in rows) + 16
     col_w = (width - left - 10) / len(columns)
-    h = top + row_h * len(rows) + 34
+    legends = [line for line in (marked, footnote) if line]
+    h = top + row_h * len(rows) + 14 + legend_h * max(1, len(legends))
     dwg = drawing(width, h)
     text(dwg, (left, 16), title, size=12, color=MUTED)
     text(dwg, (left, 34), column_title, size=11, color=MUTED)
@@ -404,12 +407,16 @@ def heatmap(rows: list[str], columns: list[str], cells: list[list[Cell]], title:
             dwg.add(dwg.rect((x + 1, y + 1), (col_w - 2, row_h - 2), fill=fill,
                              **({"stroke": INK, "stroke_width": 1.5} if cell.marked else {})))
             dark = cell.value is not None and abs(cell.value - 1) > 0.6 * span
-            text(dwg, (x + col_w / 2, y + row_h / 2 + size * 0.35), cell.label, size=size,
-                 color="#ffffff" if dark else INK, anchor="middle")
+            text(dwg, (x + col_w / 2, y + row_h / 2 + size * 0.35), cell.label + ("†" if cell.noted else ""),
+                 size=size, color="#ffffff" if dark else INK, anchor="middle")
+    ly = top + row_h * len(rows) + 22
     if marked:
-        ly = top + row_h * len(rows) + 22
         dwg.add(dwg.rect((left, ly - 10), (12, 12), fill="none", stroke=INK, stroke_width=1.5))
         text(dwg, (left + 18, ly), marked, size=11, color=MUTED)
+        ly += legend_h
+    if footnote:
+        text(dwg, (left + 6, ly), "†", size=11, color=MUTED, anchor="middle")
+        text(dwg, (left + 18, ly), footnote, size=11, color=MUTED)
     return dwg.tostring()
 
 

@@ -307,3 +307,30 @@ def test_without_a_stream_k_cell_the_grid_is_blamed_and_no_plan_is_drawn(fixture
 def test_without_an_atlas_the_talk_shows_no_slide_of_it_and_the_backup_says_so(deck):
     assert not [t for t in headings(deck["md"]) if t.startswith(("Shape Atlas", catalogue.STREAM_K.title))]
     assert "the shape atlas (atlas.tf32, atlas.bf16)" in slides_of(deck["md"])["Backup Slides"]
+
+
+def test_a_cell_the_headline_ran_at_a_narrower_width_has_a_dagger_and_the_notes_count_them(fixture_doc, write_results, tmp_path):
+    """Where tile_for gave the headline one of its other widths (N pads less), the cell's label has a
+    dagger and a footnote says why; the notes count those cells and give the tiles each width makes of N.
+    Without such a cell: no dagger, no footnote, no sentence."""
+    sms = fixture_doc["device"]["sm_count"]
+    doc = with_atlases(fixture_doc, lambda m, n, k: 1.0)
+    s, out = built(doc, write_results, tmp_path)
+    for precision, title in SLIDES.items():
+        step = catalogue.step_of(catalogue.HEADLINES[precision])
+        narrow = [(m, n) for _, _, n, _ in atlas.PROJECTIONS for m in atlas.MS
+                  if catalogue.kernel_for(precision, m, n, sms) == step.best.id
+                  and catalogue.tile_for(step, m, n, sms)["BN"] in step.widths]
+        assert narrow, "an atlas projection whose N a narrower width pads less"
+        n, width = narrow[0][1], catalogue.tile_for(step, *narrow[0], sms)["BN"]
+        svg = svg_of(s[title], out)
+        assert svg.count("†") == len(narrow) + 1 and "that width pads N less" in svg      # the cells and the footnote
+        assert (f"The {len(narrow)} cells with a dagger ran the headline at {step.best.tile['BM']}×{width}: "
+                f"N = {n:,} makes {-(-n // width)} tiles of {width}") in s[title]
+    for precision in atlas.ATLAS:          # the other outcome: every cell at the best's width
+        for row in doc["benchmarks"][atlas.atlas_id(precision)]["rows"]:
+            if row["kernel"] == catalogue.HEADLINES[precision]:
+                row["tile"]["BN"] = catalogue.step_of(row["kernel"]).best.tile["BN"]
+    s, out = built(doc, write_results, tmp_path)
+    for title in SLIDES.values():
+        assert "†" not in svg_of(s[title], out) and "dagger" not in s[title]
