@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from bench.gemm import catalogue
 from slides.device import pct_of_peak
-from slides.gemm import gain_in_turns, pair_with_cublas
+from slides.gemm import gain_in_turns, in_turns, pair_with_cublas
 from slides.kit import ACCENT, INK, MUTED, REF, arrow, drawing, text
 
 SLIDE = "FP8: Three Precisions Side by Side"
@@ -79,9 +79,7 @@ def context(deck) -> dict:
             "rate": rates.get("fp8"), "rate_over_bf16": rates["fp8"] / rates["bf16"] if "fp8" in rates else None,
             "headline_tile": f"{headline_tile['BM']}×{headline_tile['BN']}",
             "ids": list(ids), "fp8": fp8, "bf16": bf16, "promoted": promoted, "promotion": promotion,
-            # the ratio of the two medians (as their TFLOPS in those turns show it), the per-sample interval
-            "over_bf16": over_bf16 and {"gain": over_bf16["gain"], "ci": over_bf16["gain_by_sample"]["ci"],
-                                        "tflops": over_bf16["tflops"] * over_bf16["gain"], "before_tflops": over_bf16["tflops"]},
+            "over_bf16": over_bf16 and in_turns(over_bf16),
             "held_pct": 100 * HELD, "error_within": ERROR_WITHIN, "peer": _peer(deck),
             "blocks": _blocks(by[BLOCKS_STEP.best.id], by.get(BF16_C_STEP.best.id)), "blocks_name": BLOCKS_STEP.title,
             "block": catalogue.SCALE_BLOCK}

@@ -257,16 +257,23 @@ def pair_with_cublas(r: dict, by_id: dict) -> dict:
     return r
 
 
+def in_turns(pair: dict) -> dict:
+    """A pair timed in turns as the slides give it: the median of the sample-by-sample ratio and its
+    interval, which calls a gain, a loss or a tie (the median lies inside its interval, where the
+    ratio of the two median times need not), and both kernels' TFLOPS from their median times in
+    those turns (each record's own figure is from its turns with cuBLAS)."""
+    by_sample = pair["gain_by_sample"]
+    return {"gain": by_sample["median"], "ci": by_sample["ci"], "tflops": pair["tflops"] * pair["gain"],
+            "before_tflops": pair["tflops"]}
+
+
 def gain_in_turns(best: dict, before_id: str) -> dict | None:
-    """A step's best over ``before_id`` (the best of the step before), the two timed in turns: the
-    ratio of their median times, which their TFLOPS in those turns show beside it (each record's own
-    figure is from its turns with cuBLAS), and the interval of the sample-by-sample ratio, which calls
-    a gain, a loss or a tie; None where they were not timed in turns."""
+    """A step's best over ``before_id`` (the best of the step before), the two timed in turns
+    (in_turns); None where they were not."""
     pair = best["record"].get("before")
     if not pair or pair["id"] != before_id:
         return None
-    return {"gain": pair["gain"], "ci": pair["gain_by_sample"]["ci"], "tflops": pair["tflops"] * pair["gain"],
-            "before_tflops": pair["tflops"]}
+    return in_turns(pair)
 
 
 def context(deck) -> dict:

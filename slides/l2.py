@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from slides.deck import measured_pair
+from slides.deck import measured_pair, span
 from slides.kit import ACCENT, Chart, Line, PALETTE, REF, Series, fmt_bytes, line_chart
 
 MAP_ID = "l2.latency_map"
@@ -97,8 +97,8 @@ def placement(deck) -> dict | None:
     most = max(rows, key=lambda x: abs(math.log(x["ratio"])))
     sweep = rec["sweep"]
     l2_bytes = deck["device"]["l2_bytes"]
-    inside = [x for x in sweep if x["bytes"] <= l2_bytes / 2]
-    past = [x for x in sweep if x["bytes"] >= 2 * l2_bytes]
+    inside = [x for x in sweep if x["bytes"] <= l2_bytes]
+    past = [x for x in sweep if x["bytes"] > l2_bytes]
     fall = next(((a, b) for a, b in zip(sweep, sweep[1:]) if b["gbps"] < FALLS * a["gbps"]), None)
     return {"rows": rows, "most": most, "spread_faster": most["ratio"] > 1,
             # told apart by the intervals, and by more than PLACE_MATTERS: a step in the scaling, not a ripple
@@ -108,7 +108,7 @@ def placement(deck) -> dict | None:
             "in_l2": max(x["gbps"] for x in inside) if inside else None,
             # the smallest set, where it reads markedly slower than the best inside L2: the best is not every size's
             "smallest": inside[0] if inside and inside[0]["gbps"] < FALLS * max(x["gbps"] for x in inside) else None,
-            "past_l2": min(x["gbps"] for x in past) if past else None,
+            "past_l2": span(x["gbps"] for x in past),
             "fall": {"from": fall[0]["bytes"], "to": fall[1]["bytes"]} if fall else None,
             "l2_bytes": l2_bytes, "params": rec["params"]}
 

@@ -154,7 +154,7 @@ def producer_ring(step: dict, shape: dict) -> str:
          color=MUTED)
     _caption(dwg, [f"Load k + {stages} starts the moment wgmma k frees its stage: the producer stays {stages} "
                    "K-tiles ahead,",
-                   "so each wgmma finds its K-tile already landed (full) and the consumers never wait on memory."])
+                   "so once the ring is full each wgmma finds its K-tile landed (full): the consumers never wait on memory."])
     return [d.tostring() for d in (ring, over_time)]
 
 

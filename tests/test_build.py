@@ -168,16 +168,18 @@ def test_measured_numbers_come_from_the_fixture(deck):
     staged = b["gemm.tma_store"]
     assert (f"| {staged['cublas']['tflops']:,.1f} | {100 * staged['tflops'] / staged['cublas']['tflops']:.1f}% | "
             f"{staged['check']['rel_error']:.1e} ({staged['cublas']['check']['rel_error']:.1e}) |") in untagged(s["Kernel 11: TMA-Store Epilogue — Performance"])
-    # a step's gain over the one before: the pair timed in turns, the ratio of its two medians (the
-    # TFLOPS printed beside it) with its samples' interval, in percent when under a tenth, else as a ratio
+    # a step's gain over the one before: the pair timed in turns, the median of its sample-by-sample
+    # ratio with that ratio's interval (the one lies inside the other), in percent when under a tenth,
+    # else as a ratio
     pair = b["gemm.tma_store"]["before"]
-    gain, (lo, hi) = pair["gain"], pair["gain_by_sample"]["ci"]
+    gain, (lo, hi) = pair["gain_by_sample"]["median"], pair["gain_by_sample"]["ci"]
+    assert lo <= gain <= hi
     assert pair["id"] == "gemm.split_wave" and 0.9 < gain < 1.1
     # with the two's figures in those turns (each record's own is from its turns with cuBLAS)
     assert (f"**{100 * (gain - 1):+.1f}%** against Split Last Wave, timed in turns "
             f"(interval {100 * (lo - 1):+.1f} to {100 * (hi - 1):+.1f}%; "
             f"{pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} TFLOPS)") in s["Kernel 11: TMA-Store Epilogue — Performance"]
-    assert f"**{b['gemm.cute_mma_tf32']['before']['gain']:.1f}×** over Naive FP32" in s["Kernel 2: CuTe Simple MMA — Performance"]
+    assert f"**{b['gemm.cute_mma_tf32']['before']['gain_by_sample']['median']:.1f}×** over Naive FP32" in s["Kernel 2: CuTe Simple MMA — Performance"]
 
 
 def test_a_step_below_an_earlier_one_on_its_climb_says_why_in_its_notes(fixture_doc, write_results, tmp_path):
@@ -346,7 +348,7 @@ def test_micro_benchmark_slides_follow_the_data(deck):
     assert f"{chains} chains bring one warp to {cycles:.3g} cycles per FADD" in s["Instruction Latency — Key Observations"]
     hbm_level = next(l for l in b["latency.memory"]["levels"] if l["level"] == "HBM")
     assert f"{hbm_level['ns']:,.1f}" in s["Memory Latency"]
-    assert "HBM latency is reached at" in s["Memory Latency — Working-Set Sweep"]
+    assert "The step up to HBM latency lies at" in s["Memory Latency — Working-Set Sweep"]
     best = max(r["gbps"] for r in b["transpose.all"]["rows"])
     assert f"{best:,.4g}".replace(",", "") in s["Matrix Transpose"].replace(",", "")
     assert "Bytes in flight = bandwidth × latency" in s["HBM Bandwidth Scaling — Little's Law"]
@@ -593,7 +595,7 @@ def test_a_step_slower_than_the_one_before_says_whether_its_interval_holds_no_ch
                                  ((1.02, 1.0001, 1.03), lambda: "**+2.0%** against WGMMA + TMA, timed in turns "
                                                                 f"(interval +0.01 to +3.0%{there()}: a gain"),
                                  ((0.8, 0.79, 0.81), lambda: "**0.8×** over WGMMA + TMA, timed in turns "
-                                                             f"(interval 0.79× to 0.81×{there()}: slower, the whole interval below no change")):
+                                                             f"(interval 0.79× to 0.81×{there()}: slower, the whole interval lying below no change")):
         pair["gain"] = gain
         pair["gain_by_sample"].update(median=gain, ci=[lo, hi])
         build.build(write_results(fixture_doc), tmp_path)
@@ -615,7 +617,7 @@ def test_missing_slide_tells_what_each_step_past_the_reference_added(deck):
     for bid in ("gemm.warp_specialized_deep", "gemm.cluster_multicast"):
         paired = b[bid]["before"]                            # in turns with the step before's best
         lo, hi = paired["gain_by_sample"]["ci"]
-        gain = "a tie" if lo <= 1 <= hi else f"{100 * (paired['gain'] - 1):+.1f}%"
+        gain = "a tie" if lo <= 1 <= hi else f"{100 * (paired['gain_by_sample']['median'] - 1):+.1f}%"
         cublas = b[bid]["cublas"]["tflops"]          # timed in turns with this kernel
         row = next(line for line in missing.splitlines() if f"**{b[bid]['tflops']:,.1f}** |" in line)
         assert f"| {gain}" in row and f"| {cublas:,.1f} | {100 * b[bid]['tflops'] / cublas:.1f}% |" in row
@@ -805,7 +807,7 @@ def test_settle_slide_says_when_the_spread_stays_under_the_target(fixture_doc, w
         w = spreads(rec["series"][name]["rows"])
         settled = next((t for i, (t, _) in enumerate(w) if all(x < 0.03 for _, x in w[i:])), None)
         duration = rec["params"]["duration_s"]
-        assert (f"under 3% from {settled:.0f} s (" if settled is not None
+        assert (f"under 3% from {settled:.1f} s (" if settled is not None
                 else f"never under 3% for good in {duration:.0f} s") in s
     ms, rows = [r["ms"] for r in rec["series"]["kernel"]["rows"]], rec["series"]["kernel"]["rows"]
     starts = next(rows[i - 1]["t_s"] for i in range(2 * rounds, len(rows) + 1)
