@@ -141,7 +141,9 @@ def _peer(deck) -> dict | None:
     own = deck.record(params["ours"])
     own_shape = [own["record"]["params"][d] for d in "mnk"] if own["measured"] and own["tflops"] else None
     here = next((s for s in shapes if s["shape"] == own_shape and s["ours"]), None)
-    return {**r, "shapes": shapes, "commit": params["commit"], "version": params["version"],
+    # the three errors as the notes print them: one figure, said once, where they all print alike
+    printed = {f"{s[name]['check']['rel_error']:.1e}" for s in shapes for name in ("deepgemm", "cublaslt", "per_tensor")}
+    return {**r, "shapes": shapes, "errors_alike": printed.pop() if len(printed) == 1 else None, "commit": params["commit"], "version": params["version"],
             "ours_own": here and {"shape": own_shape, "here": here["ours"]["tflops"], "own": own["tflops"]},
             "ours_name": catalogue.step_of(params["ours"]).title,
             "ours_output": params["outputs"]["ours"].upper(),

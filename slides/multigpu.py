@@ -201,8 +201,12 @@ def _collectives(nccl: dict, peer: dict, n: int) -> dict:
         small = min(mine, key=lambda r: r["bytes"])["bytes"]
         cell = lambda b: {"ours": by.get((c, b)), "peer": peer_by.get((c, PEER_MODE, b)),
                           "graph": peer_by.get((c, "graph", b))}
+        at = [{"bytes": b, **cell(b)} for b in shown]
+        # what NCCL chose at the sizes shown: one (algorithm, protocol) said once, where it chose one at each
+        chosen = {(a["ours"]["algorithm"], a["ours"]["protocol"]) for a in at if (a["ours"] or {}).get("algorithm")}
         table.append({"collective": c, "name": NAMES[c], "factor": BUS_FACTOR[c](n), "smallest": small,
-                      "small": cell(small), "at": [{"bytes": b, **cell(b)} for b in shown]})
+                      "small": cell(small), "at": at, "chose": ", ".join(next(iter(chosen))) if len(chosen) == 1 else None,
+                      "chose_at_each": all((a["ours"] or {}).get("algorithm") for a in at)})
     return {"ours": ours, "compared": compared, "targets": targets(compared) if compared else None, "table": table}
 
 

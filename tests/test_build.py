@@ -180,6 +180,11 @@ def test_measured_numbers_come_from_the_fixture(deck):
             f"(interval {100 * (lo - 1):+.1f} to {100 * (hi - 1):+.1f}%; "
             f"{pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} TFLOPS)") in s["Kernel 11: TMA-Store Epilogue — Performance"]
     assert f"**{b['gemm.cute_mma_tf32']['before']['gain_by_sample']['median']:.1f}×** over Naive FP32" in s["Kernel 2: CuTe Simple MMA — Performance"]
+    # the shape no tile divides: its outcome, and why where the kernel refused it
+    for step, kernel in (("Kernel 1: Naive FP32", "gemm.naive_fp32"), ("Kernel 11: TMA-Store Epilogue", "gemm.tma_store")):
+        odd = b[kernel]["odd_shape"]
+        said = f"At {'×'.join(map(str, odd['shape']))}, a shape no tile divides: {odd['outcome']}"
+        assert said + (f", as {odd['reason']}." if odd.get("reason") else ".") in s[f"{step} — Performance"]
 
 
 def test_a_step_below_an_earlier_one_on_its_climb_says_why_in_its_notes(fixture_doc, write_results, tmp_path):

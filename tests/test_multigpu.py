@@ -357,7 +357,18 @@ def test_the_nccl_notes_name_its_choice_where_recorded(fixture_doc, node_doc, wr
     assert build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path), "--no-compare",
                        "--node", str(write_results(node_doc, "node.yaml"))]) == 0
     notes = slides_of((tmp_path / "slides.md").read_text())["NCCL: Bus Bandwidth by Message Size"]
-    assert "(NCCL chose RING, SIMPLE)" in notes and "; at its smallest size, RING, LL128." in notes
+    # one choice at every size shown is said once; the smallest size's own after it
+    assert "; NCCL chose RING, SIMPLE at each; at its smallest size, RING, LL128." in notes
+    assert "(NCCL chose" not in notes
+    # choices that differ between the sizes shown are said at each
+    for r in node_doc["benchmarks"]["multigpu.nccl"]["rows"]:
+        if r["collective"] == "all_reduce" and r["bytes"] >= 1 << 30:
+            r.update(algorithm="TREE", protocol="SIMPLE")
+    out = tmp_path / "differ"
+    assert build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(out), "--no-compare",
+                       "--node", str(write_results(node_doc, "node.yaml"))]) == 0
+    notes = slides_of((out / "slides.md").read_text())["NCCL: Bus Bandwidth by Message Size"]
+    assert "(NCCL chose RING, SIMPLE)" in notes and "(NCCL chose TREE, SIMPLE)" in notes
 
 
 LARGER_NODES = [n for n in NODE_FIXTURES if n > min(NODE_FIXTURES)]      # the simulated ones
