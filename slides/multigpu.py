@@ -238,7 +238,7 @@ def all_reduce_model(rows: list[dict], n: int, memory_bytes: float) -> dict:
     sizes allow none, with the reason) and the data-parallel step from the measured times (none
     where the bucket's size is out of reach, with the reason)."""
     reduce = [r for r in rows if r["collective"] == "all_reduce"]
-    out = {"fit": None, "fit_reason": "", "dp": [], "dp_reason": "", "bucket_ms": None}
+    out = {"fit": None, "fit_reason": "", "dp": [], "dp_reason": "", "bucket_ms": None, "dp_from_fit": None}
     if not reduce:
         return out
     try:
@@ -258,6 +258,8 @@ def all_reduce_model(rows: list[dict], n: int, memory_bytes: float) -> dict:
         out["dp_reason"] = str(e)
     if out["dp"]:
         out["bucket_ms"] = all_reduce_ms(measured, out["fit"], BUCKET_BYTES)[0]
+        # where a model's gradients pass the largest all-reduce measured, its time is the fit's
+        out["dp_from_fit"] = measured[-1][0] if any(r["one_from"] == "fit" for r in out["dp"]) else None
     return out
 
 

@@ -82,10 +82,13 @@ def test_cublas_doing_less_work_per_clock_on_the_same_sms_is_called_unexplained(
     assert build.main(["--results", str(mine), "--out-dir", str(tmp_path / "deck")]) == 0
     why = slides_of((tmp_path / "deck" / "slides.md").read_text())["What Differs, and Why"]
     assert "Per MHz of that clock cuBLAS did 0.91× the work" in why and "nothing measured here explains" in why
+    assert "work per cycle on the same SMs: unexplained." in why and "the same work per cycle" not in why
     # the same work per clock: no such sentence
     write_results(other_gpu(fixture_doc), "h200.yaml")
     assert build.main(["--results", str(mine), "--out-dir", str(tmp_path / "same")]) == 0
     assert "Per MHz of that clock" not in (tmp_path / "same" / "slides.md").read_text()
+    why = slides_of((tmp_path / "same" / "slides.md").read_text())["What Differs, and Why"]
+    assert "the same work per cycle, so a GEMM moves with the clock it runs at, not with memory." in why
 
 
 def test_shares_of_cublas_alike_on_every_gpu_are_called_the_same(fixture_doc, write_results, tmp_path):

@@ -633,3 +633,20 @@ def test_the_collectives_are_written_as_nccl_tests_writes_its_json(tmp_path, cap
     assert nccl_json.main([str(tmp_path / "all_reduce_perf.json"), "--out-dir", str(tmp_path / "x")]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and not (tmp_path / "x").exists()
+
+
+def test_a_model_past_the_largest_all_reduce_measured_is_marked_as_the_fits(fixture_doc, node_doc, write_results, tmp_path):
+    """The data-parallel table: a model whose gradients pass the largest all-reduce measured takes its
+    time from the α–β fit, and its cell says so (a dagger, and a line under the table); the others none."""
+    fixture_doc["device"].update(name=node_doc["device"]["name"], slug=node_doc["device"]["slug"])
+    rows = node_doc["benchmarks"]["multigpu.nccl"]["rows"]
+    model = section.all_reduce_model(rows, node_doc["node"]["gpu_count"], node_doc["device"]["memory_bytes"])
+    largest = max(r["bytes"] for r in rows if r["collective"] == "all_reduce")
+    assert model["dp"] and all((r["one_from"] == "fit") == (r["bytes"] > largest) for r in model["dp"])
+    assert build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path), "--no-compare",
+                       "--node", str(write_results(node_doc, "node.yaml"))]) == 0
+    slide = slides_of((tmp_path / "slides.md").read_text())["What It Means for Data-Parallel Training"]
+    for r in model["dp"]:
+        assert f"| {r['one_ms']:,.1f} ms{'†' if r['one_from'] == 'fit' else ''} |" in slide
+    fitted = any(r["one_from"] == "fit" for r in model["dp"])
+    assert ("Past the largest all-reduce measured" in slide) == fitted
