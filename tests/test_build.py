@@ -11,7 +11,7 @@ import pytest
 import build
 from bench.gemm import catalogue
 from slides import diagrams, gemm, kit, l2, memory_latency, settle, sweep
-from slides.deck import ROOT, SLIDES_DIR, BuildError, code_block, fmt_range, fmt_sig
+from slides.deck import ROOT, SLIDES_DIR, BuildError, clock_during, code_block, fmt_range, fmt_sig
 from slides.outline import SECTIONS
 from slides.device import occupancy
 from slides.deck import figures_dir
@@ -206,6 +206,9 @@ def test_a_step_below_an_earlier_one_on_its_climb_says_why_in_its_notes(fixture_
 def test_the_title_slide_carries_the_headline_climb(deck):
     title = slides_of(deck["md"])["CUDA Performance Study"]
     assert f"climb_{catalogue.step_of(catalogue.HEADLINE).key}.svg" in title
+    # the clock beside the headline's figure is the one its turns with cuBLAS ran at
+    clock = clock_during(deck["doc"]["benchmarks"][catalogue.HEADLINE])
+    assert f"MHz, {clock:,.0f} MHz " in title and "while the two ran in turns" in title
 
 
 def test_numbers_follow_the_results(fixture_doc, write_results, tmp_path):
