@@ -48,6 +48,9 @@ def context(deck) -> dict:
     return {"id": ID, "wgmma": {
         "rows": rows, "series": series, "widest": widest, "held_pct": 100 * HELD,
         "at_widest": at_widest, "held_everywhere": len(held) == len(at_widest),
+        # where every precision prints the same share at the widest N, it is said once: their lines coincide
+        "alike_at_widest": (at_widest[0]["share"] if len(at_widest) > 1 and all(x["share"] is not None for x in at_widest)
+                            and len({f"{100 * x['share']:.1f}" for x in at_widest}) == 1 else None),
         "short": [x["name"] for x in at_widest if x not in held], "reach": reach, "narrowest": narrowest,
         "all_precisions": len(series), "timing": timing, "timing_widest": _timing(at_widest, rates),
         "warpgroups": r["record"]["params"]["warpgroups"], "beside": _beside(),
