@@ -32,7 +32,7 @@ COMPARED = (
     ("measured", "SM clock while cuBLAS TF32 ran", "MHz", 0, lambda c: c["peaks"]["tf32_clock_mhz"]),
     ("measured", "HBM copy, our best kernel", "GB/s", 0, lambda c: c["hbm"]["best"]["gbps"] if c["hbm"]["rows"] else None),
     ("measured", "cudaMemcpy", "GB/s", 0, lambda c: c["hbm"]["memcpy"]["gbps"] if c["hbm"]["rows"] else None),
-    ("measured", "L2 read, best", "GB/s", 0, lambda c: c["l2"]["best_read"]["read"]["gbps"] if c["l2"]["rows"] else None),
+    ("measured", "L2 read, ld.global.cg kernel", "GB/s", 0, lambda c: c["l2"]["best_read"]["read"]["gbps"] if c["l2"]["rows"] else None),
     ("measured", "transpose, best kernel", "GB/s", 0, lambda c: c["transpose"]["best"]["gbps"] if c["transpose"]["rows"] else None),
     ("measured", "L2 hit latency", "ns", 0, lambda c: _latency_ns(c, "L2")),
     ("measured", "HBM latency", "ns", 0, lambda c: _latency_ns(c, "HBM")),
@@ -92,7 +92,7 @@ def side_by_side(gpus: list) -> dict | None:
                                     base["device"]["sm_count"] * base["device"]["sm_clock_max_mhz"]),
             **{key: by[label]["ratios"][j] for key, label in (
                 ("hbm_peak_ratio", "HBM bandwidth, theoretical"), ("copy_ratio", "HBM copy, our best kernel"),
-                ("memcpy_ratio", "cudaMemcpy"), ("l2_ratio", "L2 read, best"), ("cublas_ratio", "cuBLAS TF32, fastest layout"),
+                ("memcpy_ratio", "cudaMemcpy"), ("l2_ratio", "L2 read, ld.global.cg kernel"), ("cublas_ratio", "cuBLAS TF32, fastest layout"),
                 ("clock_ratio", "SM clock while cuBLAS TF32 ran"), ("hbm_latency_ratio", "HBM latency"),
                 ("l2_size_ratio", "L2 cache"), ("memory_ratio", "HBM"))},
             "copy_pct_peak": [100 * _ratio(by["HBM copy, our best kernel"]["per_gpu"][k], by["HBM bandwidth, theoretical"]["per_gpu"][k])
