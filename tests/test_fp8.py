@@ -108,7 +108,7 @@ def test_the_takeaways_carry_the_fp8_headline_beside_bf16(deck):
     error_ratio = fp8["check"]["rel_error"] / fp8["cublas"]["check"]["rel_error"]
     assert error_ratio > 1.25
     assert (f"; FP8: **{fp8['tflops']:,.1f} TFLOPS**, {100 * fp8['tflops'] / fp8['cublas']['tflops']:.1f}% of cuBLASLt "
-            f"at {error_ratio:.0f}× its error; in turns.") in closing
+            f"with {error_ratio:.0f}× cuBLASLt's error; in turns.") in closing
 
 
 def test_the_tile_picked_by_shape_is_given_the_scales(monkeypatch):
