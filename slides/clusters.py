@@ -70,7 +70,7 @@ def cost_chart(c: dict) -> str:
             Bar("barrier, the CTA's", meet["cta"], ACCENT), Bar("barrier, the cluster's (relaxed)", meet["cluster_relaxed"], REF),
             Bar("barrier, the cluster's (memory ordered)", meet["cluster"], REF),
             Bar("signal to the peer and back", c["signal"], REF)]
-    return bar_chart(bars, f"cycles, clusters of {c['size']}", width=760)
+    return bar_chart(bars, f"cycles, clusters of {c['size']}: blue within the CTA, red across the cluster", width=760)
 
 
 def draw(deck) -> dict[str, str]:

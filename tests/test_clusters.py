@@ -93,7 +93,7 @@ def test_the_cluster_slide_follows_the_step_that_brings_in_clusters(fixture_doc,
     size = first.best.tile["CLUSTER_M"]
     # at the step's own cluster size: the peer's load 200 + size cycles against 30
     assert (f"A load from the peer's shared memory: {200 + size} cycles, {(200 + size) / 30:.1f}× the CTA's own (30); "
-            "streamed, 16 bytes per SM per clock against 128.") in slide
+            "streamed, 16 bytes per SM per clock against 128 from its own.") in slide
     assert "Meeting the cluster: 90 cycles relaxed, 1,260 with its memory ordered (14×); the CTA alone, 45." in slide
     assert "SMs idle" not in slide, "every size covers every SM in this record"
     assert "Handing the producer's registers to the consumers (setmaxnreg, 168 to 232 a thread): 61 cycles, once a CTA." in slide
