@@ -4,19 +4,25 @@ from __future__ import annotations
 from slides.kit import Chart, Line, PALETTE, REF, Series, line_chart
 
 
+FLAT_PCT = 90
+
+
 def context(deck) -> dict:
     device = deck["device"]
     (r,) = deck.need("HBM Bandwidth Scaling", "hbm.copy_scaling")
     if "rows" not in r["record"]:
-        return {**r, "rows": None, "memcpy": None, "best": None, "params": None, "per_sm": None, "little": None}
+        return {**r, "rows": None, "memcpy": None, "best": None, "params": None, "per_sm": None, "little": None, "flat_from_sms": None, "flat_pct": FLAT_PCT}
     rec = r["record"]
     memcpy = rec["memcpy"]
     rows = [{**row, "pct_memcpy": 100 * row["gbps"] / memcpy["gbps"],
              "pct_peak": 100 * row["gbps"] / device["hbm_peak_gbps"]} for row in rec["rows"]]
     best = max(rows, key=lambda row: row["gbps"])
+    # where the curve flattens: the fewest SMs that copy at FLAT_PCT of cudaMemcpy or more
+    flat = [row["sms_used"] for row in rows if row["pct_memcpy"] >= FLAT_PCT]
     per_sm = next((row for row in rows if row["threads"] > 32 and row["blocks"] == 1), None)
     return {**r, "rows": rows, "memcpy": {**memcpy, "pct_peak": 100 * memcpy["gbps"] / device["hbm_peak_gbps"]},
-            "best": best, "params": rec["params"], "per_sm": per_sm,
+            "best": best, "params": rec["params"], "per_sm": per_sm, "flat_from_sms": min(flat) if flat else None,
+            "flat_pct": FLAT_PCT,
             "little": little(best, per_sm, deck["memory_latency"])}
 
 
@@ -28,7 +34,7 @@ def little(best: dict, per_sm: dict | None, mem: dict) -> dict | None:
     need = best["gbps"] / 2 * latency_ns                        # GB/s x ns = bytes
     in_flight_per_sm = per_sm["gbps"] / 2 * latency_ns
     return {"latency_ns": latency_ns, "bytes_needed": need, "bytes_per_sm": in_flight_per_sm,
-            "sms_needed": need / in_flight_per_sm, "per_sm_gbps": per_sm["gbps"]}
+            "sms_needed": need / in_flight_per_sm, "per_sm_gbps": per_sm["gbps"], "read_gbps": best["gbps"] / 2}
 
 
 # --- figures --------------------------------------------------------------------------------------

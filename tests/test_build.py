@@ -1293,3 +1293,18 @@ def test_template_lines_stay_readable():
     long = [(path.name, n, len(line)) for path in SLIDES_DIR.glob("*.md.j2")
             for n, line in enumerate(path.read_text().splitlines(), 1) if len(line) > TEMPLATE_LINE_CHARS]
     assert not long, long
+
+
+def test_littles_law_names_the_read_rate_it_uses_and_where_the_curve_flattens(fixture_doc, write_results, tmp_path):
+    """The loads' rate is half the best copy's (its bytes read); the curve flattens at the fewest SMs that
+    copy at 90% of cudaMemcpy, computed in the module, and without such a row nothing is said of it."""
+    rec = fixture_doc["benchmarks"]["hbm.copy_scaling"]
+    best = max(rec["rows"], key=lambda r: r["gbps"])
+    flat = min(r["sms_used"] for r in rec["rows"] if r["gbps"] >= 0.9 * rec["memcpy"]["gbps"])
+    build.build(write_results(fixture_doc), tmp_path)
+    s = slides_of((tmp_path / "slides.md").read_text())["HBM Bandwidth Scaling — Little's Law"]
+    assert f"Reading at {best['gbps'] / 2:,.0f} GB/s (the best copy's loads, half its bytes)" in s
+    assert f"; the curve reaches 90% of cudaMemcpy only at {flat} SMs." in s
+    rec["memcpy"]["gbps"] = 2 * best["gbps"]             # no row reaches 90% of it
+    build.build(write_results(fixture_doc), tmp_path / "never")
+    assert "the curve reaches" not in slides_of((tmp_path / "never" / "slides.md").read_text())["HBM Bandwidth Scaling — Little's Law"]
