@@ -288,7 +288,7 @@ def bar_chart(bars: list[Bar], title: str, lines: list[Line] = (), width: int = 
     return dwg.tostring()
 
 
-def climb(values: list[float | None], current: int, line: Line, title: str, width: int = 560, height: int = 140) -> str:
+def climb(values: list[float | None], current: int, line: Line, title: str, width: int = 560, height: int = 100) -> str:
     """Columns, one per step (numbered from 1), the steps before ``current`` (0-based) muted, it in the
     accent with its value, those after it as empty outlines: where a step stands on the climb, with
     ``line`` (its baseline) across."""
