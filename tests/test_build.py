@@ -208,7 +208,7 @@ def test_the_title_slide_carries_the_headline_climb(deck):
     assert f"climb_{catalogue.step_of(catalogue.HEADLINE).key}.svg" in title
     # the clock beside the headline's figure is the one its turns with cuBLAS ran at
     clock = clock_during(deck["doc"]["benchmarks"][catalogue.HEADLINE])
-    assert f"MHz, {clock:,.0f} MHz " in title and "while the two ran in turns" in title
+    assert f"MHz, {clock:,.0f} MHz " in title and "measured in those turns" in title
 
 
 def test_numbers_follow_the_results(fixture_doc, write_results, tmp_path):
