@@ -5,6 +5,8 @@
 // are multiplied by their row's A scale and their column block's B scale as they are added in FP32.
 // A's scales travel with A's K-tile, through the ring: a consumer reads them from shared memory, not
 // from L2 (with each thread loading its own, a K-tile ahead, the step ran 9-11% slower in turns).
+// B's, one float a block, come from L1: copied through the ring as well, 16 bytes a block, the
+// step ran 2-8% slower in turns (H100): a stage's small copies cost the copy engine more than they save.
 #include <cuda.h>                           // CUtensorMap
 #include "gemm_sm90_promote.cuh"          // mma_k_tile_alone, Epilogue
 
@@ -16,22 +18,7 @@ static_assert(BK == SCALE_BLOCK, "a K-tile is one block of scales along K");
 // it lie in one block of B, the first or the second.
 static_assert(BN % 64 == 0 && BN <= SCALE_BLOCK + 64 * (1 + (BN % SCALE_BLOCK == 0)),
               "a tile's columns lie in at most two blocks of B, the second starting at column 64 or 128");
-constexpr int GROUPS = BN / 64;             // 64 columns of the tile, one block of B
 static_assert(2 * FRAGMENT + 40 <= CONSUMER_REGS, "room for the accumulator, the FP32 sums, the scales and the loop");
-
-// #region kernel
-// sums += acc x its row's A scale x its 64 columns' B scale (scale[row][group], one K-tile's). A
-// thread's accumulators come in fours, two adjacent columns of its row r, the same two of row r + 8,
-// then the next 8 columns (wgmma's accumulator layout). Unrolled, every index is a constant, and one
-// sequence of FFMAs serves every tile: which block each group lies in is in the scales, not in the
-// code. Written scale first, ptxas allocates so that fewer FFMAs read all three sources from
-// registers of one parity: likely register-bank waits, 3-11% faster in turns (H200).
-template <class Frag>
-__device__ inline void add_scaled(Frag& sums, Frag const& acc, float const (&scale)[2][GROUPS]) {
-    CUTE_UNROLL
-    for (int j = 0; j < size(sums); ++j)
-        sums(j) = fmaf(scale[j / 2 % 2][8 * (j / 4) / 64], acc(j), sums(j));
-}
 
 // A's scales of each stage's K-tile, one float a row of the tile, copied by the producer beside A and B
 // and counted on the stage's full barrier, as DeepGEMM does: A's scales are M-major, so a K-tile's rows
@@ -58,31 +45,40 @@ struct ScalesOfA {
     }
 };
 
-// One consumer thread's scales of one output tile, a K-tile's at a time, read while its wgmmas run:
-// A's, rows r and r + 8, from the stage (once it has landed, before it is released); B's (N/SCALE_BLOCK,
-// ldb) K-major (ldb at least K/SCALE_BLOCK, rounded up), the tile's first block and, where the tile
-// reaches it, the second, from L2 through L1 (a tile's 128 K-tiles are 4 cache lines). Past N a
-// block's scale is 0: those columns are never stored.
-struct BlockScales {
-    const float *b0, *b1;
-    int M, r, next_block_at;
-    __device__ BlockScales(const float* sfb, int ldb, int M, int N, int tn, int r) : M(M), r(r) {
-        const int first = tn * BN / SCALE_BLOCK;
-        b0 = sfb + first * ldb;
-        b1 = first + 1 < ceil_div(N, SCALE_BLOCK) ? b0 + ldb : nullptr;
-        next_block_at = SCALE_BLOCK - tn * BN % SCALE_BLOCK;
+// #region kernel
+// sums += acc x its row's A scale x its 64 columns' B scale (scale[row][block]). A thread's
+// accumulators come in fours, two adjacent columns of its row r, the same two of row r + 8, then the
+// next 8 columns (wgmma's accumulator layout); the tile's first FIRST groups of 64 columns lie in B's
+// first block. Unrolled, with FIRST a constant, each FFMA's scale is a register known at compile time.
+template <int FIRST, class Frag>
+__device__ inline void add_scaled(Frag& sums, Frag const& acc, float const (&scale)[2][2]) {
+    CUTE_UNROLL
+    for (int j = 0; j < size(sums); ++j)
+        sums(j) = fmaf(scale[j / 2 % 2][8 * (j / 4) / 64 >= FIRST], acc(j), sums(j));
+}
+
+// One consumer thread's K-tiles of a piece, promoted and scaled into sums: its rows r and r + 8 take
+// A's scales from the stage (read before it is released); B's (N/SCALE_BLOCK, ldb) are K-major, the
+// tile's first block's row and its second's (the first again at N's edge: those columns are never
+// stored), from L2 through L1 (a tile's 128 K-tiles are 4 cache lines). Each is read while the
+// K-tile's wgmmas run: after them, the warp's promotion is all that stands before its next K-tile's.
+template <int FIRST, class TiledMma, class FragA, class FragB, class FragC>
+__device__ inline void promote_piece(SharedStorage& smem, TiledMma& mma, FragA const& tCrA, FragB const& tCrB,
+                                     FragC& acc, FragC& sums, Piece p, int r, int M, const float* b_first,
+                                     const float* b_second, uint32_t& stage, uint32_t& phase) {
+    clear(sums);
+    for (int k = p.k0; k < p.k1; ++k) {
+        wait_barrier(smem.full[stage], phase);
+        mma_k_tile_alone(mma, tCrA(_, _, _, stage), tCrB(_, _, _, stage), acc);
+        const float* a = a_scale_ring[stage] + scale_skew(k, M) + r;
+        const float a0 = a[0], a1 = a[8], b0 = __ldg(b_first + k), b1 = __ldg(b_second + k);
+        const float scale[2][2] = {{a0 * b0, a0 * b1}, {a1 * b0, a1 * b1}};
+        warpgroup_wait<0>();
+        release_stage(smem, stage);
+        add_scaled<FIRST>(sums, acc, scale);     // promoted and scaled: added in FP32
+        if (++stage == RING) stage = 0, phase ^= 1;
     }
-    // K-tile k's products of A's and B's scales, from stage s
-    __device__ void read(int s, int k, float (&scale)[2][GROUPS]) const {
-        const float* row = a_scale_ring[s] + scale_skew(k, M) + r;
-        const float a[2] = {row[0], row[8]}, first = __ldg(b0 + k), second = b1 ? __ldg(b1 + k) : 0.f;
-        CUTE_UNROLL
-        for (int g = 0; g < GROUPS; ++g) {
-            const float b = 64 * g < next_block_at ? first : second;   // a select: an index would go to local memory
-            scale[0][g] = a[0] * b, scale[1][g] = a[1] * b;
-        }
-    }
-};
+}
 
 extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(THREADS, 1) gemm_fp8_blocks(
         const __grid_constant__ CUtensorMap tmaA,     // A (M,K): box BK x BM, 128-byte swizzle
@@ -104,28 +100,24 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
         if (threadIdx.x == 0) produce(smem, schedule, tmaA, tmaB, M, N, rank, ScalesOfA{sfa, M});
     } else {
         cutlass::arch::warpgroup_reg_alloc<CONSUMER_REGS>();
-        auto [mma, thr, tCrA, tCrB] = consumer_fragments(smem);                  // (MMA,MMA_M|N,MMA_K,PIPE) descriptors
-        Tensor tCrC = thr.partition_fragment_C(cta_tile_of_C(nullptr, 0, 0, 0, 0)); // (MMA,MMA_M,MMA_N) one K-tile's
-        Tensor sums = make_fragment_like(tCrC);                                  // (MMA,MMA_M,MMA_N) FP32: the whole K's
-        const int r = get<0>(thr.partition_C(make_identity_tensor(Shape<Int<BM>, Int<BN>>{}))(0));  // this thread's first row
-        Epilogue epilogue(1.0f);                                                 // the scales are in the sums
-        static_assert(decltype(size(tCrC))::value == FRAGMENT);
+        auto [mma, tCrA, tCrB, acc] = lean_fragments(smem);      // (MMA,MMA_M|N,MMA_K,PIPE) descriptors, one K-tile's sums
+        Tensor sums = make_fragment_like(acc);                   // (MMA,MMA_M,MMA_N) FP32: the whole K's
+        const int r = get<0>(mma.get_slice(threadIdx.x - 128 * PRODUCER_WARPGROUPS)
+                                .partition_C(make_identity_tensor(Shape<Int<BM>, Int<BN>>{}))(0));  // this thread's first row
+        Epilogue epilogue(1.0f);                                 // the scales are in the sums
+        static_assert(decltype(size(acc))::value == FRAGMENT);
         uint32_t stage = 0, phase = 0;
         Piece p;
         for (int i = 0; schedule.piece(i, p); ++i) {
             auto [tm, tn] = cta_tile(M, N, p.unit * CLUSTER_M + rank);
-            const BlockScales scales(sfb, ldb, M, N, tn, r);
-            clear(sums);
-            for (int k = p.k0; k < p.k1; ++k) {
-                wait_barrier(smem.full[stage], phase);
-                mma_k_tile_alone(mma, tCrA(_, _, _, stage), tCrB(_, _, _, stage), tCrC);
-                float scale[2][GROUPS];
-                scales.read(stage, k, scale);    // while the wgmmas run: after them, the warp's promotion
-                warpgroup_wait<0>();             // is all that stands between them and its next K-tile's
-                release_stage(smem, stage);
-                add_scaled(sums, tCrC, scale);   // promoted and scaled: added in FP32
-                if (++stage == RING) stage = 0, phase ^= 1;
-            }
+            const int block = tn * BN / SCALE_BLOCK;
+            const float *b_first = sfb + size_t(block) * ldb,
+                        *b_second = block + 1 < ceil_div(N, SCALE_BLOCK) ? b_first + ldb : b_first;
+            // the tile's groups of 64 columns in B's first block: as many as it holds, or one where the tile starts 64 into it
+            if (tn * BN % SCALE_BLOCK == 0)
+                promote_piece<SCALE_BLOCK / 64>(smem, mma, tCrA, tCrB, acc, sums, p, r, M, b_first, b_second, stage, phase);
+            else
+                promote_piece<1>(smem, mma, tCrA, tCrB, acc, sums, p, r, M, b_first, b_second, stage, phase);
             const TailSums tail(partials, ready, p.unit - schedule.full_units);
             if (p.k0 > 0) {                                      // a helper: leave the tail's sums
                 tail.leave(sums);

@@ -172,9 +172,10 @@ _STAGED = {**_PERSISTENT, "SPLIT_WAVE": 1, "EPILOGUE_N": 32, "EPILOGUE_BUFFERS":
 _STREAMED = {**_WS, "PERSISTENT": 1, "STREAM_K": 1, "EPILOGUE_N": 32, "EPILOGUE_BUFFERS": 2, "C_ELEMENT": C_ELEMENTS["fp32"]}
 # ... or 64 BF16 values: the sums rounded as they are staged, half the bytes to store
 _BF16_C = {"EPILOGUE_N": 64, "C_ELEMENT": C_ELEMENTS["bf16"]}
-# Block scales' tile, 128 x 192, without a cluster: with two CTAs sharing B's tile by multicast the
-# step ran 11% slower in turns (H200, 4096x8192x16384 and 4096x7168x2048). Measured, not explained.
-_BLOCK_SCALED = {**sm90(192, DEEPEST, BAND, **{**_STAGED, "cluster_m": 1}), **_FP8_BLOCKS}
+# Block scales' tile, 128 x 192 in clusters of two sharing B's tile, as step 13's: without the cluster
+# the step ran 9-12% slower in turns (H100, 4096x8192x16384 and 4096x7168x16384), its CTAs reading
+# from L2 about 40 KB a K-tile instead of 28
+_BLOCK_SCALED = {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS}
 
 
 def output_of(tile: dict | None) -> str:
