@@ -54,10 +54,10 @@ def _narrow(correct: list[dict]) -> dict | None:
     if not cells:
         return None
     row, best = cells[0], catalogue.step_of(cells[0]["kernel"]).best.tile
-    n, narrow, wide = row["shape"][1], row["tile"]["BN"], best["BN"]
+    n = row["shape"][1]
+    tiling = lambda width: {"width": width, "tiles": -(-n // width), "empty": -n % width}
     return {"cells": len(cells), "tile": tile_label(row["tile"]), "best": tile_label(best), "n": n,
-            "narrow": {"width": narrow, "tiles": -(-n // narrow), "empty": -n % narrow},
-            "wide": {"width": wide, "tiles": -(-n // wide), "empty": -n % wide}}
+            "narrow": tiling(row["tile"]["BN"]), "wide": tiling(best["BN"])}
 
 
 def _versus_headline(streamed: list[dict]) -> dict | None:

@@ -30,11 +30,11 @@ def little(best: dict, per_sm: dict | None, mem: dict) -> dict | None:
     """Little's law: bytes in flight = bandwidth x latency, for the loads (half the copy's bytes)."""
     if not (per_sm and mem["levels"] and "HBM" in mem["by"]):
         return None
-    latency_ns = mem["by"]["HBM"]["ns"]
-    need = best["gbps"] / 2 * latency_ns                        # GB/s x ns = bytes
+    latency_ns, read_gbps = mem["by"]["HBM"]["ns"], best["gbps"] / 2
+    need = read_gbps * latency_ns                               # GB/s x ns = bytes
     in_flight_per_sm = per_sm["gbps"] / 2 * latency_ns
     return {"latency_ns": latency_ns, "bytes_needed": need, "bytes_per_sm": in_flight_per_sm,
-            "sms_needed": need / in_flight_per_sm, "per_sm_gbps": per_sm["gbps"], "read_gbps": best["gbps"] / 2}
+            "sms_needed": need / in_flight_per_sm, "per_sm_gbps": per_sm["gbps"], "read_gbps": read_gbps}
 
 
 # --- figures --------------------------------------------------------------------------------------

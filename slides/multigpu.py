@@ -203,10 +203,11 @@ def _collectives(nccl: dict, peer: dict, n: int) -> dict:
                           "graph": peer_by.get((c, "graph", b))}
         at = [{"bytes": b, **cell(b)} for b in shown]
         # what NCCL chose at the sizes shown: one (algorithm, protocol) said once, where it chose one at each
-        chosen = {(a["ours"]["algorithm"], a["ours"]["protocol"]) for a in at if (a["ours"] or {}).get("algorithm")}
+        recorded = [a["ours"] for a in at if (a["ours"] or {}).get("algorithm")]
+        chosen = {(r["algorithm"], r["protocol"]) for r in recorded}
         table.append({"collective": c, "name": NAMES[c], "factor": BUS_FACTOR[c](n), "smallest": small,
                       "small": cell(small), "at": at, "chose": ", ".join(next(iter(chosen))) if len(chosen) == 1 else None,
-                      "chose_at_each": all((a["ours"] or {}).get("algorithm") for a in at)})
+                      "chose_at_each": len(recorded) == len(at)})
     return {"ours": ours, "compared": compared, "targets": targets(compared) if compared else None, "table": table}
 
 
