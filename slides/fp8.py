@@ -70,6 +70,8 @@ def context(deck) -> dict:
             cost.update(slower=verdict == "behind", faster=verdict == "ahead")
         promotion = {"cost": cost,
                      "tile": tile, "name": promoted["name"],
+                     # each set of sums a consumer thread holds: its share of the tile (a warpgroup is 128 threads)
+                     "sums_per_thread": tile["BM"] * tile["BN"] // (128 * tile["WARPGROUPS_M"]),
                      "k": promoted["record"]["params"]["k"], "error_before": fp8["error"], "error_after": promoted["error"],
                      "error_drop": fp8["error"] / promoted["error"] if promoted["error"] else None,
                      "label": catalogue.variant(promoted["id"]).label}

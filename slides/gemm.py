@@ -389,7 +389,8 @@ def context(deck) -> dict:
         last = top["best"]
         during = last["record"]["telemetry"].get("during") or {}
         headline = {"from": first["best"], "to": last, "to_title": top["title"], "to_name": top["name"],
-                    "speedup": last["tflops"] / first["best"]["tflops"], "climb": top["climb"],
+                    "speedup": last["tflops"] / first["best"]["tflops"],
+                    "climb": TITLE_CLIMB if top["climb"] else None, "climb_at": steps.index(top),
                     # what held the clock down while it ran, as NVML names it
                     "power_capped": "sw_power_cap" in (during.get("throttle_reasons") or []),
                     "throttle_reasons": during.get("throttle_reasons") or []}
@@ -432,14 +433,20 @@ def gemm_progression(gemm: dict) -> str:
     return bar_chart(bars, "TFLOPS at the reference shape", height=380)
 
 
-def climb_of(gemm: dict, at: int) -> str:
+# The climb's height on a step's performance slide, where it is the slide's picture, and on the
+# title slide, which shares the canvas with the headline's words
+CLIMB_HEIGHT, TITLE_CLIMB_HEIGHT = 130, 100
+TITLE_CLIMB = "climb_title.svg"
+
+
+def climb_of(gemm: dict, at: int, height: int = CLIMB_HEIGHT) -> str:
     """Where step ``at`` (0-based) stands on the climb: every step's best TFLOPS, this one's partner
     cuBLAS (in turns with it) across."""
     step = gemm["steps"][at]
     best = step["best"]
     values = [s["best"]["tflops"] if s["best"]["tflops"] and not s["best"]["failed"] else None for s in gemm["steps"]]
     label = f"cuBLAS {best['baseline']['precision']} in turns, {best['baseline_tflops']:,.1f}"
-    return climb(values, at, Line("y", best["baseline_tflops"], label, REF), "TFLOPS, each step's best")
+    return climb(values, at, Line("y", best["baseline_tflops"], label, REF), "TFLOPS, each step's best", height=height)
 
 
 def draw(deck) -> dict[str, str]:
@@ -448,6 +455,8 @@ def draw(deck) -> dict[str, str]:
     for at, step in enumerate(gemm["steps"]):
         if step["climb"]:
             svgs[step["climb"]] = climb_of(gemm, at)
+    if (headline := gemm["headline"]) and headline["climb"]:
+        svgs[headline["climb"]] = climb_of(gemm, headline["climb_at"], TITLE_CLIMB_HEIGHT)
     for step in gemm["steps"]:
         if step["diagram"]:
             drawn = DIAGRAMS[step["draw"]](step, gemm["shape"])

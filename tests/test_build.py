@@ -205,7 +205,13 @@ def test_a_step_below_an_earlier_one_on_its_climb_says_why_in_its_notes(fixture_
 
 def test_the_title_slide_carries_the_headline_climb(deck):
     title = slides_of(deck["md"])["CUDA Performance Study"]
-    assert f"climb_{catalogue.step_of(catalogue.HEADLINE).key}.svg" in title
+    assert gemm.TITLE_CLIMB in title
+    # the headline's climb, drawn shorter than on its performance slide, where it is the slide's picture
+    def svg_height(name):
+        svg = next(deck["dir"].glob(f"svgs/*/{name}")).read_text()
+        return float(re.search(r'<svg[^>]* height="([\d.]+)', svg).group(1))
+    step_climb = f"climb_{catalogue.step_of(catalogue.HEADLINE).key}.svg"
+    assert svg_height(gemm.TITLE_CLIMB) == gemm.TITLE_CLIMB_HEIGHT < svg_height(step_climb) == gemm.CLIMB_HEIGHT
     # the clock beside the headline's figure is the one its turns with cuBLAS ran at
     clock = clock_during(deck["doc"]["benchmarks"][catalogue.HEADLINE])
     assert f"MHz, {clock:,.0f} MHz " in title and "measured in those turns" in title
