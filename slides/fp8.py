@@ -22,7 +22,8 @@ PEER = "peers.deepgemm"
 HELD = 1.0
 # ... with an error within this many times cuBLASLt's on the same operands.
 ERROR_WITHIN = 1.25
-# A BF16 value's significand, the implicit bit included: C rounded to BF16 is off by up to 2^-(BITS+1)
+# A BF16 value's significand, the implicit bit included: C rounded to the nearest BF16 is off by up to
+# 2^-BITS of itself (half a unit in the last place, at the bottom of a binade)
 BF16_BITS = 8
 
 
@@ -153,7 +154,7 @@ def _peer(deck) -> dict | None:
             "block": params["block"], "counts": {c: called.count(c) for c in ("ahead", "tie", "behind")},
             "ours_range": (min(ours), max(ours)) if ours else None,
             "ours_in_fp32": params["outputs"]["ours"] == "fp32",
-            "bf16_bits": BF16_BITS, "bf16_roundoff": 2.0 ** -(BF16_BITS + 1),
+            "bf16_bits": BF16_BITS, "bf16_roundoff": 2.0 ** -BF16_BITS,
             "wrong": [name for s in r["record"]["shapes"] for name in ("deepgemm", "cublaslt_blocks", "cublaslt_bf16_out", "ours")
                       if name in s and not s[name]["check"]["passed"]]}
 

@@ -277,7 +277,7 @@ def test_stream_k_at_the_reference_shape_is_told_from_its_turns_with_the_headlin
                        "gain_by_sample": {**rec["before"]["gain_by_sample"], "median": gain, "ci": ci}})
     doc["benchmarks"][bid] = rec
     s, _ = built(doc, write_results, tmp_path)
-    said = {"slower": "slower, so the rule leaves", "faster": "faster even there", "tie": "a tie"}
+    said = {"slower": "slower, so stream-K runs only where", "faster": "faster even there", "tie": "a tie"}
     verdict = "slower" if ci[1] < 1 else "faster" if ci[0] > 1 else "tie"
     assert (f"At the reference shape, where every SM has whole tiles, TF32 stream-K ran at "
             f"{rec['before']['tflops'] * gain:,.1f} TFLOPS and the headline at {rec['before']['tflops']:,.1f} in the "

@@ -176,9 +176,9 @@ def test_measured_numbers_come_from_the_fixture(deck):
     assert lo <= gain <= hi
     assert pair["id"] == "gemm.split_wave" and 0.9 < gain < 1.1
     # with the two's figures in those turns (each record's own is from its turns with cuBLAS)
-    assert (f"**{100 * (gain - 1):+.1f}%** against Split Last Wave, timed in turns "
+    assert (f"**{100 * (gain - 1):+.1f}%** against Split Last Wave in turns "
             f"(interval {100 * (lo - 1):+.1f} to {100 * (hi - 1):+.1f}%; "
-            f"{pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} TFLOPS)") in s["Kernel 11: TMA-Store Epilogue — Performance"]
+            f"{pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} TFLOPS in these turns)") in s["Kernel 11: TMA-Store Epilogue — Performance"]
     assert f"**{b['gemm.cute_mma_tf32']['before']['gain_by_sample']['median']:.1f}×** over Naive FP32" in s["Kernel 2: CuTe Simple MMA — Performance"]
     # the shape no tile divides: its outcome, and why where the kernel refused it
     for step, kernel in (("Kernel 1: Naive FP32", "gemm.naive_fp32"), ("Kernel 11: TMA-Store Epilogue", "gemm.tma_store")):
@@ -599,16 +599,16 @@ def test_a_step_slower_than_the_one_before_says_whether_its_interval_holds_no_ch
     title = "Kernel 7: Warp Specialization — Performance"
     pair = deep["before"]
     # the point is the ratio of the two medians, printed beside it; the interval is the samples' ratio's
-    there = lambda: f"; {pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} TFLOPS)"    # the two in those turns
-    two = lambda: f"({pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} TFLOPS)"
+    there = lambda: f"; {pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} TFLOPS in these turns)"    # the two in those turns
+    two = lambda: f"({pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} TFLOPS in these turns)"
     # a tie shows no point figure: its interval holds no change, whichever way the medians lean
-    for (gain, lo, hi), said in (((0.995, 0.99, 1.002), lambda: "**A tie** with WGMMA + TMA, timed in turns: the interval of "
+    for (gain, lo, hi), said in (((0.995, 0.99, 1.002), lambda: "**A tie** with WGMMA + TMA in turns: the interval of "
                                                                 f"their sample-by-sample ratio, -1.0 to +0.2%, holds no change {two()}."),
-                                 ((0.9996, 0.99, 0.9999), lambda: "**-0.04%** against WGMMA + TMA, timed in turns "
+                                 ((0.9996, 0.99, 0.9999), lambda: "**-0.04%** against WGMMA + TMA in turns "
                                                                   f"(interval -1.0 to -0.01%{there()}: slower"),
-                                 ((1.02, 1.0001, 1.03), lambda: "**+2.0%** against WGMMA + TMA, timed in turns "
+                                 ((1.02, 1.0001, 1.03), lambda: "**+2.0%** against WGMMA + TMA in turns "
                                                                 f"(interval +0.01 to +3.0%{there()}: a gain"),
-                                 ((0.8, 0.79, 0.81), lambda: "**0.8×** over WGMMA + TMA, timed in turns "
+                                 ((0.8, 0.79, 0.81), lambda: "**0.8×** over WGMMA + TMA in turns "
                                                              f"(interval 0.79× to 0.81×{there()}: slower, the whole interval lying below no change")):
         pair["gain"] = gain
         pair["gain_by_sample"].update(median=gain, ci=[lo, hi])
