@@ -45,6 +45,8 @@ def context(deck) -> dict:
             "peak": deck["peaks"]["by"].get("bf16"),
             # each output type's tolerance: a BF16 C carries BF16's own rounding
             "tolerances": {s["output"]: s["check"]["tolerance"] for s in usable if s["check"] and "tolerance" in s["check"]},
+            # the rows that write C in BF16, each against cuBLAS writing BF16
+            "bf16_out": [s["name"] for s in steps if s["output"] == "BF16"],
             "peer": _peer(deck), "peer_kernel": PEER_KERNEL,
             "k_tile": {p: e["BK"] for p, e in catalogue.ELEMENTS.items()}, "k_tile_bytes": catalogue.ELEMENT_BYTES["tf32"] * catalogue.ELEMENTS["tf32"]["BK"]}
 

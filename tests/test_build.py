@@ -1314,3 +1314,10 @@ def test_littles_law_names_the_read_rate_it_uses_and_where_the_curve_flattens(fi
     rec["memcpy"]["gbps"] = 2 * best["gbps"]             # no row reaches 90% of it
     build.build(write_results(fixture_doc), tmp_path / "never")
     assert "the curve reaches" not in slides_of((tmp_path / "never" / "slides.md").read_text())["HBM Bandwidth Scaling — Little's Law"]
+
+
+def test_the_bf16_error_table_says_which_rows_write_bf16(deck):
+    """A row that writes C in BF16 divides by cuBLAS writing BF16: the slide says which rows those are."""
+    table = slides_of(deck["md"])["BF16: Error Beside cuBLAS's"]
+    name = catalogue.step_of(catalogue.BF16_C).title
+    assert f"{name}: C written in BF16, against cuBLAS writing BF16." in table
