@@ -418,7 +418,21 @@ def context(deck) -> dict:
             "steps": steps, "headline": headline, "story": story, "waves": top_waves, "baseline_range": baseline_range,
             # a counters column only where a kernel of the story was profiled
             "profiled": any(s["best"].get("tensor_pct") is not None for s in story),
-            "staged_epilogue": staged_epilogue}
+            "staged_epilogue": staged_epilogue, "reference_errors": error_groups([s for s in steps if not s["beyond"]])}
+
+
+def error_groups(steps: list[dict]) -> list[dict]:
+    """The steps' errors as a speaker says them: one group per (kernel's, cuBLAS's) pair as the slides
+    print them, with the steps whose kernels erred so (and how many kernels, where a step had several),
+    and whether the two are alike."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for step in steps:
+        for v in step["variants"]:
+            if v["baseline"] and v.get("check"):
+                pair = (f"{v['check']['rel_error']:.1e}", f"{v['baseline']['error']:.1e}")
+                groups.setdefault(pair, []).append(step["title"])
+    return [{"error": error, "cublas": cublas, "alike": error == cublas, "steps": list(dict.fromkeys(titles)),
+             "kernels": len(titles) if len(set(titles)) < len(titles) else None} for (error, cublas), titles in groups.items()]
 
 
 # --- figures --------------------------------------------------------------------------------------

@@ -1321,3 +1321,15 @@ def test_the_bf16_error_table_says_which_rows_write_bf16(deck):
     table = slides_of(deck["md"])["BF16: Error Beside cuBLAS's"]
     name = catalogue.step_of(catalogue.BF16_C).title
     assert f"{name}: C written in BF16, against cuBLAS writing BF16." in table
+
+
+def test_the_results_table_notes_say_each_reference_steps_error(deck):
+    """The notes say the errors as a speaker would, steps that erred alike together, each figure
+    beside its cuBLAS's: every reference step that took turns with cuBLAS, with its error."""
+    said = slides_of(deck["md"])["GEMM — Results Table"].split("Against a double-precision product")[1].split("\n")[0]
+    records = deck["doc"]["benchmarks"]
+    for step in (s for s in catalogue.STEPS if not s.beyond):
+        for v in step.variants:
+            rec = records.get(v.id) or {}
+            if rec.get("status") == "ok" and rec.get("cublas") and "rel_error" in rec.get("check", {}):
+                assert step.title in said and f"erred by {rec['check']['rel_error']:.1e}" in said, (v.id, said)
