@@ -358,7 +358,7 @@ def test_the_nccl_notes_name_its_choice_where_recorded(fixture_doc, node_doc, wr
                        "--node", str(write_results(node_doc, "node.yaml"))]) == 0
     notes = slides_of((tmp_path / "slides.md").read_text())["NCCL: Bus Bandwidth by Message Size"]
     # one choice at every size shown is said once; the smallest size's own after it
-    assert "; NCCL chose RING, SIMPLE at each; at its smallest size, RING, LL128." in notes
+    assert "; NCCL chose RING, SIMPLE at each, and RING, LL128 at its smallest size." in notes
     assert "(NCCL chose" not in notes
     # choices that differ between the sizes shown are said at each
     for r in node_doc["benchmarks"]["multigpu.nccl"]["rows"]:
