@@ -47,11 +47,13 @@ def context(deck) -> dict:
             "tolerances": {s["output"]: s["check"]["tolerance"] for s in usable if s["check"] and "tolerance" in s["check"]},
             # the rows that write C in BF16, each against cuBLAS writing BF16
             "bf16_out": [s["name"] for s in steps if s["output"] == "BF16"],
-            "peer": _peer(deck), "peer_kernel": PEER_KERNEL,
+            "peer": _peer(deck, headline), "peer_kernel": PEER_KERNEL,
             "k_tile": {p: e["BK"] for p, e in catalogue.ELEMENTS.items()}, "k_tile_bytes": catalogue.ELEMENT_BYTES["tf32"] * catalogue.ELEMENTS["tf32"]["BK"]}
 
 
-def _peer(deck) -> dict | None:
+def _peer(deck, headline: dict | None) -> dict | None:
+    """The peer slide's shapes; where one is the headline's own shape and its figure there differs from
+    the headline's record (another run), that figure too, so that the two are not taken for one."""
     (r,) = deck.need(PEER_SLIDE, PEER)
     if "shapes" not in r["record"]:
         return {**r, "shapes": None}
@@ -67,8 +69,11 @@ def _peer(deck) -> dict | None:
         # fast.cu writes, where the record holds it, else the headline (FP32 C)
         both_bf16 = "ours_bf16_out" in s
         pair = measured_pair(s["ours_bf16_out" if both_bf16 else "ours"], s["fastcu"])
+        own = headline and [headline["record"]["params"][d] for d in "mnk"] == list(s["shape"]) \
+            and f"{headline['tflops']:.1f}" != f"{s['ours']['tflops']:.1f}"
         shapes.append({"shape": s["shape"], "rows": rows, "ours_over_peer": pair["ratio"], "tie": pair["tie"],
-                       "faster": pair["ratio"] > 1, "both_bf16": both_bf16})
+                       "faster": pair["ratio"] > 1, "both_bf16": both_bf16,
+                       "headline_elsewhere": headline["tflops"] if own else None})
     params = r["record"]["params"]
     return {**r, "shapes": shapes, "commit": params["commit"], "ours_id": params["ours"]}
 

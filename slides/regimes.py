@@ -52,7 +52,7 @@ def context(deck) -> dict:
         swept = [(r, row) for r, row in swept if r["record"]["params"]["precision"] == PRECISION]
         if swept:
             times = [row["time_ms"][f"cublas_{LAYOUT}"] for _, row in swept]
-            rows.append(_row("sweep", f"each step's best kernel, {len(swept)} sweeps",
+            rows.append(_row("across sizes", f"each step's best kernel, in {len(swept)} size sweeps",
                              [row["tflops"][f"cublas_{LAYOUT}"] for _, row in swept],
                              [t.get("sm_clock_mhz") for t in times], all("sm_clock_mhz" in t for t in times),
                              [_power(r["record"]) for r, _ in swept]))
@@ -60,7 +60,7 @@ def context(deck) -> dict:
     if tune["measured"] and not tune["failed"] and "final" in tune["record"]:
         t = tune["record"]["final"]["cublas_time_ms"]
         params = tune["record"]["params"]
-        rows.append(_row("tuner", "the winner and the hand-picked tile", [tflops_of(params, t)],
+        rows.append(_row("tile search", "the search's winner and the hand-picked tile", [tflops_of(params, t)],
                          [t.get("sm_clock_mhz") or clock_during(tune["record"])], "sm_clock_mhz" in t, [_power(tune["record"])]))
     settle = deck.record("settle.headline")
     if settle["measured"] and not settle["failed"]:

@@ -994,6 +994,22 @@ def test_the_bf16_track_stands_beside_cublas_bf16_and_the_peer(deck):
                 "of fast.cu") in peer
 
 
+def test_the_peer_slide_names_the_headlines_own_figure_where_its_run_differs(fixture_doc, write_results, tmp_path):
+    """The peer slide's rows are a run of their own: where the headline's shape is one of its shapes and
+    the headline's figure there differs from its own record's, the method note gives that one too."""
+    b = fixture_doc["benchmarks"]
+    own = b[catalogue.HEADLINE_BF16]
+    shape = next(sh for sh in b["peers.fastcu"]["shapes"] if sh["shape"] == [own["params"][d] for d in "mnk"])
+    shape["ours"]["tflops"] = own["tflops"] - 3.0
+    build.build(write_results(fixture_doc), tmp_path)
+    s = slides_of((tmp_path / "slides.md").read_text())["BF16 Beside fast.cu"]
+    assert (f"The headline's own record at {'×'.join(map(str, shape['shape']))}, another run, reads "
+            f"{own['tflops']:,.1f} TFLOPS.") in s
+    shape["ours"]["tflops"] = own["tflops"]
+    build.build(write_results(fixture_doc), tmp_path / "alike")
+    assert "another run" not in slides_of((tmp_path / "alike" / "slides.md").read_text())["BF16 Beside fast.cu"]
+
+
 def test_without_a_checkout_the_peer_slide_says_why(fixture_doc, write_results, tmp_path):
     fixture_doc["benchmarks"]["peers.fastcu"] = {**fixture_doc["benchmarks"]["peers.fastcu"], "status": "skipped",
                                                   "reason": "no checkout of the peer: set FASTCU_DIR to one"}
