@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 import jinja2
+import jinja2.ext
 from markupsafe import Markup
 
 from bench.core import provenance, schema
@@ -253,8 +254,17 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     return jinja2.FileSystemBytecodeCache(str(folder)) if os.access(folder, os.W_OK) else None
 
 
+class LineContinuation(jinja2.ext.Extension):
+    """A template line that ends in a backslash goes on in the next one: a long sentence wraps in the
+    source and renders as the one line it is."""
+
+    def preprocess(self, source: str, name: str | None, filename: str | None = None) -> str:
+        return source.replace("\\\n", "")
+
+
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
+        extensions=[LineContinuation],
         loader=jinja2.FileSystemLoader(SLIDES_DIR), bytecode_cache=_bytecode_cache(),
         # Slidev's markdown uses Vue's {{ }}; these delimiters cannot collide with it.
         block_start_string="[%", block_end_string="%]",

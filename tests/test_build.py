@@ -1306,9 +1306,16 @@ def test_a_range_prints_one_number_where_its_ends_print_alike():
     assert fmt_range({"low": 1285.0, "high": 1347.4}, 0) == "1,285–1,347"
 
 
-# The longest line a template may hold: a branch begins its own line ("[%- if"), so a line is one
-# clause of a sentence or one row of a table; past this it is several.
-TEMPLATE_LINE_CHARS = 720
+# The longest line a template may hold: a clause or two of a sentence, or one row of a table. A
+# sentence wraps with a backslash at the line's end (slides/deck.py, LineContinuation), a branch
+# after its tag (trim_blocks drops the newline that follows a block tag): either renders as one line.
+TEMPLATE_LINE_CHARS = 300
+
+
+def test_a_line_ending_in_a_backslash_renders_joined_to_the_next():
+    from slides.deck import environment
+    template = environment().from_string("one sentence, \\\nwrapped[% if x %] \\\nand more[% endif %].\n| a | b |\n")
+    assert template.render(x=True) == "one sentence, wrapped and more.\n| a | b |\n"
 
 
 def test_template_lines_stay_readable():
