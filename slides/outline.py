@@ -4,6 +4,6 @@ may be read by others (gemm: the step catalogue's results); a module that severa
 has no slides of its own (device: the GPU model) is not a section.
 
 A new section: its template, its module, and its name here."""
-SECTIONS = ("title", "architecture", "peaks", "why_gemm", "setup", "regimes", "gemm", "results", "bursts", "sweep", "atlas", "tune", "settle",
+SECTIONS = ("title", "terms", "architecture", "peaks", "why_gemm", "setup", "regimes", "gemm", "results", "bursts", "sweep", "atlas", "tune", "settle",
             "precision", "fp8", "multigpu", "overlap", "missing", "backup", "instruction_latency", "memory_latency", "hbm", "l2", "gpu_benches", "transpose", "machinery",
             "clusters", "tma", "compare", "counters", "kernel_pages")
