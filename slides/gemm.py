@@ -264,7 +264,7 @@ def in_turns(pair: dict) -> dict:
     those turns (each record's own figure is from its turns with cuBLAS)."""
     by_sample = pair["gain_by_sample"]
     return {"gain": by_sample["median"], "ci": by_sample["ci"], "tflops": pair["tflops"] * pair["gain"],
-            "before_tflops": pair["tflops"]}
+            "before_tflops": pair["tflops"], "clock_mhz": pair["time_ms"].get("sm_clock_mhz")}
 
 
 def gain_in_turns(best: dict, before_id: str) -> dict | None:
@@ -330,7 +330,8 @@ def context(deck) -> dict:
                 best["speedup"] = paired["gain"]
                 tie = paired["ci"][0] <= 1 <= paired["ci"][1]     # a measured pair whose interval holds no change
                 best["change"] = {"in_turns": True, "ci": paired["ci"], "within_noise": tie, "tie": tie,
-                                  "slower": paired["ci"][1] < 1, "tflops": paired["tflops"], "before_tflops": paired["before_tflops"]}
+                                  "slower": paired["ci"][1] < 1, "tflops": paired["tflops"], "before_tflops": paired["before_tflops"],
+                                  "clock_mhz": paired["clock_mhz"]}
             else:            # records timed apart (older runs): a change within their spread is a tie
                 best["speedup"] = best["tflops"] / prev["best"]["tflops"]
                 noise = max(spread(best["time_ms"]), spread(prev["best"]["time_ms"]))

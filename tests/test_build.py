@@ -175,10 +175,12 @@ def test_measured_numbers_come_from_the_fixture(deck):
     gain, (lo, hi) = pair["gain_by_sample"]["median"], pair["gain_by_sample"]["ci"]
     assert lo <= gain <= hi
     assert pair["id"] == "gemm.split_wave" and 0.9 < gain < 1.1
-    # with the two's figures in those turns (each record's own is from its turns with cuBLAS)
+    # with the two's figures in those turns and the clock they ran at (each record's own is from its
+    # turns with cuBLAS, at the clock of those)
     assert (f"**{100 * (gain - 1):+.1f}%** against Split Last Wave in turns "
             f"(interval {100 * (lo - 1):+.1f} to {100 * (hi - 1):+.1f}%; "
-            f"{pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} TFLOPS in these turns)") in s["Kernel 11: TMA-Store Epilogue — Performance"]
+            f"{pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} TFLOPS in these turns, "
+            f"SMs at {pair['time_ms']['sm_clock_mhz']:,.0f} MHz)") in s["Kernel 11: TMA-Store Epilogue — Performance"]
     assert f"**{b['gemm.cute_mma_tf32']['before']['gain_by_sample']['median']:.1f}×** over Naive FP32" in s["Kernel 2: CuTe Simple MMA — Performance"]
     # the shape no tile divides: its outcome, and why where the kernel refused it
     for step, kernel in (("Kernel 1: Naive FP32", "gemm.naive_fp32"), ("Kernel 11: TMA-Store Epilogue", "gemm.tma_store")):
@@ -599,8 +601,9 @@ def test_a_step_slower_than_the_one_before_says_whether_its_interval_holds_no_ch
     title = "Kernel 7: Warp Specialization — Performance"
     pair = deep["before"]
     # the point is the ratio of the two medians, printed beside it; the interval is the samples' ratio's
-    there = lambda: f"; {pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} TFLOPS in these turns)"    # the two in those turns
-    two = lambda: f"({pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} TFLOPS in these turns)"
+    clock = lambda: f", SMs at {pair['time_ms']['sm_clock_mhz']:,.0f} MHz" if "sm_clock_mhz" in pair["time_ms"] else ""
+    there = lambda: f"; {pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} TFLOPS in these turns{clock()})"    # the two in those turns
+    two = lambda: f"({pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} TFLOPS in these turns{clock()})"
     # a tie shows no point figure: its interval holds no change, whichever way the medians lean
     for (gain, lo, hi), said in (((0.995, 0.99, 1.002), lambda: "**A tie** with WGMMA + TMA in turns: the interval of "
                                                                 f"their sample-by-sample ratio, -1.0 to +0.2%, holds no change {two()}."),
