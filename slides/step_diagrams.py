@@ -154,7 +154,7 @@ def producer_ring(step: dict, shape: dict) -> str:
          color=MUTED)
     _caption(dwg, [f"Load k + {stages} starts the moment wgmma k frees its stage: the producer stays {stages} "
                    "K-tiles ahead,",
-                   "so once the ring is full each wgmma finds its K-tile landed (full): the consumers never wait on memory."])
+                   "so a wgmma finds its K-tile landed (full) unless a load takes longer than the ring's K-tiles of wgmmas."])
     return [d.tostring() for d in (ring, over_time)]
 
 
@@ -526,7 +526,7 @@ def stream_k_diagram(cell: dict) -> str:
 # the Diagram slide's notes, as many as the figure drew).
 REVEALS = {
     "producer_ring": ["Now the ring over time: each load starts the moment a wgmma frees its stage, so the producer "
-                      "stays a ring ahead and the consumers never wait."],
+                      "stays a ring ahead: a consumer waits only on a load slower than the ring's work."],
     "multicast": ["Each CTA loads one slice of B and multicasts it: every slice lands in the shared memory of "
                   "every CTA of the cluster.",
                   "So one CTA reads its A and only its own slice of B from L2: the bars show the bytes saved."],
