@@ -163,7 +163,7 @@ def test_measured_numbers_come_from_the_fixture(deck):
     assert f"| FP32 {naive['cublas']['tflops']:,.1f} | {100 * naive['tflops'] / naive['cublas']['tflops']:.1f}% |" in s["GEMM — Results Table"]
     top = catalogue.HEADLINE
     top_pct = 100 * b[top]["tflops"] / b[top]["cublas"]["tflops"]
-    assert (f"**{b[top]['tflops']:,.1f} TFLOPS**, {top_pct:.1f}% of cuBLAS TF32 on the same operands "
+    assert (f"**{b[top]['tflops']:,.1f} TFLOPS**, {top_pct:.1f}% of cuBLAS TF32 on the same operands and layout "
             f"({b[top]['cublas']['tflops']:,.1f} TFLOPS)") in s["CUDA Performance Study"]
     staged = b["gemm.tma_store"]
     assert (f"| {staged['cublas']['tflops']:,.1f} | {100 * staged['tflops'] / staged['cublas']['tflops']:.1f}% | "
