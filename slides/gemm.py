@@ -34,7 +34,7 @@ def block_shape(resources: dict, shape: dict) -> tuple[int, int] | None:
 # The profile counters that say how busy a unit is, and the unit's name on the slide.
 UTILIZATION = {"dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM",
                "l1tex__throughput.avg.pct_of_peak_sustained_active": "L1 / shared memory",
-               "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": "tensor cores (HMMA/HGMMA pipe)",
+               "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": "tensor cores",
                "sm__instruction_throughput.avg.pct_of_peak_sustained_active": "SM instruction issue"}
 # (a tensor-core kernel's SM busy is its tensor pipe's: on a tie the tensor cores are named)
 TF32_TENSOR_MAP = "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32"     # a TMA copy that rounds FP32 to TF32
@@ -82,7 +82,18 @@ def busiest_unit(profile: dict) -> dict:
     return {"unit": UTILIZATION[name], "pct": profile["metrics"][name]}
 
 
+def moved_most(profile: dict, before: dict) -> dict | None:
+    """Of the percentages both profiles hold (a share of a peak, a hit rate, occupancy), the one that
+    moved furthest from the step before, in points; None where none moved by MOVED_POINTS."""
+    both = [m for m in profile["metrics"] if m in before["metrics"] and ", %" in profile["names"][m]]
+    name = max(both, key=lambda m: abs(profile["metrics"][m] - before["metrics"][m]), default=None)
+    if name is None or abs(profile["metrics"][name] - before["metrics"][name]) < MOVED_POINTS:
+        return None
+    return {"name": profile["names"][name].split(", %")[0], "before": before["metrics"][name], "after": profile["metrics"][name]}
+
+
 PERCENT_BELOW = 0.1      # a step's change under a tenth is said in percent, else as a ratio
+MOVED_POINTS = 5         # a counter that moved less than this many points against the step before is not news
 ERROR_MOVED = 1.5        # an error 1.5x the step before's, or two thirds of it: a change the slide explains
 
 
@@ -105,7 +116,8 @@ def _within_columns(lines: list[str]) -> str:
 def code_view(source: str | None, focus: tuple[str, str] | None, out_dir: Path = ROOT) -> dict | None:
     """What a step's code slide shows of its kernel file: the lines between its #region kernel
     markers when they fit, else the focus the catalogue names (first and last line, by a text each
-    holds); then the whole region in pages of MAX_CODE_LINES for the backup slides. ``snippet`` is
+    holds); then the whole region in pages of MAX_CODE_LINES for the backup slides, each with the
+    region's lines it holds. ``snippet`` is
     the file's path from ``out_dir``, the deck's folder, where Slidev resolves it."""
     if not source:
         return None
@@ -125,7 +137,10 @@ def code_view(source: str | None, focus: tuple[str, str] | None, out_dir: Path =
         raise BuildError(f"{source}: the focus {focus} is not a run of at most {MAX_CODE_LINES} lines of its kernel region")
     # the pages keep the region's indentation, one for all, so that a page continues the nesting of
     # the one before; a page that would run past CODE_COLUMNS so moves left by no more than it must
-    pages = [_within_columns(page) for page in code_pages(view["text"].split("\n"), MAX_CODE_LINES)]
+    pages, first = [], 1
+    for page in code_pages(view["text"].split("\n"), MAX_CODE_LINES):
+        pages.append({"text": _within_columns(page), "first": first, "last": first + len(page) - 1})
+        first += len(page)
     shown = textwrap.dedent("\n".join(region[start:end + 1]))
     return {**view, "shown": shown, "text": shown, "first": start + 1, "last": end + 1, "pages": pages}
 
@@ -311,6 +326,7 @@ def context(deck) -> dict:
             rounded = ((res or {}).get("tma") or {}).get("a", {}).get("data_type") == TF32_TENSOR_MAP
             r["error_before"] = r["precision_before"] = r["change"] = None   # the best's, against the step before's best
             r["error_moved"] = False
+            r["moved"] = None        # the counter that moved most against the step before's best
             r["tf32_operands"] = (None if step.precision != "tf32" or "HGMMA" not in step.sass
                                   else "rounded" if rounded else "truncated")
             variants.append(r)
@@ -346,6 +362,8 @@ def context(deck) -> dict:
                                        and max(best["error_before"] / best["check"]["rel_error"],
                                                best["check"]["rel_error"] / best["error_before"]) > ERROR_MOVED)
             best["precision_before"] = prev["precision"]
+            profiled = best["record"].get("profile"), prev["best"]["record"].get("profile")
+            best["moved"] = moved_most(*profiled) if all(profiled) else None
         # a step of one kernel is named by its title; of several, each kernel by its title and label
         for v in variants:
             v["name"] = f"{step.title} ({v['label']})" if len(variants) > 1 else step.title
@@ -456,12 +474,13 @@ TITLE_CLIMB = "climb_title.svg"
 
 def climb_of(gemm: dict, at: int, height: int = CLIMB_HEIGHT) -> str:
     """Where step ``at`` (0-based) stands on the climb: every step's best TFLOPS, this one's partner
-    cuBLAS (in turns with it) across."""
+    cuBLAS (in turns with it) across, with the clock the SMs ran at in those turns."""
     step = gemm["steps"][at]
     best = step["best"]
     values = [s["best"]["tflops"] if s["best"]["tflops"] and not s["best"]["failed"] else None for s in gemm["steps"]]
+    clock = f"; this step's turns with cuBLAS at {best['clock_mhz']:,.0f} MHz" if best["clock_mhz"] else ""
     label = f"cuBLAS {best['baseline']['precision']} in turns, {best['baseline_tflops']:,.1f}"
-    return climb(values, at, Line("y", best["baseline_tflops"], label, REF), "TFLOPS, each step's best", height=height)
+    return climb(values, at, Line("y", best["baseline_tflops"], label, REF), f"TFLOPS, each step's best in its own run{clock}", height=height)
 
 
 def draw(deck) -> dict[str, str]:

@@ -71,7 +71,7 @@ def context(deck) -> dict:
     cublas = {p["key"]: next(r for r in p["runs"] if not r["ours"]) for p in largest["patterns"]}
     best = {p["key"]: max((r for r in p["runs"] if r["ours"]), key=lambda r: r["of_ideal"]) for p in largest["patterns"]}
     met_on = [{"n": m["n"], "all": all(r["met"] for p in m["patterns"] for r in p["runs"] if r["ours"])} for m in measured]
-    waits = [r for r in ours if r["worst_chunk"] >= SLOWER_FROM]
+    waits = sorted((r for r in ours if r["worst_chunk"] >= SLOWER_FROM), key=lambda r: -r["worst_chunk"])     # slowest first
     slowed_comm = max(ours, key=lambda r: r["worst_comm_chunk"])
     return {"measured": True, "id": ID, "nodes": measured, "largest": largest, "sizes": [m["n"] for m in measured],
             "met_everywhere": all(s["all"] for s in met_on), "met_on": met_on,

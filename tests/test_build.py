@@ -534,7 +534,7 @@ def test_gemm_performance_slides_quote_resources_and_profile(deck):
     prof = deck["doc"]["benchmarks"]["gemm.cute_smem_k32"]["profile"]["metrics"]
     busiest = max(("dram__throughput.avg.pct_of_peak_sustained_elapsed", "l1tex__throughput.avg.pct_of_peak_sustained_active",
                    "sm__instruction_throughput.avg.pct_of_peak_sustained_active"), key=prof.get)
-    assert f"at {prof[busiest]:,.0f}% of its peak" in smem and "GEMM Kernels — Resources" in smem
+    assert f"busiest, {prof[busiest]:,.0f}% of peak" in smem and "GEMM Kernels — Resources" in smem
     assert "limited by registers" in smem and "refused" in smem
     assert "FAILED: check failed" in smem                       # the fixture's K-tile 8
     assert "gemm_cute_smem.svg" in s["Kernel 3: CuTe SMEM — Diagram"]
@@ -879,6 +879,8 @@ def assert_every_slide_has_notes(markdown: str) -> None:
 
 
 SPOKEN_CHARS = 400
+# what a speaker reads aloud: a point and the numbers behind it, a click's line counting as one
+SPOKEN_SENTENCES = range(2, 6)
 # a whole note, the "For questions" part too: what a speaker can find mid-answer without scrolling far;
 # a longer list belongs in a backup table
 NOTES_CHARS = 1300
@@ -919,6 +921,12 @@ def assert_spoken_first(markdown: str) -> None:
         spoken = presenter_notes(slide).split("For questions.")[0].strip()
         assert len(spoken) <= SPOKEN_CHARS, (title, len(spoken))
         assert re.search(r"[.?!:]$", spoken), (title, spoken[-60:])
+        assert len(sentences(spoken)) in SPOKEN_SENTENCES, (title, sentences(spoken))
+
+
+def sentences(text: str) -> list[str]:
+    """A note's sentences: each ends in . ? or ! before the capital, figure or [click] that opens the next."""
+    return re.split(r"(?<=[.?!])\s+(?=[A-Z0-9\[])", text.strip())
 
 
 def test_notes_of_a_gpu_without_results_say_so(fixture_doc, write_results, tmp_path):
@@ -954,10 +962,14 @@ def test_code_slides_never_shrink_a_long_kernel_they_show_its_focus(deck):
         marks = [k for k, line in enumerate(lines) if "#region kernel" in line or "#endregion kernel" in line]
         # (a page that ends on a blank line drops it)
         region = [line.strip() for line in lines[marks[0] + 1:marks[1]] if line.strip()]
-        backup = [line.strip() for page in view["pages"] for line in page.splitlines() if line.strip()]
-        assert backup == region and all(len(page.splitlines()) <= gemm.MAX_CODE_LINES for page in view["pages"])
+        pages = [page["text"] for page in view["pages"]]
+        backup = [line.strip() for page in pages for line in page.splitlines() if line.strip()]
+        assert backup == region and all(len(page.splitlines()) <= gemm.MAX_CODE_LINES for page in pages)
+        # each page's notes give the lines of the region it holds, one after the other
+        assert [p["first"] for p in view["pages"]] == [1] + [p["last"] + 1 for p in view["pages"][:-1]]
         for j, page in enumerate(view["pages"], 1):
-            assert page in s[f"Kernel {i}: {step.title} — Code ({j}/{len(view['pages'])})"]
+            slide = s[f"Kernel {i}: {step.title} — Code ({j}/{len(view['pages'])})"]
+            assert page["text"] in slide and f"lines {page['first']} to {page['last']} of its {view['lines']}" in slide
 
 
 def test_a_long_kernel_without_a_focus_is_a_build_error():
@@ -1160,7 +1172,9 @@ def test_the_lines_a_step_adds_are_the_ones_its_clicks_light():
 
 
 def test_each_performance_slide_shows_where_its_step_stands_on_the_climb(deck):
-    """A column per step, this one's best in the accent with its value, its cuBLAS in turns across."""
+    """A column per step, this one's best in the accent with its value, its cuBLAS in turns across
+    with the clock the SMs ran at in those turns."""
+    from slides.deck import clock_during
     b = deck["doc"]["benchmarks"]
     s = slides_of(deck["md"])
     for i, step in enumerate(catalogue.STEPS, 1):
@@ -1170,7 +1184,9 @@ def test_each_performance_slide_shows_where_its_step_stands_on_the_climb(deck):
             continue
         assert f"climb_{step.key}.svg" in s[f"Kernel {i}: {step.title} — Performance"]
         svg = (figures_dir(deck["dir"]) / f"climb_{step.key}.svg").read_text()
+        clock = clock_during(rec)
         assert f">{rec['tflops']:,.1f}<" in svg and f"in turns, {rec['cublas']['tflops']:,.1f}<" in svg
+        assert f"turns with cuBLAS at {clock:,.0f} MHz<" in svg
 
 
 def svg_text_boxes(svg: str) -> list[tuple]:

@@ -23,3 +23,25 @@ def test_without_a_profile_there_is_no_counters_slide(fixture_doc, write_results
 
 def test_with_a_profile_the_kernels_notes_point_to_the_counters(deck):
     assert 'backup tables, "GEMM Kernels — Resources" and "— Counters"' in deck["md"]
+
+
+def test_a_performance_slide_names_the_counter_that_moved_most_against_the_step_before(deck):
+    """From the two profiles: of the percentages both hold, the one furthest from the step before's."""
+    from bench.gemm import catalogue
+    b, s = deck["doc"]["benchmarks"], slides_of(deck["md"])
+    named = 0
+    for i, (before, step) in enumerate(zip(catalogue.STEPS, catalogue.STEPS[1:]), 2):
+        now, then = (b.get(x.best.id, {}).get("profile") for x in (step, before))
+        slide = s[f"Kernel {i}: {step.title} — Performance"]
+        if not (now and then):
+            assert "moved most" not in slide
+            continue
+        pct = [m for m in now["metrics"] if "%" in now["names"][m] and m in then["metrics"]]
+        top = max(pct, key=lambda m: abs(now["metrics"][m] - then["metrics"][m]))
+        if abs(now["metrics"][top] - then["metrics"][top]) < 5:
+            assert "moved most" not in slide
+            continue
+        named += 1
+        name = now["names"][top].split(", %")[0]
+        assert f"moved most from the step before: {name}, {then['metrics'][top]:.0f}% → {now['metrics'][top]:.0f}%" in slide, slide
+    assert named >= 5
