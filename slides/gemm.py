@@ -82,13 +82,13 @@ def busiest_unit(profile: dict) -> dict:
     return {"unit": UTILIZATION[name], "pct": profile["metrics"][name]}
 
 
-def moved_most(profile: dict, before: dict) -> dict | None:
+def moved_most(profile: dict, before: dict) -> dict:
     """Of the percentages both profiles hold (a share of a peak, a hit rate, occupancy), the one that
-    moved furthest from the step before, in points; None where none moved by MOVED_POINTS."""
+    moved furthest from the step before, in points; no name where none moved by MOVED_POINTS."""
     both = [m for m in profile["metrics"] if m in before["metrics"] and ", %" in profile["names"][m]]
     name = max(both, key=lambda m: abs(profile["metrics"][m] - before["metrics"][m]), default=None)
     if name is None or abs(profile["metrics"][name] - before["metrics"][name]) < MOVED_POINTS:
-        return None
+        return {"name": None, "within": MOVED_POINTS}
     return {"name": profile["names"][name].split(", %")[0], "before": before["metrics"][name], "after": profile["metrics"][name]}
 
 
