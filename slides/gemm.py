@@ -148,7 +148,7 @@ def code_view(source: str | None, focus: tuple[str, str] | None, out_dir: Path =
 # A code slide lights the lines its step adds in at most this many clicks, the closest runs together.
 MAX_LIT_CLICKS = 3
 # What a click's note quotes of its lines: their first comment, cut at a word past this many characters.
-SAYS_CHARS = 90
+SAYS_CHARS = 100
 
 
 def added_runs(before: str, after: str) -> list[list[int]]:
