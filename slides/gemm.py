@@ -480,7 +480,7 @@ def climb_of(gemm: dict, at: int, height: int = CLIMB_HEIGHT) -> str:
     values = [s["best"]["tflops"] if s["best"]["tflops"] and not s["best"]["failed"] else None for s in gemm["steps"]]
     clock = f"; this step's turns with cuBLAS at {best['clock_mhz']:,.0f} MHz" if best["clock_mhz"] else ""
     label = f"cuBLAS {best['baseline']['precision']} in turns, {best['baseline_tflops']:,.1f}"
-    return climb(values, at, Line("y", best["baseline_tflops"], label, REF), f"TFLOPS, each step's best in its own run{clock}", height=height)
+    return climb(values, at, Line("y", best["baseline_tflops"], label, REF), f"TFLOPS, each step's best at its own run's clock{clock}", height=height)
 
 
 def draw(deck) -> dict[str, str]:

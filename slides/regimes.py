@@ -79,6 +79,8 @@ def context(deck) -> dict:
     return {"rows": rows, "alone": alone, "shape": shape, "lo": lo, "hi": hi, "spread_pct": 100 * (hi / lo - 1),
             "per_clock_pct": per_clock_spread and 100 * per_clock_spread,
             "clock_explains": per_clock_spread is not None and per_clock_spread < PER_CLOCK_SAME,
+            # per MHz further apart than in TFLOPS: what the clock would explain runs the other way
+            "clock_widens": per_clock_spread is not None and per_clock_spread > hi / lo - 1,
             "per_clock_same_pct": 100 * PER_CLOCK_SAME, "layout_name": catalogue.LAYOUTS[LAYOUT],
             "precision": PRECISION.upper(), "turn_ms": paired[0]["record"]["params"]["turn_ms"] if paired else None,
             "trials": len(tune["record"].get("trials", [])) if tune["measured"] else None}

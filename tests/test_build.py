@@ -612,7 +612,7 @@ def test_a_step_slower_than_the_one_before_says_whether_its_interval_holds_no_ch
                                  ((1.02, 1.0001, 1.03), lambda: "**+2.0%** against WGMMA + TMA in turns "
                                                                 f"(interval +0.01 to +3.0%{there()}: a gain"),
                                  ((0.8, 0.79, 0.81), lambda: "**0.8×** over WGMMA + TMA in turns "
-                                                             f"(interval 0.79× to 0.81×{there()}: slower, the whole interval lying below no change")):
+                                                             f"(interval 0.79× to 0.81×{there()}: slower, the whole interval below no change")):
         pair["gain"] = gain
         pair["gain_by_sample"].update(median=gain, ci=[lo, hi])
         build.build(write_results(fixture_doc), tmp_path)
@@ -715,7 +715,7 @@ def test_sweep_slides_follow_the_data(fixture_doc, write_results, tmp_path):
     assert f"**{step['title']}**, from {sweep.WITHIN_FROM} up" in md["GEMM Across Sizes"]
     size = sweep.size_label(worst["shape"])
     pct = 100 * worst["ratio_same_layout"]
-    assert (f"within {100 - pct:.0f}% of cuBLAS at every size" if pct >= 90
+    assert (f"within {math.ceil(round(100 - pct, 6))}% of cuBLAS at every size" if pct >= 90
             else f"down to {pct:.0f}% of cuBLAS at {size}") in md["GEMM Across Sizes"]
     # the headline takes ragged sizes, and runs its small tile where the catalogue picks it
     everywhere = [s["title"] for s in ctx["sweep"]["steps"] if all(r["outcome"] == "correct" for r in s["record"]["rows"])]
@@ -925,8 +925,9 @@ def assert_spoken_first(markdown: str) -> None:
 
 
 def sentences(text: str) -> list[str]:
-    """A note's sentences: each ends in . ? or ! before the capital, figure or [click] that opens the next."""
-    return re.split(r"(?<=[.?!])\s+(?=[A-Z0-9\[])", text.strip())
+    """A note's sentences: each ends in . ? or ! before the capital, figure or [click] that opens the
+    next, or at the end of its line."""
+    return re.split(r"(?<=[.?!])(?:\s*\n\s*|\s+(?=[A-Z0-9\[]))", text.strip())
 
 
 def test_notes_of_a_gpu_without_results_say_so(fixture_doc, write_results, tmp_path):

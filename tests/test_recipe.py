@@ -34,6 +34,7 @@ Not measured on this GPU.
 
 <!--
 A section added by CONTRIBUTING's recipe: the copy bandwidth the HBM benchmark recorded.
+[% if r.gbps %]cudaMemcpy copies [[ r.gbps | num(0) ]] GB/s here.[% else %]It is not measured on this GPU.[% endif %]
 -->
 '''
 NEW_MODULE = '''"""A section added by CONTRIBUTING's recipe."""

@@ -25,7 +25,7 @@ def test_each_burst_stands_beside_the_same_gemm_sustained(fixture_doc, write_res
                     f"| {gain:+.1f}% |" in s), row["title"]
     gains = [r["tflops"] / r["sustained"]["tflops"] for r in rows]
     assert min(gains) > 1
-    assert f"A burst from a rest runs {100 * (min(gains) - 1):.0f}–{100 * (max(gains) - 1):.0f}% faster" in s
+    assert f"A burst from a rest runs {100 * (min(gains) - 1):.1f}–{100 * (max(gains) - 1):.1f}% faster" in s
 
 
 def test_bursts_no_faster_than_sustained_are_not_called_faster(fixture_doc, write_results, tmp_path):
