@@ -630,7 +630,7 @@ def test_missing_slide_tells_what_each_step_past_the_reference_added(deck):
     wave computed from the best kernel's tiles and grid; the closing slide gives the final ratio."""
     b = deck["doc"]["benchmarks"]
     s = slides_of(deck["md"])
-    missing, still, closing = s["What's Missing?"], s["Still on the Table"], s["Takeaways"]
+    missing, still, closing = s["Past the Reference Deck"], s["Still on the Table"], s["Takeaways"]
     for bid in ("gemm.warp_specialized_deep", "gemm.cluster_multicast"):
         paired = b[bid]["before"]                            # in turns with the step before's best
         lo, hi = paired["gain_by_sample"]["ci"]
@@ -661,9 +661,9 @@ def test_missing_slide_tells_what_each_step_past_the_reference_added(deck):
 
 
 def test_steps_are_named_by_their_label_only_when_they_have_several_kernels(deck):
-    """What's Missing? names a step of one kernel by its title alone ("Split Last Wave", not "Split
+    """Past the Reference Deck names a step of one kernel by its title alone ("Split Last Wave", not "Split
     Last Wave (split last wave)"), and a step of several by its title and its best kernel's label."""
-    missing = slides_of(deck["md"])["What's Missing?"]
+    missing = slides_of(deck["md"])["Past the Reference Deck"]
     measured = deck["doc"]["benchmarks"]
     for step in (s for s in catalogue.STEPS if s.beyond and measured.get(s.best.id, {}).get("status") == "ok"):
         label = step.best.label

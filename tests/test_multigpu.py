@@ -167,8 +167,8 @@ def node_deck(fixture_doc, node_doc, write_results, tmp_path):
 def test_multigpu_slides_come_from_the_node_results(node_deck):
     md, doc = node_deck["md"], node_deck["doc"]
     titles = headings(md)
-    i = titles.index("Past One GPU: 2 × NVIDIA H200") - 1        # the node's sections come before What's Missing
-    assert titles.index("What's Missing?") > i + 6
+    i = titles.index("Past One GPU: 2 × NVIDIA H200") - 1        # the node's sections come before the steps past the reference
+    assert titles.index("Past the Reference Deck") > i + 6
     assert titles[i + 1:i + 7] == ["Past One GPU: 2 × NVIDIA H200", "NVLink Peer to Peer", "NCCL: Bus Bandwidth by Message Size",
                                    "NCCL Beside nccl-tests", "All-Reduce Time and the α–β Model",
                                    "What It Means for Data-Parallel Training"]
