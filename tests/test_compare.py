@@ -88,7 +88,7 @@ def test_cublas_doing_less_work_per_clock_on_the_same_sms_is_called_unexplained(
     assert build.main(["--results", str(mine), "--out-dir", str(tmp_path / "same")]) == 0
     assert "Per MHz of that clock" not in (tmp_path / "same" / "slides.md").read_text()
     why = slides_of((tmp_path / "same" / "slides.md").read_text())["What Differs, and Why"]
-    assert "the same work per cycle, so a GEMM moves with the clock it runs at, not with memory." in why
+    assert "the same work per cycle, so cuBLAS moves with the clock it runs at, not with memory" in why
 
 
 def test_shares_of_cublas_alike_on_every_gpu_are_called_the_same(fixture_doc, write_results, tmp_path):
