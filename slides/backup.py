@@ -32,6 +32,14 @@ def context(deck) -> dict:
             "only": sorted({only for _, _, only in gaps if only}), "from_node": any(only is None for _, _, only in gaps)}
 
 
+def others(gaps: list[dict], missing: dict[str, list[str]]) -> list[dict]:
+    """The slides whose results are missing past the ``gaps`` named above (a peer skipped, one
+    kernel failed to build): each slide and its ids, known once every section is computed."""
+    named = {bid for gap in gaps for bid in gap["ids"]}
+    return [{"what": slide, "ids": list(dict.fromkeys(b for b in ids if b not in named))}
+            for slide, ids in missing.items() if not set(ids) <= named]
+
+
 def contents(deck) -> list[str]:
     """What follows the divider, in the outline's order, each part only where its slides are shown."""
     memory = "the memory hierarchy" + (" beside gpu-benches" if deck["gpu_benches"]["peer"] else "")

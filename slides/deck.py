@@ -122,7 +122,7 @@ class Deck:
                 "kept": [{"id": bid, **rec["last_attempt"], "measured_at": rec["measured_at"]}
                          for bid, rec in benchmarks.items() if "last_attempt" in rec],
                 "gpu_tests": self.gpu_tests(),
-                "missing": self.missing}
+                "missing": self.missing, "missing_others": section_module("backup").others(self["backup"]["gaps"], self.missing)}
 
     def gpu_tests(self) -> dict:
         """The GPU tests' outcome on the machine that measured (bench/checks.py), for the title slide."""

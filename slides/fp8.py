@@ -126,8 +126,8 @@ def _peer(deck) -> dict | None:
     """DeepGEMM on its shapes: against cuBLASLt with the same block scales and BF16 C, and this
     project's headline against it, each a pair from the same turns."""
     (r,) = deck.need(PEER_SLIDE, PEER)
-    if "shapes" not in r["record"]:
-        return {**r, "shapes": None}
+    if "shapes" not in r["record"]:        # skipped, failed or absent: the takeaways read its range too
+        return {**r, "shapes": None, "ours_range": None}
     shapes = []
     for s in r["record"]["shapes"]:
         versus = s["deepgemm_over_cublaslt_by_sample"]

@@ -43,7 +43,7 @@ def _cc(device: dict) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def _failed(bench: Benchmark, reason: str, started: float) -> dict:
+def failed(bench: Benchmark, reason: str, started: float) -> dict:
     return {**bench.record_header(), "status": "failed", "reason": schema.one_line(reason, REASON_CHARS),
             "duration_s": round(time.monotonic() - started, 2),
             "telemetry": {"before": None, "after": None, "error": "the benchmark process ended before reporting"}}
@@ -116,7 +116,7 @@ def _read_record(bench: Benchmark, out_json: Path, started: float) -> dict:
             record.pop("raised", None)
         schema.validate_record(bench.id, record)
     except (ValueError, schema.ResultsError) as e:      # JSON errors are ValueErrors
-        return _failed(bench, f"the benchmark's record is not valid: {e}", started)
+        return failed(bench, f"the benchmark's record is not valid: {e}", started)
     if record["status"] != "ok":
         record["reason"] = schema.one_line(record["reason"], REASON_CHARS)
     return record
@@ -158,12 +158,12 @@ def _worker(batch: list[Benchmark], device: dict, workdir: Path, log_dir: Path |
                     end_worker(proc, token)
                     tail = _stderr_reason(_keep_log(bench, session, log_dir))
                     how = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
-                    yield bench, _failed(bench, f"process {how}" + (f": {tail}" if tail else ""), started)
+                    yield bench, failed(bench, f"process {how}" + (f": {tail}" if tail else ""), started)
                     return
                 if time.monotonic() - started > bench.timeout_s:
                     end_worker(proc, token)
                     _keep_log(bench, session, log_dir)
-                    yield bench, _failed(bench, f"timeout: still running after {bench.timeout_s:g} s, killed", started)
+                    yield bench, failed(bench, f"timeout: still running after {bench.timeout_s:g} s, killed", started)
                     return
                 time.sleep(0.02)
             _keep_log(bench, session, log_dir)
@@ -230,7 +230,7 @@ def _merge(out: Path, device: dict, software: dict, bench: Benchmark, rec: dict,
         try:
             return results.merge(out, device, software, {bench.id: rec}, node, registered)
         except schema.LimitError as e:
-            rec = _failed(bench, f"its record cannot be written: {e}", started)
+            rec = failed(bench, f"its record cannot be written: {e}", started)
             return results.merge(out, device, software, {bench.id: rec}, node, registered)
         except OSError as e:
             raise WriteFailed(f"cannot write {out} ({e.strerror or e}); {bench.id}'s record is kept in "
@@ -291,7 +291,7 @@ def run_all(benchmarks: list[Benchmark], out: Path, device: dict, software: dict
             except Interrupted as stop:
                 bench = current[0]
                 if bench is not None:
-                    rec = _failed(bench, f"interrupted: the runner got {stop}", t0[0])
+                    rec = failed(bench, f"interrupted: the runner got {stop}", t0[0])
                     merged = _merge(out, device, software, bench, rec, node, log_dir, t0[0], registered)
                     log(f"[{index[bench.id]}/{len(benchmarks)}] {bench.id}: interrupted ({stop}); the records so far "
                         f"are in {out}", flush=True)

@@ -1,0 +1,130 @@
+"""A deck from any run. For every registered benchmark, generated from the registry, the deck
+builds when its record is skipped, failed or absent, in the single-GPU fixture or, for a node's
+benchmarks, in the node fixtures; and so it does for the runs a real machine makes: no peer
+checkout, one GPU, a GPU older than Hopper, a quick run. What is missing is said where it would
+have been shown and listed in the appendix: never a traceback, never an unfilled sentence."""
+import copy
+import re
+import time
+
+import pytest
+
+import build
+from bench.core import registry, runner, timing
+from slides.deck import Deck, render
+from tests.conftest import NODE_FIXTURES, _fixture_results, fixture_doc_copy
+from tests.test_other_gpus import OTHER_GPUS, on_gpu
+
+BENCHMARKS = registry.discover()
+MODES = ("skipped", "failed", "absent")
+ONE_GPU = sorted(bid for bid, b in BENCHMARKS.items() if b.gpus == 1)
+NODE = sorted(bid for bid, b in BENCHMARKS.items() if b.gpus > 1)
+NODE_SIZES = (min(NODE_FIXTURES), max(NODE_FIXTURES))       # the node fixture, and the largest one simulated from it
+# what a value the templates could not fill prints as, in Python or in Jinja
+UNFILLED = re.compile(r"\b(None|nan|inf|Undefined)\b|\[\[|\]\]|\[%|%\]")
+
+
+def left_as(doc: dict, bid: str, mode: str) -> dict:
+    """``doc`` with ``bid``'s record as the runner leaves it when skipped or failed, or without it."""
+    doc["benchmarks"].pop(bid, None)
+    bench = BENCHMARKS[bid]
+    if mode == "skipped":
+        doc["benchmarks"][bid] = runner.skipped(bench, "no checkout of the peer: set X to one")
+    elif mode == "failed":
+        doc["benchmarks"][bid] = runner.failed(bench, "process killed by SIGSEGV", time.monotonic())
+    return doc
+
+
+def node_pair(n: int) -> tuple[dict, list]:
+    """The H100 fixture named for the node fixture's GPU, and the node fixture of ``n`` GPUs beside it."""
+    node = copy.deepcopy(_fixture_results(NODE_FIXTURES[n]))
+    doc = fixture_doc_copy()
+    doc["device"].update(name=node["device"]["name"], slug=node["device"]["slug"])
+    return doc, [(NODE_FIXTURES[n], node)]
+
+
+def deck_text(doc: dict, nodes=()) -> tuple[Deck, str]:
+    """The deck's slides.md as build.py would write it (nothing is written)."""
+    deck = Deck(doc, nodes=nodes)
+    return deck, render(deck.sections(), deck.figures())
+
+
+def assert_whole(deck: Deck, text: str, bid: str | None = None, mode: str | None = None) -> None:
+    spoken = re.sub(r"```.*?```", "", text, flags=re.S)        # code may say None
+    assert not UNFILLED.search(spoken), UNFILLED.search(spoken).group(0) + ": " + \
+        spoken[max(0, UNFILLED.search(spoken).start() - 200):UNFILLED.search(spoken).end() + 100]
+    if bid and mode != "failed" and deck.missing:
+        # a record the deck reads and lacks is listed against the slide that would show it
+        read = any(bid in ids for ids in deck.missing.values())
+        assert read or bid not in text
+
+
+@pytest.mark.parametrize("bid", ONE_GPU)
+def test_the_deck_builds_without_any_one_record(bid):
+    for mode in MODES:
+        deck, text = deck_text(left_as(fixture_doc_copy(), bid, mode))
+        assert_whole(deck, text, bid, mode)
+
+
+@pytest.mark.parametrize("bid", NODE)
+@pytest.mark.parametrize("n", NODE_SIZES)
+def test_the_deck_builds_without_any_one_record_of_a_node(bid, n):
+    for mode in MODES:
+        doc, [(path, node)] = node_pair(n)
+        deck, text = deck_text(doc, [(path, left_as(node, bid, mode))])
+        assert_whole(deck, text, bid, mode)
+
+
+def without_peers(doc: dict) -> dict:
+    """A run on a machine with no peer's checkout: every peer-building benchmark skipped as the runner says."""
+    for bid, bench in BENCHMARKS.items():
+        if bench.peer and bid in doc["benchmarks"]:
+            doc["benchmarks"][bid] = runner.skipped(bench, runner.skip_reason(bench, {**doc["device"], "gpu_count": 8}) or "")
+    return doc
+
+
+def test_a_run_without_any_peer_builds_its_deck():
+    deck, text = deck_text(without_peers(fixture_doc_copy()))
+    assert_whole(deck, text)
+    listed = {bid for ids in deck.missing.values() for bid in ids}
+    assert {bid for bid, b in BENCHMARKS.items() if b.peer and b.gpus == 1} <= listed
+
+
+def test_a_node_run_without_any_peer_builds_its_deck():
+    doc, [(path, node)] = node_pair(max(NODE_FIXTURES))
+    deck, text = deck_text(without_peers(doc), [(path, without_peers(node))])
+    assert_whole(deck, text)
+
+
+def test_a_machine_of_one_gpu_builds_its_deck_without_a_node_section():
+    deck, text = deck_text(fixture_doc_copy())
+    assert_whole(deck, text)
+    assert "\n# Past One GPU" not in text
+
+
+@pytest.mark.parametrize("cc", OTHER_GPUS)
+def test_a_gpu_older_than_hopper_builds_its_deck_without_any_peer(cc):
+    deck, text = deck_text(without_peers(on_gpu(fixture_doc_copy(), cc)))
+    assert_whole(deck, text)
+
+
+def quick_run(doc: dict) -> dict:
+    """The fixture as a quick run marks it: every measured record says quick."""
+    for rec in doc["benchmarks"].values():
+        if rec["status"] != "skipped":
+            rec["quick"] = True
+    return doc
+
+
+def test_a_quick_run_builds_its_deck_and_says_quick_on_the_title(monkeypatch):
+    deck, text = deck_text(quick_run(fixture_doc_copy()))
+    assert_whole(deck, text)
+    title = text.split("\n---")[1]
+    assert "quick" in title.lower()
+
+
+def test_build_py_writes_the_deck_of_a_run_without_peers(write_results, tmp_path, capsys):
+    results = write_results(without_peers(fixture_doc_copy()))
+    assert build.main(["--results", str(results), "--out-dir", str(tmp_path / "deck")]) == 0
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err and "peers.deepgemm" in out.out
