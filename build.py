@@ -16,9 +16,12 @@ def _stop(signum, frame):
 
 
 def _stopped(e: KeyboardInterrupt) -> int:
-    """A stop (Ctrl-C, SIGTERM) is one line: the deck changes in one rename, so the old one is whole."""
+    """A stop (Ctrl-C, SIGTERM) is one line: the deck changes in one rename, so the old one is whole,
+    or the new one where the stop came while it was written (it waits for the rename)."""
     name = e.args[0] if e.args else "SIGINT"
-    print(f"build.py: stopped by {name}; the previous deck is as it was.", file=sys.stderr)
+    written = type(e).__name__ == "StoppedAfterWriting"
+    print(f"build.py: stopped by {name}; " + ("the new deck was written whole." if written else
+                                             "the previous deck is as it was."), file=sys.stderr)
     return 128 + signal.Signals[name].value
 
 

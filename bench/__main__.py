@@ -118,11 +118,11 @@ def _main(argv=None) -> int:
     compiling = threading.Thread(target=precompile, args=(chosen, device), daemon=True)
     compiling.start()
     bad = []
-    registered = set(registry.discover())       # a file's records of any other id are dropped
+    registered = set(registry.discover())
     for path, benchmarks, node in runs:
         try:
             estimates = {bid: rec["duration_s"] for bid, rec in earlier[path].items() if rec.get("duration_s")}
-            doc = run_all(benchmarks, path, device, software, node=node, estimates=estimates, registered=registered)
+            doc = run_all(benchmarks, path, device, software, node=node, estimates=estimates)
         except schema.ResultsError as e:
             print(f"python -m bench: {e}", file=sys.stderr)
             return 1
@@ -140,6 +140,10 @@ def _main(argv=None) -> int:
         print(f"wrote {path}: {len(benchmarks) - len(failed)} of {len(benchmarks)} benchmarks did not fail"
               + (f"; failed: {', '.join(failed)}" if failed else "")
               + (f" (the earlier record kept for {', '.join(kept)})" if kept else ""))
+        unknown = sorted(set(doc["benchmarks"]) - registered)
+        if unknown:         # kept: only a person removes a measurement
+            print(f"{path} also holds {len(unknown)} record{'s' if len(unknown) > 1 else ''} of ids no benchmark "
+                  f"registers now, kept as they were: {', '.join(unknown)}")
     compiling.join()
     return 1 if bad else 0
 

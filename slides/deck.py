@@ -13,7 +13,9 @@ import math
 import os
 import re
 import shutil
+import signal
 import tempfile
+import threading
 from pathlib import Path
 
 import jinja2
@@ -370,14 +372,22 @@ FIGURES = re.compile(r"[0-9a-f]{12}")      # svgs/<figures_folder>/: one build's
 PROJECT_FOLDERS = ("styles", "components", "layouts")  # Slidev reads them beside slides.md: shared styles, recurring pieces, slide shapes
 
 
+class StoppedAfterWriting(KeyboardInterrupt):
+    """A stop (Ctrl-C, SIGTERM) that came while the deck was being written: it waited, and the new deck is whole."""
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 def write_deck(out_dir: Path, deck: str, svgs: dict[str, str]) -> None:
     """Write slides.md and its figures all or nothing, under a lock that builds into the same folder
     take in turns. The figures go into a staging folder renamed to svgs/<figures_folder>/ (a name
     of their content), then slides.md, which shows them from there, replaces the old one in one
-    rename; only then are the older builds' figures removed. Killed at any moment, the folder
-    holds a whole deck: the old slides.md with its figures, or the new one with its own. A staging
-    folder found under the lock is a killed build's, and is removed."""
-    from bench.core.results import locked, write_atomic
+    rename; only then are the older builds' figures removed. A stop signal waits until all of it is
+    done (StoppedAfterWriting then says so); killed outright at any moment, the folder holds a whole
+    deck: the old slides.md with its figures, or the new one with its own. A staging folder found
+    under the lock is a killed build's, and is removed."""
+    from bench.core.results import locked, umask, write_atomic
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     if (out_dir / "slides.md").is_dir():
@@ -391,6 +401,7 @@ def write_deck(out_dir: Path, deck: str, svgs: dict[str, str]) -> None:
             figures.parent.mkdir(exist_ok=True)
             stage = Path(tempfile.mkdtemp(prefix=".build-", dir=figures.parent))
             try:
+                stage.chmod(0o777 & ~umask())        # as a plain mkdir leaves it (mkdtemp's 0700 hides it from a web server)
                 for name, svg in svgs.items():
                     write_atomic(stage / name, svg)
                 os.replace(stage, figures)
@@ -399,12 +410,22 @@ def write_deck(out_dir: Path, deck: str, svgs: dict[str, str]) -> None:
         if out_dir.resolve() != ROOT.resolve():                 # a deck elsewhere takes the project's styles along
             for folder in PROJECT_FOLDERS:
                 shutil.copytree(ROOT / folder, out_dir / folder, dirs_exist_ok=True)
+        held = threading.current_thread() is threading.main_thread()
+        if held:
+            signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         try:
-            write_atomic(out_dir / "slides.md", deck)          # the deck changes here, in one rename
-        except BaseException:
-            if made:                                           # figures no slides.md shows
-                shutil.rmtree(figures, ignore_errors=True)
-            raise
-        for old in (out_dir / "svgs").iterdir():
-            if old != figures and (FIGURES.fullmatch(old.name) and old.is_dir() or old.suffix == ".svg"):
-                shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
+            try:
+                write_atomic(out_dir / "slides.md", deck)      # the deck changes here, in one rename
+            except OSError:
+                if made:                                       # figures no slides.md shows
+                    shutil.rmtree(figures, ignore_errors=True)
+                raise
+            for old in (out_dir / "svgs").iterdir():
+                if old != figures and (FIGURES.fullmatch(old.name) and old.is_dir() or old.suffix == ".svg"):
+                    shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
+        finally:
+            if held:
+                try:
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)   # a stop that came meanwhile lands here
+                except KeyboardInterrupt as stop:
+                    raise StoppedAfterWriting(*stop.args) from None

@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -341,5 +342,31 @@ def test_a_build_stopped_at_any_moment_leaves_a_whole_deck(signum, fixture_doc, 
         if code == -signum:           # in the interpreter's shutdown, after the build: Python's handlers are gone
             assert err == "", (delay, err)
         else:
-            assert code == 128 + signum and err == (f"build.py: stopped by {signal.Signals(signum).name}; the previous "
-                                                    "deck is as it was.\n"), (delay, err)
+            said = {f"build.py: stopped by {signal.Signals(signum).name}; {deck}\n"
+                    for deck in ("the previous deck is as it was.", "the new deck was written whole.")}
+            assert code == 128 + signum and err in said, (delay, err)
+
+
+def test_a_stop_while_the_deck_is_written_waits_for_it_and_says_the_new_deck_is_whole(fixture_doc, tmp_path, monkeypatch):
+    """SIGTERM the moment slides.md is renamed into place: the new figures stay, and the stop says
+    the new deck is whole (it had removed them and said the previous deck was as it was)."""
+    import build as build_py
+    from bench.core import results
+    from slides import deck as deck_module
+    write = results.write_atomic
+
+    def write_then_stop(path, text):
+        write(path, text)
+        if path.name == "slides.md":
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)     # build.py has no other thread
+    monkeypatch.setattr(results, "write_atomic", write_then_stop)
+    previous = signal.signal(signal.SIGTERM, build_py._stop)
+    try:
+        with pytest.raises(deck_module.StoppedAfterWriting) as stop:
+            deck_module.write_deck(tmp_path, '<img src="./svgs/x/a.svg">', {"a.svg": "<svg/>"})
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert build_py._stopped(stop.value) == 128 + signal.SIGTERM
+    figures = tmp_path / "svgs" / deck_module.figures_folder({"a.svg": "<svg/>"})
+    assert (figures / "a.svg").read_text() == "<svg/>"
+    assert figures.stat().st_mode & 0o777 == 0o777 & ~results.umask()       # as readable as slides.md

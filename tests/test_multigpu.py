@@ -147,6 +147,10 @@ def test_node_section_is_validated(node_doc):
     del broken["node"]["pairs"]
     with pytest.raises(schema.ResultsError, match="node.pairs"):
         schema.validate(broken, "node")
+    other = copy.deepcopy(node_doc)       # a node file of another card than its GPUs
+    other["node"]["gpus"][1]["name"] = "NVIDIA H100 80GB HBM3"
+    with pytest.raises(schema.ResultsError, match=r"node.gpus\[1\].name: expected the file's GPU, 'NVIDIA H200'"):
+        schema.validate(other, "node")
     rows = node_doc["benchmarks"]["multigpu.nccl"]["rows"]
     del rows[0]["busbw_gbps"]
     with pytest.raises(schema.ResultsError, match=r"multigpu.nccl.rows\[0\].busbw_gbps"):

@@ -448,13 +448,12 @@ def test_a_merge_reads_the_file_again_only_when_another_process_replaced_it(tmp_
     assert loads == [out] and set(merged["benchmarks"]) == {"x.a", "x.b", "x.c", "x.d"}
 
 
-def test_a_merge_drops_the_records_of_benchmarks_no_longer_registered(tmp_path):
+def test_a_merge_keeps_the_records_of_benchmarks_no_longer_registered(tmp_path):
     out = tmp_path / "r.yaml"
     rec = {"family": "x", "status": "ok", "source_hash": "h", "telemetry": {"before": None, "after": None}}
     results.merge(out, FAKE_DEVICE, SOFTWARE, {"x.kept": rec, "x.removed": rec})
-    merged = results.merge(out, FAKE_DEVICE, SOFTWARE, {"x.new": rec}, registered={"x.kept", "x.new"})
-    assert set(merged["benchmarks"]) == {"x.kept", "x.new"}
-    assert set(schema.load(out)["benchmarks"]) == {"x.kept", "x.new"}
+    merged = results.merge(out, FAKE_DEVICE, SOFTWARE, {"x.new": rec})
+    assert set(merged["benchmarks"]) == set(schema.load(out)["benchmarks"]) == {"x.kept", "x.removed", "x.new"}
 
 
 def test_the_gpu_tests_record_follows_the_code_they_ran():
@@ -495,3 +494,23 @@ def test_a_benchmark_that_needs_its_own_environment_gets_a_worker_of_its_own(fak
     assert got["fake.with_env"]["loader"] == "preloaded" and got["fake.pid"]["loader"] == ""
     assert got["fake.with_env"]["pid"] != got["fake.pid"]["pid"]
     assert got["fake.ok"]["check"]["passed"]
+
+
+def test_the_commit_is_the_projects_own_and_says_dirty(tmp_path, monkeypatch):
+    """A record names its project's commit: not that of a checkout the project sits inside, and
+    with -dirty where a tracked file differs from it."""
+    git = lambda *a: subprocess.run(["git", "-C", str(tmp_path), *a], check=True, capture_output=True, text=True).stdout.strip()
+    git("init", "-q")
+    (tmp_path / "f").write_text("a")
+    git("add", "f")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    monkeypatch.delenv(registry.GIT_COMMIT_ENV, raising=False)
+    (tmp_path / "project").mkdir()
+    monkeypatch.setattr(registry, "ROOT", tmp_path / "project")       # a copy inside another checkout
+    assert registry.git_commit() is None
+    monkeypatch.setattr(registry, "ROOT", tmp_path)
+    assert registry.git_commit() == git("rev-parse", "HEAD")
+    (tmp_path / "f").write_text("b")
+    assert registry.git_commit() == git("rev-parse", "HEAD") + registry.DIRTY
+    monkeypatch.setenv(registry.GIT_COMMIT_ENV, "abc")                 # a copy without .git is told its commit
+    assert registry.git_commit() == "abc"

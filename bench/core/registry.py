@@ -126,13 +126,29 @@ def select(benchmarks: dict[str, Benchmark], patterns) -> list[Benchmark]:
 GIT_COMMIT_ENV = "BENCH_GIT_COMMIT"
 
 
-def git_commit() -> str | None:
-    """The commit the code was at: $BENCH_GIT_COMMIT (a copy of the tree without .git, such as
-    the GPU machine's, is told it), else git's HEAD; None outside a checkout."""
-    if os.environ.get(GIT_COMMIT_ENV):
-        return os.environ[GIT_COMMIT_ENV]
+DIRTY = "-dirty"     # after the commit, as git describe --dirty writes it: the tree differed from it
+
+
+def _git(*args: str) -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, cwd=ROOT)
+        out = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10, cwd=ROOT)
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() or None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def git_commit() -> str | None:
+    """The commit the code was at: $BENCH_GIT_COMMIT (a copy of the tree without .git, such as
+    the GPU machine's, is told it), else HEAD of the project's own checkout, with DIRTY where a
+    file differs from it; None where the project is no checkout's root (a copy inside another
+    checkout has no commit of its own)."""
+    if os.environ.get(GIT_COMMIT_ENV):
+        return os.environ[GIT_COMMIT_ENV]
+    top = _git("rev-parse", "--show-toplevel")
+    if top is None or Path(top).resolve() != ROOT.resolve():
+        return None
+    head = _git("rev-parse", "HEAD")
+    if not head:
+        return None
+    changes = _git("status", "--porcelain", "--untracked-files=no")
+    return head + (DIRTY if changes else "")

@@ -12,7 +12,7 @@ from pathlib import Path
 from . import schema
 
 
-def _umask() -> int:
+def umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
@@ -24,7 +24,7 @@ def write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        os.fchmod(fd, 0o666 & ~_umask())
+        os.fchmod(fd, 0o666 & ~umask())
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()
@@ -94,20 +94,17 @@ def kept_or_new(old: dict | None, new: dict) -> dict:
     return new
 
 
-def merge(path: Path, device: dict, software: dict, records: dict, node: dict | None = None,
-          registered=None) -> dict:
+def merge(path: Path, device: dict, software: dict, records: dict, node: dict | None = None) -> dict:
     """Add ``records`` to the results file at ``path`` (created if absent), atomically, each as
     ``kept_or_new`` decides; a node's
-    file (the records of benchmarks on several GPUs) also holds ``node``, its topology. Given the
-    ids ``registered``, the file's records of any other id (a step taken out of the catalogue) are
-    dropped: nothing could measure them again. A document
+    file (the records of benchmarks on several GPUs) also holds ``node``, its topology. The file's
+    other records stay, those of ids no benchmark registers now too (a step taken out of the
+    catalogue: python -m bench lists them, and only a person removes them). A document
     that ``schema.load`` would refuse (too large, too deep, text not UTF-8) is a LimitError, and
     nothing is written."""
     path = Path(path)
     with locked(path):
         kept = existing(path, device, node is not None)
-        if registered is not None:
-            kept = {bid: rec for bid, rec in kept.items() if bid in registered}
         merged = {
             "schema_version": schema.SCHEMA_VERSION,
             "device": device,

@@ -220,7 +220,7 @@ class WriteFailed(Exception):
 
 
 def _merge(out: Path, device: dict, software: dict, bench: Benchmark, rec: dict, node: dict | None,
-           log_dir: Path, started: float, registered=None) -> dict:
+           log_dir: Path, started: float) -> dict:
     """Merge ``bench``'s record with the stop signals held back (a signal then arrives once the file
     is whole). A record that would make the file unloadable (too large, too deep, not UTF-8) is
     merged as a failed record saying why; where the file cannot be written at all, the record is
@@ -228,10 +228,10 @@ def _merge(out: Path, device: dict, software: dict, bench: Benchmark, rec: dict,
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         try:
-            return results.merge(out, device, software, {bench.id: rec}, node, registered)
+            return results.merge(out, device, software, {bench.id: rec}, node)
         except schema.LimitError as e:
             rec = failed(bench, f"its record cannot be written: {e}", started)
-            return results.merge(out, device, software, {bench.id: rec}, node, registered)
+            return results.merge(out, device, software, {bench.id: rec}, node)
         except OSError as e:
             raise WriteFailed(f"cannot write {out} ({e.strerror or e}); {bench.id}'s record is kept in "
                               f"{_keep_record(bench.id, rec, log_dir)}") from e
@@ -260,10 +260,9 @@ def _left(estimates: dict, remaining: list[Benchmark], done: list[float]) -> str
 
 
 def run_all(benchmarks: list[Benchmark], out: Path, device: dict, software: dict, log=print,
-            node: dict | None = None, estimates: dict | None = None, registered=None) -> dict:
+            node: dict | None = None, estimates: dict | None = None) -> dict:
     """Run the benchmarks in worker processes; merge each record into ``out`` (a node's file when
-    ``node``, the node's topology, is given) as it arrives, dropping the file's records of ids not
-    ``registered`` (where given). ``estimates``: seconds by id, for the time left. On SIGINT,
+    ``node``, the node's topology, is given) as it arrives. ``estimates``: seconds by id, for the time left. On SIGINT,
     SIGTERM or SIGHUP the running benchmark is ended and recorded as
     interrupted, and ``Interrupted`` is raised once the records so far are safe."""
     merged = None
@@ -283,7 +282,7 @@ def run_all(benchmarks: list[Benchmark], out: Path, device: dict, software: dict
         with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
             try:
                 for bench, rec in run_session(benchmarks, device, Path(tmp), log_dir, starting):
-                    merged = _merge(out, device, software, bench, rec, node, log_dir, t0[0], registered)
+                    merged = _merge(out, device, software, bench, rec, node, log_dir, t0[0])
                     if rec["status"] != "skipped":
                         durations.append(time.monotonic() - t0[0])
                     log(f"[{index[bench.id]}/{len(benchmarks)}] {bench.id}: {_summary(rec)} "
@@ -292,7 +291,7 @@ def run_all(benchmarks: list[Benchmark], out: Path, device: dict, software: dict
                 bench = current[0]
                 if bench is not None:
                     rec = failed(bench, f"interrupted: the runner got {stop}", t0[0])
-                    merged = _merge(out, device, software, bench, rec, node, log_dir, t0[0], registered)
+                    merged = _merge(out, device, software, bench, rec, node, log_dir, t0[0])
                     log(f"[{index[bench.id]}/{len(benchmarks)}] {bench.id}: interrupted ({stop}); the records so far "
                         f"are in {out}", flush=True)
                 raise

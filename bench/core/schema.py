@@ -438,6 +438,8 @@ class _Validator:
             for i, gpu in enumerate(doc["node"]["gpus"]):
                 if gpu["index"] in indices:
                     self.fail(f"node.gpus[{i}].index", "an index no other GPU of the node has", gpu["index"])
+                if gpu["name"] != doc["device"]["name"]:        # one card's node: its slides are that card's
+                    self.fail(f"node.gpus[{i}].name", f"the file's GPU, {doc['device']['name']!r}", gpu["name"])
                 indices.add(gpu["index"])
             for i, pair in enumerate(doc["node"]["pairs"]):
                 for end in ("a", "b"):
