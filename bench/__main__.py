@@ -45,6 +45,10 @@ def _main(argv=None) -> int:
     ap.add_argument("--stale", action="store_true",
                     help="run only those of the selected benchmarks whose record is missing from the results file "
                          "or was measured with code that has changed since (a refresh after a change)")
+    ap.add_argument("--peers", action="store_true",
+                    help="fetch every peer (fast.cu, DeepGEMM, gpu-benches, nccl-tests, nvbandwidth) into .peers/ at "
+                         "its pinned commit (bench/core/peers.py), or say what to copy where on a machine that is "
+                         "offline, and exit; a run then finds them there")
     ap.add_argument("--profile", action="store_true",
                     help="instead of measuring, add Nsight Compute counters (ncu --clock-control none) to the "
                          "results of the selected hand-written GEMM kernels")
@@ -55,6 +59,9 @@ def _main(argv=None) -> int:
     if registry.git_commit():
         os.environ[registry.GIT_COMMIT_ENV] = registry.git_commit()
 
+    if args.peers:
+        from .core import peers
+        return peers.fetch(log=print)
     benchmarks = registry.discover()
     if args.list:
         for b in benchmarks.values():

@@ -22,6 +22,13 @@ class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
         return True
 
 
+@pytest.fixture(autouse=True)
+def no_fetched_peers(tmp_path_factory, monkeypatch):
+    """Peers fetched into this checkout's .peers/ (python -m bench --peers) are not the tests' to find."""
+    from bench.core import peers
+    monkeypatch.setattr(peers, "PEERS_DIR", tmp_path_factory.getbasetemp() / "no-peers")
+
+
 def pytest_report_header(config):
     return f"nvcc: {toolkit.describe()}"
 

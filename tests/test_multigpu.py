@@ -532,6 +532,8 @@ def test_another_gpus_node_file_beside_is_left_out_with_a_warning(fixture_doc, n
     left out of the section in one line; named, it is an error."""
     smaller = min(LARGER_NODES)
     node_docs[smaller]["device"].update(name="NVIDIA H100 80GB HBM3", slug="nvidia-h100-80gb-hbm3")
+    for gpu in node_docs[smaller]["node"]["gpus"]:
+        gpu["name"] = "NVIDIA H100 80GB HBM3"
     results = _beside(fixture_doc, node_docs, write_results)
     stray = results.with_name(f"gpu-x{smaller}.yaml")
     assert build.main(["--results", str(results), "--out-dir", str(tmp_path), "--no-compare"]) == 0

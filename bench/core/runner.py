@@ -21,7 +21,7 @@ import time
 import uuid
 from pathlib import Path
 
-from . import results, schema
+from . import peers, results, schema
 from .registry import ROOT, Benchmark
 from .topology import child_env
 
@@ -56,11 +56,7 @@ def skip_reason(bench: Benchmark, device: dict) -> str | None:
         return f"needs compute capability {need}+, this GPU is {device['compute_capability']}"
     if bench.gpus > device.get("gpu_count", 1):
         return f"needs {bench.gpus}+ GPUs, this machine has {device.get('gpu_count', 1)}"
-    if bench.peer and not os.environ.get(bench.peer):
-        return f"no checkout of the peer: set {bench.peer} to one (README says where to get it)"
-    if bench.peer and not Path(os.environ[bench.peer]).is_dir():
-        return f"{bench.peer}={os.environ[bench.peer]} is not a folder"
-    return None
+    return peers.missing(bench.peer) if bench.peer else None
 
 
 def skipped(bench: Benchmark, reason: str) -> dict:

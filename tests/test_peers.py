@@ -1,0 +1,62 @@
+"""The peers in one command: python -m bench --peers fetches each pinned peer into .peers/, a run
+finds it there (its environment variable still wins), and offline it says what to copy where."""
+import subprocess
+
+from bench.core import peers, registry, runner
+
+
+def test_every_peer_a_benchmark_builds_is_pinned():
+    used = {b.peer for b in registry.discover().values() if b.peer}
+    assert used == set(peers.BY_ENV)
+    assert all(len(pin.commit) == 40 and pin.repo.startswith("https://github.com/") for pin in peers.PINS)
+
+
+def test_a_fetched_peer_is_found_and_the_variable_wins(tmp_path, monkeypatch):
+    bench = registry.discover()["peers.fastcu"]
+    hopper = {"compute_capability": "9.0", "gpu_count": 1}
+    monkeypatch.delenv("FASTCU_DIR", raising=False)
+    monkeypatch.setattr(peers, "PEERS_DIR", tmp_path)
+    assert runner.skip_reason(bench, hopper).startswith("no checkout of the peer: set FASTCU_DIR to one, or python -m bench --peers")
+    (tmp_path / "fast.cu").mkdir()
+    assert runner.skip_reason(bench, hopper) is None and peers.checkout("FASTCU_DIR") == tmp_path / "fast.cu"
+    monkeypatch.setenv("FASTCU_DIR", str(tmp_path / "elsewhere"))
+    assert peers.checkout("FASTCU_DIR") == tmp_path / "elsewhere"
+    assert runner.skip_reason(bench, hopper) == f"FASTCU_DIR={tmp_path / 'elsewhere'} is not a folder"
+
+
+def test_offline_it_says_what_to_copy_where(tmp_path, monkeypatch):
+    monkeypatch.setattr(peers, "PEERS_DIR", tmp_path)
+    (tmp_path / "nccl-tests").mkdir()          # one already there is kept
+    said = []
+
+    def offline(cmd, **kw):
+        if cmd[:2] == ["git", "clone"]:
+            return subprocess.CompletedProcess(cmd, 128, "", "fatal: unable to access 'https://github.com/': Could not resolve host")
+        return subprocess.run(cmd, **kw)
+    assert peers.fetch(log=lambda *a, **k: said.append(a[0]), run=offline) == 1
+    text = "\n".join(said)
+    assert "nccl-tests: kept at unknown" in text
+    for pin in peers.PINS:
+        if pin.folder != "nccl-tests":
+            assert f"git clone --quiet {pin.repo} {pin.folder}" in text and f"checkout --quiet {pin.commit}" in text
+            assert f"# -> {pin.path}   (or {pin.env}=<its folder>)" in text
+    assert "submodule update --quiet --init --recursive" in text         # DeepGEMM builds with its submodules
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nccl-tests"]   # nothing half-fetched is left
+
+
+def test_a_fetch_checks_out_the_pinned_commit(tmp_path, monkeypatch):
+    """Fetched from a local repository standing in for GitHub: the checkout is at the pinned commit."""
+    origin = tmp_path / "origin"
+    git = lambda *a, cwd=origin: subprocess.run(["git", "-C", str(cwd), *a], check=True, capture_output=True, text=True).stdout.strip()
+    origin.mkdir()
+    git("init", "-q")
+    for i in range(2):
+        (origin / "f").write_text(str(i))
+        git("add", "f")
+        git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", str(i))
+    first = git("rev-list", "--max-parents=0", "HEAD")
+    pin = peers.Pin("FASTCU_DIR", "fast.cu", str(origin), first, False, "-")
+    monkeypatch.setattr(peers, "PINS", (pin,))
+    monkeypatch.setattr(peers, "PEERS_DIR", tmp_path / "peers")
+    assert peers.fetch(log=lambda *a, **k: None) == 0
+    assert peers.checkout_commit(tmp_path / "peers" / "fast.cu") == first
