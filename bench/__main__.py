@@ -128,7 +128,8 @@ def _main(argv=None) -> int:
     registered = set(registry.discover())
     for path, benchmarks, node in runs:
         try:
-            estimates = {bid: rec["duration_s"] for bid, rec in earlier[path].items() if rec.get("duration_s")}
+            usual = f"{device['slug']}-x{device['gpu_count']}.yaml" if node else f"{device['slug']}.yaml"
+            estimates = estimated_durations(earlier[path], ROOT / "results" / usual, args.quick)
             doc = run_all(benchmarks, path, device, software, node=node, estimates=estimates)
         except schema.ResultsError as e:
             print(f"python -m bench: {e}", file=sys.stderr)
@@ -153,6 +154,24 @@ def _main(argv=None) -> int:
                   f"registers now, kept as they were: {', '.join(unknown)}")
     compiling.join()
     return 1 if bad else 0
+
+
+def estimated_durations(earlier: dict, committed: Path, quick: bool) -> dict:
+    """Seconds by id for the progress line's time left: each benchmark's last duration in a run of
+    the same kind (quick or not), from the file written to, else from the committed file of that name
+    (a first run into another file), else the committed ones of a full run (the runner scales them by
+    how this run's first benchmarks compare), else none (the runner takes the mean so far)."""
+    def of(records: dict) -> dict:
+        return {bid: rec["duration_s"] for bid, rec in records.items()
+                if rec.get("duration_s") and bool(rec.get("quick")) == quick}
+    found = of(earlier)
+    if not found and committed.is_file():
+        try:
+            records = schema.load(committed)["benchmarks"]
+        except schema.ResultsError:
+            return {}
+        found = of(records) or {bid: rec["duration_s"] for bid, rec in records.items() if rec.get("duration_s")}
+    return found
 
 
 def outdated(record: dict | None, bench) -> bool:

@@ -180,7 +180,7 @@ def test_energy_per_gemm_is_a_power_the_card_can_draw(device):
     run, _ = harness.checked_cublas(ops)
     ms = timing.time_gpu(run, warmup=2, reps=5)["median"]     # from a rest: faster than the window runs
     e = harness.energy(run, harness.SHAPE, ms)
-    assert e and e["ticks"] >= 3 and e["window_s"] > 0.3
+    assert e and e["ticks"] >= 3 and e["window_s"] > (harness.ENERGY_S - harness.ENERGY_SKIP_S) / 2     # quick or not
     assert 50 < e["watts"] <= 1.1 * device["power_limit_w"]
     assert e["joules"] == pytest.approx(e["watts"] * e["time_ms"] / 1e3)
     assert e["tflops_per_watt"] == pytest.approx(harness.SHAPE.flops / (e["time_ms"] * 1e-3) / 1e12 / e["watts"])

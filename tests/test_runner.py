@@ -514,3 +514,14 @@ def test_the_commit_is_the_projects_own_and_says_dirty(tmp_path, monkeypatch):
     assert registry.git_commit() == git("rev-parse", "HEAD") + registry.DIRTY
     monkeypatch.setenv(registry.GIT_COMMIT_ENV, "abc")                 # a copy without .git is told its commit
     assert registry.git_commit() == "abc"
+
+
+def test_the_time_left_follows_this_runs_pace_by_family():
+    """Estimates from a full run, in a run twice as fast (a quick one): each family's own pace, else
+    the run's; a benchmark the last run did not time takes the mean so far."""
+    bench = lambda bid: registry.Benchmark(id=bid, run=lambda ctx: {}, sources=())
+    estimates = {"gemm.a": 10.0, "gemm.b": 10.0, "gemm.c": 10.0, "hbm.a": 4.0, "hbm.b": 4.0}
+    done = [("gemm.a", 5.0), ("hbm.a", 1.0)]
+    left = runner.time_left(estimates, [bench("gemm.b"), bench("gemm.c"), bench("hbm.b"), bench("new.x")], done)
+    assert left == pytest.approx(5.0 + 5.0 + 1.0 + 3.0)
+    assert runner.time_left(estimates, [bench("gemm.b")], []) == 10.0        # nothing done yet: as estimated

@@ -247,11 +247,22 @@ def _keep_record(bid: str, rec: dict, log_dir: Path) -> str:
     return "no folder that could be written: it is lost"
 
 
-def _left(estimates: dict, remaining: list[Benchmark], done: list[float]) -> str:
-    """About how long the remaining benchmarks take: their durations in the last run, else the
-    mean of this run's so far."""
-    typical = sum(done) / len(done) if done else 10.0
-    seconds = sum(estimates.get(b.id, typical) for b in remaining)
+def time_left(estimates: dict, remaining: list[Benchmark], done: list[tuple[str, float]]) -> float:
+    """About how many seconds the remaining benchmarks take: their durations in the last run of this
+    kind, scaled by how this run's finished ones of the same family (else all of them) compared with
+    theirs (a quick run from a full run's durations, a hotter or cooler card); a benchmark without
+    one takes the mean so far."""
+    def pace(family: str | None) -> float:
+        known = [(estimates[bid], took) for bid, took in done
+                 if bid in estimates and family in (None, bid.split(".", 1)[0])]
+        return sum(t for _, t in known) / sum(e for e, _ in known) if known and sum(e for e, _ in known) > 0 else None
+    overall = pace(None) or 1.0
+    typical = sum(t for _, t in done) / len(done) if done else 10.0
+    return sum((pace(b.family) or overall) * estimates[b.id] if b.id in estimates else typical for b in remaining)
+
+
+def _left(estimates: dict, remaining: list[Benchmark], done: list[tuple[str, float]]) -> str:
+    seconds = time_left(estimates, remaining, done)
     return f"about {seconds / 60:.0f} min left" if seconds >= 90 else f"about {seconds:.0f} s left"
 
 
@@ -271,7 +282,8 @@ def run_all(benchmarks: list[Benchmark], out: Path, device: dict, software: dict
 
     def starting(bench):
         current[0], t0[0] = bench, time.monotonic()
-        left = _left(estimates or {}, benchmarks[index[bench.id] - 1:], durations)
+        left = _left(estimates or {}, [b for b in benchmarks[index[bench.id] - 1:] if not skip_reason(b, device)],
+                     durations)
         log(f"[{index[bench.id]}/{len(benchmarks)}] {bench.id} (limit {bench.timeout_s:g} s; {left}) ...", flush=True)
 
     try:
@@ -280,7 +292,7 @@ def run_all(benchmarks: list[Benchmark], out: Path, device: dict, software: dict
                 for bench, rec in run_session(benchmarks, device, Path(tmp), log_dir, starting):
                     merged = _merge(out, device, software, bench, rec, node, log_dir, t0[0])
                     if rec["status"] != "skipped":
-                        durations.append(time.monotonic() - t0[0])
+                        durations.append((bench.id, time.monotonic() - t0[0]))
                     log(f"[{index[bench.id]}/{len(benchmarks)}] {bench.id}: {_summary(rec)} "
                         f"({time.monotonic() - t0[0]:.1f} s, {time.monotonic() - t_start:.0f} s total)", flush=True)
             except Interrupted as stop:
