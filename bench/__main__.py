@@ -59,9 +59,12 @@ def _main(argv=None) -> int:
     if registry.git_commit():
         os.environ[registry.GIT_COMMIT_ENV] = registry.git_commit()
 
+    from .core import peers
     if args.peers:
-        from .core import peers
         return peers.fetch(log=print)
+    for pin in peers.PINS:          # fetched ones, for every process the run starts (a variable set wins)
+        if not os.environ.get(pin.env) and pin.path.is_dir():
+            os.environ[pin.env] = str(pin.path)
     benchmarks = registry.discover()
     if args.list:
         for b in benchmarks.values():

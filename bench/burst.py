@@ -9,11 +9,12 @@ and a range. Then the same GEMM runs back to back for SUSTAIN_S and is timed alo
 state, with its power from the energy counter: the sustained figure it is set beside."""
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 
 from .gemm import catalogue, cublas, benchmarks, harness, launch
 from .peers import fastcu
-from .core import peers
 from .core.device import telemetry
 from .gemm.harness import Shape
 from .core.registry import register
@@ -56,8 +57,9 @@ def _gemms(device: dict) -> dict:
            "headline": (TF32[0].title, "tf32", harness.SHAPE, launch.prepare(*TF32, device)),
            "cublas_bf16": ("cuBLAS BF16", "bf16", BF16_SHAPE, _cublas("bf16")),
            "headline_bf16": (f"{BF16[0].title} (BF16)", "bf16", BF16_SHAPE, launch.prepare(*BF16, device))}
-    if not peers.missing(fastcu.PEER_ENV):
-        out["fastcu"] = ("fast.cu kernel 12", "bf16", BF16_SHAPE, fastcu.peer(fastcu.build(peers.checkout(fastcu.PEER_ENV))))
+    checkout = os.environ.get(fastcu.PEER_ENV)
+    if checkout and Path(checkout).is_dir():
+        out["fastcu"] = ("fast.cu kernel 12", "bf16", BF16_SHAPE, fastcu.peer(fastcu.build(Path(checkout))))
     return out
 
 
@@ -97,7 +99,7 @@ def run(ctx) -> dict:
                      f"{BURST_RUNS} from a rest, SMs at {b['samples'][-1]['sm_clock_mhz'] or 0:.0f} MHz; sustained "
                      f"{rows[-1].get('sustained', {}).get('tflops', 0):.1f} at {(sustained or {}).get('watts', 0):.0f} W")
     if "fastcu" not in {r["name"] for r in rows}:
-        ctx.progress(f"fast.cu not timed: {peers.missing(fastcu.PEER_ENV)}")
+        ctx.progress(f"fast.cu not timed: ${fastcu.PEER_ENV} names no checkout")
     return {"params": {"rest_s": REST_S, "runs": BURST_RUNS, "bursts": BURSTS, "warmup": 1, "layout": LAYOUT,
                        "sustain_s": SUSTAIN_S, "energy_s": harness.ENERGY_S,
                        "timing": "after a rest, one run, then the runs back to back between two events"},

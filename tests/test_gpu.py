@@ -159,6 +159,7 @@ def test_the_clock_probe_reads_every_sm_at_a_clock_the_card_can_run(device):
     for blocks in (1, device["sm_count"]):
         t = timing.time_gpu(lambda: spin((blocks,), (1,), (cupy.int64(2_000_000),)), warmup=1, reps=10)
         assert 100 < t["sm_clock_mhz"] <= device["sm_clock_max_mhz"] * (1 + worker.CLOCK_SLACK)
+    assert worker.globaltimer_tick_ns() < worker.COARSEST_TICK_NS      # read off this GPU, not the fallback
     probe = timing.clock_probe()
     probe.clear()
     probe.mark(0)

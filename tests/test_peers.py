@@ -60,3 +60,19 @@ def test_a_fetch_checks_out_the_pinned_commit(tmp_path, monkeypatch):
     monkeypatch.setattr(peers, "PEERS_DIR", tmp_path / "peers")
     assert peers.fetch(log=lambda *a, **k: None) == 0
     assert peers.checkout_commit(tmp_path / "peers" / "fast.cu") == first
+
+
+def test_a_peers_record_names_its_checkout_and_commit(tmp_path, monkeypatch):
+    from bench.core import schema, worker
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                    "--allow-empty", "-m", "c"], check=True)
+    monkeypatch.setenv("NVBANDWIDTH_DIR", str(tmp_path))
+    bench = registry.Benchmark(id="multigpu.fake", run=lambda ctx: {"check": {"passed": True}}, sources=(),
+                               peer="NVBANDWIDTH_DIR")
+    rec = worker.run_one(bench, {"sm_clock_max_mhz": 1980})
+    assert rec["peer"] == {"checkout": str(tmp_path), "commit": peers.checkout_commit(tmp_path)}
+    assert len(rec["peer"]["commit"]) == 40
+    schema.validate_record("multigpu.fake", rec)
+    with __import__("pytest").raises(schema.ResultsError, match="peer.commit"):
+        schema.validate_record("multigpu.fake", {**rec, "peer": {"checkout": "x"}})

@@ -476,14 +476,20 @@ def test_the_gpu_tests_record_counts_each_outcome_of_the_junit_report(tmp_path):
     assert checks.outcomes(report) == {"passed": ["a"], "failed": ["b", "c"], "skipped": ["d"]}
 
 
-def test_a_measured_clock_above_the_cards_maximum_is_refused():
+def test_a_measured_clock_above_the_cards_maximum_by_more_than_the_probes_error_is_refused():
     from bench.core import worker
     device = {"sm_clock_max_mhz": 1980}
-    clock = lambda mhz, seconds=1.0: {"mean": mhz, "min": mhz, "max": mhz, "samples": 10, "seconds": seconds}
-    assert worker.clock_error(clock(1980 * (1 + worker.CLOCK_SLACK)), device) is None
-    assert "above the card's maximum of 1980 MHz" in worker.clock_error(clock(2010), device)
-    assert worker.clock_error(clock(2010, seconds=0.001), device) is None      # too short to tell
-    assert worker.clock_error(None, device) is None
+    clock = lambda mhz, seconds=1.0, samples=10: {"mean": mhz, "min": mhz, "max": mhz, "samples": samples, "seconds": seconds}
+    tick = 32.0                                                        # the H200's global timer
+    assert worker.clock_error(clock(1980 * (1 + worker.CLOCK_SLACK)), device, tick) is None
+    assert "above the card's maximum of 1980 MHz" in worker.clock_error(clock(2010), device, tick)
+    # the H100's 1,995 MHz over memory-bound work (474 samples in 2.67 s): 0.76% over, the probe's error 0.10%
+    said = worker.clock_error(clock(1994.6, seconds=2.67, samples=474), device, tick)
+    assert "0.74% above the card's maximum of 1980 MHz, past the probe's error of 0.10%" in said
+    # a timer of a microsecond's tick over 20 us samples: 10% of error, the same clock passes
+    assert worker.clock_error(clock(1994.6, seconds=0.02, samples=1000), device, 1000.0) is None
+    assert worker.clock_error(clock(2010, seconds=0.001), device, tick) is None      # too short to tell
+    assert worker.clock_error(None, device, tick) is None
 
 
 def test_a_benchmark_that_needs_its_own_environment_gets_a_worker_of_its_own(fakes, tmp_path):

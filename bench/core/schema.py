@@ -32,6 +32,7 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         measured_at: ISO-8601 UTC time
         git_commit: the commit the code was at (null outside a checkout)
         quick: true when measured by python -m bench --quick (a smoke refresh); absent otherwise
+        peer: {checkout, commit}  # a peer's benchmark: the checkout it built and its commit (bench/core/peers.py)
         duration_s: wall time of the benchmark process
         telemetry: {before: SAMPLE, after: SAMPLE}     # absent only when skipped
             # SAMPLE: {sm_clock_mhz, mem_clock_mhz, power_w, temperature_c, throttle_reasons: [..]}
@@ -353,6 +354,9 @@ class _Validator:
                     self.fail(f"{path}.telemetry.{when}", "a telemetry sample or null (the field is missing)", None)
         if "check" in rec:
             self.require(self.expect(rec["check"], dict, f"{path}.check"), "passed", bool, f"{path}.check")
+        if "peer" in rec:
+            for field in ("checkout", "commit"):
+                self.require(self.expect(rec["peer"], dict, f"{path}.peer"), field, str, f"{path}.peer")
         if "time_ms" in rec:
             t = self.expect(rec["time_ms"], dict, f"{path}.time_ms")
             for f in TIME_FIELDS:

@@ -7,6 +7,7 @@ A benchmark that raises ends the worker after its record (the CUDA context may b
 runner starts a fresh worker for the rest, as it does when one faults, hangs or dies."""
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import os
@@ -16,7 +17,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import registry
+from . import peers, registry
 from .device import TelemetrySampler, telemetry
 from .timing import SM_CLOCKS, TIMED_SPANS, sm_clock
 
@@ -38,22 +39,56 @@ def _telemetry_or_error():
         return None, f"{type(e).__name__}: {e}"
 
 
-# The SMs' measured clock may exceed NVML's maximum by this much before the measurement is refused
-# as an error. On the H100 (2026-11-25) the probe read 1,980.0 MHz over a 2 s spin, the global timer
-# and the CUDA events agreeing with the host's clock to 0.01%; but one run read 1,995 over a naive
-# GEMM's samples (0.8% over; the next run 1,979), as the shared-memory chase reads 1,995 over its
-# 0.3 ms. Past 1%, no clock the card runs explains it.
-CLOCK_SLACK = 0.01
-# ... judged over at least this much timed work: shorter, the timer's granularity dominates.
+# The SMs' measured clock is cycles over the global timer's ns between two probes; it may exceed
+# NVML's maximum by the probe's own error before the record is refused: the timer's tick (32 ns on
+# the H200, 2026-11-29; read at run time, GLOBALTIMER_TICK) twice over a sample's mean span, and
+# CLOCK_SLACK for NVML's whole MHz and the probes' reads. The H200 read 1,980.0 MHz at 1,980 over spans
+# from 30 us to 50 ms, and 1,979.8 under a memory-bound copy; H100 records of 2026-11-25/26 read
+# 1,995 over memory-bound work for seconds, 0.76% over, which no probe error explains: such a clock fails.
+CLOCK_SLACK = 0.001
+# ... judged over at least this much timed work
 CLOCK_JUDGED_S = 0.01
+_TICK_SRC = r"""
+extern "C" __global__ void globaltimer_tick(unsigned long long* out, int n) {
+    unsigned long long last, now, least = ~0ull;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(last));
+    for (int i = 0; i < n; ) {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+        if (now != last) { least = min(least, now - last); last = now; ++i; }
+    }
+    *out = least;
+}
+"""
+COARSEST_TICK_NS = 1000.0       # the global timer's tick on GPUs that update it once a microsecond
 
 
-def clock_error(clock: dict | None, device: dict) -> str | None:
-    """Why a measured SM clock cannot be right: above the card's maximum."""
+@functools.cache
+def globaltimer_tick_ns() -> float:
+    """The global timer's smallest step on this GPU, in ns (COARSEST_TICK_NS where it cannot be read)."""
+    try:
+        import cupy
+        out = cupy.zeros(1, cupy.uint64)
+        cupy.RawKernel(_TICK_SRC, "globaltimer_tick")((1,), (1,), (out, cupy.int32(200)))
+        return float(out.get()[0])
+    except Exception:
+        return COARSEST_TICK_NS
+
+
+def clock_bound(clock: dict, tick_ns: float) -> float:
+    """How far above the card's maximum the probe can read ``clock`` (a fraction): its slack, and the
+    timer's tick at each end of a sample's mean span."""
+    return CLOCK_SLACK + 2 * tick_ns / (1e9 * clock["seconds"] / max(1, clock["samples"]))
+
+
+def clock_error(clock: dict | None, device: dict, tick_ns: float | None = None) -> str | None:
+    """Why a measured SM clock cannot be right: above the card's maximum by more than the probe's error."""
     top = device.get("sm_clock_max_mhz")
-    if clock and top and clock["seconds"] >= CLOCK_JUDGED_S and clock["mean"] > top * (1 + CLOCK_SLACK):
-        return (f"the SMs' clock measured at {clock['mean']:.0f} MHz, above the card's maximum of {top} MHz: "
-                "a measurement error")
+    if not (clock and top and clock["seconds"] >= CLOCK_JUDGED_S):
+        return None
+    bound = clock_bound(clock, globaltimer_tick_ns() if tick_ns is None else tick_ns)
+    if clock["mean"] > top * (1 + bound):
+        return (f"the SMs' clock measured at {clock['mean']:.1f} MHz, {100 * (clock['mean'] / top - 1):.2f}% above the "
+                f"card's maximum of {top} MHz, past the probe's error of {100 * bound:.2f}%: a measurement error")
     return None
 
 
@@ -85,6 +120,8 @@ def run_one(bench: registry.Benchmark, device: dict) -> dict:
         tb = traceback.extract_tb(e.__traceback__)[-1]
         record["reason"] = f"{type(e).__name__}: {e} (at {Path(tb.filename).name}:{tb.lineno})"
         record["raised"] = True          # the runner goes on in a fresh worker
+    if bench.peer and os.environ.get(bench.peer):        # every peer's record names the commit it ran
+        record["peer"] = {"checkout": os.environ[bench.peer], "commit": peers.checkout_commit(Path(os.environ[bench.peer]))}
     record["duration_s"] = round(time.perf_counter() - t0, 2)
     record["telemetry"]["after"], _ = _telemetry_or_error()
     return record

@@ -401,7 +401,7 @@ def time_in_turns(runs, reps: int = REPS, settle_max_s: float = SETTLE_MAX_S,
 # ENERGY_SKIP_S (the change from turns): a line through all of them, as a tick is read up to a
 # poll late and a lone pair of ticks would carry that. NVML's power reading (a trailing average) is
 # kept beside it.
-ENERGY_S = 0.5 if quick() else 1.0      # quick: still 3+ of the H200's ticks, 100 ms apart, past the skip
+ENERGY_S = 0.3 if quick() else 1.0
 ENERGY_SKIP_S = 0.1 if quick() else 0.2
 POLL_S = 0.001
 

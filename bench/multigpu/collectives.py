@@ -27,7 +27,6 @@ from pathlib import Path
 import numpy as np
 
 from ..core.cuda import KERNELS, arch_of, compile_cu, load_kernel
-from ..core import peers
 from ..core.registry import ROOT, register
 from ..core.schema import BUS_FACTOR, COLLECTIVES
 from ..core.topology import child_env
@@ -231,7 +230,7 @@ def parse_nccl_tests(doc: dict, collective: str) -> list[dict]:
           title="nccl-tests (NVIDIA), the peer", timeout_s=900, gpus=2, peer=PEER_ENV)
 def nccl_tests(ctx) -> dict:
     from . import nccl
-    checkout = peers.checkout(PEER_ENV)
+    checkout = Path(os.environ[PEER_ENV])
     n = gpu_count()
     ctx.progress(f"building nccl-tests {nccl_tests_version(checkout)} from {checkout} against {nccl.home()}")
     binaries = build_nccl_tests(checkout, ctx.device)
@@ -254,7 +253,6 @@ def nccl_tests(ctx) -> dict:
     bad = [f"{r['collective']} at {r['bytes']} B: {r['wrong']} wrong" for r in rows if r["wrong"] != 0]
     return {
         "params": {"ranks": n, "processes": f"one process, -g {n}", "version": nccl_tests_version(checkout),
-                   "commit": peers.checkout_commit(checkout),
                    "nccl": nccl.version(), "args": f"-b {MIN_BYTES} -e {MAX_BYTES} -f 2 -w {WARMUP} "
                                                   f"-n {NCCL_TESTS_ITERS} -c 1", "dtype": "float32", "op": "sum",
                    "modes": {m: " ".join(f) or "(default)" for m, f in NCCL_TESTS_MODES.items()},

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
-from ..core import peers
 from ..core.registry import ROOT, register
 from ..core.topology import child_env
 
@@ -114,7 +114,7 @@ def parse(doc: dict) -> tuple[list[dict], list[str]]:
 @register("multigpu.nvbandwidth", sources=["bench/core/topology.py"], title="nvbandwidth (NVIDIA), the peer",
           timeout_s=900, gpus=2, peer=PEER_ENV)
 def nvbandwidth(ctx) -> dict:
-    checkout = peers.checkout(PEER_ENV)
+    checkout = Path(os.environ[PEER_ENV])
     ctx.progress(f"building nvbandwidth {version(checkout)} from {checkout}")
     binary = build(checkout, ctx.device)
     cmd = [str(binary), "-j", "-b", str(BUFFER_MIB), "-i", str(SAMPLES), "-t", *CASES]
@@ -132,7 +132,7 @@ def nvbandwidth(ctx) -> dict:
             ctx.progress(f"{case}: {min(values):.1f} to {max(values):.1f} {own[0]['unit']}")
     problems = failed + [f"{m}: not in its output" for m in missing]
     return {
-        "params": {"version": version(checkout), "commit": peers.checkout_commit(checkout), "git_version": doc["nvbandwidth"].get("git_version", ""),
+        "params": {"version": version(checkout), "git_version": doc["nvbandwidth"].get("git_version", ""),
                    "args": " ".join(cmd[1:]), "buffer_mib": BUFFER_MIB, "samples": SAMPLES,
                    "cases": dict(CASES), "value": "median of the samples (nvbandwidth's default), GB/s of 1e9 bytes; "
                                                  "latency in ns"},

@@ -19,8 +19,7 @@ from pathlib import Path
 
 from ..gemm import catalogue, cublaslt, benchmarks, harness, launch
 from ..core import cuda
-from ..core import peers
-from ..core.peers import checkout_commit
+from .fastcu import checkout_commit
 from ..gemm.harness import BlockScaledOperands, Refused, Shape
 from ..core.registry import ROOT, register
 
@@ -144,7 +143,7 @@ def measure(shape: Shape, theirs, ours_prepare) -> dict:
           builds=benchmarks.builds(STEP, OURS), title="DeepGEMM (FP8, block scales), the peer", timeout_s=900,
           min_cc=catalogue.HOPPER, peer=PEER_ENV, env=LOADER_ENV)
 def deepgemm(ctx) -> dict:
-    checkout = peers.checkout(PEER_ENV)
+    checkout = Path(os.environ[PEER_ENV])
     ctx.progress(f"building DeepGEMM from {checkout} ({checkout_commit(checkout)[:12]})")
     theirs, version = peer(build(checkout))
     harness.keep_busy()

@@ -9,14 +9,13 @@ BF16, column-major; its code stays in its checkout (bench/peers/fastcu.cu is the
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
 from ..gemm import catalogue, cublas, benchmarks, harness, launch
 from ..gemm.harness import Shape
-from ..core import peers
-from ..core.peers import checkout_commit
 from ..core.registry import ROOT, register
 from ..core.stats import spread
 
@@ -30,6 +29,11 @@ LAYOUT = "b_kmajor"
 # What each of the five writes C as
 OUTPUTS = {"fastcu": "bf16, column-major", "cublas_bf16_out": "bf16", "cublas": "fp32", "ours": "fp32",
            "ours_bf16_out": "bf16"}
+
+
+def checkout_commit(checkout: Path) -> str:
+    proc = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return proc.stdout.strip() if proc.returncode == 0 else "unknown (not a git checkout)"
 
 
 def build(checkout: Path) -> Path:
@@ -95,11 +99,11 @@ def measure(shape: Shape, theirs, ours_prepare, ours_c_prepare) -> dict:
 @register("peers.fastcu", sources=(str(ENTRY.relative_to(ROOT)), *dict.fromkeys((*benchmarks.kernel_sources(STEP),
                                                                                    *benchmarks.kernel_sources(C_STEP)))),
           kernels=catalogue.definitions(("headline_bf16", "bf16_c")),
-          builds=benchmarks.builds(STEP, OURS) + benchmarks.builds(C_STEP, OURS_C), prebuild=lambda: build(peers.checkout(PEER_ENV)),
+          builds=benchmarks.builds(STEP, OURS) + benchmarks.builds(C_STEP, OURS_C), prebuild=lambda: build(Path(os.environ[PEER_ENV])),
           title="fast.cu kernel 12 (BF16), the peer", timeout_s=600,
           min_cc=catalogue.HOPPER, peer=PEER_ENV)
 def fastcu(ctx) -> dict:
-    checkout = peers.checkout(PEER_ENV)
+    checkout = Path(os.environ[PEER_ENV])
     ctx.progress(f"building fast.cu's kernel 12 from {checkout} ({checkout_commit(checkout)[:12]})")
     theirs = peer(build(checkout))
     harness.keep_busy()

@@ -15,13 +15,12 @@ gpu-l2-cache without its CUPTI counters, which its source leaves unused."""
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
-from ..core import peers
-from ..core.peers import checkout_commit
 from ..core.registry import ROOT, register
 
 PEER_ENV = "GPU_BENCHES_DIR"
@@ -32,6 +31,11 @@ STREAM_KERNELS = ("init", "read", "scale", "triad", "stencil3", "stencil5")
 PROGRAMS = {"stream": ("gpu-stream", "c++20", ()),
             "l2_cache": ("gpu-l2-cache", "c++17", ("-DGPU_MEASURE_METRICS_H_", "-include", "no_counters.h")),
             "latency": ("gpu-latency", "c++11", ("nvml",))}
+
+
+def checkout_commit(checkout: Path) -> str:
+    proc = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return proc.stdout.strip() if proc.returncode == 0 else "unknown (not a git checkout)"
 
 
 def nvml_library() -> str:
@@ -133,7 +137,7 @@ def parse_latency(text: str) -> list[dict]:
 @register("peers.gpu_benches", sources=("bench/peers/gpu_benches.py",), title="gpu-benches (RRZE-HPC), the memory peer",
           timeout_s=600, peer=PEER_ENV)
 def gpu_benches(ctx) -> dict:
-    checkout = peers.checkout(PEER_ENV)
+    checkout = Path(os.environ[PEER_ENV])
     ctx.progress(f"building gpu-benches from {checkout} ({checkout_commit(checkout)[:12]})")
     binaries = build(checkout, ctx.device)
     stream = parse_stream(run(binaries["stream"]))
