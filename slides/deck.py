@@ -118,7 +118,7 @@ class Deck:
                 "stale": stale, "stale_why": why_stale, "stale_listed": here, "stale_beside": beside, "stale_elsewhere": elsewhere,
                 # the notes name a few; build.py prints them all
                 "stale_named": listed([*stale, *(f"{bid} ({e['file']})" for e in elsewhere for bid in e["ids"])]),
-                "quick": sorted(bid for bid, rec in benchmarks.items() if rec.get("quick")),
+                "quick": quick_line(self.doc),
                 "failed": [{"id": bid, "reason": rec["reason"]} for bid, rec in benchmarks.items()
                            if rec["status"] == "failed"],
                 "kept": [{"id": bid, **rec["last_attempt"], "measured_at": rec["measured_at"]}
@@ -169,6 +169,14 @@ def stale_line(stale: list[str], doc: dict) -> dict:
     """A file's stale records (``stale``) as a line lists them, and whether they are all it measured."""
     measured = [bid for bid, rec in doc["benchmarks"].items() if rec["status"] != "skipped"]
     return {**listed(stale), "count": len(stale), "all": bool(stale) and len(stale) == len(measured)}
+
+
+def quick_line(doc: dict) -> dict | None:
+    """The records a quick refresh measured (python -m bench --quick), as the title's line lists them:
+    every one, or a few and how many more; None where none did."""
+    measured = [bid for bid, rec in doc["benchmarks"].items() if rec["status"] != "skipped"]
+    quick = sorted(bid for bid in measured if doc["benchmarks"][bid].get("quick"))
+    return {**listed(quick), "count": len(quick), "of": len(measured), "all": len(quick) == len(measured)} if quick else None
 
 
 def section_module(name: str):
