@@ -152,3 +152,41 @@ def test_build_py_writes_the_deck_of_a_run_without_peers(write_results, tmp_path
     assert build.main(["--results", str(results), "--out-dir", str(tmp_path / "deck")]) == 0
     out = capsys.readouterr()
     assert "Traceback" not in out.err and "peers.deepgemm" in out.out
+
+
+# Files the schema once accepted and the deck could not be built from (a Python error, not the field):
+# each is now refused in one line that names the field, or builds.
+HOSTILE = [("gemm.fp8_promote", ("resources", "tile", "WARPGROUPS_M"), "drop"),
+           ("gemm.fp8_blocks", ("resources", "tile", "SCALE_BLOCK"), "drop"),
+           ("gemm.fp8_blocks_bf16_out", ("cublas", "ratio_by_sample", "ci"), "empty"),
+           ("gemm.fp8_promote", ("before", "gain_by_sample", "ci"), "empty"),
+           ("gemm.fp8_promote", ("check",), "drop"),
+           ("gemm.fp8_blocks_bf16_out", ("params", "k"), "drop"),
+           ("peers.deepgemm", ("params", "block", "a"), "empty"),
+           ("peers.deepgemm", ("shapes", 0, "deepgemm_over_cublaslt_by_sample", "ci"), "empty"),
+           ("peers.deepgemm", ("shapes", 0, "ours_over_deepgemm_by_sample"), "drop"),
+           ("peers.deepgemm", ("params", "commit"), "drop"),
+           ("machinery.tma", ("params", "issuer_slots"), "drop"),
+           ("machinery.tma", ("multicast", 0, "multicast", "time_ms", "ci"), "drop"),
+           ("machinery.cluster", ("params", "passes"), "drop"),
+           ("machinery.wgmma", ("params", "warpgroups"), "drop")]
+
+
+@pytest.mark.parametrize("bid,path,how", HOSTILE, ids=[f"{b}:{'.'.join(map(str, p))}:{h}" for b, p, h in HOSTILE])
+def test_a_file_the_deck_cannot_show_is_refused_naming_the_field(bid, path, how):
+    doc = fixture_doc_copy()
+    parent = doc["benchmarks"][bid]
+    for key in path[:-1]:
+        parent = parent[key]
+    if how == "drop":
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = []
+    field = f"benchmarks.{bid}." + ".".join(str(k) for k in path).replace(".0.", "[0].")
+    try:
+        schema.validate(doc)
+    except schema.ResultsError as e:
+        assert field.rsplit(".", 1)[0] in str(e) and "\n" not in str(e), str(e)
+        return
+    deck, text = deck_text(doc)        # accepted: then the deck builds, whole
+    assert_whole(deck, text)

@@ -149,7 +149,18 @@ class Positive:
 
 
 POS, POS_INT = Positive(), Positive(int)
+
+
+class Pair:
+    """A leaf of a spec that is a list of exactly two, each following ``spec``: an interval, a block's rows and columns."""
+
+    def __init__(self, spec):
+        self.spec = spec
+
+
 _TIMED = {"median": POS}
+# a ratio of two kernels' samples in turns: its median, spread and interval, as the slides quote them
+_RATIO = {"median": POS, "p10": POS, "p90": POS, "ci": Pair(POS)}
 # a size of a sweep or a cell of the atlas (bench/gemm/sweep.py): what the deck reads of it
 _SWEEP_ROW = {"shape": [int], "outcome": str, "kernel?": str, "ratio_same_layout?": NUM, "tflops?": dict,
               "tile?": {"BM": POS_INT, "BN": POS_INT},
@@ -170,8 +181,28 @@ NODE = {"gpu_count": int, "gpus": [{"index": int, "name": str, "pci_bus_id": str
 # keys, "?" marking one that may be absent; [spec] a list of at least one entry, each
 # following spec. The record's own fields (status, time_ms, check, ...) are checked above.
 _PEER_RUN = {"time_ms": _TIMED, "tflops": POS, "check": {"passed": bool, "rel_error": NUM}}
-_STREAM = {"time_ms": _TIMED, "tbps": POS, "bytes_per_sm_clock": POS}     # machinery.tma: a stream's rate
+_STREAM = {"time_ms": {"median": POS, "ci": Pair(POS)}, "tbps": POS, "bytes_per_sm_clock": POS}     # machinery.tma: a stream's rate
 _ENERGY = {"watts": POS, "time_ms": POS, "joules": POS, "tflops_per_watt": POS}
+_CHECKED = {"passed": bool, "rel_error": NUM}
+
+
+def _gemm(tile: dict | None = None) -> dict:
+    """A GEMM step's record; ``tile``: the constants its slides read off its recorded tile, beyond BM and BN."""
+    return {"params": {"m": POS_INT, "n": POS_INT, "k": POS_INT}, "time_ms": _TIMED, "tflops": NUM, "check": _CHECKED,
+            "resources?": {"threads_per_block": POS_INT, "regs_per_thread": int, "smem_static_bytes": int,
+                           "smem_dynamic_bytes": int, **({"tile": {**_TILE, **tile}} if tile else {"tile?": _TILE}),
+                           "split_wave?": {"full_waves": int, "k_tiles": POS_INT, "left": int, "rounds": int,
+                                           "split": int}},
+            "cublas": {"id": str, "time_ms": _TIMED, "tflops": POS, "ratio": NUM, "ratio_by_sample?": _RATIO,
+                       "check": _CHECKED, "energy?": _ENERGY},
+            # the step before it, in the same turns
+            "before?": {"id": str, "time_ms": _TIMED, "tflops": POS, "gain": NUM, "gain_by_sample": _RATIO},
+            "energy?": _ENERGY,
+            "odd_shape?": {"outcome": str, "shape": [int]},
+            "settle?": {"seconds": NUM, "settled": bool},
+            "profile?": {"metrics": dict, "names": dict}}
+
+
 RECORDS = {
     "checks.gpu_tests": {"tests": {"passed": int, "failed": int, "skipped": int, "failures": list}},
     "peers.gpu_benches": {"params": {"commit": str, "latency_s": POS},
@@ -179,21 +210,19 @@ RECORDS = {
                               "init", "read", "scale", "triad", "stencil3", "stencil5")}}],
                           "l2_cache": [{"footprint_kb": POS, "gbps": POS}],
                           "latency": [{"footprint_kb": POS, "cycles": POS}]},
+    "peers.deepgemm": {"params": {"commit": str, "version": str, "ours": str, "block": {"a": Pair(POS_INT), "b": Pair(POS_INT)},
+                                  "outputs": {"ours": str}, "scaling": {"ours": str}},
+                       "shapes": [{"shape": [POS_INT], **{who: _PEER_RUN for who in ("deepgemm", "cublaslt_blocks", "cublaslt_bf16_out")},
+                                   "deepgemm_over_cublaslt_by_sample": _RATIO,
+                                   "ours?": _PEER_RUN, "ours_over_deepgemm_by_sample?": _RATIO}]},
     "peers.fastcu": {"params": {"commit": str, "ours": str},      # ours_bf16_out: records from ddaaf36 on
                          "shapes": [{"shape": [int], "ours_bf16_out?": _PEER_RUN,
                                      **{who: _PEER_RUN for who in ("fastcu", "cublas_bf16_out", "cublas", "ours")}}]},
     "gemm.cublas_": {"time_ms": _TIMED, "tflops": NUM, "energy?": _ENERGY},
-    "gemm.": {"time_ms": _TIMED, "tflops": NUM,
-              "resources?": {"threads_per_block": POS_INT, "regs_per_thread": int, "smem_static_bytes": int,
-                             "smem_dynamic_bytes": int, "tile?": _TILE,
-                             "split_wave?": {"full_waves": int, "k_tiles": POS_INT, "left": int, "rounds": int,
-                                             "split": int}},
-              "cublas": {"id": str, "time_ms": _TIMED, "tflops": POS, "ratio": NUM, "ratio_by_sample?": _TIMED,
-                          "check": {"passed": bool, "rel_error": NUM}, "energy?": _ENERGY},
-              "energy?": _ENERGY,
-              "odd_shape?": {"outcome": str, "shape": [int]},
-              "settle?": {"seconds": NUM, "settled": bool},
-              "profile?": {"metrics": dict, "names": dict}},
+    # the FP8 steps' slides draw their tiles: the K-tile, the warpgroups that promote, the scales' block
+    "gemm.fp8_blocks": _gemm({"BK": POS_INT, "WARPGROUPS_M": POS_INT, "SCALE_BLOCK": POS_INT}),
+    "gemm.fp8_promote": _gemm({"BK": POS_INT, "WARPGROUPS_M": POS_INT}),
+    "gemm.": _gemm(),
     "burst.": {"params": {"rest_s": NUM, "runs": POS_INT},
                "rows": [{"name": str, "title": str, "shape": [int], "time_ms": _TIMED, "tflops": POS,
                          "check": {"passed": bool, "rel_error": NUM},
@@ -229,14 +258,17 @@ RECORDS = {
                                       for p in ("all_gather_gemm", "gemm_reduce_scatter")}},
     "multigpu.nccl": {"params": {"ranks": int}, "rows": [{"collective": str, "bytes": POS_INT, "time_ms": _TIMED,
                                                           "wrong": int, "algorithm?": str, "protocol?": str, **_BUSBW}]},
-    "machinery.tma": {"params": {"stream_box_bytes": POS_INT, "stream_boxes": POS_INT, "multicast_slots": POS_INT},
+    "machinery.tma": {"params": {"stream_box_bytes": POS_INT, "stream_boxes": POS_INT, "multicast_slots": POS_INT,
+                                 "matrix_bytes": POS_INT, "l2_region_bytes": POS_INT, "issuer_slots": POS_INT,
+                                 "latency_iters": POS_INT},
                       "latency": [{"source": str, "box_bytes": POS_INT, "cycles": POS}],
                       "depth": [{"source": str, "slots": POS_INT, "tma": _STREAM, "cp_async": _STREAM}],
                       "sizes": [{"source": str, "box_bytes": POS_INT, "slots": POS_INT, "tma": _STREAM}],
                       "issuers": [{"source": str, "ctas_per_sm": POS_INT, "slots": POS_INT, "tma": _STREAM}],
                       "multicast": [{"source": str, "cluster": POS_INT, "ctas": POS_INT, "separate": _STREAM,
                                      "multicast": _STREAM}]},
-    "machinery.cluster": {"params": {"clusters": [POS_INT], "hops": POS_INT, "buffer_bytes": POS_INT},
+    "machinery.cluster": {"params": {"clusters": [POS_INT], "hops": POS_INT, "buffer_bytes": POS_INT, "passes": POS_INT,
+                                     "meetings": POS_INT},
                           "rows": [{"cluster": POS_INT, "ctas": POS_INT, "chase_cycles": {"own": POS, "peer": POS},
                                     "stream": {w: _STREAM for w in ("own", "peer")},
                                     "barrier_cycles": {"cta": POS, "cluster": POS, "cluster_relaxed": POS},
@@ -245,7 +277,7 @@ RECORDS = {
                           "setmaxnreg?": {"regs": {"entry": POS_INT, "producer": POS_INT, "consumer": POS_INT},
                                           "warpgroups": POS_INT, "round_trip_cycles": POS,
                                           "hand_over_cycles": {"producer": POS, "consumers": POS, "consumers_slowest": POS}}},
-    "machinery.wgmma": {"params": {"ns": [POS_INT], "iters": POS_INT},
+    "machinery.wgmma": {"params": {"ns": [POS_INT], "iters": POS_INT, "warpgroups": [POS_INT]},
                         "rows": [{"precision": str, "n": POS_INT, "atom": [POS_INT], "k_tile": POS_INT, "latency_cycles": POS,
                                   "rates": [{"warpgroups": POS_INT, "time_ms": _TIMED, "flop_per_sm_clock": POS, "tflops": POS}]}]},
     "atlas.": {"params": {"ms": [POS_INT], "projections": [{"model": str, "projection": str, "n": POS_INT, "k": POS_INT}]},
@@ -286,6 +318,8 @@ def _type_name(t) -> str:
 def _spec_name(spec) -> str:
     if isinstance(spec, Positive):
         return f"{_type_name(spec.t)} > 0"
+    if isinstance(spec, Pair):
+        return "a list of two"
     return "a mapping" if isinstance(spec, dict) else "a list" if isinstance(spec, list) else _type_name(spec)
 
 
@@ -401,6 +435,11 @@ class _Validator:
                 self.fail(path, f"a list of at least one entry, each {_spec_name(spec[0])}", value)
             for i, item in enumerate(value):
                 self.shape(item, spec[0], f"{path}[{i}]")
+        elif isinstance(spec, Pair):
+            if len(self.expect(value, list, path)) != 2:
+                self.fail(path, f"a list of two entries, each {_spec_name(spec.spec)}", value)
+            for i, item in enumerate(value):
+                self.shape(item, spec.spec, f"{path}[{i}]")
         elif isinstance(spec, Positive):
             if not self.expect(value, spec.t, path) > 0:
                 self.fail(path, _spec_name(spec), value)
