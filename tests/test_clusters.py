@@ -56,7 +56,7 @@ def cluster_record(doc: dict, ctas_of=lambda size, sms: sms, trade: bool = True)
     stream 16 B/SM/clock against 128, barriers 45 (CTA), 90 (relaxed), 1,260 (ordered)."""
     from bench.core import registry
     sms = doc["device"]["sm_count"]
-    timed = {"median": 1.0, "p10": 1.0, "p90": 1.0, "n": 10}
+    timed = {"median": 1.0, "p10": 1.0, "p90": 1.0, "n": 10, "ci": [1.0, 1.0]}
     rows = [{"cluster": c, "ctas": ctas_of(c, sms), "chase_cycles": {"own": 30.0, "peer": 200.0 + c},
              "stream": {"own": {"bytes_per_sm_clock": 128.0, "time_ms": timed, "tbps": 30.0},
                         "peer": {"bytes_per_sm_clock": 16.0, "time_ms": timed, "tbps": 4.0}},
