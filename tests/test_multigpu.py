@@ -641,6 +641,32 @@ def test_the_collectives_are_written_as_nccl_tests_writes_its_json(tmp_path, cap
     assert err.count("\n") == 1 and not (tmp_path / "x").exists()
 
 
+@pytest.mark.parametrize("case", ["collective", "reps", "nccl", "sizes", "out_dir"])
+def test_the_nccl_tests_json_writer_says_what_is_wrong_in_one_line(case, node_doc, write_results, tmp_path, capsys):
+    """A collective named with '../', params without reps, a garbage NCCL version, one size where two
+    bound the sweep, an output folder that is a file: one line naming it, nothing written."""
+    from bench.multigpu import nccl_json
+    params = node_doc["benchmarks"]["multigpu.nccl"]["params"]
+    out = tmp_path / "json"
+    if case == "collective":
+        node_doc["benchmarks"]["multigpu.nccl"]["rows"][0]["collective"] = "../all_reduce"
+    elif case == "reps":
+        del params["reps"]
+    elif case == "nccl":
+        params["nccl"] = "two point x"
+    elif case == "sizes":
+        params["sizes_bytes"] = [8]
+    else:
+        out.write_text("a file")
+    said = {"collective": "multigpu.nccl.rows[0].collective: expected one of all_reduce", "reps": "multigpu.nccl.params.reps",
+            "nccl": "multigpu.nccl.params.nccl: expected NCCL's version as major.minor.patch, got 'two point x'",
+            "sizes": "multigpu.nccl.params.sizes_bytes: expected a list of two", "out_dir": f"cannot write into {out}"}[case]
+    assert nccl_json.main([str(write_results(node_doc)), "--out-dir", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert said in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not out.is_dir()
+
+
 def test_a_model_past_the_largest_all_reduce_measured_is_marked_as_the_fits(fixture_doc, node_doc, write_results, tmp_path):
     """The data-parallel table: a model whose gradients pass the largest all-reduce measured takes its
     time from the α–β fit, and its cell says so (a dagger, and a line under the table); the others none."""

@@ -158,6 +158,13 @@ class Pair:
         self.spec = spec
 
 
+class OneOf:
+    """A leaf of a spec that is one of ``values`` (a name the code looks up: a collective)."""
+
+    def __init__(self, values):
+        self.values = tuple(values)
+
+
 _TIMED = {"median": POS}
 # a ratio of two kernels' samples in turns: its median, spread and interval, as the slides quote them
 _RATIO = {"median": POS, "p10": POS, "p90": POS, "ci": Pair(POS)}
@@ -249,14 +256,16 @@ RECORDS = {
                                **{f"{how}?": {"gbps": NUM} for how in _P2P},
                                "latency_ns?": {"peer": NUM, "local": NUM}}]},
     "multigpu.nccl_tests": {"params": {"ranks": int, "version": str},
-                            "rows": [{"collective": str, "mode": str, "bytes": POS_INT, "time_us": POS, **_BUSBW}]},
+                            "rows": [{"collective": OneOf(COLLECTIVES), "mode": str, "bytes": POS_INT, "time_us": POS, **_BUSBW}]},
     "multigpu.nvbandwidth": {"params": {"version": str, "cases": dict},
                              "rows": [{"case": str, "src": int, "dst": int, "value": POS, "unit": str}]},
     "multigpu.overlap": {"params": {"ranks": int, "kernels": dict, "chunks": POS_INT, "target_of_ideal": POS},
                          "patterns": {p: {"gemm": [POS_INT], "comm": str, "comm_bytes": POS_INT,
                                           "kernels": {label: _OVERLAPPED for label in ("persistent", "a CTA a tile", "cuBLAS")}}
                                       for p in ("all_gather_gemm", "gemm_reduce_scatter")}},
-    "multigpu.nccl": {"params": {"ranks": int}, "rows": [{"collective": str, "bytes": POS_INT, "time_ms": _TIMED,
+    "multigpu.nccl": {"params": {"ranks": int, "reps": POS_INT, "warmup": int, "sizes_bytes": Pair(POS_INT), "nccl": str,
+                                 "time": str},
+                      "rows": [{"collective": OneOf(COLLECTIVES), "bytes": POS_INT, "time_ms": _TIMED,
                                                           "wrong": int, "algorithm?": str, "protocol?": str, **_BUSBW}]},
     "machinery.tma": {"params": {"stream_box_bytes": POS_INT, "stream_boxes": POS_INT, "multicast_slots": POS_INT,
                                  "matrix_bytes": POS_INT, "l2_region_bytes": POS_INT, "issuer_slots": POS_INT,
@@ -320,6 +329,8 @@ def _spec_name(spec) -> str:
         return f"{_type_name(spec.t)} > 0"
     if isinstance(spec, Pair):
         return "a list of two"
+    if isinstance(spec, OneOf):
+        return "one of " + ", ".join(spec.values)
     return "a mapping" if isinstance(spec, dict) else "a list" if isinstance(spec, list) else _type_name(spec)
 
 
@@ -435,6 +446,9 @@ class _Validator:
                 self.fail(path, f"a list of at least one entry, each {_spec_name(spec[0])}", value)
             for i, item in enumerate(value):
                 self.shape(item, spec[0], f"{path}[{i}]")
+        elif isinstance(spec, OneOf):
+            if value not in spec.values:
+                self.fail(path, _spec_name(spec), value)
         elif isinstance(spec, Pair):
             if len(self.expect(value, list, path)) != 2:
                 self.fail(path, f"a list of two entries, each {_spec_name(spec.spec)}", value)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -17,9 +18,15 @@ VERSION = 3             # nccl-tests' JSON_FILE_VERSION (src/util.cu)
 REDUCING = {"all_reduce": "sum", "reduce_scatter": "sum"}
 
 
+NCCL_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+
 def nccl_version_code(version: str) -> int:
     """NCCL_VERSION_CODE of "2.28.9": 22809, as nccl-tests writes nccl_version."""
-    major, minor, patch = (int(x) for x in version.split(".")[:3])
+    found = NCCL_VERSION.match(version)
+    if not found:
+        raise ValueError(f"multigpu.nccl.params.nccl: expected NCCL's version as major.minor.patch, got {version!r}")
+    major, minor, patch = (int(x) for x in found.groups())
     return major * 10000 + minor * 100 + patch
 
 
@@ -72,11 +79,20 @@ def main(argv=None) -> int:
         print(f"python -m bench.multigpu.nccl_json: {args.results} holds no measured multigpu.nccl record of a node",
               file=sys.stderr)
         return 1
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    for collective in dict.fromkeys(r["collective"] for r in rec["rows"]):
-        out = args.out_dir / f"{NCCL_TESTS_BINARY[collective]}.json"
-        out.write_text(json.dumps(as_nccl_tests(doc, collective), indent=2) + "\n")
-        print(f"wrote {out}")
+    try:
+        files = {args.out_dir / f"{NCCL_TESTS_BINARY[c]}.json": as_nccl_tests(doc, c)
+                 for c in dict.fromkeys(r["collective"] for r in rec["rows"])}
+    except ValueError as e:
+        print(f"python -m bench.multigpu.nccl_json: {args.results}: {e}", file=sys.stderr)
+        return 1
+    try:
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+        for out, content in files.items():
+            out.write_text(json.dumps(content, indent=2) + "\n")
+            print(f"wrote {out}")
+    except OSError as e:
+        print(f"python -m bench.multigpu.nccl_json: cannot write into {args.out_dir}: {e.strerror or e}", file=sys.stderr)
+        return 1
     return 0
 
 
