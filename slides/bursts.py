@@ -23,12 +23,14 @@ def bursts(deck) -> dict:
     rows = []
     for row in r["record"]["rows"]:
         sustained = row.get("sustained")
+        if sustained:            # the probe's clock of the window, where it read one
+            sustained = {**sustained, "sm_clock_mhz": sustained.get("sm_clock_mhz")}
         samples = row["samples"]
         dims = dict(zip("mnk", row["shape"]))
         rows.append({"title": row["title"], "shape": row["shape"], "tflops": row["tflops"],
                      "lo": min(tflops_of(dims, {"median": s["ms"]}) for s in samples),
                      "hi": max(tflops_of(dims, {"median": s["ms"]}) for s in samples),
-                     "clock": median_high(s["sm_clock_mhz"] or 0 for s in samples) or None,
+                     "clock": median_high(s.get("sm_clock_mhz") or 0 for s in samples) or None,
                      "sustained": sustained, "gain": row["tflops"] / sustained["tflops"] if sustained else None,
                      "check": row["check"]})
     gains = [x["gain"] for x in rows if x["gain"]]
