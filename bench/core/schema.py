@@ -151,11 +151,15 @@ class Positive:
 POS, POS_INT = Positive(), Positive(int)
 
 
-class Pair:
-    """A leaf of a spec that is a list of exactly two, each following ``spec``: an interval, a block's rows and columns."""
+class Exactly:
+    """A leaf of a spec that is a list of exactly ``n``, each following ``spec``: an interval, an MMA atom's M, N, K."""
 
-    def __init__(self, spec):
-        self.spec = spec
+    def __init__(self, n: int, spec):
+        self.n, self.spec = n, spec
+
+
+def Pair(spec) -> Exactly:
+    return Exactly(2, spec)
 
 
 class OneOf:
@@ -193,13 +197,22 @@ _ENERGY = {"watts": POS, "time_ms": POS, "joules": POS, "tflops_per_watt": POS}
 _CHECKED = {"passed": bool, "rel_error": NUM}
 
 
-def _gemm(tile: dict | None = None) -> dict:
-    """A GEMM step's record; ``tile``: the constants its slides read off its recorded tile, beyond BM and BN."""
-    return {"params": {"m": POS_INT, "n": POS_INT, "k": POS_INT}, "time_ms": _TIMED, "tflops": NUM, "check": _CHECKED,
-            "resources?": {"threads_per_block": POS_INT, "regs_per_thread": int, "smem_static_bytes": int,
-                           "smem_dynamic_bytes": int, **({"tile": {**_TILE, **tile}} if tile else {"tile?": _TILE}),
+# the constants a step's diagram reads off its recorded tile: a CuTe MMA tile's warps, a Hopper tile's ring
+_SM80_TILE = {**_TILE, "BK": POS_INT, "WARPS_M": POS_INT, "WARPS_N": POS_INT, "MMA_ATOM": str, "atom_mnk": Exactly(3, POS_INT)}
+_SM90_TILE = {**_TILE, "BK": POS_INT, "STAGES": int, "GROUP_M": int, "WARPGROUPS_M": POS_INT,
+              "atom_mnk": Exactly(3, POS_INT)}
+
+
+def _gemm(tile: dict = _SM90_TILE) -> dict:
+    """A GEMM step's record; ``tile``: what its slides read off its recorded tile, where it has one."""
+    return {"params": {"m": POS_INT, "n": POS_INT, "k": POS_INT, "turn_ms": POS}, "time_ms": _TIMED, "tflops": NUM,
+            "check": _CHECKED,
+            "resources?": {"threads_per_block": POS_INT, "grid": [POS_INT], "regs_per_thread": int, "smem_static_bytes": int,
+                           "smem_dynamic_bytes": int, "tile?": tile,
+                           "sass?": {"main_loop?": {"instructions": int, "mma": int}},
+                           "tma?": {"a": {"box": [POS_INT]}, "b": {"box": [POS_INT]}},
                            "split_wave?": {"full_waves": int, "k_tiles": POS_INT, "left": int, "rounds": int,
-                                           "split": int}},
+                                           "split": int, "helpers": int}},
             "cublas": {"id": str, "time_ms": _TIMED, "tflops": POS, "ratio": NUM, "ratio_by_sample?": _RATIO,
                        "check": _CHECKED, "energy?": _ENERGY},
             # the step before it, in the same turns
@@ -227,8 +240,8 @@ RECORDS = {
                                      **{who: _PEER_RUN for who in ("fastcu", "cublas_bf16_out", "cublas", "ours")}}]},
     "gemm.cublas_": {"time_ms": _TIMED, "tflops": NUM, "energy?": _ENERGY},
     # the FP8 steps' slides draw their tiles: the K-tile, the warpgroups that promote, the scales' block
-    "gemm.fp8_blocks": _gemm({"BK": POS_INT, "WARPGROUPS_M": POS_INT, "SCALE_BLOCK": POS_INT}),
-    "gemm.fp8_promote": _gemm({"BK": POS_INT, "WARPGROUPS_M": POS_INT}),
+    "gemm.fp8_blocks": _gemm({**_SM90_TILE, "SCALE_BLOCK": POS_INT}),
+    "gemm.cute_": _gemm(_SM80_TILE),
     "gemm.": _gemm(),
     "burst.": {"params": {"rest_s": NUM, "runs": POS_INT, "sustain_s": POS},
                "rows": [{"name": str, "title": str, "shape": [int], "time_ms": _TIMED, "tflops": POS,
@@ -327,8 +340,8 @@ def _type_name(t) -> str:
 def _spec_name(spec) -> str:
     if isinstance(spec, Positive):
         return f"{_type_name(spec.t)} > 0"
-    if isinstance(spec, Pair):
-        return "a list of two"
+    if isinstance(spec, Exactly):
+        return f"a list of {spec.n}"
     if isinstance(spec, OneOf):
         return "one of " + ", ".join(spec.values)
     return "a mapping" if isinstance(spec, dict) else "a list" if isinstance(spec, list) else _type_name(spec)
@@ -399,6 +412,11 @@ class _Validator:
                     self.fail(f"{path}.telemetry.{when}", "a telemetry sample or null (the field is missing)", None)
         if "check" in rec:
             self.require(self.expect(rec["check"], dict, f"{path}.check"), "passed", bool, f"{path}.check")
+        profile = rec.get("profile")
+        if isinstance(profile, dict) and isinstance(profile.get("metrics"), dict) and isinstance(profile.get("names"), dict):
+            for metric in profile["metrics"]:       # the slides name each counter they quote
+                if metric not in profile["names"]:
+                    self.fail(f"{path}.profile.names.{metric}", "the name of every metric measured (the field is missing)", None)
         if "peer" in rec:
             for field in ("checkout", "commit"):
                 self.require(self.expect(rec["peer"], dict, f"{path}.peer"), field, str, f"{path}.peer")
@@ -449,9 +467,9 @@ class _Validator:
         elif isinstance(spec, OneOf):
             if value not in spec.values:
                 self.fail(path, _spec_name(spec), value)
-        elif isinstance(spec, Pair):
-            if len(self.expect(value, list, path)) != 2:
-                self.fail(path, f"a list of two entries, each {_spec_name(spec.spec)}", value)
+        elif isinstance(spec, Exactly):
+            if len(self.expect(value, list, path)) != spec.n:
+                self.fail(path, f"{_spec_name(spec)} entries, each {_spec_name(spec.spec)}", value)
             for i, item in enumerate(value):
                 self.shape(item, spec.spec, f"{path}[{i}]")
         elif isinstance(spec, Positive):
