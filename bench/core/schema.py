@@ -191,15 +191,16 @@ NODE = {"gpu_count": int, "gpus": [{"index": int, "name": str, "pci_bus_id": str
 # What the deck reads from an ok record, by id prefix (the first that matches): a mapping's
 # keys, "?" marking one that may be absent; [spec] a list of at least one entry, each
 # following spec. The record's own fields (status, time_ms, check, ...) are checked above.
-_PEER_RUN = {"time_ms": _TIMED, "tflops": POS, "check": {"passed": bool, "rel_error": NUM}}
+_PEER_RUN = {"time_ms": {"median": POS, "ci": Pair(POS)}, "tflops": POS, "check": {"passed": bool, "rel_error": NUM}}
 _STREAM = {"time_ms": {"median": POS, "ci": Pair(POS)}, "tbps": POS, "bytes_per_sm_clock": POS}     # machinery.tma: a stream's rate
 _ENERGY = {"watts": POS, "time_ms": POS, "joules": POS, "tflops_per_watt": POS}
 _CHECKED = {"passed": bool, "rel_error": NUM}
+_CONFIG = {k: int for k in ("BN", "STAGES", "CLUSTER_M", "GROUP_M")}      # a configuration the tuner tried
 
 
 # the constants a step's diagram reads off its recorded tile: a CuTe MMA tile's warps, a Hopper tile's ring
 _SM80_TILE = {**_TILE, "BK": POS_INT, "WARPS_M": POS_INT, "WARPS_N": POS_INT, "MMA_ATOM": str, "atom_mnk": Exactly(3, POS_INT)}
-_SM90_TILE = {**_TILE, "BK": POS_INT, "STAGES": int, "GROUP_M": int, "WARPGROUPS_M": POS_INT,
+_SM90_TILE = {**_TILE, "BK": POS_INT, "STAGES": POS_INT, "GROUP_M": int, "WARPGROUPS_M": POS_INT,
               "atom_mnk": Exactly(3, POS_INT)}
 
 
@@ -209,10 +210,10 @@ def _gemm(tile: dict = _SM90_TILE) -> dict:
             "check": _CHECKED,
             "resources?": {"threads_per_block": POS_INT, "grid": [POS_INT], "regs_per_thread": int, "smem_static_bytes": int,
                            "smem_dynamic_bytes": int, "tile?": tile,
-                           "sass?": {"main_loop?": {"instructions": int, "mma": int}},
+                           "sass?": {"main_loop?": {"instructions": POS_INT, "mma": int}},
                            "tma?": {"a": {"box": [POS_INT]}, "b": {"box": [POS_INT]}},
                            "split_wave?": {"full_waves": int, "k_tiles": POS_INT, "left": int, "rounds": int,
-                                           "split": int, "helpers": int}},
+                                           "split": int, "helpers": int, "units": POS_INT, "clusters": POS_INT}},
             "cublas": {"id": str, "time_ms": _TIMED, "tflops": POS, "ratio": NUM, "ratio_by_sample?": _RATIO,
                        "check": _CHECKED, "energy?": _ENERGY},
             # the step before it, in the same turns
@@ -247,23 +248,27 @@ RECORDS = {
                "rows": [{"name": str, "title": str, "shape": [int], "time_ms": _TIMED, "tflops": POS,
                          "check": {"passed": bool, "rel_error": NUM}, "sustained?": {"tflops": POS, "watts": POS},
                          "samples": [{"ms": POS, "nvml_sm_clock_mhz": NUM, "power_w": NUM}]}]},
-    "hbm.": {"params": {"buffer_bytes": int}, "memcpy": {"gbps": POS},
+    "hbm.": {"params": {"buffer_bytes": int}, "memcpy": {"gbps": POS, "label": str},
              "rows": [{"label": str, "blocks": POS_INT, "threads": int, "sms_used": POS_INT, "gbps": POS}]},
-    "l2.placement": {"rows": [{"sms": POS_INT, "scheduled_sms": [int], "spread_sms": [int],
-                               "scheduled": {"gbps": POS}, "spread": {"gbps": POS}}],
+    "l2.placement": {"params": dict,
+                     "rows": [{"sms": POS_INT, "scheduled_sms": [int], "spread_sms": [int],
+                               **{how: {"gbps": POS, "passes": POS_INT, "time_ms": {"median": POS, "ci": Pair(POS)}}
+                                  for how in ("scheduled", "spread")}}],
                      "sweep": [{"bytes": POS_INT, "gbps": POS}]},
-    "l2.latency_map": {"params": {"lines": POS_INT, "hops": POS_INT}, "rows": [{"sm": int, "cycles": [POS]}]},
+    "l2.latency_map": {"params": {"lines": POS_INT, "hops": POS_INT, "buffer_bytes": POS_INT}, "rows": [{"sm": int, "cycles": [POS]}]},
     "l2.bandwidth_scaling": {"params": {"read_bytes": int, "copy_bytes": int},
-            "rows": [{"label": str, "sms": POS_INT, "blocks": POS_INT, "read": {"gbps": NUM}, "copy": {"gbps": NUM},
+            "rows": [{"label": str, "sms": POS_INT, "blocks": POS_INT, "threads": POS_INT, "read": {"gbps": NUM}, "copy": {"gbps": NUM},
                       "sms_used?": POS_INT}]},       # sms_used: records from one block an SM on
     "latency.instruction": {"params": {"ilps": [int], "iters": int, "ops_per_iter": int, "subpartitions": int},
-                            "rows": [{"op": str, "name": str, "cycles": dict, "sass": dict, "warps_per_sm": NUM,
-                                      "issue_cycles_per_subpartition": POS}]},
-    "latency.memory": {"params": {"line_bytes": int}, "levels": [{"label": str, "cycles": POS, "ns": POS}],
+                            "check": {"passed": bool},
+                            # the SASS of the chain of one (ILP 1): its instructions per op, alone and in the mix
+                            "rows": [{"op": str, "name": str, "cycles": dict, "sass": {"1": {"per_op": NUM, "mix_per_op": dict}},
+                                      "warps_per_sm": NUM, "issue_cycles_per_subpartition": POS}]},
+    "latency.memory": {"params": {"line_bytes": int}, "levels": [{"label": str, "level": str, "bytes": POS_INT, "cycles": POS, "ns": POS}],
                        "sweep": [{"bytes": POS_INT, "cycles": POS, "ns": POS}]},
     "transpose.": {"params": {"n": int, "bytes": int}, "copy": {"gbps": NUM, "kernel": str, "time_ms": _TIMED},
                    "rows": [{"key": str, "label": str, "note": str, "gbps": POS, "pct_of_copy": NUM,
-                             "check_passed": bool, "time_ms": _TIMED}]},
+                             "check_passed": bool, "time_ms": _TIMED, "tile": int}]},
     "multigpu.p2p": {"params": {"bytes": int},
                      "rows": [{"src": int, "dst": int, "peer_access": bool, "nvlink_gbps_per_direction?": POS,
                                **{f"{how}?": {"gbps": NUM} for how in _P2P},
@@ -305,11 +310,17 @@ RECORDS = {
     "atlas.": {"params": {"ms": [POS_INT], "projections": [{"model": str, "projection": str, "n": POS_INT, "k": POS_INT}]},
                "rows": [{"model": str, "projection": str, **_SWEEP_ROW,
                          "headline?": {"kernel": str, "ratio": POS, "ci": [POS]}}]},
-    "sweep.": {"rows": [_SWEEP_ROW]},
-    "tune.": {"params": {"bm": int, "space": dict, "stages_max": dict}, "trials": [{"config": dict}],
+    "sweep.": {"params": {"precision": str, "timed_s": POS}, "rows": [_SWEEP_ROW]},
+    "tune.": {"params": {"bm": int, "space": {k: [int] for k in _CONFIG}, "stages_max": dict, "kernel": str, "m": POS_INT,
+                         "n": POS_INT, "k": POS_INT, "trial_reps": POS_INT, "final_reps": POS_INT, "final_settle_s": NUM},
+              "trials": [{"config": _CONFIG, "outcome": str, "check?": _CHECKED}],
               "winner": int, "hand_picked": int,
-              "final": {"winner": {"config": dict, "ratio": POS}, "hand_picked": {"config": dict, "ratio": POS}}},
-    "settle.": {"params": {"kernel": str, "sample_ms": POS, "gemm_settle_rule": {"max_s": NUM, "round_s": POS, "drift": NUM}},
+              "final": {"winner": {"config": _CONFIG, "ratio": POS, "tflops": POS},
+                        "hand_picked": {"config": _CONFIG, "ratio": POS, "ratio_by_sample": _RATIO},
+                        "cublas_time_ms": _TIMED}},
+    "settle.": {"params": {"kernel": str, "sample_ms": POS, "gemm_settle_rule": {"max_s": NUM, "round_s": POS, "drift": NUM},
+                           "m": POS_INT, "n": POS_INT, "k": POS_INT, "rest_s": NUM, "duration_s": POS, "gemm_reps": POS_INT,
+                           "gemm_turn_ms": POS},
                 "series": {who: {"batch": int, "rows": [{"t_s": NUM, "ms": POS, "sm_clock_mhz": NUM,
                                                          "temperature_c": NUM}]} for who in ("kernel", "cublas")}},
 }
