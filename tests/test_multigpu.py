@@ -660,7 +660,7 @@ def test_the_nccl_tests_json_writer_says_what_is_wrong_in_one_line(case, node_do
         out.write_text("a file")
     said = {"collective": "multigpu.nccl.rows[0].collective: expected one of all_reduce", "reps": "multigpu.nccl.params.reps",
             "nccl": "multigpu.nccl.params.nccl: expected NCCL's version as major.minor.patch, got 'two point x'",
-            "sizes": "multigpu.nccl.params.sizes_bytes: expected a list of two", "out_dir": f"cannot write into {out}"}[case]
+            "sizes": "multigpu.nccl.params.sizes_bytes: expected a list of 2 entries", "out_dir": f"cannot write into {out}"}[case]
     assert nccl_json.main([str(write_results(node_doc)), "--out-dir", str(out)]) == 1
     err = capsys.readouterr().err
     assert said in err and err.count("\n") == 1 and "Traceback" not in err
