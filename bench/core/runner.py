@@ -252,13 +252,15 @@ def time_left(estimates: dict, remaining: list[Benchmark], done: list[tuple[str,
     kind, scaled by how this run's finished ones of the same family (else all of them) compared with
     theirs (a quick run from a full run's durations, a hotter or cooler card); a benchmark without
     one takes the mean so far."""
-    def pace(family: str | None) -> float:
-        known = [(estimates[bid], took) for bid, took in done
-                 if bid in estimates and family in (None, bid.split(".", 1)[0])]
-        return sum(t for _, t in known) / sum(e for e, _ in known) if known and sum(e for e, _ in known) > 0 else None
-    overall = pace(None) or 1.0
+    took, expected = {}, {}             # by family, of the finished benchmarks the last run timed too
+    for bid, seconds in done:
+        if estimates.get(bid):
+            family = bid.split(".", 1)[0]
+            took[family], expected[family] = took.get(family, 0.0) + seconds, expected.get(family, 0.0) + estimates[bid]
+    overall = sum(took.values()) / sum(expected.values()) if expected else 1.0
+    pace = {family: took[family] / expected[family] for family in expected}
     typical = sum(t for _, t in done) / len(done) if done else 10.0
-    return sum((pace(b.family) or overall) * estimates[b.id] if b.id in estimates else typical for b in remaining)
+    return sum(pace.get(b.family, overall) * estimates[b.id] if estimates.get(b.id) else typical for b in remaining)
 
 
 def _left(estimates: dict, remaining: list[Benchmark], done: list[tuple[str, float]]) -> str:
