@@ -32,12 +32,22 @@ def context(deck) -> dict:
             "only": sorted({only for _, _, only in gaps if only}), "from_node": any(only is None for _, _, only in gaps)}
 
 
+OTHERS_NAMED = 3     # slides past the gaps named one by one; of more, a count and the first results
+
+
 def others(gaps: list[dict], missing: dict[str, list[str]]) -> list[dict]:
     """The slides whose results are missing past the ``gaps`` named above (a peer skipped, one
-    kernel failed to build): each slide and its ids, known once every section is computed."""
+    kernel failed to build), known once every section is computed: each slide and its ids, or, past
+    OTHERS_NAMED slides (a GPU below Hopper lacks every Hopper step's three), how many slides and results."""
     named = {bid for gap in gaps for bid in gap["ids"]}
-    return [{"what": slide, "ids": list(dict.fromkeys(b for b in ids if b not in named))}
-            for slide, ids in missing.items() if not set(ids) <= named]
+    rest = {slide: list(dict.fromkeys(b for b in ids if b not in named)) for slide, ids in missing.items()
+            if not set(ids) <= named}
+    if len(rest) <= OTHERS_NAMED:
+        return [{"what": slide, "ids": ids} for slide, ids in rest.items()]
+    ids = list(dict.fromkeys(b for slide_ids in rest.values() for b in slide_ids))
+    shown = ids[:OTHERS_NAMED]
+    return [{"what": f"{len(rest)} more slides, {len(ids)} results",
+             "ids": [*shown, *([f"and {len(ids) - len(shown)} more"] if len(ids) > len(shown) else [])]}]
 
 
 def contents(deck) -> list[str]:

@@ -14,6 +14,7 @@ import build
 from bench.core import registry, runner, schema
 from slides.deck import Deck, render
 from tests.conftest import NODE_FIXTURES, _fixture_results, fixture_doc_copy
+from tests.test_build import prose_words, slides_of
 from tests.test_other_gpus import OTHER_GPUS, on_gpu
 
 BENCHMARKS = registry.discover()
@@ -107,6 +108,9 @@ def test_a_machine_of_one_gpu_builds_its_deck_without_a_node_section():
 def test_a_gpu_older_than_hopper_builds_its_deck_without_any_peer(cc):
     deck, text = deck_text(without_peers(on_gpu(fixture_doc_copy(), cc)))
     assert_whole(deck, text)
+    # every Hopper step's slides lack their results: the backup's one line counts them, in a slide's words
+    divider = slides_of(text)["Backup Slides"]
+    assert " more slides, " in divider and prose_words(divider) <= 80
 
 
 def quick_run(doc: dict) -> dict:
