@@ -105,3 +105,45 @@ def test_a_huge_file_is_refused_before_it_is_read(write_results, tmp_path, capsy
 def test_missing_file_is_named(tmp_path, capsys):
     assert build.main(["--results", str(tmp_path / "nope.yaml"), "--out-dir", str(tmp_path)]) == 1
     assert "nope.yaml: cannot read the results file" in capsys.readouterr().err
+
+
+# Scalars and shapes where YAML 1.1's resolution surprises: each loads as PyYAML's SafeLoader builds it.
+TRICKY = [
+    "a: 012\nb: 0x1F\nc: 1_000\nd: 1e5\ne: 1.5e+3\nf: .inf\ng: -.Inf\nh: .nan\ni: -0.0\nj: +7\nk: 0\n",
+    "a: yes\nb: No\nc: ~\nd:\ne: null\nf: 'true'\ng: \"12\"\nh: 1:30\ni: 2026-11-29\nj: 2026-11-29T09:00:00+00:00\n",
+    "a: [1, -2, 3.0, '4', x, '', \"\"]\nb: {c: {d: [[], {}]}}\n1: one\n1.0: float one\ntrue: t\n~: n\n",
+    "k: !!str 5\nv: !!float 3\n",                   # explicit tags: PyYAML's own constructor
+    "base: {a: 1}\nm: {<<: {b: 2}}\n",                # a merge key
+    "x: =\n",                                         # the value tag, which SafeLoader cannot construct
+    "",                                               # an empty file
+    "- a\n- b\n",
+    "a: 1\n---\nb: 2\n",                              # two documents
+    "? [a, b]\n: 1\n",                                # a key that is a list
+    "a: 1\na: 2\n",
+    "a: 1\n'a': 2\n",
+    "a: |\n  two\n  lines\nb: >\n  folded\n  text\n",
+]
+
+
+@pytest.mark.parametrize("text", TRICKY)
+def test_one_pass_loader_builds_what_pyyaml_builds(text, tmp_path, monkeypatch):
+    """load's one pass over libyaml's events gives SafeLoader's document, or refuses what it refuses;
+    what the pass leaves to PyYAML (_Unusual) is read PyYAML's way."""
+    def outcome(read):
+        try:
+            return repr(read())
+        except (yaml.YAMLError, schema.ResultsError, schema._Unusual) as e:
+            return type(e).__name__
+    pyyaml = outcome(lambda: (schema._check_shape(text, "f"), yaml.load(text, Loader=schema._UniqueKeyLoader))[1])
+    assert outcome(lambda: schema._compose(text, "f")) in (pyyaml, "_Unusual")
+    path = tmp_path / "f.yaml"
+    path.write_text(text)
+    monkeypatch.setattr(schema, "validate", lambda doc, source: doc)
+    assert outcome(lambda: schema.load(path)) == ("ResultsError" if pyyaml.endswith("Error")
+                                                  else pyyaml)
+
+
+def test_one_pass_loader_builds_the_committed_files_as_pyyaml_does():
+    for path in sorted((build.ROOT / "results").glob("*.yaml")):
+        text = path.read_text()
+        assert repr(schema._compose(text, path)) == repr(yaml.load(text, Loader=schema._UniqueKeyLoader)), path
