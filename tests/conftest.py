@@ -1,5 +1,7 @@
 import copy
+import fcntl
 import functools
+import hashlib
 import os
 import shutil
 import tempfile
@@ -84,8 +86,10 @@ def write_results(tmp_path):
     return write
 
 
-# Compiles: each (source, arch, defines) is built once per session, into a fresh cache, and all
-# that the selected tests need start in parallel as soon as the tests are collected.
+# Compiles: each (source, arch, defines) is built once per run, into a fresh cache the run's workers
+# share (pytest-xdist), and all that the selected tests need start in parallel as soon as the tests
+# are collected. A worker takes a lock for each build, so a build the other worker has under way is
+# waited for, not repeated; the workers go through the list from opposite ends.
 
 def builds(*configurations):
     """Mark a test (or one of its parameters) as compiling ``configurations``: (source, arch, defines)."""
@@ -96,10 +100,25 @@ def _key(src, arch, defines):
     return str(src), arch, tuple(sorted((defines or {}).items()))
 
 
+RUN_CACHE = "GPU_PERF_TEST_CUBINS"      # the run's cubin folder, made by the controller for its workers
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")              # gw0, gw1, ... under pytest-xdist
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+
+
+def pytest_configure(config):
+    if WORKER is None:
+        os.environ[RUN_CACHE] = tempfile.mkdtemp(prefix="cubin-")
+
+
+def pytest_unconfigure(config):
+    if WORKER is None:
+        shutil.rmtree(os.environ.pop(RUN_CACHE), ignore_errors=True)
+
+
 class _Compiler:
     def __init__(self):
-        self.cache = Path(tempfile.mkdtemp(prefix="cubin-"))
-        self.pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
+        self.cache = Path(os.environ[RUN_CACHE])
+        self.pool = ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) // WORKERS))
         self.futures = {}
         self.patch = pytest.MonkeyPatch()
         self.patch.setattr(cuda, "CACHE", self.cache)
@@ -107,13 +126,17 @@ class _Compiler:
     def submit(self, src, arch, defines=None):
         key = _key(src, arch, defines)
         if key not in self.futures:
-            self.futures[key] = self.pool.submit(cuda.compile_cu, Path(src), arch, defines)
+            self.futures[key] = self.pool.submit(self._build, key, Path(src), arch, defines)
         return self.futures[key]
+
+    def _build(self, key, src, arch, defines):
+        with open(self.cache / f"{hashlib.sha256(repr(key).encode()).hexdigest()[:16]}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return cuda.compile_cu(src, arch, defines)
 
     def close(self):
         self.pool.shutdown(cancel_futures=True)
         self.patch.undo()
-        shutil.rmtree(self.cache, ignore_errors=True)
 
 
 _compiler: _Compiler | None = None
@@ -133,6 +156,8 @@ def pytest_collection_modifyitems(items):
 def pytest_collection_finish(session):
     global _compiler
     wanted = [c for item in session.items for m in item.iter_markers("nvcc") for c in m.args]
+    if WORKER and int(WORKER[2:]) % 2:
+        wanted.reverse()
     if wanted and shutil.which("nvcc"):
         _compiler = _Compiler()
         for configuration in wanted:

@@ -4,6 +4,7 @@ copy's deck builds, the tests its change touches pass there (the catalogue's, th
 diagrams', and every test generated for the new benchmarks), and no benchmark that existed before
 changes its id, its role or its source hash."""
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -59,7 +60,9 @@ def _copy_of_the_repository(to):
 
 
 def _run(args, cwd, timeout=900):
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    """``args`` in the copy, as a contributor runs them: not as a worker of this run's pytest-xdist."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def test_a_step_and_a_section_added_by_the_recipes_build_and_the_suite_stays_green(tmp_path):

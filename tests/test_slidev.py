@@ -17,7 +17,7 @@ import build
 from tests.conftest import ROOT
 from tests.test_build import headings
 
-pytestmark = pytest.mark.slidev
+pytestmark = [pytest.mark.slidev, pytest.mark.xdist_group("slidev")]    # one worker: they share builds
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 SLIDEV = ROOT / "node_modules" / ".bin" / "slidev"
 # Vue's interpolation, an HTML element with a handler, Markdown, MDC's attributes (a class whose
