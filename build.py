@@ -34,14 +34,16 @@ try:
     from pathlib import Path
 
     from bench.core import schema
-    from slides import escape
+    from slides import escape, talk
     from slides.deck import ROOT, BuildError, Deck, render, write_deck
+    from slides.outline import TALKS
 except KeyboardInterrupt as stop:
     sys.exit(_stopped(stop))
 
 DEFAULT_RESULTS = ROOT / "results" / "nvidia-h100-80gb-hbm3.yaml"
 NODE_FILE = re.compile(r"-x(\d+)\.yaml$")      # results/<gpu-slug>-x<GPUs>.yaml: a node's file
 NODE_SECTION, COMPARISON = "multi-GPU section", "comparison"      # where a file beside the results goes
+FULL = "full"                       # the whole study in the outline's order, no talk cut from it
 
 
 def comparable_files(results: Path) -> list[Path]:
@@ -71,13 +73,15 @@ def _assemble(results: Path, doc: dict, out_dir: Path, compare, warn, nodes):
                          f"{schema.one_line(e, 200)})") from e
 
 
-def build(results: Path, out_dir: Path = ROOT, compare=(), warn=None, nodes=(), node_named: bool = False) -> dict:
+def build(results: Path, out_dir: Path = ROOT, compare=(), warn=None, nodes=(), node_named: bool = False,
+          talk_name: str = "default") -> dict:
     """Render the deck of ``results``, with a comparison section when ``compare`` holds other GPUs'
     results ((path, loaded document) pairs) and a multi-GPU section from ``nodes``, this GPU's node
     files ((path, document) pairs; ``results`` itself when it is one): the section details the one
     of the most GPUs and sets every size side by side. A file beside ``results`` that the deck cannot
     be built with, in any part of the build, is left out with ``warn(message)``; one that was named
-    (``warn`` None for the comparison, ``node_named`` for the nodes) is an error."""
+    (``warn`` None for the comparison, ``node_named`` for the nodes) is an error. ``talk_name``: the
+    talk cut from the study (slides/outline.py TALKS), or FULL; the context's "talk" says what it holds."""
     doc = schema.load(results)
     named = {NODE_SECTION: node_named or warn is None, COMPARISON: warn is None}      # without warn, nowhere to say it
 
@@ -108,8 +112,9 @@ def build(results: Path, out_dir: Path = ROOT, compare=(), warn=None, nodes=(), 
                                f"{schema.one_line(cause, 200)})")
             nodes = [n for n in nodes if n is not culprit[1]]
             compare = [c for c in compare if c is not culprit[1]]
-    write_deck(out_dir, text, svgs)      # rendered fully before anything is written
-    return context
+    cut = None if talk_name == FULL else talk.cut(text, TALKS[talk_name])
+    write_deck(out_dir, cut.markdown if cut else text, svgs)      # rendered fully before anything is written
+    return {**context, "talk": cut}
 
 
 def _of_this_gpu(path: Path, node: dict, doc: dict, leave_out) -> bool:
@@ -168,6 +173,9 @@ def main(argv=None) -> int:
                          "side; only the files named are read, and each must validate and build (default: every "
                          "<results>-x<N>.yaml beside --results; one that does not validate is left out with a "
                          "warning)")
+    ap.add_argument("--talk", choices=[*TALKS, FULL], default="default",
+                    help="the talk on the main path, every other slide after it as backup (slides/outline.py "
+                         "TALKS); full: the whole study in order (default: default)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     compare = []
@@ -188,7 +196,7 @@ def main(argv=None) -> int:
             except schema.ResultsError as e:
                 warn(f"left out of the multi-GPU section: {e}")
         context = build(args.results, args.out_dir, compare, warn=None if args.compare else warn, nodes=nodes,
-                        node_named=bool(args.node))
+                        node_named=bool(args.node), talk_name=args.talk)
     except (schema.ResultsError, BuildError) as e:
         print(f"build.py: {escape.plain_text(e, 2000)}\nNothing was written.", file=sys.stderr)
         return 1
@@ -201,6 +209,11 @@ def main(argv=None) -> int:
     say = lambda text: print(escape.plain_text(text, 2000))   # names and reasons from the file: no escapes
     say(f"wrote slides.md and svgs/ for {context['device']['name']} in {time.perf_counter() - t0:.2f} s"
         + (f", compared with {', '.join(context['compare']['names'][1:])}" if context["compare"] else ""))
+    if context["talk"]:
+        cut = context["talk"]
+        say(f"talk {args.talk}: {len(cut.main)} main slides, then {cut.backup} backup; about {cut.minutes:.0f} min "
+            f"spoken (the main notes at {talk.WORDS_PER_MINUTE} words a minute, {talk.SECONDS_PER_SLIDE} s a slide); "
+            f"--talk {FULL} for the whole study in order")
     if context["missing"]:
         say(f"not measured on this GPU ({n_missing} results on {len(context['missing'])} slides):")
         for slide, ids in context["missing"].items():

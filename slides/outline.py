@@ -7,3 +7,21 @@ A new section: its template, its module, and its name here."""
 SECTIONS = ("title", "terms", "architecture", "peaks", "why_gemm", "setup", "regimes", "gemm", "results", "bursts", "sweep", "atlas", "tune", "settle",
             "precision", "fp8", "multigpu", "overlap", "missing", "backup", "instruction_latency", "memory_latency", "hbm", "l2", "gpu_benches", "transpose", "machinery",
             "clusters", "tma", "compare", "counters", "kernel_pages")
+
+# The talks: the slides each puts on its main path, by title (a * matches any text), in the outline's
+# order; every other slide follows as backup, linked from the main slide it stood nearest. A slide the
+# results do not make (a section not measured) is not shown; "full" is the whole study in order.
+_OPENING = ("CUDA Performance Study", "Theoretical Peak Performance", "Why Matrix Multiply?", "GEMM Problem Setup",
+            "One cuBLAS, Several Figures")
+_CLOSING = ("Past One GPU: *", "NCCL: Bus Bandwidth by Message Size", "Hiding Communication Under a GEMM",
+            "Still on the Table", "Takeaways")
+TALKS = {
+    "default": (*_OPENING, "Hopper SM Architecture", "Kernel *: * — Performance", "wgmma Alone: Rate Against N",
+                "TMA Alone: What One Thread Can Issue", "Bursts From a Rest", "GEMM Across Sizes", "Shape Atlas — *",
+                "Timing Under the Power Cap", "BF16: Each Step Against cuBLAS BF16", "BF16 Beside fast.cu", "FP8: *",
+                "FP8 Beside DeepGEMM", "What It Means for Data-Parallel Training", "Past the Reference Deck", *_CLOSING),
+    "short": (*_OPENING, "GEMM — Results Table", "GEMM — Results Table, Beyond the Reference", "Bursts From a Rest",
+              "Shape Atlas — BF16", "Timing Under the Power Cap", "FP8: Three Precisions Side by Side",
+              "FP8 Beside DeepGEMM", *_CLOSING),
+}
+TALK_LIMITS = {"default": 40, "short": 20}          # main slides, and minutes of the rehearsal estimate

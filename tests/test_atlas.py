@@ -86,7 +86,8 @@ def with_atlases(doc: dict, ratio, **kw) -> dict:
 
 def built(doc, write_results, tmp_path):
     with contextlib.redirect_stdout(io.StringIO()):
-        assert build.main(["--results", str(write_results(doc)), "--out-dir", str(tmp_path), "--no-compare"]) == 0
+        assert build.main(["--results", str(write_results(doc)), "--out-dir", str(tmp_path), "--no-compare",
+                           "--talk", build.FULL]) == 0
     md = (tmp_path / "slides.md").read_text()
     return slides_of(md), tmp_path
 

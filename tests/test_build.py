@@ -115,14 +115,14 @@ def slides_of(markdown: str) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def deck(tmp_path_factory):
-    """The deck built once from the fixture, for the tests that only read it."""
+    """The deck built once from the fixture, the whole study in order, for the tests that only read it."""
     out = tmp_path_factory.mktemp("deck")
     doc = copy.deepcopy(_fixture_results())
     path = out / "results.yaml"
     path.write_text(dump_results(doc))
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        assert build.main(["--results", str(path), "--out-dir", str(out)]) == 0
+        assert build.main(["--results", str(path), "--out-dir", str(out), "--talk", build.FULL]) == 0
     return {"md": (out / "slides.md").read_text(), "out": printed.getvalue(), "dir": out, "doc": doc}
 
 
@@ -336,7 +336,7 @@ def test_a_record_kept_over_a_rerun_that_measured_nothing_is_said(fixture_doc, w
 
 def test_deck_without_any_gemm_or_hbm(fixture_doc, write_results, tmp_path):
     fixture_doc["benchmarks"] = {}
-    build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path)])
+    build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path), "--talk", build.FULL])
     md = (tmp_path / "slides.md").read_text()
     assert headings(md)[:2] == OUTLINE[:2]
     assert "Nothing of the GEMM family is measured" in md
@@ -437,8 +437,10 @@ def test_every_figure_is_shown_at_the_width_it_was_drawn_with_legible_text(deck)
 
 
 def prose_words(slide: str) -> int:
-    """Words a room reads on a slide: not its title, notes, code, styles, markup or table rows."""
-    for pattern in (r"<!--.*?-->", r"````.*?````", r"```.*?```", r"<style.*?</style>", r"<[^>]+>"):
+    """Words a room reads on a slide: not its title, notes, code, styles, markup, table rows or a
+    talk's link to its backup slides."""
+    for pattern in (r"<!--.*?-->", r"````.*?````", r"```.*?```", r"<style.*?</style>", r'<div class="backup-link">.*?</div>',
+                    r"<[^>]+>"):
         slide = re.sub(pattern, " ", slide, flags=re.S)
     lines = [line for line in slide.splitlines()[1:] if not line.lstrip().startswith("|")]
     return sum(1 for token in " ".join(lines).split() if re.search(r"[A-Za-z]", token))

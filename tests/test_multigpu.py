@@ -164,7 +164,7 @@ def node_deck(fixture_doc, node_doc, write_results, tmp_path):
     results = write_results(fixture_doc, "gpu.yaml")
     write_results(node_doc, "gpu-x2.yaml")
     assert build.comparable_files(results) == [] and build.node_files(results) == [results.with_name("gpu-x2.yaml")]
-    assert build.main(["--results", str(results), "--out-dir", str(tmp_path)]) == 0
+    assert build.main(["--results", str(results), "--out-dir", str(tmp_path), "--talk", build.FULL]) == 0
     return {"md": (tmp_path / "slides.md").read_text(), "dir": tmp_path, "doc": node_doc}
 
 
