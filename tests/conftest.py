@@ -86,10 +86,10 @@ def write_results(tmp_path):
     return write
 
 
-# Compiles: each (source, arch, defines) is built once per run, into a fresh cache the run's workers
-# share (pytest-xdist), and all that the selected tests need start in parallel as soon as the tests
-# are collected. A worker takes a lock for each build, so a build the other worker has under way is
-# waited for, not repeated; the workers go through the list from opposite ends.
+# Compiles: each (source, arch, defines) is built once, into a cache the run's workers share (pytest-
+# xdist) and later runs reuse, and all that the selected tests need start in parallel as soon as the
+# tests are collected. A worker takes a lock for each build, so a build the other worker has under way
+# is waited for, not repeated; the workers go through the list from opposite ends.
 
 def builds(*configurations):
     """Mark a test (or one of its parameters) as compiling ``configurations``: (source, arch, defines)."""
@@ -100,19 +100,38 @@ def _key(src, arch, defines):
     return str(src), arch, tuple(sorted((defines or {}).items()))
 
 
-RUN_CACHE = "GPU_PERF_TEST_CUBINS"      # the run's cubin folder, made by the controller for its workers
+RUN_CACHE = "GPU_PERF_TEST_CUBINS"      # the run's cubin folder, chosen by the controller for its workers
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")              # gw0, gw1, ... under pytest-xdist
 WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 
 
+def _toolchain() -> str:
+    """What a cubin depends on beyond what cuda.compile_cu names it by (the source, its headers, the
+    command): the nvcc, its release, and the CuTe headers' release."""
+    from importlib import metadata
+    try:
+        cute = metadata.version("nvidia-cutlass")
+    except metadata.PackageNotFoundError:
+        cute = "no CuTe"
+    return hashlib.sha256(f"{toolkit.describe()} {cute}".encode()).hexdigest()[:12]
+
+
 def pytest_configure(config):
-    if WORKER is None:
+    """The cubins are kept in the user's cache, a folder per toolchain (an older toolchain's is removed):
+    a second run compiles only what changed. Where that cache cannot be written, a folder of this run."""
+    if WORKER is not None:
+        return
+    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpu-perf-study" / "test-cubins"
+    try:
+        folder = home / _toolchain()
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in home.iterdir():
+            if old != folder:
+                shutil.rmtree(old, ignore_errors=True)
+        os.environ[RUN_CACHE] = str(folder)
+    except OSError:
         os.environ[RUN_CACHE] = tempfile.mkdtemp(prefix="cubin-")
-
-
-def pytest_unconfigure(config):
-    if WORKER is None:
-        shutil.rmtree(os.environ.pop(RUN_CACHE), ignore_errors=True)
+        config.add_cleanup(lambda: shutil.rmtree(os.environ[RUN_CACHE], ignore_errors=True))
 
 
 class _Compiler:
