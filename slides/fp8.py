@@ -11,8 +11,6 @@ from slides.gemm import gain_in_turns, in_turns, pair_with_cublas
 from slides.kit import ACCENT, INK, MUTED, REF, arrow, drawing, text
 
 SLIDE = "FP8: Three Precisions Side by Side"
-PROMOTION_SLIDE = "FP8: Sums Promoted to FP32"
-BLOCKS_SLIDE = "FP8: Block Scales"
 # the first step with DeepSeek-V3's block scales, and the first that writes C in BF16 after it
 BLOCKS_STEP = next(s for s in catalogue.FP8_STEPS if s.scaling == "blocks")
 BF16_C_STEP = next(s for s in catalogue.FP8_STEPS if s.scaling == "blocks" and catalogue.output_of(s.best.tile) == "bf16")
