@@ -111,7 +111,7 @@ class Deck:
         why_stale = self.stale()
         stale = list(why_stale)
         here = stale_line(stale, self.doc)
-        # past LISTED in all, the title counts them by file (its notes name them)
+        # past LISTED in all, the backup divider counts them by file (its notes name them)
         if len(stale) + sum(b["count"] for b in beside) > LISTED:
             here, beside = {**here, "ids": [], "more": here["count"]}, [{**b, "ids": [], "more": b["count"]} for b in beside]
         return {**self._sections, "software": self.doc["software"], "measured_count": len(benchmarks),
@@ -127,7 +127,7 @@ class Deck:
                 "missing": self.missing, "missing_others": section_module("backup").others(self["backup"]["gaps"], self.missing)}
 
     def gpu_tests(self) -> dict:
-        """The GPU tests' outcome on the machine that measured (bench/checks.py), for the title slide."""
+        """The GPU tests' outcome on the machine that measured (bench/checks.py), for the backup divider (provenance stays off the main path)."""
         r = self.record(schema.GPU_TESTS)
         tests = r["record"].get("tests") if r["measured"] else None
         return {**r, "tests": tests, "total": sum(tests[k] for k in ("passed", "failed", "skipped")) if tests else 0,
@@ -156,7 +156,7 @@ def stale_why(rec: dict) -> str:
     return "" if provenance.source_hash(rec["sources"], kernels) == rec["source_hash"] else "code changed"
 
 
-LISTED = 4       # ids a title slide's line names in full; of more, the first LISTED - 1 and a count
+LISTED = 4       # ids a line of the backup divider names in full; of more, the first LISTED - 1 and a count
 
 
 def listed(ids: list[str]) -> dict:
@@ -172,7 +172,7 @@ def stale_line(stale: list[str], doc: dict) -> dict:
 
 
 def quick_line(doc: dict) -> dict | None:
-    """The records a quick refresh measured (python -m bench --quick), as the title's line lists them:
+    """The records a quick refresh measured (python -m bench --quick), as the backup divider lists them:
     every one, or a few and how many more; None where none did."""
     measured = [bid for bid, rec in doc["benchmarks"].items() if rec["status"] != "skipped"]
     quick = sorted(bid for bid in measured if doc["benchmarks"][bid].get("quick"))

@@ -121,33 +121,32 @@ def quick_run(doc: dict) -> dict:
     return doc
 
 
-def test_a_quick_run_builds_its_deck_and_says_quick_on_the_title(monkeypatch):
+def test_a_quick_run_builds_its_deck_and_says_quick_on_the_backup_divider(monkeypatch):
     deck, text = deck_text(quick_run(fixture_doc_copy()))
     assert_whole(deck, text)
-    title = text.split("\n---")[1]
-    assert "Every result measured comes from it." in title
+    assert "Every result measured comes from it." in slides_of(text)["Backup Slides"]
 
 
-def test_a_quick_rerun_of_some_records_is_named_on_the_title_in_a_line():
+def test_a_quick_rerun_of_some_records_is_named_on_the_backup_divider_in_a_line():
     doc = fixture_doc_copy()
     some = sorted(bid for bid, rec in doc["benchmarks"].items() if rec["status"] != "skipped")[:10]
     for bid in some:
         doc["benchmarks"][bid]["quick"] = True
     measured = sum(rec["status"] != "skipped" for rec in doc["benchmarks"].values())
     deck, text = deck_text(doc)
-    assert f"10 of {measured} results measured come from it: {', '.join(some[:3])} and 7 more." in text.split("\n---")[1]
+    assert f"10 of {measured} results measured come from it: {', '.join(some[:3])} and 7 more." in slides_of(text)["Backup Slides"]
 
 
 QUICK_RUN = Path(__file__).parent / "fixtures" / "h200-quick.yaml"    # python -m bench --quick on an H200, no peers
 
 
-def test_a_real_quick_run_builds_its_deck_and_says_quick_on_the_title(tmp_path, capsys):
+def test_a_real_quick_run_builds_its_deck_and_says_quick_on_the_backup_divider(tmp_path, capsys):
     """The file a quick run wrote (2026-11-29, every benchmark, no peer checkout, one GPU), as it came."""
     assert build.main(["--results", str(QUICK_RUN), "--out-dir", str(tmp_path), "--no-compare"]) == 0
     text = (tmp_path / "slides.md").read_text()
     deck, _ = deck_text(schema.load(QUICK_RUN))
     assert_whole(deck, text)
-    assert "quick" in text.split("\n---")[1].lower()
+    assert "quick" in slides_of(text)["Backup Slides"].lower()
     assert "Traceback" not in capsys.readouterr().err
 
 

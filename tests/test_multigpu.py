@@ -317,7 +317,7 @@ def test_stale_records_of_the_node_file_are_printed_and_on_the_title_slide(fixtu
     out = capsys.readouterr().out
     assert f"STALE: multigpu.p2p in {node.name}: code changed; rerun" in out
     assert "multigpu.nccl in" not in out
-    title = slides_of((tmp_path / "slides.md").read_text())["CUDA Performance Study"]
+    title = slides_of((tmp_path / "slides.md").read_text())["Backup Slides"]
     assert f"Measured with older code: multigpu.p2p in {node.name}." in title
 
 
