@@ -26,10 +26,12 @@ HOSTILE = ("{{ 7*7 }} <img src=x onerror=\"document.title='pwned'\"> **not bold*
            "x{.animate-spin onanimationstart=alert(1)} ${1+1}$")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def deck_dir(tmp_path_factory):
     """The deck built from the fixture, in a folder inside the repository so that
-    Slidev resolves its packages from the repository's node_modules."""
+    Slidev resolves its packages from the repository's node_modules. Once a session: under
+    pytest-xdist other tests may run between these, and a module's fixture would be built again
+    (in CI a second `--download` build then found Slidev's PDF port, 12445, taken)."""
     if not SLIDEV.exists():
         pytest.fail("node_modules/.bin/slidev is missing: run `PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci` first")
     out = ROOT / ".deck-test"
@@ -61,7 +63,7 @@ def _slidev(*args, cwd):
     return proc
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def site(deck_dir):
     """The deck built as `npm run build` builds it (package.json's build script, which finds Chromium
     itself: $CHROMIUM here): a static site."""
