@@ -1,7 +1,7 @@
 """Talks cut to time. The deck renders every slide of the study in the outline's order; a talk puts
 the slides its plan names (slides/outline.py TALKS) on the main path and every other slide after it
-as backup. Each main slide links to the backup slides that stood nearest it in the study's order,
-and the last of those links back; a speaker who is asked clicks through and returns.
+as backup. Each main slide links to the backup slides of its topic, or to those that followed it in
+the study's order, and the last of those links back; a speaker who is asked clicks through and returns.
 
 Slides are split as Slidev splits them: at a ``---`` line outside code fences, a frontmatter block
 directly after the separator (no blank line) up to the next ``---``."""
@@ -118,16 +118,16 @@ def rehearsal_minutes(slides: list[Slide]) -> float:
 
 def cut(markdown: str, plan) -> Talk:
     """``markdown`` (the whole study) as the talk of ``plan`` (title patterns): its slides in order,
-    then the backup divider and every other slide in the study's order, each run of backup slides
-    linked from the main slide nearest it (and back)."""
+    then the backup divider and every other slide in the study's order, each main slide's backup
+    slides linked from it (and back)."""
     slides = split(markdown)
     main = [i for i, s in enumerate(slides) if i == 0 or matches(s.title, plan)]
     divider = next((i for i, s in enumerate(slides) if s.title == BACKUP_DIVIDER), len(slides))
-    # the slides before the divider hang on their nearest main slide (a tie: the one they lead to)
-    owner = {}
-    for i in range(len(slides)):
-        if i not in main and i < divider:
-            owner[i] = min(main, key=lambda m: (abs(m - i), m < i))
+    # a slide before the divider hangs on the main slide of its topic (the title before " — ": a
+    # kernel's code on its performance slide), else on the main slide shown before it
+    topic = {m: slides[m].title.split(" — ")[0] for m in main[1:]}
+    owner = {i: next((m for m in topic if topic[m] == slides[i].title.split(" — ")[0]), max(m for m in main if m < i))
+             for i in range(1, divider) if i not in main}
     backup = [i for i in range(len(slides)) if i not in main and i != divider]
     order = main + ([divider] if divider < len(slides) else []) + backup
     number = {i: n for n, i in enumerate(order, 1)}
