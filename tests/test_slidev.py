@@ -17,7 +17,7 @@ import build
 from tests.conftest import ROOT
 from tests.test_build import headings
 
-pytestmark = [pytest.mark.slidev, pytest.mark.xdist_group("slidev")]    # one worker: they share builds
+pytestmark = pytest.mark.slidev     # under pytest-xdist, --dist loadfile keeps them on one worker: they share builds
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 SLIDEV = ROOT / "node_modules" / ".bin" / "slidev"
 # Vue's interpolation, an HTML element with a handler, Markdown, MDC's attributes (a class whose
@@ -29,9 +29,9 @@ HOSTILE = ("{{ 7*7 }} <img src=x onerror=\"document.title='pwned'\"> **not bold*
 @pytest.fixture(scope="session")
 def deck_dir(tmp_path_factory):
     """The deck built from the fixture, in a folder inside the repository so that
-    Slidev resolves its packages from the repository's node_modules. Once a session: under
-    pytest-xdist other tests may run between these, and a module's fixture would be built again
-    (in CI a second `--download` build then found Slidev's PDF port, 12445, taken)."""
+    Slidev resolves its packages from the repository's node_modules. One worker builds it (--dist
+    loadfile): Slidev's PDF server takes a fixed port (12445), so two `--download` builds at once
+    collide (pytest 9 ignores xdist 3.8's --dist loadgroup, which split these across workers)."""
     if not SLIDEV.exists():
         pytest.fail("node_modules/.bin/slidev is missing: run `PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci` first")
     out = ROOT / ".deck-test"
