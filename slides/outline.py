@@ -9,7 +9,8 @@ SECTIONS = ("title", "terms", "architecture", "peaks", "why_gemm", "setup", "reg
             "clusters", "tma", "compare", "counters", "kernel_pages")
 
 # The talks: the slides each puts on its main path, by title (a * matches any text), in the outline's
-# order; every other slide follows as backup, linked from the main slide it stood nearest. A slide the
+# order; every other slide follows as backup, linked from the main slide of its topic or the one
+# before it (slides/talk.py). A slide the
 # results do not make (a section not measured) is not shown; "full" is the whole study in order.
 _OPENING = ("CUDA Performance Study", "Theoretical Peak Performance", "Why Matrix Multiply?", "GEMM Problem Setup",
             "One cuBLAS, Several Figures")

@@ -18,6 +18,16 @@ FENCE = re.compile(r"^(`{3,}|~{3,})")
 NOTES = re.compile(r"\n<!--(?:(?!<!--).)*-->\s*$", re.S)       # the slide's last comment: its notes
 
 
+def fence_after(line: str, fenced: str | None) -> str | None:
+    """The code fence open after ``line`` (its opening run of backticks or tildes), given the one open
+    before it: a fence closes on a line of at least as many of its character and nothing else."""
+    if fenced:
+        stripped = line.strip()
+        return None if stripped and set(stripped) == {fenced[0]} and len(stripped) >= len(fenced) else fenced
+    m = FENCE.match(line)
+    return m.group(1) if m else None
+
+
 @dataclass
 class Slide:
     frontmatter: str | None          # the lines between the separators, each ending in a newline
@@ -28,12 +38,9 @@ class Slide:
     def title(self) -> str:
         fenced = None
         for line in self.body.splitlines():
-            if fenced:
-                fenced = None if line.strip() and set(line.strip()) == {fenced[0]} and len(line.strip()) >= len(fenced) else fenced
-            elif m := FENCE.match(line):
-                fenced = m.group(1)
-            elif line.startswith("# "):
+            if not fenced and line.startswith("# "):
                 return line[2:].strip()
+            fenced = fence_after(line, fenced)
         return ""
 
     @property
@@ -65,16 +72,11 @@ def split(markdown: str) -> list[Slide]:
             else:
                 frontmatter += line + "\n"
             continue
-        if fenced:
-            stripped = line.strip()
-            if stripped and set(stripped) == {fenced[0]} and len(stripped) >= len(fenced):
-                fenced = None
-        elif m := FENCE.match(line):
-            fenced = m.group(1)
-        elif line == "---":
+        if not fenced and line == "---":
             slides.append(Slide(frontmatter, "\n".join(body) + "\n"))
             frontmatter, body, in_frontmatter = None, [], None
             continue
+        fenced = fence_after(line, fenced)
         if in_frontmatter is None:          # the line after a separator: frontmatter if it is not blank
             in_frontmatter = bool(line.strip())
             if in_frontmatter:
