@@ -561,6 +561,14 @@ class _UniqueKeyLoader(YAML_LOADER):
         return super().construct_mapping(node, deep)
 
 
+def _anchored(path, event) -> ResultsError:
+    return ResultsError(f"{path}: holds a YAML anchor or alias (at line {event.start_mark.line + 1}); results files hold none")
+
+
+def _too_deep(path, event) -> ResultsError:
+    return ResultsError(f"{path}: nested deeper than {MAX_DEPTH} levels (at line {event.start_mark.line + 1})")
+
+
 def _check_shape(text: str, path, loader=YAML_LOADER) -> None:
     """Refuse, before building any object, what no results file holds: anchors and aliases (an
     alias bomb expands exponentially) and nesting deeper than MAX_DEPTH. libyaml's event stream
@@ -571,13 +579,11 @@ def _check_shape(text: str, path, loader=YAML_LOADER) -> None:
     try:
         for event in yaml.parse(text, Loader=loader):
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                raise ResultsError(f"{path}: holds a YAML anchor or alias (at line {event.start_mark.line + 1}); "
-                                   "results files hold none")
+                raise _anchored(path, event)
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    raise ResultsError(f"{path}: nested deeper than {MAX_DEPTH} levels (at line "
-                                       f"{event.start_mark.line + 1})")
+                    raise _too_deep(path, event)
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
     except yaml.YAMLError:
@@ -611,7 +617,6 @@ class _Unusual(Exception):
 
 _IMPLICIT = yaml.resolver.Resolver.yaml_implicit_resolvers     # first character -> [(tag, pattern)]
 _SAFE = yaml.constructor.SafeConstructor()
-_TAG = "tag:yaml.org,2002:"
 _PLAIN_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\Z")             # what int() reads as YAML 1.1 does
 _PLAIN_FLOAT = re.compile(r"[-+]?[0-9]+\.[0-9]*(?:[eE][-+][0-9]+)?\Z")
 
@@ -634,9 +639,12 @@ def _scalar(event):
     else:
         return value
     construct = _SAFE.yaml_constructors.get(tag)
-    if construct is None or tag in (_TAG + "merge", _TAG + "value"):
+    if construct is None:                       # a merge key (<<) or the value tag (=)
         raise _Unusual
     return construct(_SAFE, yaml.ScalarNode(tag, value))
+
+
+_NO_KEY = object()          # a mapping's next scalar is a key
 
 
 def _compose(text: str, path):
@@ -648,23 +656,20 @@ def _compose(text: str, path):
         kind = type(event)
         if kind is yaml.ScalarEvent or kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
             if event.anchor is not None:
-                raise ResultsError(f"{path}: holds a YAML anchor or alias (at line {event.start_mark.line + 1}); "
-                                   "results files hold none")
+                raise _anchored(path, event)
             if kind is yaml.ScalarEvent:
                 value = _scalar(event)
             else:
                 if event.tag is not None and event.tag != "!":
                     raise _Unusual
                 if len(stack) >= MAX_DEPTH:
-                    raise ResultsError(f"{path}: nested deeper than {MAX_DEPTH} levels (at line "
-                                       f"{event.start_mark.line + 1})")
+                    raise _too_deep(path, event)
                 stack.append([{} if kind is yaml.MappingStartEvent else [], _NO_KEY, set()])
                 continue
         elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
             value = stack.pop()[0]
         elif kind is yaml.AliasEvent:
-            raise ResultsError(f"{path}: holds a YAML anchor or alias (at line {event.start_mark.line + 1}); "
-                               "results files hold none")
+            raise _anchored(path, event)
         else:
             documents += kind is yaml.DocumentStartEvent
             if documents > 1:
@@ -686,9 +691,6 @@ def _compose(text: str, path):
             container[top[1]] = value
             top[1] = _NO_KEY
     return doc
-
-
-_NO_KEY = object()
 
 
 def load(path) -> dict:
