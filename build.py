@@ -205,7 +205,7 @@ def main(argv=None) -> int:
         return 1
     except KeyboardInterrupt as stop:
         return _stopped(stop)
-    n_missing = sum(len(v) for v in context["missing"].values())
+    n_missing = sum(len(v) for v in context["lacking"].values())
     say = lambda text: print(escape.plain_text(text, 2000))   # names and reasons from the file: no escapes
     say(f"wrote slides.md and svgs/ for {context['device']['name']} in {time.perf_counter() - t0:.2f} s"
         + (f", compared with {', '.join(context['compare']['names'][1:])}" if context["compare"] else ""))
@@ -214,9 +214,9 @@ def main(argv=None) -> int:
         say(f"talk {args.talk}: {len(cut.main)} main slides, then {cut.backup} backup; about {cut.minutes:.0f} min "
             f"spoken (the main notes at {talk.WORDS_PER_MINUTE} words a minute, {talk.SECONDS_PER_SLIDE} s a slide); "
             f"--talk {FULL} for the whole study in order")
-    if context["missing"]:
-        say(f"not measured on this GPU ({n_missing} results on {len(context['missing'])} slides):")
-        for slide, ids in context["missing"].items():
+    if context["lacking"]:
+        say(f"not measured on this GPU ({n_missing} results on {len(context['lacking'])} slides):")
+        for slide, ids in context["lacking"].items():
             say(f"  {slide}: {', '.join(dict.fromkeys(ids))}")
     for bid in context["stale"]:
         say(f"STALE: {bid}: {context['stale_why'][bid]}; rerun python -m bench --only {bid}")

@@ -32,11 +32,10 @@ def sm_hierarchy(device: dict, hbm: dict) -> str:
             text(dwg, (sx + sub_w / 2, sy + 16), "sched", size=10, color=MUTED, anchor="middle")
             text(dwg, (sx + sub_w / 2, sy + 32), "TC", size=10, color=ACCENT, anchor="middle")
     lanes = device["fp32_lanes_per_sm"] and device["fp32_lanes_per_sm"] // device["subpartitions"]
-    notes = [f"{device['subpartitions']} sub-partitions an SM, each a warp scheduler"
-             + (f", {lanes} FP32 lanes" if lanes else "") + " and tensor cores (TC)",
+    notes = ["each sub-partition: a scheduler" + (f", {lanes} FP32 lanes" if lanes else "") + " and tensor cores (TC)",
              f"per SM: {device['regs_per_sm'] // 1024}K registers, {device['max_threads_per_sm']:,} threads, "
-             f"{device['smem_per_sm_bytes'] // 1024} KiB shared memory (carved from L1)",
-             f"(up to {device['smem_per_block_optin_bytes'] // 1024} KiB of it for one block)"]
+             f"{device['smem_per_sm_bytes'] // 1024} KiB shared memory",
+             f"(carved from L1; up to {device['smem_per_block_optin_bytes'] // 1024} KiB of it for one block)"]
     for k, line in enumerate(notes):
         text(dwg, (pad, y0 + 134 + 14 * k), line, size=11, color=MUTED)
     l2_y = 206

@@ -6,7 +6,7 @@ from __future__ import annotations
 from statistics import median_high
 
 from slides.device import tflops_of
-from slides.kit import ACCENT, Bar, bar_chart
+from slides.kit import ACCENT, GRID, GROUP, INK, MUTED, REF, Bar, bar_chart, drawing, nice_ticks, text, text_width
 
 # A GEMM "draws the cap" where its power alone is within this of the card's limit: then its joules
 # follow its time, and TFLOPS per watt ranks the kernels as TFLOPS does.
@@ -34,9 +34,14 @@ def bursts(deck) -> dict:
                      "sustained": sustained, "gain": row["tflops"] / sustained["tflops"] if sustained else None,
                      "check": row["check"]})
     gains = [x["gain"] for x in rows if x["gain"]]
+    paired = [x for x in rows if x["sustained"]]
+    clocked = [x for x in paired if x["clock"] and x["sustained"]["sm_clock_mhz"]]
     return {"rows": rows, "record": r, "params": r["record"]["params"],
             "gain_lo": min(gains, default=None), "gain_hi": max(gains, default=None),
-            "faster": bool(gains) and min(gains) > 1}
+            # faster: every burst, even its slowest sample, above the same GEMM sustained
+            "faster": bool(gains) and all(x["lo"] > x["sustained"]["tflops"] for x in paired),
+            # at a higher clock: every burst whose clock and sustained clock were both read ran above it
+            "clock_higher": bool(clocked) and all(x["clock"] > x["sustained"]["sm_clock_mhz"] for x in clocked)}
 
 
 def energies(deck) -> dict:
@@ -70,10 +75,74 @@ def energy_bars(en: dict) -> str:
     return bar_chart(bars, "GFLOPS per watt, each alone at the steady state (energy counter)", height=40 + 22 * len(bars) + 46)
 
 
+def _clock(mhz) -> str:
+    return f" at {mhz:,.0f} MHz" if mhz else ""
+
+
+def bursts_figure(b: dict, width: int = 860) -> str:
+    """Each GEMM a dumbbell on one TFLOPS axis: sustained (muted) joined to its burst from a rest (the
+    accent), each dot labelled with its TFLOPS and its SMs' clock, the slower to its left, the faster
+    (with the burst's gain) to its right."""
+    rows, params = b["rows"], b["params"]
+    top, row_h, bottom, size = 58, 36, 30, 12
+    h = top + row_h * len(rows) + bottom
+    dwg = drawing(width, h)
+    left = max(text_width(r["title"], size) for r in rows) + 24
+    burst_label = lambda r: (f"{r['tflops']:,.1f}{_clock(r['clock'])}"
+                             + (f", {100 * (r['gain'] - 1):+.1f}%" if r["gain"] else ", no sustained run")
+                             + ("  check failed" if not r["check"]["passed"] else ""))
+    sustained_label = lambda r: f"{r['sustained']['tflops']:,.1f}{_clock(r['sustained']['sm_clock_mhz'])}"
+
+    def ends(r):
+        """(value, label, colour, text colour) of the row's dots, the slower first."""
+        burst = (r["tflops"], burst_label(r), ACCENT, INK if r["check"]["passed"] else REF)
+        if not r["sustained"]:
+            return [burst]
+        held = (r["sustained"]["tflops"], sustained_label(r), MUTED, MUTED)
+        return sorted([held, burst], key=lambda e: e[0])
+    ticks = nice_ticks(max(e[0] for r in rows for e in ends(r)))
+    # the widest scale that keeps each faster dot's label inside the figure
+    scale = min([(width - 30 - left) / ticks[-1]]
+                + [(width - 6 - 12 - text_width(ends(r)[-1][1], 11) - left) / ends(r)[-1][0] for r in rows])
+    x_of = lambda v: left + v * scale
+    text(dwg, (left, 18), "TFLOPS of each GEMM, and its SMs' clock", size=12, color=MUTED)
+    legend = [(MUTED, f"sustained: alone, after {params['sustain_s']:,.0f} s of runs"),
+              (ACCENT, f"burst: after {params['rest_s']:,.0f} s idle, {params['runs']} runs back to back")]
+    x = left
+    for color, label in legend:
+        dwg.add(dwg.circle((x + 6, 36), 6, fill=color))
+        text(dwg, (x + 18, 40), label, size=12)
+        x += 18 + text_width(label, 12) + 28
+    for t in ticks:
+        if x_of(t) > width - 6:
+            break
+        dwg.add(dwg.line((x_of(t), top - 4), (x_of(t), h - bottom), stroke=GRID))
+        text(dwg, (x_of(t), h - bottom + 18), f"{t:,.0f}", size=11, color=MUTED, anchor="middle")
+    for i, r in enumerate(rows):
+        y = top + (i + 0.5) * row_h
+        text(dwg, (left - 12, y + 4), r["title"], size=size, anchor="end")
+        dots = ends(r)
+        if len(dots) == 2:
+            dwg.add(dwg.line((x_of(dots[0][0]), y), (x_of(dots[1][0]), y), stroke=GROUP, stroke_width=4))
+            value, label, _, ink = dots[0]
+            at = x_of(value)
+            # left of its dot where it clears the names, else under the dumbbell
+            if at - 10 - text_width(label, 11) > left:
+                text(dwg, (at - 10, y + 4), label, size=11, color=ink, anchor="end")
+            else:
+                text(dwg, (at, y + 17), label, size=11, color=ink, anchor="middle")
+        for value, _, color, _ in dots:
+            dwg.add(dwg.circle((x_of(value), y), 6, fill=color))
+        value, label, _, ink = dots[-1]
+        text(dwg, (x_of(value) + 12, y + 4), label, size=11, color=ink)
+    return dwg.tostring()
+
+
 def context(deck) -> dict:
     return {"burst": bursts(deck), "energy": energies(deck)}
 
 
 def draw(deck) -> dict[str, str]:
-    en = deck["bursts"]["energy"]
-    return {"energy.svg": energy_bars(en)} if en["rows"] else {}
+    b, en = deck["bursts"]["burst"], deck["bursts"]["energy"]
+    return {**({"bursts.svg": bursts_figure(b)} if b["rows"] else {}),
+            **({"energy.svg": energy_bars(en)} if en["rows"] else {})}

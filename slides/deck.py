@@ -124,7 +124,8 @@ class Deck:
                 "kept": [{"id": bid, **rec["last_attempt"], "measured_at": rec["measured_at"]}
                          for bid, rec in benchmarks.items() if "last_attempt" in rec],
                 "gpu_tests": self.gpu_tests(),
-                "missing": self.missing, "missing_others": section_module("backup").others(self["backup"]["gaps"], self.missing)}
+                # the records each slide lacks (not "missing": that is the closing section's own context)
+                "lacking": self.missing, "missing_others": section_module("backup").others(self["backup"]["gaps"], self.missing)}
 
     def gpu_tests(self) -> dict:
         """The GPU tests' outcome on the machine that measured (bench/checks.py), for the backup divider (provenance stays off the main path)."""
@@ -215,6 +216,13 @@ def fmt_num(x, digits: int = 1) -> str:
     return f"{x:,.{digits}f}"
 
 
+def fmt_bound(x, digits: int = 0) -> str:
+    """A bound as a sentence says it ("within 8%"): rounded up at ``digits``, so that 7.08 reads 8, not
+    a 7 the figure passes."""
+    step = 10 ** digits
+    return fmt_num(math.ceil(x * step - 1e-9) / step, digits)
+
+
 def span(values) -> dict | None:
     """The lowest and highest of ``values`` ({"low", "high"}, as fmt_range prints them); None where
     there are none."""
@@ -285,7 +293,7 @@ def environment() -> jinja2.Environment:
         # Every [[ ]] output is data: escaped for Markdown, Vue and HTML unless it is markup the
         # templates made (a macro's output); see slides/escape.py.
         autoescape=True, finalize=escape.finalize)
-    env.filters.update(num=fmt_num, range_of=fmt_range, sig=fmt_sig, change=fmt_change, bytes=fmt_bytes, code_block=code_block, magic_move=magic_move,
+    env.filters.update(num=fmt_num, bound=fmt_bound, range_of=fmt_range, sig=fmt_sig, change=fmt_change, bytes=fmt_bytes, code_block=code_block, magic_move=magic_move,
                        count=lambda n, noun: f"{n:,} {noun}{'' if n == 1 else 's'}",
                        yaml_str=escape.yaml_string, yaml_plain=escape.yaml_plain, join=_join,
                        replace=lambda s, old, new: str(s).replace(old, new))   # plain text, escaped on output

@@ -8,7 +8,7 @@ from __future__ import annotations
 from bench.gemm import catalogue
 from slides.device import pct_of_peak
 from slides.gemm import gain_in_turns, in_turns, pair_with_cublas
-from slides.kit import ACCENT, INK, MUTED, REF, arrow, drawing, text
+from slides.kit import ACCENT, INK, MUTED, PALETTE, REF, Line, Point, arrow, drawing, grouped_bars, scatter, text
 
 SLIDE = "FP8: Three Precisions Side by Side"
 # the first step with DeepSeek-V3's block scales, and the first that writes C in BF16 after it
@@ -75,11 +75,17 @@ def context(deck) -> dict:
                      "error_drop": fp8["error"] / promoted["error"] if promoted["error"] else None,
                      "label": catalogue.variant(promoted["id"]).label}
     rates = deck["device"]["rates"] or {}
+    # the picture: each precision's headline and the FP8 kernels after it that write C in FP32, each
+    # where it was measured with its cuBLAS's error to divide by (none where cuBLAS's is exact)
+    shown = ((catalogue.HEADLINE, "TF32"), (catalogue.HEADLINE_BF16, "BF16"), (catalogue.HEADLINE_FP8, "FP8, a scale a tensor"),
+             (promoted["id"], "FP8, sums promoted"), (BLOCKS_STEP.best.id, "FP8, block scales"))
+    pictured = [{**by[i], "label": label} for i, label in shown if by[i]["usable"] and by[i]["error_ratio"]]
     headline_tile = catalogue.KERNELS[catalogue.HEADLINE_FP8][1].tile
     return {"measured": any(r["usable"] for r in rows if r["precision"] == "FP8"), "rows": rows,
             "rate": rates.get("fp8"), "rate_over_bf16": rates["fp8"] / rates["bf16"] if "fp8" in rates else None,
             "headline_tile": f"{headline_tile['BM']}×{headline_tile['BN']}",
             "ids": list(ids), "fp8": fp8, "bf16": bf16, "promoted": promoted, "promotion": promotion,
+            "pictured": pictured if any(r["precision"] == "FP8" for r in pictured) else [],
             "over_bf16": over_bf16 and in_turns(over_bf16),
             "held_pct": 100 * HELD, "error_within": ERROR_WITHIN, "peer": _peer(deck),
             "blocks": _blocks(by[BLOCKS_STEP.best.id], by.get(BF16_C_STEP.best.id)), "blocks_name": BLOCKS_STEP.title,
@@ -159,6 +165,31 @@ def _peer(deck) -> dict | None:
 
 # --- figures --------------------------------------------------------------------------------------
 
+# each pictured kernel's colour, by its label: the unpromoted FP8 in the reference red, its promoted self in the accent
+COLORS = {"TF32": PALETTE[2], "BF16": PALETTE[3], "FP8, a scale a tensor": REF, "FP8, sums promoted": ACCENT,
+          "FP8, block scales": PALETTE[4]}
+
+
+def precisions_figure(fp8: dict) -> str:
+    """Each pictured kernel's TFLOPS against its error over its cuBLAS's on the same operands, labelled
+    with its share of that cuBLAS in turns; an arrow from the unpromoted FP8 kernel to its promoted self."""
+    rows = fp8["pictured"]
+    points = [Point(r["error_ratio"], r["tflops"], r["label"],
+                    f"{r['tflops']:,.0f} TFLOPS, {r['pct_cublas']:.1f}% of {'cuBLASLt' if r['precision'] == 'FP8' else 'cuBLAS'}",
+                    COLORS[r["label"]]) for r in rows]
+    ids = [r["id"] for r in rows]
+    p = fp8["promotion"]
+    arrows = []
+    if p and p["error_drop"] and catalogue.HEADLINE_FP8 in ids and fp8["promoted"]["id"] in ids:
+        # what promotion costs, from the pair timed in turns where the record has it
+        cost = p["cost"] and (f"{100 * abs(1 - p['cost']['gain']):.1f}% {'slower' if p['cost']['slower'] else 'faster'}"
+                              if p["cost"]["slower"] or p["cost"]["faster"] else "a tie")
+        arrows.append((ids.index(catalogue.HEADLINE_FP8), ids.index(fp8["promoted"]["id"]),
+                       f"sums promoted: error {p['error_drop']:.0f}× smaller" + (f",\nspeed {cost} in turns" if cost else "")))
+    return scatter(points, "error ÷ its cuBLAS's error on the same operands (log scale)", "TFLOPS, C in FP32",
+                   [Line("x", 1.0, "its cuBLAS's error")], arrows, height=330)
+
+
 def promotion_figure(fp8: dict) -> str:
     """One consumer thread's sums over K: per K-tile, the tensor cores' own accumulator (drawn from
     the recorded tile: BK, BN / 2 values a thread) started from zero, then added into FP32 registers."""
@@ -224,7 +255,20 @@ def blocks_figure(blocks: dict) -> str:
     return dwg.tostring()
 
 
+def deepgemm_figure(peer: dict) -> str:
+    """TFLOPS at each of DeepGEMM's shapes: DeepGEMM, cuBLASLt given the same block scales and this
+    project's kernel, the three timed in turns (ours left out where it refused the shape)."""
+    shapes = peer["shapes"]
+    series = [("DeepGEMM", [s["deepgemm"]["tflops"] for s in shapes]),
+              ("cuBLASLt, the same block scales", [s["cublaslt"]["tflops"] for s in shapes]),
+              (f"this project's {peer['ours_name']}, {peer['ours_scaling']}", [s["ours"] and s["ours"]["tflops"] for s in shapes])]
+    output = "C in BF16" + (f", this project's in {peer['ours_output']}" if peer["ours_in_fp32"] else "")
+    return grouped_bars(["×".join(map(str, s["shape"])) for s in shapes], series,
+                        f"TFLOPS at each M×N×K, the three timed in turns; {output}", digits=0, height=330)
+
+
 def draw(deck) -> dict[str, str]:
     fp8 = deck["fp8"]
-    return {**({"fp8_promotion.svg": promotion_figure(fp8)} if fp8["promotion"] else {}),
+    return {**({"fp8_deepgemm.svg": deepgemm_figure(fp8["peer"])} if fp8["peer"]["shapes"] else {}),**({"fp8_precisions.svg": precisions_figure(fp8)} if fp8["pictured"] else {}),
+            **({"fp8_promotion.svg": promotion_figure(fp8)} if fp8["promotion"] else {}),
             **({"fp8_blocks.svg": blocks_figure(fp8["blocks"])} if fp8["blocks"] else {})}

@@ -213,6 +213,26 @@ def lit_clicks(before: str, after: str) -> list[dict]:
     return out
 
 
+# The lines a step's main slide quotes of what it adds: its idea, beside the climb; all of them are
+# on its code slide, one click away.
+CHANGED_LINES = 4
+
+
+def changed_lines(before: str, after: str) -> dict | None:
+    """What a step adds, as its main slide quotes it: the longest run of added lines that holds a
+    comment (the author's words for the idea), else the longest run, at most CHANGED_LINES of it, and
+    how many lines the step adds in all; None where it adds none."""
+    runs = added_runs(before, after)
+    if not runs:
+        return None
+    lines = after.splitlines()
+    commented = [(lo, hi) for lo, hi in runs if any(_comment(line) for line in lines[lo - 1:hi])]
+    lo, hi = max(commented or runs, key=lambda run: run[1] - run[0])
+    shown = lines[lo - 1:min(hi, lo + CHANGED_LINES - 1)]
+    return {"text": textwrap.dedent("\n".join(shown)), "first": lo, "last": lo + len(shown) - 1,
+            "added": sum(hi - lo + 1 for lo, hi in runs)}
+
+
 def highlight_of(clicks: list[dict]) -> str:
     """Slidev's highlight for a code block whose clicks light ``clicks`` in turn, all lines first and
     last: the last click shows the whole step again, and so does a PDF (a page a slide, at its last click)."""
@@ -270,6 +290,15 @@ def pair_with_cublas(r: dict, by_id: dict) -> dict:
         # sample by sample: what is left of the spread once both meet the same clock
         r["ratio_spread"] = spread(versus["ratio_by_sample"]) if "ratio_by_sample" in versus else None
     return r
+
+
+def standing(ratio: dict | None) -> str | None:
+    """A kernel against its baseline from the interval of their ratio in turns: "ahead of" where all
+    of it lies above 1, "behind" where all of it lies below, else "level with"; None without one."""
+    if not ratio:
+        return None
+    lo, hi = ratio["ci"]
+    return "ahead of" if lo > 1 else "behind" if hi < 1 else "level with"
 
 
 def in_turns(pair: dict) -> dict:
@@ -375,7 +404,8 @@ def context(deck) -> dict:
         if before_code and code and before_code["language"] == code["language"] and before_code["text"] != code["text"]:
             clicks = lit_clicks(before_code["text"], code["text"])
             walk_from = {"text": before_code["text"], "index": steps[-1]["index"], "title": steps[-1]["title"],
-                         "clicks": clicks, "highlight": highlight_of(clicks)}
+                         "clicks": clicks, "highlight": highlight_of(clicks),
+                         "changed": changed_lines(before_code["text"], code["text"])}
         steps.append({"index": i, "key": step.key, "walk_from": walk_from,
                       # the step before's best, for a diagram that sets the two side by side
                       "loop_before": {"title": prev["title"], "variant": prev["best"]} if prev else None,
@@ -412,7 +442,12 @@ def context(deck) -> dict:
                     "climb": TITLE_CLIMB if top["climb"] else None, "climb_at": steps.index(top),
                     # what held the clock down while it ran, as NVML names it
                     "power_capped": "sw_power_cap" in (during.get("throttle_reasons") or []),
-                    "throttle_reasons": during.get("throttle_reasons") or []}
+                    "throttle_reasons": during.get("throttle_reasons") or [],
+                    # the talk's thesis: where the headline stands against cuBLAS, by the interval of
+                    # their sample-by-sample ratio in turns, and the share of the card's top clock it ran at
+                    "standing": standing((last["record"].get("cublas") or {}).get("ratio_by_sample")),
+                    "clock_share": last["clock_mhz"] / device["sm_clock_max_mhz"]
+                    if last["clock_mhz"] and device.get("sm_clock_max_mhz") else None}
     # What the reference deck left on the table, as built here: its last step, then each step past it.
     reference_last = [s for s in measured_steps if not s["beyond"]][-1:]
     story = reference_last + [s for s in measured_steps if s["beyond"]]
@@ -479,7 +514,9 @@ def climb_of(gemm: dict, at: int, height: int = CLIMB_HEIGHT) -> str:
     best = step["best"]
     values = [s["best"]["tflops"] if s["best"]["tflops"] and not s["best"]["failed"] else None for s in gemm["steps"]]
     clock = f"; this step's turns with cuBLAS at {best['clock_mhz']:,.0f} MHz" if best["clock_mhz"] else ""
-    label = f"cuBLAS {best['baseline']['precision']} in turns, {best['baseline_tflops']:,.1f}"
+    # the baseline named whole (precision and layout): on a main slide the climb is the comparison's table
+    layout = best['baseline']['layout_name'].split(" (")[0]          # B K-major, B row-major: its short name
+    label = f"cuBLAS {best['baseline']['precision']}, {layout}, in turns: {best['baseline_tflops']:,.1f}"
     return climb(values, at, Line("y", best["baseline_tflops"], label, REF), f"TFLOPS, each step's best at its own run's clock{clock}", height=height)
 
 

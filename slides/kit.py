@@ -425,3 +425,174 @@ def arrow(dwg, a, b, color=INK, width=1.5):
     ang = math.atan2(b[1] - a[1], b[0] - a[0])
     tip = [(b[0] - 7 * math.cos(ang + d), b[1] - 7 * math.sin(ang + d)) for d in (-0.4, 0.4)]
     dwg.add(dwg.polygon([b, *tip], fill=color))
+
+
+@dataclass
+class Point:
+    x: float
+    y: float
+    label: str
+    note: str = ""               # a second, muted line under the label
+    color: str = ACCENT
+
+
+def _ratio_tick(t: float) -> str:
+    return f"{t:g}×" if t >= 1 else f"1/{1 / t:g}×"
+
+
+def scatter(points: list[Point], x_label: str, y_label: str, lines: list[Line] = (),
+            arrows: list[tuple[int, int, str]] = (), x_format=_ratio_tick, width: int = 860, height: int = 320) -> str:
+    """Labelled points: x a ratio on a log2 axis that reaches as far below 1 as above it (so that
+    left of 1 reads as less, right of it as more), y linear from 0. Each point's label, its note under
+    it, is set beside it where it crosses no other label, point, arrow or line label and stays inside
+    the plot; ``arrows`` (i, j, label) join point i to point j, the label (its lines split at newlines)
+    over the arrow's middle or under it; ``lines`` are reference lines (axis "x": vertical, at a ratio)."""
+    left, right, top, bottom = 72, 16, 16, 50
+    dwg = drawing(width, height)
+    xs = [p.x for p in points] + [l.value for l in lines if l.axis == "x"]
+    reach = max(1.0, *(abs(math.log2(x)) for x in xs)) + 0.4
+    x_of = lambda x: left + (width - left - right) * (math.log2(x) + reach) / (2 * reach)
+    yt = nice_ticks(1.15 * max([p.y for p in points] + [l.value for l in lines if l.axis == "y"]))
+    y_of = lambda y: height - bottom - (height - top - bottom) * y / yt[-1]
+    for t in yt:
+        dwg.add(dwg.line((left, y_of(t)), (width - right, y_of(t)), stroke=GRID))
+        text(dwg, (left - 8, y_of(t) + 4), _fmt(t), size=11, color=MUTED, anchor="end")
+    xt = [2.0 ** e for e in range(-math.floor(reach), math.floor(reach) + 1)]
+    every = label_every([x_format(t) for t in xt], x_of(2.0) - x_of(1.0))
+    for t in xt:
+        if round(math.log2(t)) % every == 0:
+            dwg.add(dwg.line((x_of(t), height - bottom), (x_of(t), height - bottom + 4), stroke=MUTED))
+            text(dwg, (x_of(t), height - bottom + 18), x_format(t), size=11, color=MUTED, anchor="middle")
+    dwg.add(dwg.line((left, height - bottom), (width - right, height - bottom), stroke=MUTED))
+    text(dwg, ((width + left - right) / 2, height - bottom + 38), x_label, size=12, color=MUTED, anchor="middle")
+    text(dwg, (18, (height - bottom + top) / 2), y_label, size=12, color=MUTED, anchor="middle",
+         transform=f"rotate(-90 18 {(height - bottom + top) / 2})")
+    pts = [(x_of(p.x), y_of(p.y)) for p in points]
+    taken = [(x - 6, y - 6, x + 6, y + 6) for x, y in pts]          # boxes a label may not cross
+    crosses = lambda box: any(box[0] < t[2] + 3 and t[0] < box[2] + 3 and box[1] < t[3] + 2 and t[1] < box[3] + 2
+                              for t in taken)
+    for l in lines:
+        at = x_of(l.value) if l.axis == "x" else y_of(l.value)
+        if l.axis == "x":
+            dwg.add(dwg.line((at, top), (at, height - bottom), stroke=l.color, stroke_dasharray="6,4"))
+            text(dwg, (at - 6, top + 12), l.label, size=11, color=l.color, anchor="end", halo=True)
+            taken += [(at - 8 - text_width(l.label, 11), top, at - 4, top + 15), (at - 1, top, at + 1, height - bottom)]
+        else:
+            dwg.add(dwg.line((left, at), (width - right, at), stroke=l.color, stroke_dasharray="6,4"))
+            text(dwg, (left + 8, at - 6), l.label, size=11, color=l.color, halo=True)
+            taken += [(left + 6, at - 18, left + 10 + text_width(l.label, 11), at - 3), (left, at - 1, width - right, at + 1)]
+    for i, j, label in arrows:
+        (ax, ay), (bx, by) = pts[i], pts[j]
+        d = math.hypot(bx - ax, by - ay) or 1
+        a, b = (ax + 9 * (bx - ax) / d, ay + 9 * (by - ay) / d), (bx - 9 * (bx - ax) / d, by - 9 * (by - ay) / d)
+        arrow(dwg, a, b, color=REF)
+        taken += [(x - 2, y - 2, x + 2, y + 2) for x, y in _traced([a, b], 4.0)]
+        said = label.split("\n")
+        half, tall = max(text_width(line, 12) for line in said) / 2, 15 * len(said)
+        mx, my = (a[0] + b[0]) / 2, (a[1] + b[1]) / 2
+        # over the arrow's middle, else under it: the box's top
+        spots = [my - 6 - tall, my + 6]
+        ty = next((y for y in spots if top <= y and not crosses((mx - half, y, mx + half, y + tall))), spots[0])
+        for k, line in enumerate(said):
+            text(dwg, (mx, ty + 12 + 15 * k), line, size=12, color=REF, anchor="middle", halo=True)
+        taken.append((mx - half, ty, mx + half, ty + tall))
+    for p, (x, y) in zip(points, pts):
+        dwg.add(dwg.circle((x, y), 5, fill=p.color, stroke="white", stroke_width=1.5))
+    for p, (x, y) in zip(points, pts):
+        w = max(text_width(p.label, 12), text_width(p.note, 11) if p.note else 0)
+        h = 14 + (14 if p.note else 0)
+        # right, left, then under and over it (starting at it, or ending at it), then a line further off
+        spots = [(x + 10, y - h / 2), (x - 10 - w, y - h / 2)] + [
+            spot for off in (9, 24) for spot in ((x - 4, y + off), (x + 4 - w, y + off), (x - 4, y - off - h), (x + 4 - w, y - off - h))]
+        inside = [(bx, by) for bx, by in spots if left <= bx and bx + w <= width - right and top <= by and by + h <= height - bottom]
+        bx, by = next(((bx, by) for bx, by in inside if not crosses((bx, by, bx + w, by + h))), (inside or spots)[0])
+        text(dwg, (bx, by + 11), p.label, size=12, color=INK, halo=True)
+        if p.note:
+            text(dwg, (bx, by + 25), p.note, size=11, color=MUTED, halo=True)
+        taken.append((bx, by, bx + w, by + h))
+    return dwg.tostring()
+
+
+@dataclass
+class Roof:
+    """A roofline's flat roof: a peak rate, flat from its ridge (where the bandwidth's slope meets it) on."""
+    label: str                   # written right of the plot, at the roof's height
+    tflops: float
+    color: str = ACCENT
+    ridge_label: str = ""        # written under its knee
+
+
+@dataclass
+class RoofPoint:
+    x: float                     # FLOP per byte
+    y: float                     # TFLOPS
+    label: str = ""              # a bound's, written under it to the right; a measured point's roof names it
+    color: str = ACCENT
+    bound: bool = False          # worked out, not measured: drawn hollow
+
+
+def roofline(gbps: float, slope_label: str, roofs: list[Roof], points: list[RoofPoint], marks: list[Line], title: str,
+             width: int = 860, height: int = 320) -> str:
+    """Attainable TFLOPS against arithmetic intensity (FLOP per byte), both axes log, ticks at powers
+    of ten: the bandwidth's slope (``gbps``, labelled along it), each roof flat from its ridge (peak /
+    bandwidth) on and labelled right of the plot, ``points`` (filled where measured, hollow where a
+    bound) and vertical ``marks`` (Line, axis 'x') at intensities the slide names."""
+    size = 11
+    left, top, bottom = 72, 34, 48
+    right = max(text_width(r.label, size) for r in roofs) + 18
+    dwg = drawing(width, height)
+    ridge = lambda r: 1e3 * r.tflops / gbps          # TFLOPS over GB/s: 1e3 FLOP per byte
+    xs = [p.x for p in points] + [m.value for m in marks] + [ridge(r) for r in roofs]
+    ys = [p.y for p in points] + [r.tflops for r in roofs]
+    x_lo, x_hi = min(xs) / 2, 2 * max(xs)
+    y_lo, y_hi = min(ys) / 3, 3 * max(ys)            # room under the lowest point and over the top roof for labels
+    x_of = lambda x: left + (width - left - right) * math.log10(x / x_lo) / math.log10(x_hi / x_lo)
+    y_of = lambda y: height - bottom - (height - top - bottom) * math.log10(y / y_lo) / math.log10(y_hi / y_lo)
+    text(dwg, (left, 18), title, size=12, color=MUTED)
+    for e in range(math.ceil(math.log10(y_lo)), math.floor(math.log10(y_hi)) + 1):
+        dwg.add(dwg.line((left, y_of(10.0 ** e)), (width - right, y_of(10.0 ** e)), stroke=GRID))
+        text(dwg, (left - 8, y_of(10.0 ** e) + 4), _fmt(10.0 ** e), size=size, color=MUTED, anchor="end")
+    for e in range(math.ceil(math.log10(x_lo)), math.floor(math.log10(x_hi)) + 1):
+        dwg.add(dwg.line((x_of(10.0 ** e), top), (x_of(10.0 ** e), height - bottom), stroke=GRID))
+        text(dwg, (x_of(10.0 ** e), height - bottom + 17), _fmt(10.0 ** e), size=size, color=MUTED, anchor="middle")
+    dwg.add(dwg.line((left, height - bottom), (width - right, height - bottom), stroke=MUTED))
+    text(dwg, ((width + left - right) / 2, height - bottom + 36), "FLOP per byte of memory traffic (log)", size=12,
+         color=MUTED, anchor="middle")
+    text(dwg, (18, (height - bottom + top) / 2), "TFLOPS (log)", size=12, color=MUTED, anchor="middle",
+         transform=f"rotate(-90 18 {(height - bottom + top) / 2})")
+    # the slope, from the plot's floor to the highest roof's ridge; each roof from its ridge on
+    top_roof, low_roof = max(roofs, key=lambda r: r.tflops), min(roofs, key=lambda r: r.tflops)
+    start = max(x_lo, 1e3 * y_lo / gbps)
+    slope = [(x_of(start), y_of(gbps * start / 1e3)), (x_of(ridge(top_roof)), y_of(top_roof.tflops))]
+    dwg.add(dwg.line(*slope, stroke=INK, stroke_width=2))
+    drawn = [slope]
+    label_y = -math.inf
+    for r in sorted(roofs, key=lambda r: -r.tflops):          # from the top, each label clear of the one over it
+        a, b = (x_of(ridge(r)), y_of(r.tflops)), (width - right, y_of(r.tflops))
+        dwg.add(dwg.line(a, b, stroke=r.color, stroke_width=2.5))
+        drawn.append([a, b])
+        label_y = max(b[1] + 4, label_y + size + 3)
+        text(dwg, (width - right + 8, label_y), r.label, size=size, color=r.color)
+        if r.ridge_label:
+            dwg.add(dwg.circle(a, 3.5, fill=r.color))
+            text(dwg, (a[0] + 6, a[1] + 15), r.ridge_label, size=size, color=r.color, halo=True)
+    # the slope's label along it, halfway from its start to the lowest roof's ridge, over the line
+    (sx, sy), (ex, ey) = slope[0], (x_of(ridge(low_roof)), y_of(low_roof.tflops))
+    angle = math.degrees(math.atan2(ey - sy, ex - sx))
+    mx, my = (sx + ex) / 2, (sy + ey) / 2 - 6
+    text(dwg, (mx, my), slope_label, size=size, anchor="middle", halo=True, transform=f"rotate({angle:.1f} {mx:.1f} {my:.1f})")
+    traced = [p for line in drawn for p in _traced(line)]
+    for i, m in enumerate(marks):
+        x = x_of(m.value)
+        dwg.add(dwg.line((x, top), (x, height - bottom), stroke=m.color, stroke_dasharray="6,4"))
+        lx, ly, anchor = _place_by_line(x, m.label, top + 12 + 16 * i, left, width - right, height - bottom, traced)
+        text(dwg, (lx, ly), m.label, size=size, color=m.color, anchor=anchor, halo=True)
+    for p in points:
+        x, y = x_of(p.x), y_of(p.y)
+        if p.bound:
+            dwg.add(dwg.circle((x, y), 4.5, fill="white", stroke=p.color, stroke_width=2))
+        else:
+            dwg.add(dwg.circle((x, y), 4.5, fill=p.color, stroke="white", stroke_width=1.5))
+        if p.label:         # under the point, to its right: below a rising slope, clear of it
+            text(dwg, (x + 10, y + 15), p.label, size=size, color=p.color, halo=True)
+    return dwg.tostring()

@@ -98,7 +98,7 @@ def predict_ms(fit: dict, nbytes: float, buckets: int = 1) -> float:
 
 def all_reduce_ms(measured: list[tuple[int, float]], fit: dict | None, nbytes: float) -> tuple[float, str]:
     """An all-reduce of ``nbytes``: interpolated (log-log) between the two measured sizes around it,
-    or past the largest measured, the α–β fit, which holds there; and which of the two it is."""
+    or past the largest measured, the α–β fit, extrapolated; and which of the two it is."""
     sizes = [s for s, _ in measured]
     if sizes[0] <= nbytes <= sizes[-1]:
         i = next(i for i, s in enumerate(sizes) if s >= nbytes)
@@ -122,12 +122,35 @@ def data_parallel(measured: list[tuple[int, float]], fit: dict | None, memory_by
         nbytes = params * GRADIENT_BYTES
         buckets = math.ceil(nbytes / BUCKET_BYTES)
         one, how = all_reduce_ms(measured, fit, nbytes)
-        full, _ = all_reduce_ms(measured, fit, BUCKET_BYTES)
-        last, _ = all_reduce_ms(measured, fit, nbytes - (buckets - 1) * BUCKET_BYTES)
+        full, full_from = all_reduce_ms(measured, fit, BUCKET_BYTES)
+        last, last_from = all_reduce_ms(measured, fit, nbytes - (buckets - 1) * BUCKET_BYTES)
         rows.append({"params": params, "label": f"{params / 1e9:g}B", "bytes": nbytes, "one_ms": one, "one_from": how,
                      "buckets": buckets, "bucketed_ms": (buckets - 1) * full + last,
+                     # "fit" where a bucket passes the largest all-reduce measured: extrapolated
+                     "bucketed_from": "fit" if "fit" in (full_from, last_from) else "measured",
                      "training_bytes": params * TRAINING_BYTES_PER_PARAM})
     return rows
+
+
+# The backward pass a step's all-reduce must hide under: for each token, the gradient of a layer's
+# input and of its weights, each a GEMM of 2 FLOPs a parameter, at the rate the results measured for
+# cuBLAS BF16 (in turns with the BF16 headline, at the reference shape).
+BACKWARD_FLOPS_PER_PARAM = 4
+
+
+def backward(dp: list[dict], rate_tflops: float | None) -> dict | None:
+    """Each model's backward pass at ``rate_tflops`` beside its gradients' all-reduce in buckets: the
+    tokens a GPU must take in a step for the backward pass to last as long (past them, the all-reduce
+    can hide under it), and whether that count is alike (within HOLDS_WITHIN) for every model."""
+    if not dp or not rate_tflops:
+        return None
+    rows = [{**r, "backward_ms_per_token": 1e3 * BACKWARD_FLOPS_PER_PARAM * r["params"] / (rate_tflops * 1e12),
+             "tokens": r["bucketed_ms"] * 1e-3 * rate_tflops * 1e12 / (BACKWARD_FLOPS_PER_PARAM * r["params"])} for r in dp]
+    fewest, most = min(rows, key=lambda r: r["tokens"]), max(rows, key=lambda r: r["tokens"])
+    return {"rate_tflops": rate_tflops, "flops_per_param": BACKWARD_FLOPS_PER_PARAM, "rows": rows,
+            "tokens": span(r["tokens"] for r in rows), "fewest": fewest, "most": most,
+            "alike": most["tokens"] <= (1 + HOLDS_WITHIN) * fewest["tokens"], "holds_within": HOLDS_WITHIN,
+            "extrapolated": [r for r in rows if r["bucketed_from"] == "fit"]}
 
 
 def _p2p(rec: dict, peer: dict) -> dict:
@@ -224,6 +247,11 @@ def context(deck) -> dict:
         if not r["measured"]:
             deck.missing.setdefault(f"Past One GPU: {doc['node']['gpu_count']} GPUs", []).append(bid)
     c = _built_from(path, lambda: section(doc, detailed))
+    # the GEMM rate of the single-GPU results: cuBLAS BF16 in turns with the BF16 headline
+    bf16 = deck["precision"]["headline"]
+    c["rate"] = {"tflops": bf16["baseline_tflops"], "name": f"cuBLAS {bf16['baseline']['precision']}"} \
+        if bf16 and bf16.get("baseline") else None
+    c["backward"] = backward(c["dp"], c["rate"] and c["rate"]["tflops"])
     c["scaling"] = scaling([_built_from(p, lambda: node_size(d, records(d)["multigpu.nccl"])) for p, d in deck.nodes])
     deck.beside += [(p, d) for p, d in deck.nodes if d is not deck.doc]
     return c
@@ -243,7 +271,7 @@ def all_reduce_model(rows: list[dict], n: int, memory_bytes: float) -> dict:
     sizes allow none, with the reason) and the data-parallel step from the measured times (none
     where the bucket's size is out of reach, with the reason)."""
     reduce = [r for r in rows if r["collective"] == "all_reduce"]
-    out = {"fit": None, "fit_reason": "", "dp": [], "dp_reason": "", "bucket_ms": None, "dp_from_fit": None}
+    out = {"fit": None, "fit_reason": "", "dp": [], "dp_reason": "", "bucket_ms": None, "dp_from_fit": None, "largest_bytes": None}
     if not reduce:
         return out
     try:
@@ -265,6 +293,7 @@ def all_reduce_model(rows: list[dict], n: int, memory_bytes: float) -> dict:
         out["bucket_ms"] = all_reduce_ms(measured, out["fit"], BUCKET_BYTES)[0]
         # where a model's gradients pass the largest all-reduce measured, its time is the fit's
         out["dp_from_fit"] = measured[-1][0] if any(r["one_from"] == "fit" for r in out["dp"]) else None
+        out["largest_bytes"] = measured[-1][0]
     return out
 
 
@@ -470,6 +499,32 @@ def scaling_chart(s: dict) -> str:
                                     x_format=fig.fmt_bytes, width=860, height=230))
 
 
+def data_parallel_chart(c: dict) -> str:
+    """Each model's gradient all-reduce in buckets (dashed, flat: it does not grow with the tokens)
+    beside its backward pass at the measured GEMM rate (solid, growing with the tokens a GPU takes in
+    a step), both against tokens a GPU; a dot where the two meet. Without a rate, the all-reduces alone."""
+    bw = c["backward"]
+    mark = lambda r: " (extrapolated)" if r["bucketed_from"] == "fit" else ""
+    if not bw:
+        bars = [fig.Bar(f"{r['label']} parameters{mark(r)}", r["bucketed_ms"], fig.PALETTE[i],
+                        f"{r['buckets']:,} buckets") for i, r in enumerate(c["dp"])]
+        return fig.bar_chart(bars, f"ms a step: the gradients' all-reduce in {fig.fmt_bytes(c['bucket_bytes'])} buckets",
+                             height=40 + 34 * len(bars) + 46)
+    lo = 2.0 ** math.floor(math.log2(bw["tokens"]["low"] / 8))
+    hi = 2.0 ** math.ceil(math.log2(bw["tokens"]["high"] * 8))
+    grid = [lo * 2.0 ** k for k in range(round(math.log2(hi / lo)) + 1)]
+    series = []
+    for i, r in enumerate(bw["rows"]):
+        color = fig.PALETTE[i]
+        series += [fig.Series(f"{r['label']} backward pass", [(t, t * r["backward_ms_per_token"]) for t in grid], color, marks=False),
+                   fig.Series(f"{r['label']} all-reduce, {r['bucketed_ms']:,.1f} ms{mark(r)}",
+                              [(lo, r["bucketed_ms"]), (hi, r["bucketed_ms"])], color, marks=False, dash="6,4"),
+                   fig.Series("", [(r["tokens"], r["bucketed_ms"])], color, legend=False)]
+    lines = [fig.Line("x", bw["tokens"]["low"], f"backward pass = all-reduce at {bw['tokens']['low']:,.0f} tokens", fig.INK)] if bw["alike"] else []
+    return fig.line_chart(fig.Chart("tokens a GPU takes in a step (log scale)", "ms a step (log scale)", series, lines,
+                                    x_format=lambda t: f"{t:,.0f}", y_log=True, width=860, height=300))
+
+
 def draw(deck) -> dict[str, str]:
     c = deck["multigpu"]
     if not c["measured"]:
@@ -480,6 +535,8 @@ def draw(deck) -> dict[str, str]:
     if c["ours"]:
         svgs["nccl_busbw.svg"] = busbw_chart(c)
         svgs["nccl_latency.svg"] = latency_chart(c)
+    if c["dp"]:
+        svgs["data_parallel.svg"] = data_parallel_chart(c)
     if c["scaling"]:
         svgs["nccl_scaling.svg"] = scaling_chart(c["scaling"])
     return svgs

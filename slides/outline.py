@@ -19,10 +19,11 @@ _CLOSING = ("Past One GPU: *", "NCCL: Bus Bandwidth by Message Size", "Hiding Co
 TALKS = {
     "default": (*_OPENING, "Hopper SM Architecture", "Kernel *: * — Performance", "wgmma Alone: Rate Against N",
                 "TMA Alone: What One Thread Can Issue", "Bursts From a Rest", "GEMM Across Sizes", "Shape Atlas — *",
-                "Timing Under the Power Cap", "BF16: Each Step Against cuBLAS BF16", "BF16 Beside fast.cu", "FP8: *",
+                "Timing Under the Power Cap", "BF16: Each Step Against cuBLAS BF16", "BF16 Beside fast.cu", "FP8: Three Precisions Side by Side",
+                "FP8: Sums Promoted to FP32", "FP8: Block Scales",
                 "FP8 Beside DeepGEMM", "What It Means for Data-Parallel Training", "Past the Reference Deck", *_CLOSING),
-    "short": (*_OPENING, "GEMM — Results Table", "GEMM — Results Table, Beyond the Reference", "Bursts From a Rest",
+    "short": (*_OPENING, "Kernel *: WGMMA + TMA — Performance", "Bursts From a Rest",
               "Shape Atlas — BF16", "Timing Under the Power Cap", "FP8: Three Precisions Side by Side",
-              "FP8 Beside DeepGEMM", *_CLOSING),
+              "FP8 Beside DeepGEMM", "Past the Reference Deck", *_CLOSING),
 }
 TALK_LIMITS = {"default": 40, "short": 20}          # main slides, and minutes of the rehearsal estimate

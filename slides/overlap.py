@@ -100,7 +100,7 @@ def timeline(c: dict) -> str:
     lanes = [(p, r) for p in m["patterns"] for r in p["runs"] if r["ours"]]
     end = max(s["end_ms"] for _, r in lanes for s in r["timeline"])
     left, right, lane_h, gap, top = 250, 20, 20, 6, 28
-    width = 900
+    width = 860
     scale = (width - left - right) / end
     bottom = top + (2 * len(lanes) + len(m["patterns"])) * (lane_h + gap)
     dwg = fig.drawing(width, bottom + 40)
@@ -126,6 +126,16 @@ def timeline(c: dict) -> str:
     return dwg.tostring()
 
 
+def share_of_ideal(c: dict) -> str:
+    """The largest node's overlapped runs as bars: each GEMM's share of the ideal (the longer of the
+    GEMM and NCCL alone over the overlapped time), ours in the accent, cuBLAS beside them, the target across."""
+    m = c["largest"]
+    bars = [fig.Bar(f"{p['name']}, {r['label']}", 100 * r["of_ideal"], fig.ACCENT if r["ours"] else fig.GROUP)
+            for p in m["patterns"] for r in p["runs"]]
+    return fig.bar_chart(bars, f"% of the ideal, max(GEMM alone, NCCL alone), overlapped on {m['n']} GPUs",
+                         [fig.Line("x", 100 * m["target"], f"target {100 * m['target']:.0f}%", fig.REF)])
+
+
 def draw(deck) -> dict[str, str]:
     c = deck["overlap"]
-    return {"overlap_timeline.svg": timeline(c)} if c["measured"] else {}
+    return {"overlap_timeline.svg": timeline(c), "overlap_share.svg": share_of_ideal(c)} if c["measured"] else {}

@@ -4,11 +4,13 @@ peer fast.cu (bench/peers/fastcu.py) in turns with cuBLAS BF16 and the BF16 head
 beside cuBLAS's on the same operands."""
 from __future__ import annotations
 
+import math
+
 from bench.gemm import catalogue
 from slides.deck import measured_pair, span
 from slides.device import pct_of_peak
 from slides.gemm import pair_with_cublas
-from slides.kit import ACCENT, Bar, REF, bar_chart
+from slides.kit import ACCENT, GRID, INK, MUTED, PALETTE, Bar, REF, bar_chart, drawing, nice_ticks, text, text_width
 
 STEPS_SLIDE = "BF16: Each Step Against cuBLAS BF16"
 PEER_SLIDE = "BF16 Beside fast.cu"
@@ -72,10 +74,11 @@ def _peer(deck, headline: dict | None) -> dict | None:
         own = headline and [headline["record"]["params"][d] for d in "mnk"] == list(s["shape"]) \
             and f"{headline['tflops']:.1f}" != f"{s['ours']['tflops']:.1f}"
         shapes.append({"shape": s["shape"], "rows": rows, "ours_over_peer": pair["ratio"], "tie": pair["tie"],
-                       "faster": pair["ratio"] > 1, "both_bf16": both_bf16,
+                       "faster": pair["ratio"] > 1, "both_bf16": both_bf16, "ours_who": "ours_bf16_out" if both_bf16 else "ours",
                        "headline_elsewhere": headline["tflops"] if own else None})
     params = r["record"]["params"]
-    return {**r, "shapes": shapes, "commit": params["commit"], "ours_id": params["ours"]}
+    return {**r, "shapes": shapes, "commit": params["commit"], "ours_id": params["ours"],
+            "all_bf16": all(s["both_bf16"] for s in shapes)}
 
 
 # --- figures --------------------------------------------------------------------------------------
@@ -93,7 +96,64 @@ def bf16_steps_chart(precision: dict) -> str:
     return bar_chart(bars, "TFLOPS, BF16 in, FP32 accumulated, C in FP32 unless noted", height=300)
 
 
+# the peer figure's rows at each shape: who, how it is named, its colour
+PEER_PICTURED = (("fastcu", f"fast.cu {PEER_KERNEL}, C in BF16", PALETTE[3]), ("ours_bf16_out", "this project's, C in BF16", ACCENT),
+                 ("ours", "this project's headline, C in FP32", ACCENT), ("cublas_bf16_out", "cuBLAS BF16, C in BF16", MUTED))
+
+
+def peer_figure(peer: dict) -> str:
+    """At each shape, fast.cu and this project's kernel (the BF16-C one where the record has it), with
+    cuBLAS writing BF16 under them: each run's TFLOPS at its median time and the interval of that
+    median as a bar, all timed in turns, so that the pair's intervals show the call; the call beside
+    the shape."""
+    groups = []
+    for s in peer["shapes"]:
+        by = {r["who"]: r for r in s["rows"]}
+        runs = []
+        for who, name, color in PEER_PICTURED:
+            if who in by and (who != "ours" or s["ours_who"] == "ours"):
+                r, t = by[who], by[who]["time_ms"]
+                quick, slow = t.get("ci") or (t["median"], t["median"])
+                # the median's interval in time, as TFLOPS (the longer time the lower figure)
+                runs.append((name + ("" if r["check"]["passed"] else ", check FAILED"), r["tflops"],
+                             r["tflops"] * t["median"] / slow, r["tflops"] * t["median"] / quick, color))
+        call = "a tie, the intervals overlap" if s["tie"] else f"{'faster' if s['faster'] else 'slower'}, the intervals apart"
+        groups.append(("×".join(map(str, s["shape"])), f"this project's at {100 * s['ours_over_peer']:.1f}% of fast.cu: {call}", runs))
+    lows, highs = [lo for *_, runs in groups for _, _, lo, _, _ in runs], [hi for *_, runs in groups for _, _, _, hi, _ in runs]
+    step = nice_ticks(max(highs) - min(lows), 4)[1]
+    x_lo, x_hi = step * math.floor(min(lows) / step), step * math.ceil(max(highs) / step)
+    left = max(200, 20 + max(text_width(name, 12) for *_, runs in groups for name, *_ in runs))
+    right, top, row_h, head_h = 70, 40, 22, 24
+    w = 860
+    h = top + sum(head_h + row_h * len(runs) for *_, runs in groups) + 46
+    dwg = drawing(w, h)
+    x_of = lambda v: left + (w - left - right) * (v - x_lo) / (x_hi - x_lo)
+    text(dwg, (8, 18), "TFLOPS at each run's median time, its interval as a bar; the runs of a shape timed in turns",
+         size=12, color=MUTED)
+    bottom = h - 46
+    ticks = [x_lo + i * step for i in range(round((x_hi - x_lo) / step) + 1)]
+    for t in ticks:
+        dwg.add(dwg.line((x_of(t), top - 6), (x_of(t), bottom), stroke=GRID))
+        text(dwg, (x_of(t), bottom + 18), f"{t:,.0f}", size=11, color=MUTED, anchor="middle")
+    text(dwg, ((w + left - right) / 2, bottom + 38), f"TFLOPS (the axis starts at {x_lo:,.0f})", size=12, color=MUTED, anchor="middle")
+    y = top
+    for shape, call, runs in groups:
+        text(dwg, (8, y + 15), shape, size=12, weight="bold")
+        text(dwg, (left, y + 15), call, size=12, color=INK, halo=True)
+        y += head_h
+        for name, median, lo, hi, color in runs:
+            mid = y + row_h / 2
+            text(dwg, (left - 10, mid + 4), name, size=12, color=INK, anchor="end")
+            dwg.add(dwg.rect((x_of(lo), mid - 4), (max(x_of(hi) - x_of(lo), 2), 8), rx=3, fill=color, opacity=0.35))
+            dwg.add(dwg.line((x_of(median), mid - 7), (x_of(median), mid + 7), stroke=color, stroke_width=3))
+            text(dwg, (x_of(hi) + 6, mid + 4), f"{median:,.1f}", size=11, color=INK, halo=True)
+            y += row_h
+    return dwg.tostring()
+
+
 def draw(deck) -> dict[str, str]:
     precision = deck["precision"]
-    return {"precision_bf16_steps.svg": bf16_steps_chart(precision)} if precision["steps"] else {}
+    peer = precision["peer"]
+    return {**({"precision_bf16_steps.svg": bf16_steps_chart(precision)} if precision["steps"] else {}),
+            **({"precision_fastcu.svg": peer_figure(peer)} if peer and peer["shapes"] else {})}
 

@@ -9,6 +9,7 @@ from statistics import median_high
 from bench.gemm import catalogue
 from slides.deck import clock_during
 from slides.device import tflops_of
+from slides.kit import PALETTE, Bar, bar_chart
 
 PRECISION, LAYOUT = "tf32", "b_kmajor"      # the Hopper kernels' operands: the cuBLAS most slides divide by
 # the figures' spread per MHz of the SMs' clock under this: the clock accounts for the spread
@@ -22,8 +23,11 @@ def _power(rec: dict) -> float | None:
 
 def _row(regime: str, beside: str, tflops: list[float], clocks: list[float | None], measured: bool,
          power: list[float | None]) -> dict:
+    # the clock each end of the range ran at, where every figure has its clock
+    at = dict(zip(tflops, clocks)) if all(clocks) else {}
     clocks, power = [c for c in clocks if c], [p for p in power if p]
     return {"regime": regime, "beside": beside, "lo": min(tflops), "hi": max(tflops), "count": len(tflops),
+            "lo_at_mhz": at.get(min(tflops)), "hi_at_mhz": at.get(max(tflops)),
             "clock_lo": min(clocks, default=None), "clock_hi": max(clocks, default=None), "clock_measured": measured,
             # a range where the clocks differ once rounded to a MHz
             "clock_range": bool(clocks) and round(max(clocks)) != round(min(clocks)),
@@ -84,3 +88,24 @@ def context(deck) -> dict:
             "per_clock_same_pct": 100 * PER_CLOCK_SAME, "layout_name": catalogue.LAYOUTS[LAYOUT],
             "precision": PRECISION.upper(), "turn_ms": paired[0]["record"]["params"]["turn_ms"] if paired else None,
             "trials": len(tune["record"].get("trials", [])) if tune["measured"] else None}
+
+
+def regimes_figure(rg: dict) -> str:
+    """A bar for each regime's figure, two (its slowest and fastest) for a regime of several, each with
+    the SMs' clock it ran at: one colour a regime."""
+    bars = []
+    for i, r in enumerate(rg["rows"]):
+        mhz = lambda c: (f"at {c:,.0f} MHz" + ("" if r["clock_measured"] else " (NVML)")) if c else ""
+        color = PALETTE[i % len(PALETTE)]
+        if r["count"] == 1:
+            bars.append(Bar(r["regime"], r["lo"], color, mhz(r["lo_at_mhz"])))
+        else:
+            bars += [Bar(f"{r['regime']}: slowest of {r['count']}", r["lo"], color, mhz(r["lo_at_mhz"])),
+                     Bar(f"{r['regime']}: fastest", r["hi"], color, mhz(r["hi_at_mhz"]))]
+    shape = f", {'×'.join(map(str, rg['shape']))}" if rg["shape"] else ""
+    return bar_chart(bars, f"cuBLAS {rg['precision']}, {rg['layout_name']}{shape}: TFLOPS by how the run timed it")
+
+
+def draw(deck) -> dict[str, str]:
+    rg = deck["regimes"]
+    return {"regimes.svg": regimes_figure(rg)} if rg["rows"] else {}

@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 
 WORDS_PER_MINUTE = 150          # a speaker's pace through the notes
 SECONDS_PER_SLIDE = 20          # looking, pointing, changing slides
+# A main slide is for a room: a picture, at most this many words of prose to read beside it, and
+# notes whose spoken part fits the presenter pane without scrolling; the rest waits for questions
+MAIN_PROSE_WORDS = 60
+SPOKEN_WORDS = 60
 BACKUP_DIVIDER = "Backup Slides"        # the backup section's divider (slides/backup.md.j2) leads the backup
 FENCE = re.compile(r"^(`{3,}|~{3,})")
 NOTES = re.compile(r"\n<!--(?:(?!<!--).)*-->\s*$", re.S)       # the slide's last comment: its notes

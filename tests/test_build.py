@@ -4,7 +4,6 @@ import copy
 import io
 import math
 import re
-import time
 
 import pytest
 
@@ -79,7 +78,9 @@ def fixture_outline(held=None) -> list[str]:
         written = template_titles(name)
         if name == "gemm":
             for i, step in enumerate(catalogue.STEPS, 1):
-                titles += [f"Kernel {i}: {step.title} — {part}" for part in ("Code", "Diagram", "Performance")]
+                measured = any(v.id in held for v in step.variants)      # its table: a backup slide
+                titles += [f"Kernel {i}: {step.title} — {part}" for part in ("Code", "Diagram", "Performance",
+                                                                            *(("Results",) if measured else ()))]
                 titles += beside_steps(held).get(step.key, [])
         elif name == "kernel_pages":
             titles += written[:1] + CODE_PAGES + (SHAPE_PAGES if _fixture_measures("atlas", held) else [])
@@ -151,7 +152,7 @@ def test_measured_numbers_come_from_the_fixture(deck):
     assert f"**{hbm['memcpy']['gbps']:,.0f}**".replace(",", "") in s["HBM Bandwidth Scaling"].replace(",", "")
     for row in hbm["rows"]:
         assert f"| {row['label']} | {row['blocks']} × {row['threads']} | {row['sms_used']} |" in s["HBM Bandwidth Scaling"]
-    assert f"**{b['gemm.wgmma_tma_128x256']['tflops']:,.1f}**" in s["Kernel 6: WGMMA + TMA — Performance"]
+    assert f"**{b['gemm.wgmma_tma_128x256']['tflops']:,.1f}**" in s["Kernel 6: WGMMA + TMA — Results"]
     assert str(deck["doc"]["device"]["sm_count"]) in s["Hopper SM Architecture"]
     # the derived numbers: % of cuBLAS of the same precision and layout, timed in turns with the
     # kernel, beside the cuBLAS figure it divides by; the title's headline
@@ -167,7 +168,7 @@ def test_measured_numbers_come_from_the_fixture(deck):
             f"({b[top]['cublas']['tflops']:,.1f} TFLOPS)") in s["CUDA Performance Study"]
     staged = b["gemm.tma_store"]
     assert (f"| {staged['cublas']['tflops']:,.1f} | {100 * staged['tflops'] / staged['cublas']['tflops']:.1f}% | "
-            f"{staged['check']['rel_error']:.1e} ({staged['cublas']['check']['rel_error']:.1e}) |") in untagged(s["Kernel 11: TMA-Store Epilogue — Performance"])
+            f"{staged['check']['rel_error']:.1e} ({staged['cublas']['check']['rel_error']:.1e}) |") in untagged(s["Kernel 11: TMA-Store Epilogue — Results"])
     # a step's gain over the one before: the pair timed in turns, the median of its sample-by-sample
     # ratio with that ratio's interval (the one lies inside the other), in percent when under a tenth,
     # else as a ratio
@@ -175,12 +176,12 @@ def test_measured_numbers_come_from_the_fixture(deck):
     gain, (lo, hi) = pair["gain_by_sample"]["median"], pair["gain_by_sample"]["ci"]
     assert lo <= gain <= hi
     assert pair["id"] == "gemm.split_wave" and 0.9 < gain < 1.1
-    # with the two's figures in those turns and the clock they ran at (each record's own is from its
-    # turns with cuBLAS, at the clock of those)
     assert (f"**{100 * (gain - 1):+.1f}%** against Split Last Wave in turns "
-            f"(interval {100 * (lo - 1):+.1f} to {100 * (hi - 1):+.1f}%; "
-            f"{pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} TFLOPS in these turns, "
-            f"SMs at {pair['time_ms']['sm_clock_mhz']:,.0f} MHz)") in s["Kernel 11: TMA-Store Epilogue — Performance"]
+            f"(interval {100 * (lo - 1):+.1f} to {100 * (hi - 1):+.1f}%)") in s["Kernel 11: TMA-Store Epilogue — Performance"]
+    # the two's figures in those turns and the clock they ran at, on the table one click on (each
+    # record's own is from its turns with cuBLAS, at the clock of those)
+    assert (f"Against Split Last Wave, in the same turns: {pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} "
+            f"TFLOPS, SMs at {pair['time_ms']['sm_clock_mhz']:,.0f} MHz.") in s["Kernel 11: TMA-Store Epilogue — Results"]
     assert f"**{b['gemm.cute_mma_tf32']['before']['gain_by_sample']['median']:.1f}×** over Naive FP32" in s["Kernel 2: CuTe Simple MMA — Performance"]
     # the shape no tile divides: its outcome, and why where the kernel refused it
     for step, kernel in (("Kernel 1: Naive FP32", "gemm.naive_fp32"), ("Kernel 11: TMA-Store Epilogue", "gemm.tma_store")):
@@ -216,7 +217,25 @@ def test_the_title_slide_carries_the_headline_climb(deck):
     assert svg_height(gemm.TITLE_CLIMB) == gemm.TITLE_CLIMB_HEIGHT < svg_height(step_climb) == gemm.CLIMB_HEIGHT
     # the clock beside the headline's figure is the one its turns with cuBLAS ran at
     clock = clock_during(deck["doc"]["benchmarks"][catalogue.HEADLINE])
-    assert f"MHz, {clock:,.0f} MHz " in title and "measured in those turns" in title
+    assert f"its SMs at {clock:,.0f} of {deck['doc']['device']['sm_clock_max_mhz']:,.0f} MHz" in title
+    notes = title.split("<!--")[1]
+    assert f"{clock:,.0f} MHz measured" in notes
+
+
+@pytest.mark.parametrize("ci, words", [((1.01, 1.02), "is ahead of cuBLAS"), ((0.99, 1.01), "is level with cuBLAS"),
+                                       ((0.90, 0.95), "comes within")])
+def test_the_title_states_the_thesis_as_the_headlines_pair_with_cublas_calls_it(fixture_doc, write_results, tmp_path,
+                                                                               ci, words):
+    """The thesis on the title slide: where the headline stands against cuBLAS is called from the
+    interval of their ratio in turns, not typed in."""
+    versus = fixture_doc["benchmarks"][catalogue.HEADLINE]["cublas"]
+    versus["ratio_by_sample"]["ci"] = list(ci)
+    path = write_results(fixture_doc)
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert build.main(["--results", str(path), "--out-dir", str(tmp_path)]) == 0
+    title = slides_of((tmp_path / "slides.md").read_text())["CUDA Performance Study"]
+    thesis = next(line for line in title.splitlines() if line.startswith("**A GEMM written by hand"))
+    assert words in thesis and "tensor cores fed" in thesis, thesis
 
 
 def test_numbers_follow_the_results(fixture_doc, write_results, tmp_path):
@@ -341,7 +360,9 @@ def test_deck_without_any_gemm_or_hbm(fixture_doc, write_results, tmp_path):
     assert headings(md)[:2] == OUTLINE[:2]
     assert "Nothing of the GEMM family is measured" in md
     assert "HBM Bandwidth Scaling — Little's Law" not in headings(md)
-    assert sorted(p.name for p in figures_dir(tmp_path).iterdir()) == ["gemm_progression.svg", "sm_hierarchy.svg"]
+    # the peaks are the GPU model's (SMs x rate x clock), drawn without a measurement beside them
+    assert sorted(p.name for p in figures_dir(tmp_path).iterdir()) == ["gemm_progression.svg", "peaks.svg", "sm_hierarchy.svg"]
+    assert "No roofline here: it needs the reference shape" in md and "these results lack the shape" in md
 
 
 def test_gpu_without_rate_table(fixture_doc, write_results, tmp_path):
@@ -349,6 +370,59 @@ def test_gpu_without_rate_table(fixture_doc, write_results, tmp_path):
     build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path)])
     s = slides_of((tmp_path / "slides.md").read_text())
     assert "no per-SM rate table for compute capability 12.0" in s["Theoretical Peak Performance"]
+    assert "these results lack the rate" in s["Why Matrix Multiply?"]
+    assert not {"peaks.svg", "roofline.svg"} & {p.name for p in figures_dir(tmp_path).iterdir()}
+
+
+def test_the_peaks_and_the_roofline_come_from_the_gpu_model_and_the_records(fixture_doc, write_results, tmp_path, monkeypatch):
+    """The peaks' ladder: each precision's dense peak (SMs × rate × maximum clock) beside cuBLAS's fastest
+    alone, the table on its backup slide. The roofline: the reference shape's intensity against TF32's
+    ridge over the measured copy (over the memory's spec, said so, without one), a GEMV of the same A
+    beside it; each judgment with its other outcome."""
+    from slides.device import PER_SM_FLOP_PER_CLK
+    dev, b = fixture_doc["device"], fixture_doc["benchmarks"]
+    rates = PER_SM_FLOP_PER_CLK[dev["compute_capability"]]
+    peak = lambda p: dev["sm_count"] * rates[p] * dev["sm_clock_max_mhz"] / 1e6
+
+    def built(name: str) -> tuple[dict, str, str]:
+        out = tmp_path / name
+        out.mkdir()
+        build.build(write_results(fixture_doc, f"{name}.yaml"), out)
+        svgs = figures_dir(out)
+        read = lambda f: (svgs / f).read_text() if (svgs / f).exists() else ""
+        return slides_of((out / "slides.md").read_text()), read("peaks.svg"), read("roofline.svg")
+
+    s, bars, roof = built("all")
+    main, table = s["Theoretical Peak Performance"], s["Theoretical Peak Performance — Table"]
+    for p in rates:
+        best = max(r["tflops"] for bid, r in b.items() if bid.startswith(f"gemm.cublas_{p}_"))
+        assert f"{peak(p):,.0f}" in bars and f"{best:,.0f}" in bars, p
+        assert f"**{peak(p):,.1f} TFLOPS**" in table, p
+    assert 'peaks.svg"' in main and "| Resource |" not in main
+    assert f"The tensor cores' TF32 peak is {rates['tf32'] // rates['fp32']}× the CUDA cores' FP32, doubling with each narrower precision" in main
+    m, n, k = (b["gemm.cublas_tf32_b_kmajor"]["params"][d] for d in "mnk")
+    intensity, gemv = 2 * m * n * k / (4 * (m * k + k * n + m * n)), 2 * m * k / (4 * (m * k + m + k))
+    gbps = max(r["gbps"] for r in b["hbm.copy_scaling"]["rows"])
+    ridge = 1000 * peak("tf32") / gbps
+    why = s["Why Matrix Multiply?"]
+    assert f"does **{intensity:,.0f} FLOP per byte**" in why and "(measured copy)" in why
+    assert f"is **{ridge:,.0f}**: compute-bound by {intensity / ridge:.1f}×" in why
+    assert f"A GEMV of the same A does {gemv:.2f}: memory-bound, at most {gbps * gemv / 1000:,.1f} TFLOPS" in why
+    assert (f"ridge {ridge:,.0f}" in roof and f"HBM, copy measured: {gbps:,.0f} GB/s" in roof
+            and f"FP32 operands: {intensity:,.0f}" in roof and "GEMV of the same A" in roof)
+    assert "```" in s["Why Matrix Multiply? — The Count"] and "```" not in why
+    # without the copy: the memory's spec, said so; a shape too small to pass the ridge; a ladder that does not double
+    del b["hbm.copy_scaling"]
+    for bid in b:
+        if bid.startswith("gemm.cublas_"):
+            b[bid]["params"].update(m=64, n=64, k=64)
+    monkeypatch.setitem(rates, "fp8", 3 * rates["bf16"])
+    s, bars, roof = built("spec")
+    spec = dev["mem_clock_max_mhz"] * 2 * dev["mem_bus_width_bits"] / 8 / 1e3
+    small, ridge = 2 * 64 ** 3 / (4 * 3 * 64 ** 2), 1000 * peak("tf32") / spec
+    assert f"HBM spec, copy not measured), is **{ridge:,.0f}**: memory-bound even at best, its intensity {small / ridge:.2f}× the balance" in s["Why Matrix Multiply?"]
+    assert f"HBM, spec (copy not measured): {spec:,.0f} GB/s" in roof
+    assert f"{rates['fp8'] // rates['tf32']}× from TF32 to FP8" in s["Theoretical Peak Performance"]
 
 
 def test_micro_benchmark_slides_follow_the_data(deck):
@@ -586,8 +660,8 @@ def test_a_step_whose_error_moves_says_how_its_operands_become_tf32(fixture_doc,
     s = slides_of((tmp_path / "slides.md").read_text())
     perf = lambda i: s[f"Kernel {i}: {catalogue.STEPS[i - 1].title} — Performance"]
     assert "from 2.3e-06 the step before: TF32 operands in place of FP32" in perf(2)
-    assert ("**Error 8.0e-04**, from 3.0e-04 the step before: wgmma reads the FP32 operands from shared memory "
-            "as they are") in perf(4)
+    assert ("**Error 8.0e-04**, from 3.0e-04 the step before: wgmma keeps only the TF32 bits of the FP32 operands "
+            "in shared memory, truncating") in perf(4)
     assert ("**Error 3.0e-04**, from 8.0e-04 the step before: the TMA copy rounds each FP32 operand to the "
             "nearest TF32") in perf(6)
     assert "**Error" not in perf(5)                        # the same error as the step before
@@ -604,11 +678,12 @@ def test_a_step_slower_than_the_one_before_says_whether_its_interval_holds_no_ch
     pair = deep["before"]
     # the point is the ratio of the two medians, printed beside it; the interval is the samples' ratio's
     clock = lambda: f", SMs at {pair['time_ms']['sm_clock_mhz']:,.0f} MHz" if "sm_clock_mhz" in pair["time_ms"] else ""
-    there = lambda: f"; {pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} TFLOPS in these turns{clock()})"    # the two in those turns
-    two = lambda: f"({pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} TFLOPS in these turns{clock()})"
+    there = lambda: ")"
+    # the two in those turns, on the table one click on
+    two = lambda: f"in the same turns: {pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} TFLOPS{clock()}."
     # a tie shows no point figure: its interval holds no change, whichever way the medians lean
     for (gain, lo, hi), said in (((0.995, 0.99, 1.002), lambda: "**A tie** with WGMMA + TMA in turns: the interval of "
-                                                                f"their sample-by-sample ratio, -1.0 to +0.2%, holds no change {two()}."),
+                                                                "their sample-by-sample ratio, -1.0 to +0.2%, holds no change."),
                                  ((0.9996, 0.99, 0.9999), lambda: "**-0.04%** against WGMMA + TMA in turns "
                                                                   f"(interval -1.0 to -0.01%{there()}: slower"),
                                  ((1.02, 1.0001, 1.03), lambda: "**+2.0%** against WGMMA + TMA in turns "
@@ -618,7 +693,8 @@ def test_a_step_slower_than_the_one_before_says_whether_its_interval_holds_no_ch
         pair["gain"] = gain
         pair["gain_by_sample"].update(median=gain, ci=[lo, hi])
         build.build(write_results(fixture_doc), tmp_path)
-        assert said() in slides_of((tmp_path / "slides.md").read_text())[title]
+        built = slides_of((tmp_path / "slides.md").read_text())
+        assert said() in built[title] and two() in built[title.replace("Performance", "Results")]
     # records timed apart (before the pairs): the two figures and their spreads
     del deep["before"]
     deep["tflops"] = b["gemm.wgmma_tma_128x256"]["tflops"] * 0.995
@@ -632,7 +708,7 @@ def test_missing_slide_tells_what_each_step_past_the_reference_added(deck):
     wave computed from the best kernel's tiles and grid; the closing slide gives the final ratio."""
     b = deck["doc"]["benchmarks"]
     s = slides_of(deck["md"])
-    missing, still, closing = s["Past the Reference Deck"], s["Still on the Table"], s["Takeaways"]
+    missing, still, closing = s["Past the Reference Deck — Table"], s["Still on the Table"], s["Takeaways — The Figures"]
     for bid in ("gemm.warp_specialized_deep", "gemm.cluster_multicast"):
         paired = b[bid]["before"]                            # in turns with the step before's best
         lo, hi = paired["gain_by_sample"]["ci"]
@@ -665,12 +741,86 @@ def test_missing_slide_tells_what_each_step_past_the_reference_added(deck):
 def test_steps_are_named_by_their_label_only_when_they_have_several_kernels(deck):
     """Past the Reference Deck names a step of one kernel by its title alone ("Split Last Wave", not "Split
     Last Wave (split last wave)"), and a step of several by its title and its best kernel's label."""
-    missing = slides_of(deck["md"])["Past the Reference Deck"]
+    missing = slides_of(deck["md"])["Past the Reference Deck — Table"]
     measured = deck["doc"]["benchmarks"]
     for step in (s for s in catalogue.STEPS if s.beyond and measured.get(s.best.id, {}).get("status") == "ok"):
         label = step.best.label
         assert (f"| {step.title} ({label}) |" in missing) == (len(step.variants) > 1)
         assert f"| {step.title}{f' ({label})' if len(step.variants) > 1 else ''} |" in missing
+
+
+def test_the_steps_past_the_reference_deck_are_pictured_against_their_cublas(deck):
+    """Past the Reference Deck: each step's share of the cuBLAS it took turns with, drawn from 100%, and
+    in words where the reference deck stopped, where the steps built here end, and how many of them
+    gained, tied and slowed against the step before, in turns."""
+    from slides import missing as closing
+    s = slides_of(deck["md"])
+    main = s["Past the Reference Deck"]
+    story = [st for st in slides_gemm_context(deck)["story"]]
+    first, last = story[0]["best"], story[-1]["best"]
+    said = [closing.verdict(st["best"]) for st in story[1:]]
+    assert "past_reference.svg" in main and "|" not in main.split("<!--")[0] and prose_words(main) <= 60
+    assert (f"The reference deck stopped at **{story[0]['name']}**, {first['pct_cublas']:.1f}% of cuBLAS TF32. Built here one on top "
+            f"of the other, {len(story) - 1} steps take it to **{last['pct_cublas']:.1f}%**: {said.count('gained')} gained in turns "
+            f"with the step before, {said.count('tie')} tied, {said.count('slower')} slower.") in main
+    svg = (figures_dir(deck["dir"]) / "past_reference.svg").read_text()
+    assert all(f">{st['best']['pct_cublas']:.1f}%<" in svg for st in story)
+
+
+def slides_gemm_context(deck) -> dict:
+    from slides.deck import Deck
+    return Deck(copy.deepcopy(deck["doc"]))["gemm"]
+
+
+def test_still_on_the_table_draws_each_tracks_share_of_its_library_and_its_peak(deck):
+    from slides.deck import Deck
+    from slides.device import pct_of_peak
+    b, device = deck["doc"]["benchmarks"], Deck(copy.deepcopy(deck["doc"]))["device"]
+    s = slides_of(deck["md"])["Still on the Table"]
+    assert "on_the_table.svg" in s and prose_words(s) <= 60
+    svg = (figures_dir(deck["dir"]) / "on_the_table.svg").read_text()
+    for precision, bid in (("TF32", catalogue.HEADLINE), ("BF16", catalogue.HEADLINE_BF16)):
+        r = b[bid]
+        assert f">{100 * r['tflops'] / r['cublas']['tflops']:,.1f}  ({r['tflops']:,.1f} vs {r['cublas']['tflops']:,.1f} TFLOPS)<" in svg
+        peak = pct_of_peak(device, precision.lower(), r["tflops"], clock_during(r))
+        assert f">{peak:,.1f}  (at {clock_during(r):,.0f} MHz)<" in svg
+    clock = clock_during(b[catalogue.HEADLINE])
+    assert f">{100 * clock / device['sm_clock_max_mhz']:,.1f}  ({clock:,.0f} of {device['sm_clock_max_mhz']:,.0f} MHz" in svg
+
+
+def test_the_takeaways_are_lessons_each_with_its_number(deck):
+    """Each lesson is a short sentence with the number that proves it: the clock under the power cap,
+    the biggest step once the tensor cores are in, FP8's error with its sums promoted; with the
+    headline's climb as the picture, and every figure on the slide behind it."""
+    from slides import missing as closing
+    b, device = deck["doc"]["benchmarks"], deck["doc"]["device"]
+    s = slides_of(deck["md"])
+    main = s["Takeaways"]
+    assert "climb_title.svg" in main and prose_words(main) <= 60 and "Takeaways — The Figures" in s
+    clock = clock_during(b[catalogue.HEADLINE])
+    assert f"**The power cap sets the clock:** the headline ran at **{clock:,.0f} of {device['sm_clock_max_mhz']:,.0f} MHz**." in main
+    fed = closing.feeding(slides_gemm_context(deck))
+    assert fed["gained"] and f"the biggest step ({fed['title']}) is **{fed['gain']:.2f}×** in turns." in main
+    drop = b[catalogue.HEADLINE_FP8]["check"]["rel_error"] / b["gemm.fp8_promote"]["check"]["rel_error"]
+    assert f"**FP8 needs its sums promoted:** FP32 sums cut the error **{drop:.0f}×**" in main
+    assert "Small M" not in main                     # the fixture has no atlas: that lesson drops out
+
+
+def test_each_lesson_takes_its_other_wording_or_drops_out(fixture_doc, write_results, tmp_path):
+    from slides import missing as closing
+    b = fixture_doc["benchmarks"]
+    top = b[catalogue.HEADLINE]
+    top["telemetry"]["during"]["throttle_reasons"] = []                # nothing held the clock down
+    del b["gemm.fp8_promote"]
+    build.build(write_results(fixture_doc), tmp_path)
+    main = slides_of((tmp_path / "slides.md").read_text())["Takeaways"]
+    assert "The power cap" not in main and "with no throttle reason." in main and "FP8" not in main
+    # small M: its worst cell below the larger sizes' worst, or not
+    summary = [{"precision": "TF32", "small": {"pct": 60.0, "where": "X, M = 64", "to": 256},
+                "large": {"pct": 90.0, "from": 512}}]
+    assert closing.small_m({"summary": summary})["loses"]
+    summary[0]["large"]["pct"] = 50.0
+    assert not closing.small_m({"summary": summary})["loses"] and closing.small_m({"summary": []}) is None
 
 
 def test_split_wave_schedule_gives_every_cluster_one_piece_of_the_last_wave():
@@ -768,10 +918,10 @@ def test_the_appendix_says_how_the_tuners_best_fares_against_the_hand_picked_ker
         fixture_doc["benchmarks"]["tune.persistent"] = r
         out = tmp_path / case
         build.build(write_results(fixture_doc, f"{case}.yaml"), out)
-        said[case] = next(line for line in (out / "slides.md").read_text().splitlines() if line.startswith("- **Tuning.**"))
+        said[case] = next(line for line in (out / "slides.md").read_text().splitlines() if line.startswith("- **Tuning:**"))
     assert "the best is the hand-picked one: what is left is not in these constants" in said["same"]
-    assert "beats the hand-picked one by +5.0%, head to head: worth searching" in said["faster"]
-    assert "loses to the hand-picked one, head to head (-5.0%): what is left is not in these constants" in said["slower"]
+    assert "beats the hand-picked one by +5.0%: worth searching" in said["faster"]
+    assert "loses to the hand-picked one (-5.0%): what is left is not in these constants" in said["slower"]
 
 
 def test_tuner_slide_ranks_every_trial_and_names_the_winner(fixture_doc, write_results, tmp_path):
@@ -856,8 +1006,11 @@ def test_each_percentage_names_and_shows_the_cublas_it_divides_by(deck):
     """The naive FP32 kernel against cuBLAS FP32, every other step against cuBLAS TF32 of its layout;
     the figure divided by stands in the same row, so that the percentage can be recomputed."""
     s = slides_of(deck["md"])
-    naive = s["Kernel 1: Naive FP32 — Performance"]
+    naive = s["Kernel 1: Naive FP32 — Results"]
     assert "cuBLAS FP32, B row-major" in naive and "cuBLAS TF32, same layout" not in naive
+    # on the main slide the climb is the comparison: its line names the cuBLAS it stands against
+    climb = next(deck["dir"].glob(f"svgs/*/climb_{catalogue.STEPS[0].key}.svg")).read_text()
+    assert "cuBLAS FP32, B row-major, in turns" in climb
     rows = [[c.strip() for c in line.strip(" |").split(" | ")]
             for line in s["GEMM — Results Table"].splitlines() if line.startswith("| ") and line.endswith("% |")]
     assert rows[0][0].startswith("Naive FP32") and rows[0][-2].startswith("FP32 ")
@@ -1001,11 +1154,12 @@ def test_the_bf16_track_stands_beside_cublas_bf16_and_the_peer(deck):
         assert (f"| {step.title}  | {r['tflops']:,.1f} | {r['cublas']['tflops']:,.1f} | "
                 f"{100 * r['tflops'] / r['cublas']['tflops']:.1f}% | {r['check']['rel_error']:.1e} "
                 f"({r['cublas']['check']['rel_error']:.1e}) |") in untagged(rows)
-    peer = s["BF16 Beside fast.cu"]
+    peer, table = s["BF16 Beside fast.cu"], s["BF16 Beside fast.cu — Table"]
+    assert "precision_fastcu.svg" in peer and "| fast.cu kernel 12 |" not in peer
     for shape in b["peers.fastcu"]["shapes"]:
         fast, own = shape["fastcu"], shape["cublas_bf16_out"]
         assert (f"| fast.cu kernel 12 | BF16 | {fast['tflops']:,.1f} | {own['tflops']:,.1f} | "
-                f"{100 * fast['tflops'] / own['tflops']:.1f}% | {fast['check']['rel_error']:.1e} |") in peer
+                f"{100 * fast['tflops'] / own['tflops']:.1f}% | {fast['check']['rel_error']:.1e} |") in table
         both = "ours_bf16_out" in shape        # both write C in BF16: the pair's times in the same turns
         ours = shape["ours_bf16_out" if both else "ours"]
         assert (f"this project's {'' if both else 'headline '}at **{100 * fast['time_ms']['median'] / ours['time_ms']['median']:.1f}%** "
@@ -1020,12 +1174,30 @@ def test_the_peer_slide_names_the_headlines_own_figure_where_its_run_differs(fix
     shape = next(sh for sh in b["peers.fastcu"]["shapes"] if sh["shape"] == [own["params"][d] for d in "mnk"])
     shape["ours"]["tflops"] = own["tflops"] - 3.0
     build.build(write_results(fixture_doc), tmp_path)
-    s = slides_of((tmp_path / "slides.md").read_text())["BF16 Beside fast.cu"]
+    s = slides_of((tmp_path / "slides.md").read_text())["BF16 Beside fast.cu — Table"]
     assert (f"The headline's own record at {'×'.join(map(str, shape['shape']))}, another run, reads "
             f"{own['tflops']:,.1f} TFLOPS.") in s
     shape["ours"]["tflops"] = own["tflops"]
     build.build(write_results(fixture_doc), tmp_path / "alike")
-    assert "another run" not in slides_of((tmp_path / "alike" / "slides.md").read_text())["BF16 Beside fast.cu"]
+    assert "another run" not in slides_of((tmp_path / "alike" / "slides.md").read_text())["BF16 Beside fast.cu — Table"]
+
+
+@pytest.mark.parametrize("apart, called", [(False, "a tie, the intervals overlap"), (True, "faster, the intervals apart")])
+def test_the_peer_figure_draws_each_runs_interval_and_the_call_from_them(fixture_doc, apart, called):
+    """fast.cu and this project's BF16-C kernel at each shape, each run's median time's interval drawn
+    as TFLOPS; the call beside the shape is the intervals': a tie where they overlap."""
+    from slides.deck import Deck
+    from slides.precision import peer_figure
+    shape = fixture_doc["benchmarks"]["peers.fastcu"]["shapes"][0]
+    if apart:          # this project's run's interval wholly below (faster than) fast.cu's
+        t = shape["fastcu"]["time_ms"]
+        shape["ours_bf16_out"]["time_ms"] = {**t, "median": 0.9 * t["ci"][0], "ci": [0.85 * t["ci"][0], 0.95 * t["ci"][0]]}
+    svg = peer_figure(Deck(fixture_doc)["precision"]["peer"])
+    t, tflops = shape["fastcu"]["time_ms"], shape["fastcu"]["tflops"]
+    assert "fast.cu kernel 12, C in BF16" in svg and "this project's, C in BF16" in svg
+    assert f"{tflops:,.1f}<" in svg
+    ratio = t["median"] / shape["ours_bf16_out"]["time_ms"]["median"]
+    assert f"this project's at {100 * ratio:.1f}% of fast.cu: {called}" in svg
 
 
 def test_without_a_checkout_the_peer_slide_says_why(fixture_doc, write_results, tmp_path):
@@ -1107,14 +1279,22 @@ def test_the_backup_divider_says_whether_the_gpu_tests_passed_on_the_machine_tha
 
 def test_one_slide_puts_every_cublas_figure_of_the_reference_shape_side_by_side(fixture_doc, write_results, tmp_path):
     """cuBLAS TF32 (K-major) as each part of the run timed it, from the records: alone, in turns with
-    the kernels (their range), the tuner's; and whether the SMs' clock accounts for the spread."""
+    the kernels (their range), the tuner's, drawn as bars (a range's two ends, each at its clock) with
+    the table behind them; and whether the SMs' clock accounts for the spread."""
     b = fixture_doc["benchmarks"]
     build.build(write_results(fixture_doc), tmp_path)
-    s = slides_of((tmp_path / "slides.md").read_text())["One cuBLAS, Several Figures"]
+    slides = slides_of((tmp_path / "slides.md").read_text())
+    s, table = slides["One cuBLAS, Several Figures"], slides["One cuBLAS, Several Figures — Table"]
     alone = b["gemm.cublas_tf32_b_kmajor"]
-    assert f"| **alone** | nothing: its own record | {alone['tflops']:,.1f} | {alone['telemetry']['sm_clock']['mean']:,.0f} |" in s
-    paired = [r["cublas"]["tflops"] for bid, r in b.items() if r.get("cublas", {}).get("id") == "gemm.cublas_tf32_b_kmajor"]
-    assert f"| {min(paired):,.1f}–{max(paired):,.1f} |" in s
+    assert f"| **alone** | nothing: its own record | {alone['tflops']:,.1f} | {alone['telemetry']['sm_clock']['mean']:,.0f} |" in table
+    paired = [r for bid, r in b.items() if r.get("cublas", {}).get("id") == "gemm.cublas_tf32_b_kmajor"]
+    lo, hi = (f(paired, key=lambda r: r["cublas"]["tflops"]) for f in (min, max))
+    assert f"| {lo['cublas']['tflops']:,.1f}–{hi['cublas']['tflops']:,.1f} |" in table
+    assert 'regimes.svg"' in s and "| **alone** |" not in s
+    bars = (figures_dir(tmp_path) / "regimes.svg").read_text()
+    assert f"{alone['tflops']:,.1f}  at {alone['telemetry']['sm_clock']['mean']:,.0f} MHz" in bars
+    for end, r in (("slowest of", lo), ("fastest", hi)):
+        assert f"in turns: {end}" in bars and f"{r['cublas']['tflops']:,.1f}  at {r['telemetry']['sm_clock']['mean']:,.0f} MHz" in bars
     # every figure at the same work per MHz: the clock accounts for the spread
     for bid, r in b.items():
         if r.get("cublas", {}).get("id") == "gemm.cublas_tf32_b_kmajor":
@@ -1188,7 +1368,7 @@ def test_each_performance_slide_shows_where_its_step_stands_on_the_climb(deck):
         assert f"climb_{step.key}.svg" in s[f"Kernel {i}: {step.title} — Performance"]
         svg = (figures_dir(deck["dir"]) / f"climb_{step.key}.svg").read_text()
         clock = clock_during(rec)
-        assert f">{rec['tflops']:,.1f}<" in svg and f"in turns, {rec['cublas']['tflops']:,.1f}<" in svg
+        assert f">{rec['tflops']:,.1f}<" in svg and f"in turns: {rec['cublas']['tflops']:,.1f}<" in svg
         assert f"turns with cuBLAS at {clock:,.0f} MHz<" in svg
 
 

@@ -70,25 +70,57 @@ def _fp8_slides(doc, write_results, tmp_path):
 
 
 def test_the_fp8_slide_sets_the_three_precisions_side_by_side(fixture_doc, write_results, tmp_path):
+    """The main slide pictures speed against error, each kernel's error over its cuBLAS's; the table,
+    with the targets, is its backup slide."""
     s = _fp8_slides(fixture_doc, write_results, tmp_path)
-    slide = s["FP8: Three Precisions Side by Side"]
+    slide, table = s["FP8: Three Precisions Side by Side"], s["FP8: Three Precisions Side by Side — Table"]
+    assert "fp8_precisions.svg" in slide and "| FP8 |" not in slide
     for precision in ("| TF32 |", "| BF16 |", "| FP8 |"):
-        assert precision in slide
+        assert precision in table
     b = fixture_doc["benchmarks"]
     pair = b[catalogue.HEADLINE_FP8]["before"]          # the ratio of its two medians, printed beside it
-    assert f"**{pair['gain']:.2f}×** its BF16 run" in slide
-    assert f"{pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} TFLOPS)" in slide
+    assert f"FP8 runs **{pair['gain_by_sample']['median']:.2f}×** its BF16 run, in turns." in slide
+    assert f"**{pair['gain_by_sample']['median']:.2f}×** its BF16 run" in table
+    assert f"{pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} TFLOPS)" in table
     # the fixture's unpromoted FP8 errs far more than cuBLASLt, which promotes: the target is not met
-    assert "without promotion" in slide.lower() and "not met" in slide
+    fp8 = b[catalogue.HEADLINE_FP8]
+    assert f"Without promotion its error is **{fp8['check']['rel_error'] / fp8['cublas']['check']['rel_error']:.0f}×** cuBLASLt's." in slide
+    assert "without promotion" in table.lower() and "not met" in table
     assert "FP8: Sums Promoted to FP32" in s
+
+
+def test_the_fp8_picture_puts_each_kernel_at_its_error_over_its_cublass(fixture_doc, write_results, tmp_path):
+    """Each pictured kernel is a point labelled with its TFLOPS and its share of its cuBLAS; the arrow
+    from the unpromoted kernel to its promoted self says how much smaller the error is."""
+    from slides.fp8 import precisions_figure
+    from slides.deck import Deck
+    b = fixture_doc["benchmarks"]
+    fp8 = Deck(fixture_doc)["fp8"]
+    svg = precisions_figure(fp8)
+    for bid in (catalogue.HEADLINE, catalogue.HEADLINE_BF16, catalogue.HEADLINE_FP8):
+        r = b[bid]
+        assert f"{r['tflops']:,.0f} TFLOPS, {100 * r['tflops'] / r['cublas']['tflops']:.1f}% of cuBLAS" in svg
+    promoted = b[fp8["promoted"]["id"]]
+    drop = b[catalogue.HEADLINE_FP8]["check"]["rel_error"] / promoted["check"]["rel_error"]
+    assert f"sums promoted: error {drop:.0f}× smaller" in svg
+    # no picture without an FP8 kernel to put in it: the slide says so in one line, the table stays
+    for bid in [k for k in b if k.startswith("gemm.") and "fp8" in k and "cublas" in b[k]]:
+        b[bid]["cublas"]["check"]["rel_error"] = 0.0
+    s = _fp8_slides(fixture_doc, write_results, tmp_path / "exact")
+    assert "fp8_precisions.svg" not in s["FP8: Three Precisions Side by Side"]
+    assert "No FP8 kernel has both a speed and an error beside cuBLASLt's to picture" in s["FP8: Three Precisions Side by Side"]
+    assert "| FP8 |" in s["FP8: Three Precisions Side by Side — Table"]
 
 
 def test_a_promoted_kernel_that_holds_cublaslt_is_said_to(fixture_doc, write_results, tmp_path):
     rec = fixture_doc["benchmarks"][catalogue.FP8_STEPS[1].best.id]
     rec["cublas"]["ratio_by_sample"]["ci"] = [1.001, 1.01]
     rec["check"]["rel_error"] = rec["cublas"]["check"]["rel_error"]
-    slide = _fp8_slides(fixture_doc, write_results, tmp_path)["FP8: Three Precisions Side by Side"]
+    s = _fp8_slides(fixture_doc, write_results, tmp_path)
+    slide = s["FP8: Three Precisions Side by Side — Table"]
     assert "With FP32 promotion, at best (FP32 Promotion):" in slide and "1.00× its error (target: met)" in slide
+    assert "With its sums promoted: **1.00×** cuBLASLt's error at" in s["FP8: Three Precisions Side by Side"]
+    assert "(reaching it, in turns)" in s["FP8: Three Precisions Side by Side"]
 
 
 def test_without_fp8_records_the_talk_has_no_fp8_slides_and_the_backup_says_so(fixture_doc, write_results, tmp_path):
@@ -105,7 +137,7 @@ def test_the_takeaways_carry_fp8_summed_in_fp32_and_say_the_unpromoted_kernels_e
     from tests.test_build import presenter_notes, slides_of
     b = deck["doc"]["benchmarks"]
     fp8, promoted = b[catalogue.HEADLINE_FP8], b["gemm.fp8_promote"]
-    closing = slides_of(deck["md"])["Takeaways"]
+    closing = slides_of(deck["md"])["Takeaways — The Figures"]
     error_ratio = fp8["check"]["rel_error"] / fp8["cublas"]["check"]["rel_error"]
     assert error_ratio > 1.25 and promoted["check"]["rel_error"] <= 1.25 * promoted["cublas"]["check"]["rel_error"]
     assert (f"- FP8 summed in FP32: **{promoted['tflops']:,.1f} TFLOPS**, "

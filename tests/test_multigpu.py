@@ -15,7 +15,7 @@ from bench.core.topology import NO_MULTICAST, child_env, pairs_of
 from slides import multigpu as section
 from slides.deck import LISTED, Deck, figures_dir
 from slides.kit import fmt_bytes
-from tests.conftest import NODE_FIXTURES
+from tests.conftest import NODE_FIXTURES, _fixture_results
 from tests.test_build import assert_spoken_first, deck, headings, prose_words, slides_of  # noqa: F401 (deck: the fixture deck)
 
 
@@ -677,8 +677,58 @@ def test_a_model_past_the_largest_all_reduce_measured_is_marked_as_the_fits(fixt
     assert model["dp"] and all((r["one_from"] == "fit") == (r["bytes"] > largest) for r in model["dp"])
     assert build.main(["--results", str(write_results(fixture_doc)), "--out-dir", str(tmp_path), "--no-compare",
                        "--node", str(write_results(node_doc, "node.yaml"))]) == 0
-    slide = slides_of((tmp_path / "slides.md").read_text())["What It Means for Data-Parallel Training"]
+    s = slides_of((tmp_path / "slides.md").read_text())
+    slide = s["What It Means for Data-Parallel Training — Table"]
     for r in model["dp"]:
         assert f"| {r['one_ms']:,.1f} ms{'†' if r['one_from'] == 'fit' else ''} |" in slide
     fitted = any(r["one_from"] == "fit" for r in model["dp"])
     assert ("Past the largest all-reduce measured" in slide) == fitted
+    # the main slide shows the bucketed times, each at a measured size: none is said to be extrapolated
+    assert all(r["bucketed_from"] == "measured" for r in model["dp"])
+    assert "extrapolated" not in s["What It Means for Data-Parallel Training"].split("<!--")[0]
+
+
+def test_a_bucket_past_the_largest_all_reduce_measured_is_extrapolated():
+    """A bucket larger than every all-reduce measured takes the α–β fit's time: the row says where its
+    time comes from, so that the slide can say it is extrapolated."""
+    fit = {"alpha_us": 10.0, "beta_gbps": 100.0}
+    measured = [(8, 0.01), (16 << 20, 0.5)]                       # nothing as large as a 25 MiB bucket
+    rows = section.data_parallel(measured, fit, memory_bytes=80e9)
+    assert rows and all(r["bucketed_from"] == "fit" for r in rows)
+    rows = section.data_parallel([*measured, (1 << 30, 11.0)], fit, memory_bytes=80e9)
+    assert all(r["bucketed_from"] == "measured" for r in rows)
+
+
+def test_the_backward_pass_is_set_beside_the_all_reduce_at_the_measured_rate():
+    """The tokens a GPU must take in a step for a backward pass (4 FLOPs a parameter a token) at the
+    measured rate to last as long as its gradients' all-reduce; alike where within HOLDS_WITHIN."""
+    dp = [{"label": "1.3B", "params": 1.3e9, "bucketed_ms": 13.0, "bucketed_from": "measured"},
+          {"label": "2.7B", "params": 2.7e9, "bucketed_ms": 27.0, "bucketed_from": "measured"}]
+    bw = section.backward(dp, 500.0)
+    want = 13.0e-3 * 500e12 / (4 * 1.3e9)
+    assert [r["tokens"] for r in bw["rows"]] == pytest.approx([want, want]) and bw["alike"]
+    assert bw["rows"][0]["backward_ms_per_token"] * want == pytest.approx(13.0)
+    dp[1]["bucketed_ms"] = 27.0 * (1 + 2 * section.HOLDS_WITHIN)
+    bw = section.backward(dp, 500.0)
+    assert not bw["alike"] and bw["fewest"]["label"] == "1.3B" and bw["most"]["label"] == "2.7B"
+    assert section.backward(dp, None) is None and section.backward([], 500.0) is None
+
+
+def test_the_data_parallel_slide_pictures_the_all_reduce_beside_the_backward_pass(node_deck):
+    """The main slide: the picture and the tokens from which the backward pass, at cuBLAS BF16's rate
+    in turns with the BF16 headline, outlasts each model's all-reduce; the table behind it."""
+    from bench.gemm import catalogue
+    s = slides_of(node_deck["md"])
+    main, table = s["What It Means for Data-Parallel Training"], s["What It Means for Data-Parallel Training — Table"]
+    doc = node_deck["doc"]
+    rate = Deck(copy.deepcopy(_fixture_results()))["precision"]["headline"]["baseline_tflops"]
+    assert rate == _fixture_results()["benchmarks"][catalogue.HEADLINE_BF16]["cublas"]["tflops"]
+    model = section.all_reduce_model(doc["benchmarks"]["multigpu.nccl"]["rows"], doc["node"]["gpu_count"],
+                                     doc["device"]["memory_bytes"])
+    tokens = [r["bucketed_ms"] * 1e-3 * rate * 1e12 / (4 * r["params"]) for r in model["dp"]]
+    assert "data_parallel.svg" in main and "| Model |" not in main and prose_words(main) <= 60
+    assert f"measured {rate:,.0f} TFLOPS (solid) outlasts it from **{min(tokens):,.0f}–{max(tokens):,.0f} tokens a GPU**" in main
+    for r, t in zip(model["dp"], tokens):
+        assert f"| {r['bucketed_ms']:,.1f} ms | {r['buckets']:,} | {t:,.0f} tokens a GPU |" in table
+    svg = (figures_dir(node_deck["dir"]) / "data_parallel.svg").read_text()
+    assert all(f"{r['label']} all-reduce, {r['bucketed_ms']:,.1f} ms" in svg for r in model["dp"])

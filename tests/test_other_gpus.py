@@ -96,7 +96,7 @@ def test_deck_of_a_non_hopper_gpu_says_why_kernels_are_missing(cc, fixture_doc, 
         for slide in ("Diagram", "Performance"):
             text = deck.split(f"# {step['slide_title']} — {slide}")[1].split("\n---")[0]
             assert (why in text) == skipped, (step["title"], slide)
-        measured_table = "| Variant | Time | TFLOPS" in deck.split(f"# {step['slide_title']} — Performance")[1].split("\n---")[0]
+        measured_table = f"# {step['slide_title']} — Results" in deck        # a measured step's table, one click on
         assert measured_table != skipped, step["title"]
     # the headline and the peaks are this GPU's
     head = ctx["gemm"]["headline"]

@@ -11,7 +11,7 @@ import build
 from slides import talk
 from slides.outline import TALK_LIMITS, TALKS
 from tests.conftest import ROOT
-from tests.test_build import headings
+from tests.test_build import headings, prose_words
 
 RESULTS = sorted((ROOT / "results").glob("*.yaml"))
 GPU_FILES = [p for p in RESULTS if not build.NODE_FILE.search(p.name)]
@@ -34,6 +34,13 @@ def decks(tmp_path_factory):
             folder = tmp_path_factory.mktemp(f"{path.stem}-{name}")
             out[path.stem, name] = built(path, folder, "--talk", name)
     return out
+
+
+@pytest.fixture(scope="module")
+def fixture_talks(tmp_path_factory):
+    """The test fixture's deck as each talk."""
+    return {name: built(ROOT / "tests" / "fixtures" / "h100.yaml", tmp_path_factory.mktemp(f"fixture-{name}"), "--talk", name)[0]
+            for name in TALKS}
 
 
 def test_the_slides_split_as_slidev_splits_them_and_join_back(decks):
@@ -61,6 +68,22 @@ def test_each_talk_fits_its_slot_on_every_committed_gpu(decks, name):
         assert slides[len(main)].title == talk.BACKUP_DIVIDER            # the backup follows the main path
         assert f"talk {name}: {len(main)} main slides, then {len(slides) - len(main)} backup; about " \
                f"{cut.minutes:.0f} min" in printed
+
+
+FIGURE = re.compile(r'<img src="\./svgs/')
+
+
+@pytest.mark.parametrize("name", TALKS)
+def test_every_main_slide_has_a_picture_few_words_and_notes_that_fit_the_pane(decks, fixture_talks, name):
+    """On the main path a room looks at a picture and reads at most MAIN_PROSE_WORDS; the speaker's
+    part of the notes is at most SPOKEN_WORDS (the rest follows "For questions.")."""
+    for deck, md in (*((path.stem, decks[path.stem, name][0]) for path in GPU_FILES), ("fixture", fixture_talks[name])):
+        slides = talk.split(md)
+        main = slides[:[s.title for s in slides].index(talk.BACKUP_DIVIDER)]
+        bare = [s.title for s in main if not FIGURE.search(s.body)]
+        wordy = {s.title: n for s in main if (n := prose_words(s.body.lstrip("\n"))) > talk.MAIN_PROSE_WORDS}
+        long_notes = {s.title: n for s in main if (n := talk.spoken_words(s)) > talk.SPOKEN_WORDS}
+        assert not bare and not wordy and not long_notes, (deck, bare, wordy, long_notes)
 
 
 @pytest.mark.parametrize("name", TALKS)
