@@ -498,16 +498,16 @@ def gemm_progression(gemm: dict) -> str:
             for s in gemm["steps"] for v in s["variants"]]
     bars += [Bar(f"cuBLAS TF32, {r['layout_name']}, alone", r["tflops"], REF)
              for r in gemm["cublas_rows"] if r["precision"] == "tf32"]
-    return bar_chart(bars, "TFLOPS at the reference shape", height=380)
+    return bar_chart(bars, "TFLOPS at the reference shape", height=330)
 
 
-# The climb's height on a step's performance slide, where it is the slide's picture, and on the
-# title slide, which shares the canvas with the headline's words
-CLIMB_HEIGHT, TITLE_CLIMB_HEIGHT = 130, 100
+# The climb's size on a step's performance slide, where it is the slide's picture, and on the
+# title slide, which shares the canvas with the thesis and the headline's words
+(CLIMB_WIDTH, CLIMB_HEIGHT), (TITLE_CLIMB_WIDTH, TITLE_CLIMB_HEIGHT) = (760, 180), (560, 100)
 TITLE_CLIMB = "climb_title.svg"
 
 
-def climb_of(gemm: dict, at: int, height: int = CLIMB_HEIGHT) -> str:
+def climb_of(gemm: dict, at: int, width: int = CLIMB_WIDTH, height: int = CLIMB_HEIGHT) -> str:
     """Where step ``at`` (0-based) stands on the climb: every step's best TFLOPS, this one's partner
     cuBLAS (in turns with it) across, with the clock the SMs ran at in those turns."""
     step = gemm["steps"][at]
@@ -517,7 +517,7 @@ def climb_of(gemm: dict, at: int, height: int = CLIMB_HEIGHT) -> str:
     # the baseline named whole (precision and layout): on a main slide the climb is the comparison's table
     layout = best['baseline']['layout_name'].split(" (")[0]          # B K-major, B row-major: its short name
     label = f"cuBLAS {best['baseline']['precision']}, {layout}, in turns: {best['baseline_tflops']:,.1f}"
-    return climb(values, at, Line("y", best["baseline_tflops"], label, REF), f"TFLOPS, each step's best at its own run's clock{clock}", height=height)
+    return climb(values, at, Line("y", best["baseline_tflops"], label, REF), f"TFLOPS, each step's best at its own run's clock{clock}", width=width, height=height)
 
 
 def draw(deck) -> dict[str, str]:
@@ -527,7 +527,7 @@ def draw(deck) -> dict[str, str]:
         if step["climb"]:
             svgs[step["climb"]] = climb_of(gemm, at)
     if (headline := gemm["headline"]) and headline["climb"]:
-        svgs[headline["climb"]] = climb_of(gemm, headline["climb_at"], TITLE_CLIMB_HEIGHT)
+        svgs[headline["climb"]] = climb_of(gemm, headline["climb_at"], TITLE_CLIMB_WIDTH, TITLE_CLIMB_HEIGHT)
     for step in gemm["steps"]:
         if step["diagram"]:
             drawn = DIAGRAMS[step["draw"]](step, gemm["shape"])
