@@ -15,6 +15,15 @@ def test_every_link_of_the_readme_and_the_docs_leads_to_a_file():
                 assert (page.parent / target).exists(), (page.name, target)
 
 
+def test_the_results_schema_page_is_written_from_the_specs_the_loader_checks():
+    from bench.core import schema_doc
+    assert (ROOT / "docs" / "results-schema.md").read_text() == schema_doc.describe(), \
+        "RECORDS changed: python -m bench.core.schema_doc > docs/results-schema.md"
+    # every family's spec has its section
+    page = schema_doc.describe()
+    assert all(f"## `{prefix}`" in page for prefix in schema_doc.schema.RECORDS)
+
+
 def test_the_readmes_picture_is_the_committed_h100_decks_headline(tmp_path):
     with contextlib.redirect_stdout(io.StringIO()):
         assert build.main(["--results", str(build.DEFAULT_RESULTS), "--out-dir", str(tmp_path), "--no-compare"]) == 0

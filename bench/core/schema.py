@@ -45,45 +45,9 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         tflops: number                   # from the median time
         gbps: number                     # bytes read + written over the median time
         rows: [{...}, ...]               # tables
-        # family-specific fields, each described where the benchmark is defined:
-        # GEMMs: resources {threads_per_block, grid, regs_per_thread, smem_*_bytes, local_bytes},
-        #        odd_shape {shape, outcome: correct | wrong | refused, check | reason},
-        #        cublas {id, time_ms, tflops, ratio, ratio_by_sample, check}: cuBLAS of the same precision
-        #        and layout on the same operands, timed in turns with the kernel (whose time_ms is from the
-        #        same turns; both keep their samples, turn i of each being sample i),
-        #        settle {seconds, rounds, settled, drift, first_ms, last_ms}: run until steady
-        #        before timing, energy {watts, time_ms, joules, tflops_per_watt}: run alone after the
-        #        turns (bench/gemm/harness.py), for the kernel and its cuBLAS;
-        # peers.gpu_benches: stream[] {block, threads, blocks_per_sm, occupancy_pct, gbps by kernel}, l2_cache[]
-        #     {block_kb, footprint_kb, spread_pct, gbps}, latency[] {clock_mhz, footprint_kb, cycles, ...} (bench/peers/gpu_benches.py);
-        # peers.fastcu: shapes[] {shape, fastcu, cublas_bf16_out, cublas, ours, ours_bf16_out: {time_ms,
-        #     tflops, check}}, the five timed in turns (bench/peers/fastcu.py);
-        # hbm: memcpy; latency.instruction: rows[].cycles/sass by ILP; latency.memory: levels, sweep;
-        # transpose: copy (bench/micro/hbm.py, bench/micro/latency.py, bench/micro/transpose.py);
-        # sweep.<step>: rows[] {shape, kernel, outcome: correct | wrong | refused, tile, plan, tflops/time_ms
-        #     by kernel and cuBLAS layout, ratio_same_layout, ratio_best_layout, cublas_check} (bench/gemm/sweep.py);
-        # atlas.<precision>: rows[] {model, projection, a sweep row's fields, and where stream-K ran, headline
-        #     {kernel, ratio, ci}: the headline in the same turns} (bench/gemm/atlas.py);
-        # machinery.tma: latency[] {source, box_bytes, cycles}, depth[] {source, slots, tma, cp_async},
-        #   sizes[] {source, box_bytes, slots, tma}, issuers[] {source, ctas_per_sm, slots, tma},
-        #   multicast[] {source, cluster, ctas, separate, multicast}, each stream {time_ms, tbps,
-        #   bytes_per_sm_clock} (bench/machinery/tma.py); l2.latency_map: rows[] {sm, cycles[] by line} (bench/micro/l2_map.py);
-        #   l2.placement: rows[] {sms, scheduled_sms, spread_sms, scheduled, spread}, sweep[] {bytes, gbps} (bench/micro/l2.py);
-        # machinery.cluster: rows[] {cluster, ctas, chase_cycles, stream, barrier_cycles, signal_round_trip_cycles},
-        #   setmaxnreg {regs, warpgroups, hand_over_cycles, round_trip_cycles} (bench/machinery/clusters.py);
-        # machinery.wgmma: rows[] {precision, n, atom, k_tile, sass, latency_cycles, rates[] {warpgroups,
-        #   time_ms, flop_per_sm_clock, tflops}} (bench/machinery/wgmma.py);
-        # tune.persistent: trials[] {config, outcome, ratio, ...}, winner, hand_picked, final (bench/gemm/tune.py);
-        # multigpu.p2p: rows[] per ordered pair {src, dst, copy_engine, copy_engine_both_ways, sm_read,
-        #     sm_write: {gbps, time_ms}, latency_ns {peer, local}}; multigpu.nccl, multigpu.nccl_tests:
-        #     rows[] {collective, bytes, algbw_gbps, busbw_gbps, ...} (bench/multigpu/collectives.py);
-        # multigpu.nvbandwidth: rows[] {case, matches, src, dst, value, unit}: the peer's matrices
-        #     (bench/multigpu/nvbandwidth.py); multigpu.overlap: patterns {all_gather_gemm, gemm_reduce_scatter}:
-        #     {gemm, comm, times_ms by way, efficiency, check, timeline[]} (bench/multigpu/overlap.py);
-        # burst.gemm: rows[] {name, title, shape, time_ms, tflops, check, samples[] {ms, sm_clock_mhz,
-        #     nvml_sm_clock_mhz, power_w, temperature_c}}: bursts from a rest (bench/burst.py);
-        # settle.headline: series {kernel, cublas}: {batch, rows[] {t_s, ms, sm_clock_mhz, power_w,
-        #     temperature_c}}, one row per sample, in order (bench/gemm/settle.py)
+        # family-specific fields: what the deck reads of each family's ok record is RECORDS below,
+        # written out in docs/results-schema.md (python -m bench.core.schema_doc); the rest is
+        # described where the benchmark is defined
 
 Every number anywhere in the file is finite, not negative and at most 1e15; what the deck
 reads from each family's ok record is described in RECORDS and checked too. ``load`` raises
@@ -348,7 +312,8 @@ def _type_name(t) -> str:
     return names[t]
 
 
-def _spec_name(spec) -> str:
+def spec_name(spec) -> str:
+    """A spec's leaf as an error message and docs/results-schema.md say it."""
     if isinstance(spec, Positive):
         return f"{_type_name(spec.t)} > 0"
     if isinstance(spec, Exactly):
@@ -469,23 +434,23 @@ class _Validator:
                 if name in value:
                     self.shape(value[name], sub, f"{path}.{name}")
                 elif not key.endswith("?"):
-                    self.fail(f"{path}.{name}", f"{_spec_name(sub)} (the field is missing)", None)
+                    self.fail(f"{path}.{name}", f"{spec_name(sub)} (the field is missing)", None)
         elif isinstance(spec, list):
             if not self.expect(value, list, path):
-                self.fail(path, f"a list of at least one entry, each {_spec_name(spec[0])}", value)
+                self.fail(path, f"a list of at least one entry, each {spec_name(spec[0])}", value)
             for i, item in enumerate(value):
                 self.shape(item, spec[0], f"{path}[{i}]")
         elif isinstance(spec, OneOf):
             if value not in spec.values:
-                self.fail(path, _spec_name(spec), value)
+                self.fail(path, spec_name(spec), value)
         elif isinstance(spec, Exactly):
             if len(self.expect(value, list, path)) != spec.n:
-                self.fail(path, f"{_spec_name(spec)} entries, each {_spec_name(spec.spec)}", value)
+                self.fail(path, f"{spec_name(spec)} entries, each {spec_name(spec.spec)}", value)
             for i, item in enumerate(value):
                 self.shape(item, spec.spec, f"{path}[{i}]")
         elif isinstance(spec, Positive):
             if not self.expect(value, spec.t, path) > 0:
-                self.fail(path, _spec_name(spec), value)
+                self.fail(path, spec_name(spec), value)
         else:
             self.expect(value, spec, path)
 
