@@ -17,10 +17,12 @@ from tests.conftest import ROOT
 REGISTRY = ("import json; from bench.gemm import catalogue; from bench.core import registry; "
             "print(json.dumps({'hashes': {b.id: b.source_hash() for b in registry.discover().values()}, "
             "'roles': catalogue.ROLES}))")
-NEW_STEP = '''    Step("recipe_copy", "Recipe Copy", "+ nothing: the last step's kernel again, added by CONTRIBUTING's recipe",
-         "kernels/gemm_{number}_recipe_copy.cu", "gemm_recipe_copy",
-         (Variant("gemm.recipe_copy", "a copy", {tile}),),
-         "staged_store", (*_TMA, "UTMASTG"), HOPPER, beyond=True, also_in=_BF16, focus={focus}, shown={shown}),
+NEW_STEP = '''    Step(key="recipe_copy", title="Recipe Copy",
+         technique="+ nothing: the last step's kernel again, added by CONTRIBUTING's recipe",
+         source="kernels/gemm_{number}_recipe_copy.cu", function="gemm_recipe_copy",
+         diagram="staged_store", sass=(*_TMA, "UTMASTG"), min_cc=HOPPER,
+         variants=(Variant("gemm.recipe_copy", "a copy", {tile}),),
+         beyond=True, also_in=_BF16, focus={focus}, shown={shown}),
 )
 '''
 

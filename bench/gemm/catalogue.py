@@ -190,102 +190,135 @@ _SMALL = {"BN": 64}
 _WIDTHS = (192,)
 
 STEPS = (
-    Step("naive", "Naive FP32", "FP32 scalar, one thread per element of C", "kernels/gemm_01_naive.py",
-         "gemm_naive", (Variant("gemm.naive_fp32", "naive"),), "naive", layout="b_row", precision="fp32"),
-    Step("cute_mma", "CuTe Simple MMA", "TF32 tensor cores (SM80 16x8x8 atom), operands from global memory",
-         "kernels/gemm_02_cute_mma.cu", "gemm_cute_mma",
-         (Variant("gemm.cute_mma_tf32", "simple MMA", {**SM80, "BK": 8}),), "cute", ("HMMA",)),
-    Step("cute_smem", "CuTe SMEM", "+ shared memory tiles filled by cp.async",
-         "kernels/gemm_03_cute_smem.cu", "gemm_cute_smem",
-         (Variant("gemm.cute_smem_k8", "K-tile 8", {**SM80, "BK": 8}),
-          Variant("gemm.cute_smem_k32", "K-tile 32", {**SM80, "BK": 32})), "cute", ("HMMA",),
+    Step(key="naive", title="Naive FP32",
+         technique="FP32 scalar, one thread per element of C",
+         source="kernels/gemm_01_naive.py", function="gemm_naive",
+         diagram="naive",
+         variants=(Variant("gemm.naive_fp32", "naive"),),
+         layout="b_row", precision="fp32"),
+    Step(key="cute_mma", title="CuTe Simple MMA",
+         technique="TF32 tensor cores (SM80 16x8x8 atom), operands from global memory",
+         source="kernels/gemm_02_cute_mma.cu", function="gemm_cute_mma",
+         diagram="cute", sass=("HMMA",),
+         variants=(Variant("gemm.cute_mma_tf32", "simple MMA", {**SM80, "BK": 8}),)),
+    Step(key="cute_smem", title="CuTe SMEM",
+         technique="+ shared memory tiles filled by cp.async",
+         source="kernels/gemm_03_cute_smem.cu", function="gemm_cute_smem",
+         diagram="cute", sass=("HMMA",),
+         variants=(Variant("gemm.cute_smem_k8", "K-tile 8", {**SM80, "BK": 8}),
+                   Variant("gemm.cute_smem_k32", "K-tile 32", {**SM80, "BK": 32})),
          focus=("for (int k = 0;", "copy(tCrC, tCgC);")),
-    Step("wgmma", "CuTe WGMMA", "SM90 wgmma reading swizzled shared memory", "kernels/gemm_04_wgmma.cu",
-         "gemm_wgmma", (Variant("gemm.wgmma", "WGMMA", sm90(128, 1)),), "wgmma", ("HGMMA",), HOPPER, also_in=_BF16,
-         focus=("// shared -> tensor cores", "copy(tCrC, tCgC);")),
-    Step("wgmma_pipe", "WGMMA Pipelined", "+ a ring of shared buffers: cp.async of K-tile k+STAGES-1 overlaps the wgmma of k",
-         "kernels/gemm_05_wgmma_pipe.cu", "gemm_wgmma_pipe",
-         (Variant("gemm.wgmma_pipe", "2 stages, 128x128", sm90(128, 2)),
-          Variant("gemm.wgmma_pipe_128x256", "3 stages, 128x256", sm90(256, 3)),
-          Variant("gemm.wgmma_pipe_swizzle", "+ CTA swizzle", sm90(256, 3, BAND))), "wgmma", ("HGMMA",), HOPPER, also_in=_BF16),
-    Step("wgmma_tma", "WGMMA + TMA", "+ TMA loads, each issued by one thread (the last warp to finish reading the "
-         "stage), full mbarriers counting the bytes, 3 stages; the copy rounds FP32 to the nearest TF32 on its "
-         "way in, where wgmma would drop the low bits", "kernels/gemm_06_wgmma_tma.cu", "gemm_wgmma_tma",
-         (Variant("gemm.wgmma_tma_128x128", "128x128 tile", sm90(128, 3, BAND)),
-          Variant("gemm.wgmma_tma_128x256", "128x256 tile", sm90(256, 3, BAND))), "wgmma", _TMA, HOPPER, also_in=_BF16,
-         focus=("for (int k = 0; k < k_tiles; ++k) {", "copy(tCrC, tCgC);")),
-    Step("warp_specialized", "Warp Specialization",
-         "+ a producer warpgroup issuing the TMA loads, full/empty mbarrier pairs, two consumer warpgroups "
-         "issuing wgmma, setmaxnreg moving registers to them; then as many stages as shared memory holds",
-         "kernels/gemm_07_warp_specialized.cu", "gemm_warp_specialized",
-         (Variant("gemm.warp_specialized", "3 stages", sm90(256, 3, BAND, **_WS)),
-          Variant("gemm.warp_specialized_deep", "all the stages that fit", sm90(256, DEEPEST, BAND, **_WS))),
-         "producer_ring", _TMA, HOPPER, beyond=True, also_in=_BF16),
-    Step("cluster", "Cluster Multicast",
-         "+ clusters of 2 CTAs on vertically adjacent tiles: each loads half of their common B tile and "
-         "multicasts it into both", "kernels/gemm_08_cluster_multicast.cu", "gemm_cluster_multicast",
-         (Variant("gemm.cluster_multicast", "cluster of 2", sm90(256, DEEPEST, BAND, **_WS, cluster_m=2)),),
-         "multicast", _TMA, HOPPER, beyond=True, also_in=_BF16),
-    Step("persistent", "Persistent Kernel",
-         "+ one CTA per SM for the whole run, walking output tiles in the swizzled order; the next tile's "
-         "loads overlap this tile's epilogue", "kernels/gemm_09_persistent.cu", "gemm_persistent",
-         (Variant("gemm.persistent_no_cluster", "no cluster", sm90(256, DEEPEST, BAND, **{**_PERSISTENT, "cluster_m": 1})),
-          Variant("gemm.persistent", "2-CTA clusters", sm90(256, DEEPEST, BAND, **_PERSISTENT))),
-         "tile_schedule", _TMA, HOPPER, beyond=True, also_in=_BF16, focus=("warpgroup_reg_alloc<CONSUMER_REGS>", "copy(tCrC, thr.partition_C")),
-    Step("split_wave", "Split Last Wave",
-         "+ the tiles past the last full wave split in two along K: their owners compute the first part, "
-         "the clusters that would idle compute the rest and leave partial sums for the owners to add",
-         "kernels/gemm_10_split_wave.cu", "gemm_split_wave",
-         (Variant("gemm.split_wave", "split last wave", sm90(256, DEEPEST, BAND, **_PERSISTENT, SPLIT_WAVE=1)),),
-         "split_tail", _TMA, HOPPER, beyond=True, also_in=_BF16, focus=("static_assert(decltype(size(tCrC))", "copy(tCrC, thr.partition_C")),
-    Step("tma_store", "TMA-Store Epilogue",
-         "+ C leaves through shared memory: each warpgroup stages 32-column chunks that TMA stores while it "
-         "writes the next, and goes back to wgmma as soon as its registers are in shared memory",
-         "kernels/gemm_11_tma_store.cu", "gemm_tma_store",
-         (Variant("gemm.tma_store", "TMA-store epilogue", sm90(256, DEEPEST, BAND, **_STAGED)),),
-         "staged_store", (*_TMA, "UTMASTG"), HOPPER, beyond=True, also_in=_BF16, small_tile=_SMALL,
-         shown="kernels/gemm_sm90_tma_store.cuh", focus=("for (int j = 0; j < BN / EPILOGUE_N", "tma_store_arrive();")),
-    Step("lean_loop", "Leaner Main Loop",
-         "+ the consumers' K-loop issues fewer instructions: the wgmma descriptors sliced by a warp-uniform "
-         "warpgroup index (kept in uniform registers), the ring's stage and parity carried from one K-tile "
-         "to the next", "kernels/gemm_12_lean_loop.cu", "gemm_lean_loop",
-         (Variant("gemm.lean_loop", "leaner main loop", sm90(256, DEEPEST, BAND, **_STAGED)),),
-         "lean_loop", (*_TMA, "UTMASTG"), HOPPER, beyond=True, also_in=_BF16_FP8, small_tile=_SMALL, widths=_WIDTHS,
+    Step(key="wgmma", title="CuTe WGMMA",
+         technique="SM90 wgmma reading swizzled shared memory",
+         source="kernels/gemm_04_wgmma.cu", function="gemm_wgmma",
+         diagram="wgmma", sass=("HGMMA",), min_cc=HOPPER,
+         variants=(Variant("gemm.wgmma", "WGMMA", sm90(128, 1)),),
+         also_in=_BF16, focus=("// shared -> tensor cores", "copy(tCrC, tCgC);")),
+    Step(key="wgmma_pipe", title="WGMMA Pipelined",
+         technique="+ a ring of shared buffers: cp.async of K-tile k+STAGES-1 overlaps the wgmma of k",
+         source="kernels/gemm_05_wgmma_pipe.cu", function="gemm_wgmma_pipe",
+         diagram="wgmma", sass=("HGMMA",), min_cc=HOPPER,
+         variants=(Variant("gemm.wgmma_pipe", "2 stages, 128x128", sm90(128, 2)),
+                   Variant("gemm.wgmma_pipe_128x256", "3 stages, 128x256", sm90(256, 3)),
+                   Variant("gemm.wgmma_pipe_swizzle", "+ CTA swizzle", sm90(256, 3, BAND))),
+         also_in=_BF16),
+    Step(key="wgmma_tma", title="WGMMA + TMA",
+         technique="+ TMA loads, each issued by one thread (the last warp to finish reading the "
+                   "stage), full mbarriers counting the bytes, 3 stages; the copy rounds FP32 to the nearest TF32 on its "
+                   "way in, where wgmma would drop the low bits",
+         source="kernels/gemm_06_wgmma_tma.cu", function="gemm_wgmma_tma",
+         diagram="wgmma", sass=_TMA, min_cc=HOPPER,
+         variants=(Variant("gemm.wgmma_tma_128x128", "128x128 tile", sm90(128, 3, BAND)),
+                   Variant("gemm.wgmma_tma_128x256", "128x256 tile", sm90(256, 3, BAND))),
+         also_in=_BF16, focus=("for (int k = 0; k < k_tiles; ++k) {", "copy(tCrC, tCgC);")),
+    Step(key="warp_specialized", title="Warp Specialization",
+         technique="+ a producer warpgroup issuing the TMA loads, full/empty mbarrier pairs, two consumer warpgroups "
+                   "issuing wgmma, setmaxnreg moving registers to them; then as many stages as shared memory holds",
+         source="kernels/gemm_07_warp_specialized.cu", function="gemm_warp_specialized",
+         diagram="producer_ring", sass=_TMA, min_cc=HOPPER,
+         variants=(Variant("gemm.warp_specialized", "3 stages", sm90(256, 3, BAND, **_WS)),
+                   Variant("gemm.warp_specialized_deep", "all the stages that fit", sm90(256, DEEPEST, BAND, **_WS))),
+         beyond=True, also_in=_BF16),
+    Step(key="cluster", title="Cluster Multicast",
+         technique="+ clusters of 2 CTAs on vertically adjacent tiles: each loads half of their common B tile and "
+                   "multicasts it into both",
+         source="kernels/gemm_08_cluster_multicast.cu", function="gemm_cluster_multicast",
+         diagram="multicast", sass=_TMA, min_cc=HOPPER,
+         variants=(Variant("gemm.cluster_multicast", "cluster of 2", sm90(256, DEEPEST, BAND, **_WS, cluster_m=2)),),
+         beyond=True, also_in=_BF16),
+    Step(key="persistent", title="Persistent Kernel",
+         technique="+ one CTA per SM for the whole run, walking output tiles in the swizzled order; the next tile's "
+                   "loads overlap this tile's epilogue",
+         source="kernels/gemm_09_persistent.cu", function="gemm_persistent",
+         diagram="tile_schedule", sass=_TMA, min_cc=HOPPER,
+         variants=(Variant("gemm.persistent_no_cluster", "no cluster", sm90(256, DEEPEST, BAND, **{**_PERSISTENT, "cluster_m": 1})),
+                   Variant("gemm.persistent", "2-CTA clusters", sm90(256, DEEPEST, BAND, **_PERSISTENT))),
+         beyond=True, also_in=_BF16, focus=("warpgroup_reg_alloc<CONSUMER_REGS>", "copy(tCrC, thr.partition_C")),
+    Step(key="split_wave", title="Split Last Wave",
+         technique="+ the tiles past the last full wave split in two along K: their owners compute the first part, "
+                   "the clusters that would idle compute the rest and leave partial sums for the owners to add",
+         source="kernels/gemm_10_split_wave.cu", function="gemm_split_wave",
+         diagram="split_tail", sass=_TMA, min_cc=HOPPER,
+         variants=(Variant("gemm.split_wave", "split last wave", sm90(256, DEEPEST, BAND, **_PERSISTENT, SPLIT_WAVE=1)),),
+         beyond=True, also_in=_BF16, focus=("static_assert(decltype(size(tCrC))", "copy(tCrC, thr.partition_C")),
+    Step(key="tma_store", title="TMA-Store Epilogue",
+         technique="+ C leaves through shared memory: each warpgroup stages 32-column chunks that TMA stores while it "
+                   "writes the next, and goes back to wgmma as soon as its registers are in shared memory",
+         source="kernels/gemm_11_tma_store.cu", function="gemm_tma_store",
+         diagram="staged_store", sass=(*_TMA, "UTMASTG"), min_cc=HOPPER,
+         variants=(Variant("gemm.tma_store", "TMA-store epilogue", sm90(256, DEEPEST, BAND, **_STAGED)),),
+         beyond=True, also_in=_BF16, small_tile=_SMALL, shown="kernels/gemm_sm90_tma_store.cuh",
+         focus=("for (int j = 0; j < BN / EPILOGUE_N", "tma_store_arrive();")),
+    Step(key="lean_loop", title="Leaner Main Loop",
+         technique="+ the consumers' K-loop issues fewer instructions: the wgmma descriptors sliced by a warp-uniform "
+                   "warpgroup index (kept in uniform registers), the ring's stage and parity carried from one K-tile "
+                   "to the next",
+         source="kernels/gemm_12_lean_loop.cu", function="gemm_lean_loop",
+         diagram="lean_loop", sass=(*_TMA, "UTMASTG"), min_cc=HOPPER,
+         variants=(Variant("gemm.lean_loop", "leaner main loop", sm90(256, DEEPEST, BAND, **_STAGED)),),
+         beyond=True, also_in=_BF16_FP8, small_tile=_SMALL, widths=_WIDTHS,
          shown="kernels/gemm_sm90_lean_loop.cuh"),
 )
 
 # The BF16 track: the Hopper steps again, BF16 in, FP32 accumulated and out.
 BF16_STEPS = (
     *(in_precision(s, "bf16") for s in STEPS if "bf16" in s.also_in),
-    Step("bf16_out", "BF16 C", "+ C written in BF16, as a model keeps it: the FP32 sums rounded to BF16 as they "
-         "are staged, half the bytes to store", "kernels/gemm_12_lean_loop.cu", "gemm_lean_loop",
-         (Variant("gemm.bf16_out", "BF16 C", {**sm90(256, DEEPEST, BAND, **_STAGED), **ELEMENTS["bf16"], **_BF16_C}),),
-         "lean_loop", (*_TMA, "UTMASTG"), HOPPER, beyond=True, precision="bf16", small_tile=_SMALL,
-         against="gemm.lean_loop_bf16"),
+    Step(key="bf16_out", title="BF16 C",
+         technique="+ C written in BF16, as a model keeps it: the FP32 sums rounded to BF16 as they "
+                   "are staged, half the bytes to store",
+         source="kernels/gemm_12_lean_loop.cu", function="gemm_lean_loop",
+         diagram="lean_loop", sass=(*_TMA, "UTMASTG"), min_cc=HOPPER,
+         variants=(Variant("gemm.bf16_out", "BF16 C", {**sm90(256, DEEPEST, BAND, **_STAGED), **ELEMENTS["bf16"], **_BF16_C}),),
+         beyond=True, precision="bf16", small_tile=_SMALL, against="gemm.lean_loop_bf16"),
 )
 # The FP8 track: e4m3 in, the tensor cores' own accumulation, FP32 out scaled by alpha (the
 # operands' per-tensor scales).
 FP8_STEPS = (
     *(in_precision(s, "fp8") for s in STEPS if "fp8" in s.also_in),
-    Step("fp8_promote", "FP32 Promotion",
-         "+ each K-tile's wgmmas start from zero and their sums, in the FP8 tensor cores' own precision, "
-         "are added into FP32 registers; the tile narrows (128 x 128, 128 x 192) so that both fit in registers",
-         "kernels/gemm_13_fp8_promote.cu", "gemm_fp8_promote",
-         (Variant("gemm.fp8_promote_128x128", "128x128 tile", {**sm90(128, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]}),
-          Variant("gemm.fp8_promote", "128x192 tile", {**sm90(192, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]})),
-         "lean_loop", (*_FP8_TMA, "UTMASTG"), HOPPER, beyond=True, precision="fp8"),
-    Step("fp8_blocks", "Block Scales",
-         "+ DeepSeek-V3's scales: A's per 1 x 128 of a row, B's per 128 x 128 block; a K-tile is one block "
-         "along K, so each K-tile's sums are multiplied by their row's and their column block's scales as "
-         "they are promoted into FP32; A's scales come with A's K-tile, one bulk copy into the stage, and "
-         "are read while its wgmmas run",
-         "kernels/gemm_14_fp8_blocks.cu", "gemm_fp8_blocks",
-         (Variant("gemm.fp8_blocks", "128x192 tile", _BLOCK_SCALED),),
-         "lean_loop", (*_FP8_TMA, "UTMASTG", "UBLKCP"), HOPPER, beyond=True, precision="fp8", scaling="blocks"),
-    Step("fp8_bf16_out", "BF16 C", "+ C written in BF16, as DeepGEMM and a model write it: the FP32 sums rounded "
-         "to BF16 as they are staged, half the bytes to store", "kernels/gemm_14_fp8_blocks.cu", "gemm_fp8_blocks",
-         (Variant("gemm.fp8_blocks_bf16_out", "BF16 C", {**_BLOCK_SCALED, **_BF16_C}),),
-         "lean_loop", (*_FP8_TMA, "UTMASTG", "UBLKCP"), HOPPER, beyond=True, precision="fp8", scaling="blocks"),
+    Step(key="fp8_promote", title="FP32 Promotion",
+         technique="+ each K-tile's wgmmas start from zero and their sums, in the FP8 tensor cores' own precision, "
+                   "are added into FP32 registers; the tile narrows (128 x 128, 128 x 192) so that both fit in registers",
+         source="kernels/gemm_13_fp8_promote.cu", function="gemm_fp8_promote",
+         diagram="lean_loop", sass=(*_FP8_TMA, "UTMASTG"), min_cc=HOPPER,
+         variants=(Variant("gemm.fp8_promote_128x128", "128x128 tile", {**sm90(128, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]}),
+                   Variant("gemm.fp8_promote", "128x192 tile", {**sm90(192, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]})),
+         beyond=True, precision="fp8"),
+    Step(key="fp8_blocks", title="Block Scales",
+         technique="+ DeepSeek-V3's scales: A's per 1 x 128 of a row, B's per 128 x 128 block; a K-tile is one block "
+                   "along K, so each K-tile's sums are multiplied by their row's and their column block's scales as "
+                   "they are promoted into FP32; A's scales come with A's K-tile, one bulk copy into the stage, and "
+                   "are read while its wgmmas run",
+         source="kernels/gemm_14_fp8_blocks.cu", function="gemm_fp8_blocks",
+         diagram="lean_loop", sass=(*_FP8_TMA, "UTMASTG", "UBLKCP"), min_cc=HOPPER,
+         variants=(Variant("gemm.fp8_blocks", "128x192 tile", _BLOCK_SCALED),),
+         beyond=True, precision="fp8", scaling="blocks"),
+    Step(key="fp8_bf16_out", title="BF16 C",
+         technique="+ C written in BF16, as DeepGEMM and a model write it: the FP32 sums rounded "
+                   "to BF16 as they are staged, half the bytes to store",
+         source="kernels/gemm_14_fp8_blocks.cu", function="gemm_fp8_blocks",
+         diagram="lean_loop", sass=(*_FP8_TMA, "UTMASTG", "UBLKCP"), min_cc=HOPPER,
+         variants=(Variant("gemm.fp8_blocks_bf16_out", "BF16 C", {**_BLOCK_SCALED, **_BF16_C}),),
+         beyond=True, precision="fp8", scaling="blocks"),
 )
 TRACKS = {"tf32": STEPS, "bf16": BF16_STEPS, "fp8": FP8_STEPS}
 # A track whose first kernel is timed against the same step on the track of wider operands: the
@@ -308,12 +341,14 @@ ROLES = {"headline": HEADLINE, "headline_bf16": HEADLINE_BF16, "bf16_c": BF16_C,
 # Stream-K's tiles by M: a cluster's column of tiles spans all of M (BM x CLUSTER_M >= M), so each
 # column of B is read once whatever the order of the runs; N narrows where M is small, for more tiles
 # (the fastest of four tilings at each M of the atlas up to 512, H100, in turns with cuBLAS).
-STREAM_K = Step("stream_k", "Stream-K", "for shapes whose tiles cannot fill the SMs: every tile's K-tiles laid end "
-                "to end and cut into one equal run per cluster; a tile cut between runs is finished by the "
-                "cluster that started it, adding the partial sums the others left; a cluster's tiles span M",
-                "kernels/gemm_15_stream_k.cu", "gemm_stream_k",
-                (Variant("gemm.stream_k", "stream-K", sm90(256, DEEPEST, BAND, **_STREAMED, cluster_m=4)),),
-                "stream_k", (*_TMA, "UTMASTG"), HOPPER, beyond=True, against=HEADLINE, focus=("struct Run {", "each follow it"),
+STREAM_K = Step(key="stream_k", title="Stream-K",
+                technique="for shapes whose tiles cannot fill the SMs: every tile's K-tiles laid end "
+                          "to end and cut into one equal run per cluster; a tile cut between runs is finished by the "
+                          "cluster that started it, adding the partial sums the others left; a cluster's tiles span M",
+                source="kernels/gemm_15_stream_k.cu", function="gemm_stream_k",
+                diagram="stream_k", sass=(*_TMA, "UTMASTG"), min_cc=HOPPER,
+                variants=(Variant("gemm.stream_k", "stream-K", sm90(256, DEEPEST, BAND, **_STREAMED, cluster_m=4)),),
+                beyond=True, against=HEADLINE, focus=("struct Run {", "each follow it"),
                 rows_tiles=((64, {"BM": 64, "WARPGROUPS_M": 1, "BN": 64, "CLUSTER_M": 1}),
                             (128, {"BN": 128, "CLUSTER_M": 1}), (256, {"BN": 128, "CLUSTER_M": 2})))
 SHAPE_STEPS = (STREAM_K, replace(in_precision(STREAM_K, "bf16"), against=HEADLINE_BF16))
