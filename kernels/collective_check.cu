@@ -15,7 +15,8 @@ extern "C" __global__ void fill(float* x, long long n, int rank, long long offse
 // What out[i] must be:
 //   SUM_OF_RANKS  sum over ranks r of value_of(r, offset + i)       (all-reduce, reduce-scatter)
 //   ONE_RANK      value_of(source, offset + i)                      (broadcast, send/recv)
-//   GATHERED      value_of(i / per_rank, i % per_rank)             (all-gather)
+//   GATHERED      value_of(i / per_rank, offset + i % per_rank)    (all-gather at offset 0; all-to-all at the
+//                 receiver's rank x per_rank: part j is rank j's part for it)
 enum Expect { SUM_OF_RANKS = 0, ONE_RANK = 1, GATHERED = 2 };
 
 extern "C" __global__ void count_wrong(const float* out, long long n, int expect, int nranks, int source,
@@ -29,7 +30,7 @@ extern "C" __global__ void count_wrong(const float* out, long long n, int expect
         } else if (expect == ONE_RANK) {
             want = value_of(source, offset + i);
         } else {
-            want = value_of(static_cast<int>(i / per_rank), i % per_rank);
+            want = value_of(static_cast<int>(i / per_rank), offset + i % per_rank);
         }
         mine += out[i] != want;     // NaN (the poison) is never equal
     }

@@ -14,7 +14,7 @@ from slides.deck import BuildError, Deck, span
 
 IDS = ("multigpu.p2p", "multigpu.nccl", "multigpu.nccl_tests", "multigpu.nvbandwidth")
 NAMES = {"all_reduce": "all-reduce", "all_gather": "all-gather", "reduce_scatter": "reduce-scatter",
-         "broadcast": "broadcast", "send_recv": "send/recv"}
+         "broadcast": "broadcast", "send_recv": "send/recv", "all_to_all": "all-to-all"}
 P2P_KINDS = {"copy_engine": "copy engine, one way", "copy_engine_both_ways": "copy engines, both ways (per direction)",
              "sm_read": "SMs reading the peer", "sm_write": "SMs writing the peer"}
 LARGE_FROM = 64 << 20            # from this size up, busbw within LARGE_WITHIN of nccl-tests'
@@ -96,9 +96,9 @@ def predict_ms(fit: dict, nbytes: float, buckets: int = 1) -> float:
     return 1e3 * (buckets * fit["alpha_us"] * 1e-6 + nbytes / (fit["beta_gbps"] * 1e9))
 
 
-def all_reduce_ms(measured: list[tuple[int, float]], fit: dict | None, nbytes: float) -> tuple[float, str]:
-    """An all-reduce of ``nbytes``: interpolated (log-log) between the two measured sizes around it,
-    or past the largest measured, the α–β fit, extrapolated; and which of the two it is."""
+def collective_ms(measured: list[tuple[int, float]], fit: dict | None, nbytes: float) -> tuple[float, str]:
+    """A collective of ``nbytes``: interpolated (log-log) between the two measured sizes around it,
+    or past the largest measured, the α–β fit (all-reduce's), extrapolated; and which of the two it is."""
     sizes = [s for s, _ in measured]
     if sizes[0] <= nbytes <= sizes[-1]:
         i = next(i for i, s in enumerate(sizes) if s >= nbytes)
@@ -108,7 +108,7 @@ def all_reduce_ms(measured: list[tuple[int, float]], fit: dict | None, nbytes: f
         w = math.log(nbytes / s0) / math.log(s1 / s0)
         return math.exp((1 - w) * math.log(t0) + w * math.log(t1)), "measured"
     if fit is None or nbytes < sizes[0]:
-        raise ValueError(f"no all-reduce measured near {nbytes:.0f} bytes")
+        raise ValueError(f"no size measured near {nbytes:.0f} bytes")
     return predict_ms(fit, nbytes), "fit"
 
 
@@ -121,15 +121,49 @@ def data_parallel(measured: list[tuple[int, float]], fit: dict | None, memory_by
     for params in fitting:
         nbytes = params * GRADIENT_BYTES
         buckets = math.ceil(nbytes / BUCKET_BYTES)
-        one, how = all_reduce_ms(measured, fit, nbytes)
-        full, full_from = all_reduce_ms(measured, fit, BUCKET_BYTES)
-        last, last_from = all_reduce_ms(measured, fit, nbytes - (buckets - 1) * BUCKET_BYTES)
+        one, how = collective_ms(measured, fit, nbytes)
+        full, full_from = collective_ms(measured, fit, BUCKET_BYTES)
+        last, last_from = collective_ms(measured, fit, nbytes - (buckets - 1) * BUCKET_BYTES)
         rows.append({"params": params, "label": f"{params / 1e9:g}B", "bytes": nbytes, "one_ms": one, "one_from": how,
                      "buckets": buckets, "bucketed_ms": (buckets - 1) * full + last,
                      # "fit" where a bucket passes the largest all-reduce measured: extrapolated
                      "bucketed_from": "fit" if "fit" in (full_from, last_from) else "measured",
                      "training_bytes": params * TRAINING_BYTES_PER_PARAM})
     return rows
+
+
+# A mixture-of-experts layer sized as DeepSeek-V3's (its configuration: 7,168 values a token, each
+# token to 8 of 256 experts), 4,096 tokens a GPU in BF16. The dispatch sends each token to its
+# experts' GPUs and the combine brings their outputs back: an all-to-all each way, the experts spread
+# evenly over the GPUs and the routing over the experts (each GPU keeps 1/n of its own).
+MOE = {"model": "DeepSeek-V3", "hidden": 7168, "top_k": 8, "experts": 256, "tokens_per_gpu": 4096, "value_bytes": 2}
+
+
+def moe_layer(rows: list[dict], n: int, peer: list[dict] = ()) -> dict | None:
+    """A MOE layer's dispatch and combine on this node from NCCL's measured all-to-all: the bytes
+    each GPU sends and receives each way, the time of one (interpolated between the measured sizes
+    around it) and of both, and the bus bandwidth there; beside it nccl-tests' all-to-all at that
+    size (``peer``: its rows), level where the two are within LARGE_WITHIN. None without an
+    all-to-all measured, and no time where its size is past the sizes measured."""
+    measured = [(r["bytes"], r["time_ms"]["median"]) for r in rows if r["collective"] == "all_to_all"]
+    if not measured:
+        return None
+    nbytes = MOE["tokens_per_gpu"] * MOE["top_k"] * MOE["hidden"] * MOE["value_bytes"]
+    out = {**MOE, "n": n, "bytes": nbytes, "largest_bytes": measured[-1][0],
+           "rows": [r for r in rows if r["collective"] == "all_to_all"],
+           "peer_rows": [r for r in peer if r["collective"] == "all_to_all" and r["mode"] == PEER_MODE]}
+    if not measured[0][0] <= nbytes <= measured[-1][0]:
+        return {**out, "measured": False}
+    ms, _ = collective_ms(measured, None, nbytes)
+    algbw = nbytes / (ms * 1e-3) / 1e9
+    theirs = [(r["bytes"], r["time_us"] * 1e-3) for r in peer if r["collective"] == "all_to_all" and r["mode"] == PEER_MODE]
+    versus = None
+    if theirs and theirs[0][0] <= nbytes <= theirs[-1][0]:
+        ratio = collective_ms(theirs, None, nbytes)[0] / ms          # above 1: ours is faster
+        versus = {"ratio": ratio, "pct": 100 * abs(ratio - 1), "within_pct": 100 * LARGE_WITHIN,
+                  "call": "level with" if abs(ratio - 1) <= LARGE_WITHIN else "faster than" if ratio > 1 else "slower than"}
+    return {**out, "measured": True, "one_way_ms": ms, "layer_ms": 2 * ms, "algbw_gbps": algbw,
+            "busbw_gbps": algbw * BUS_FACTOR["all_to_all"](n), "kept_share": 1 / n, "versus_peer": versus}
 
 
 # The backward pass a step's all-reduce must hide under: for each token, the gradient of a layer's
@@ -231,7 +265,8 @@ def _collectives(nccl: dict, peer: dict, n: int) -> dict:
         table.append({"collective": c, "name": NAMES[c], "factor": BUS_FACTOR[c](n), "smallest": small,
                       "small": cell(small), "at": at, "chose": ", ".join(next(iter(chosen))) if len(chosen) == 1 else None,
                       "chose_at_each": len(recorded) == len(at)})
-    return {"ours": ours, "compared": compared, "targets": targets(compared) if compared else None, "table": table}
+    return {"ours": ours, "compared": compared, "targets": targets(compared) if compared else None, "table": table,
+            "moe": moe_layer(ours, n, theirs)}
 
 
 def context(deck) -> dict:
@@ -253,6 +288,15 @@ def context(deck) -> dict:
         if bf16 and bf16.get("baseline") else None
     c["backward"] = backward(c["dp"], c["rate"] and c["rate"]["tflops"])
     c["scaling"] = scaling([_built_from(p, lambda: node_size(d, records(d)["multigpu.nccl"])) for p, d in deck.nodes])
+    if c["moe"] is None:        # the all-to-all of the node of most GPUs that measured it, where this one did not
+        for p, d in reversed(deck.nodes):
+            rec = records(d)
+            if rec["multigpu.nccl"]["measured"] and not rec["multigpu.nccl"]["failed"]:
+                moe = _built_from(p, lambda: _collectives(rec["multigpu.nccl"], rec["multigpu.nccl_tests"],
+                                                          d["node"]["gpu_count"])["moe"])
+                if moe:
+                    c["moe"] = {**moe, "link_gbps": link_gbps(d["node"])}
+                    break
     deck.beside += [(p, d) for p, d in deck.nodes if d is not deck.doc]
     return c
 
@@ -290,7 +334,7 @@ def all_reduce_model(rows: list[dict], n: int, memory_bytes: float) -> dict:
     except ValueError as e:        # the bucket's size was not measured and no fit reaches it
         out["dp_reason"] = str(e)
     if out["dp"]:
-        out["bucket_ms"] = all_reduce_ms(measured, out["fit"], BUCKET_BYTES)[0]
+        out["bucket_ms"] = collective_ms(measured, out["fit"], BUCKET_BYTES)[0]
         # where a model's gradients pass the largest all-reduce measured, its time is the fit's
         out["dp_from_fit"] = measured[-1][0] if any(r["one_from"] == "fit" for r in out["dp"]) else None
         out["largest_bytes"] = measured[-1][0]
@@ -320,6 +364,8 @@ def section(doc: dict, records: dict) -> dict:
     paths = grouped(c["pairs"], lambda p: p["pcie_path"])
     c["pcie_paths"] = [{"path": path, "pairs": ps, "every": len(paths) == 1} for path, ps in paths.items()]
     c["link_gbps"] = link_gbps(node)
+    if c["moe"]:
+        c["moe"]["link_gbps"] = c["link_gbps"]
     return c
 
 
@@ -474,6 +520,20 @@ def busbw_chart(c: dict) -> str:
                                     x_format=fig.fmt_bytes, width=760, height=320))
 
 
+def all_to_all_chart(moe: dict) -> str:
+    """All-to-all's bus bandwidth against size, this project's and nccl-tests', with the size of a
+    DeepSeek-V3 layer's dispatch marked."""
+    series = [fig.Series(f"this project (NCCL), {moe['n']} GPUs", [(r["bytes"], r["busbw_gbps"]) for r in moe["rows"]], fig.ACCENT)]
+    if moe["peer_rows"]:
+        series.append(fig.Series("nccl-tests alltoall_perf", [(r["bytes"], r["busbw_gbps"]) for r in moe["peer_rows"]],
+                                 fig.PALETTE[2], marks=False, dash="6,4"))
+    lines = [fig.Line("x", moe["bytes"], f"{moe['model']} dispatch, {fig.fmt_bytes(moe['bytes'])}", fig.REF)]
+    if moe.get("link_gbps"):
+        lines.append(fig.Line("y", moe["link_gbps"], f"NVLink per direction {moe['link_gbps']:,.0f}", fig.MUTED))
+    return fig.line_chart(fig.Chart("bytes each GPU sends (log scale)", "all-to-all bus bandwidth, GB/s", series, lines,
+                                    x_format=fig.fmt_bytes, width=760, height=300))
+
+
 def latency_chart(c: dict) -> str:
     """All-reduce time against size: the project's, nccl-tests' both ways, and the α–β model."""
     ours = [r for r in c["ours"] if r["collective"] == "all_reduce"]
@@ -535,6 +595,8 @@ def draw(deck) -> dict[str, str]:
     if c["ours"]:
         svgs["nccl_busbw.svg"] = busbw_chart(c)
         svgs["nccl_latency.svg"] = latency_chart(c)
+    if c["moe"]:
+        svgs["all_to_all.svg"] = all_to_all_chart(c["moe"])
     if c["dp"]:
         svgs["data_parallel.svg"] = data_parallel_chart(c)
     if c["scaling"]:

@@ -82,16 +82,16 @@ def test_data_parallel_step_from_the_measured_times():
     it); past the largest measured size, the fit; the models are those a GPU trains whole."""
     fit = {"alpha_us": 10.0, "beta_gbps": 100.0}
     measured = [(8, 0.01), (16 << 20, 0.5), (32 << 20, 0.8), (1 << 30, 11.0)]
-    bucket, how = section.all_reduce_ms(measured, fit, 25 << 20)
+    bucket, how = section.collective_ms(measured, fit, 25 << 20)
     w = math.log((25 << 20) / (16 << 20)) / math.log(2)
     assert how == "measured" and bucket == pytest.approx(0.5 ** (1 - w) * 0.8 ** w)
-    assert section.all_reduce_ms(measured, fit, 4e9) == (pytest.approx(0.01 + 40.0), "fit")
+    assert section.collective_ms(measured, fit, 4e9) == (pytest.approx(0.01 + 40.0), "fit")
     rows = section.data_parallel(measured, fit, memory_bytes=80e9)          # 80 GB: up to 2.7B at 16 B a parameter
     assert [r["params"] for r in rows] == [350e6, 1.3e9, 2.7e9]
     big = rows[-1]
     assert big["bytes"] == 5.4e9 and big["one_from"] == "fit" and big["buckets"] == -(-5_400_000_000 // (25 << 20))
     last = 5.4e9 - (big["buckets"] - 1) * (25 << 20)
-    assert big["bucketed_ms"] == pytest.approx((big["buckets"] - 1) * bucket + section.all_reduce_ms(measured, fit, last)[0])
+    assert big["bucketed_ms"] == pytest.approx((big["buckets"] - 1) * bucket + section.collective_ms(measured, fit, last)[0])
 
 
 def test_targets_against_the_peer():

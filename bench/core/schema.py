@@ -77,6 +77,9 @@ BUS_FACTOR = {
     "reduce_scatter": lambda n: (n - 1) / n,
     "broadcast": lambda n: 1.0,
     "send_recv": lambda n: 1.0,
+    # each rank sends (n-1)/n of its buffer to the others and keeps the rest: a mixture-of-experts
+    # layer's dispatch and combine
+    "all_to_all": lambda n: (n - 1) / n,
 }
 COLLECTIVES = tuple(BUS_FACTOR)
 GPU_TESTS = "checks.gpu_tests"     # the record of python -m pytest -m gpu on the GPU that measured (bench/checks.py)

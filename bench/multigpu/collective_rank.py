@@ -49,6 +49,8 @@ def main(argv) -> int:
                                        (per, SUM_OF_RANKS, 0, rank * per)),
                     "broadcast": (count, lambda: comm.broadcast(s, r, count, 0), (count, ONE_RANK, 0, 0)),
                     "send_recv": (count, lambda: comm.send_recv(s, r, count, nxt, prev), (count, ONE_RANK, prev, 0)),
+                    # part j of the output is rank j's part of its input meant for this rank
+                    "all_to_all": (count, lambda: comm.all_to_all(s, r, per), (count, GATHERED, 0, rank * per)),
                 }[name]
                 if spec.get("probe"):          # once, for NCCL to log what it chose (bench.multigpu.collectives.TUNING_ENV)
                     run()

@@ -33,7 +33,7 @@ from ..core.topology import child_env
 
 NCCL_TESTS_BINARY = {"all_reduce": "all_reduce_perf", "all_gather": "all_gather_perf",
                      "reduce_scatter": "reduce_scatter_perf", "broadcast": "broadcast_perf",
-                     "send_recv": "sendrecv_perf"}
+                     "send_recv": "sendrecv_perf", "all_to_all": "alltoall_perf"}
 MIN_BYTES, MAX_BYTES = 8, 4 << 30
 SIZES = [1 << e for e in range(MIN_BYTES.bit_length() - 1, MAX_BYTES.bit_length())]   # 8 B, 16 B, ..., 4 GiB
 WARMUP, REPS = 5, 10
@@ -50,7 +50,7 @@ def element_count(collective: str, nbytes: int, nranks: int) -> int:
     """Float32 elements of the collective's largest buffer for a size of ``nbytes``; as nccl-tests
     counts them: the gathered or scattered whole, each rank's part rounded down to 16 bytes."""
     count = nbytes // 4
-    return ((count // nranks) & ~3) * nranks if collective in ("all_gather", "reduce_scatter") else count
+    return ((count // nranks) & ~3) * nranks if collective in ("all_gather", "reduce_scatter", "all_to_all") else count
 
 
 def batch_of(nbytes: int) -> int:
@@ -165,6 +165,7 @@ def collectives(ctx) -> dict:
                    "batch": f"back-to-back ops moving about {BATCH_BYTES >> 20} MiB per sample, 1 to {MAX_BATCH}",
                    "time": "median sample of the slowest rank (CUDA events, one timer)",
                    "gb": "1e9 bytes, as nccl-tests", "nccl": nccl.version(),
+                   "all_to_all": "ncclAlltoAll" if nccl.has_all_to_all() else "a group of ncclSend and ncclRecv, one each a rank",
                    "multicast": {k: os.environ.get(k) for k in ("NCCL_NVLS_ENABLE",)},
                    "choices": f"algorithm and protocol per size from NCCL's TUNING log of a probe run ("
                               f"{len(chosen)} calls logged)"},

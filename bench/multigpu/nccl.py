@@ -56,7 +56,15 @@ def lib() -> ctypes.CDLL:
         _LIB.ncclSend.argtypes = [ptr, size, i32, i32, ptr, ptr]
         _LIB.ncclRecv.argtypes = [ptr, size, i32, i32, ptr, ptr]
         _LIB.ncclCommDestroy.argtypes = [ptr]
+        if has_all_to_all(_LIB):
+            _LIB.ncclAlltoAll.argtypes = [ptr, ptr, size, i32, ptr, ptr]
     return _LIB
+
+
+def has_all_to_all(library=None) -> bool:
+    """Whether NCCL has its own all-to-all (2.28 on); before it, nccl-tests and this project group a
+    send and a receive for every rank."""
+    return hasattr(library or lib(), "ncclAlltoAll")
 
 
 def _check(result: int, what: str) -> None:
@@ -105,6 +113,19 @@ class Comm:
         _check(lib().ncclGroupStart(), "ncclGroupStart")
         _check(lib().ncclSend(send, count, FLOAT32, to, self.handle, self.stream), "ncclSend")
         _check(lib().ncclRecv(recv, count, FLOAT32, frm, self.handle, self.stream), "ncclRecv")
+        _check(lib().ncclGroupEnd(), "ncclGroupEnd")
+
+    def all_to_all(self, send: int, recv: int, per_rank: int) -> None:
+        """``per_rank`` elements from each rank's part of ``send`` to every rank (part r to rank r),
+        into the receiver's part of ``recv`` of the sender's rank: ncclAlltoAll where NCCL has it,
+        else a group of sends and receives, as nccl-tests' alltoall_perf runs it."""
+        if has_all_to_all():
+            _check(lib().ncclAlltoAll(send, recv, per_rank, FLOAT32, self.handle, self.stream), "ncclAlltoAll")
+            return
+        _check(lib().ncclGroupStart(), "ncclGroupStart")
+        for r in range(self.nranks):
+            _check(lib().ncclSend(send + 4 * r * per_rank, per_rank, FLOAT32, r, self.handle, self.stream), "ncclSend")
+            _check(lib().ncclRecv(recv + 4 * r * per_rank, per_rank, FLOAT32, r, self.handle, self.stream), "ncclRecv")
         _check(lib().ncclGroupEnd(), "ncclGroupEnd")
 
     def destroy(self) -> None:
