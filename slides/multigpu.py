@@ -265,8 +265,9 @@ def _collectives(nccl: dict, peer: dict, n: int) -> dict:
         table.append({"collective": c, "name": NAMES[c], "factor": BUS_FACTOR[c](n), "smallest": small,
                       "small": cell(small), "at": at, "chose": ", ".join(next(iter(chosen))) if len(chosen) == 1 else None,
                       "chose_at_each": len(recorded) == len(at)})
+    moe = moe_layer(ours, n, theirs)
     return {"ours": ours, "compared": compared, "targets": targets(compared) if compared else None, "table": table,
-            "moe": moe_layer(ours, n, theirs)}
+            "moe": moe and {**moe, "implementation": nccl["record"].get("params", {}).get("all_to_all")}}
 
 
 def context(deck) -> dict:
