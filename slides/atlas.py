@@ -188,9 +188,12 @@ def atlas_map(a: dict) -> str:
     narrow = a["narrow"]
     footnote = (f"the headline's {narrow['tile']} tile ran, not its {narrow['best']}: that width pads N less"
                 if narrow else "")
+    # the title states the finding: the median cell and the lowest, and where
+    finding = (f": median {a['median_pct']:.1f}%, lowest {a['worst']['pct']:.1f}% at {a['worst']['where']}"
+               if a["median_pct"] is not None and a["worst"] else "")
     return heatmap(labels, [f"{m:,}" for m in params["ms"]], grid,
-                   f"{a['precision']}: % of cuBLAS {a['precision']} (same layout, in turns), by projection (N×K)",
-                   "M, the rows of A (tokens)", marked, footnote=footnote)
+                   f"{a['precision']}: % of cuBLAS {a['precision']} (same layout, in turns){finding}",
+                   "M, the rows of A (tokens); rows: projections (N×K)", marked, footnote=footnote)
 
 
 def draw(deck) -> dict[str, str]:
