@@ -376,7 +376,9 @@ def context(deck) -> dict:
                 tie = paired["ci"][0] <= 1 <= paired["ci"][1]     # a measured pair whose interval holds no change
                 best["change"] = {"in_turns": True, "ci": paired["ci"], "within_noise": tie, "tie": tie,
                                   "slower": paired["ci"][1] < 1, "tflops": paired["tflops"], "before_tflops": paired["before_tflops"],
-                                  "clock_mhz": paired["clock_mhz"]}
+                                  # one clock for these turns, the record's (over all their samples), as
+                                  # the title and the climb give it; each kernel's own differs by a MHz or so
+                                  "clock_mhz": best["clock_mhz"]}
             else:            # records timed apart (older runs): a change within their spread is a tie
                 best["speedup"] = best["tflops"] / prev["best"]["tflops"]
                 noise = max(spread(best["time_ms"]), spread(prev["best"]["time_ms"]))

@@ -181,7 +181,7 @@ def test_measured_numbers_come_from_the_fixture(deck):
     # the two's figures in those turns and the clock they ran at, on the table one click on (each
     # record's own is from its turns with cuBLAS, at the clock of those)
     assert (f"Against Split Last Wave, in the same turns: {pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} "
-            f"TFLOPS, SMs at {pair['time_ms']['sm_clock_mhz']:,.0f} MHz.") in s["Kernel 11: TMA-Store Epilogue — Results"]
+            f"TFLOPS, SMs at {clock_during(b['gemm.tma_store']):,.0f} MHz.") in s["Kernel 11: TMA-Store Epilogue — Results"]
     assert f"**{b['gemm.cute_mma_tf32']['before']['gain_by_sample']['median']:.1f}×** over Naive FP32" in s["Kernel 2: CuTe Simple MMA — Performance"]
     # the shape no tile divides: its outcome, and why where the kernel refused it
     for step, kernel in (("Kernel 1: Naive FP32", "gemm.naive_fp32"), ("Kernel 11: TMA-Store Epilogue", "gemm.tma_store")):
@@ -677,7 +677,8 @@ def test_a_step_slower_than_the_one_before_says_whether_its_interval_holds_no_ch
     title = "Kernel 7: Warp Specialization — Performance"
     pair = deep["before"]
     # the point is the ratio of the two medians, printed beside it; the interval is the samples' ratio's
-    clock = lambda: f", SMs at {pair['time_ms']['sm_clock_mhz']:,.0f} MHz" if "sm_clock_mhz" in pair["time_ms"] else ""
+    # the turns' one clock: the record's, over all their samples
+    clock = lambda: f", SMs at {clock_during(deep):,.0f} MHz" if clock_during(deep) else ""
     there = lambda: ")"
     # the two in those turns, on the table one click on
     two = lambda: f"in the same turns: {pair['tflops'] * pair['gain']:,.1f} vs {pair['tflops']:,.1f} TFLOPS{clock()}."
