@@ -446,10 +446,8 @@ def context(deck) -> dict:
                     "power_capped": "sw_power_cap" in (during.get("throttle_reasons") or []),
                     "throttle_reasons": during.get("throttle_reasons") or [],
                     # the talk's thesis: where the headline stands against cuBLAS, by the interval of
-                    # their sample-by-sample ratio in turns, and the share of the card's top clock it ran at
-                    "standing": standing((last["record"].get("cublas") or {}).get("ratio_by_sample")),
-                    "clock_share": last["clock_mhz"] / device["sm_clock_max_mhz"]
-                    if last["clock_mhz"] and device.get("sm_clock_max_mhz") else None}
+                    # their sample-by-sample ratio in turns
+                    "standing": standing((last["record"].get("cublas") or {}).get("ratio_by_sample"))}
     # What the reference deck left on the table, as built here: its last step, then each step past it.
     reference_last = [s for s in measured_steps if not s["beyond"]][-1:]
     story = reference_last + [s for s in measured_steps if s["beyond"]]

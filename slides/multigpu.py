@@ -145,18 +145,18 @@ def moe_layer(rows: list[dict], n: int, peer: list[dict] = ()) -> dict | None:
     around it) and of both, and the bus bandwidth there; beside it nccl-tests' all-to-all at that
     size (``peer``: its rows), level where the two are within LARGE_WITHIN. None without an
     all-to-all measured, and no time where its size is past the sizes measured."""
-    measured = [(r["bytes"], r["time_ms"]["median"]) for r in rows if r["collective"] == "all_to_all"]
-    if not measured:
+    ours = [r for r in rows if r["collective"] == "all_to_all"]
+    if not ours:
         return None
+    peer_rows = [r for r in peer if r["collective"] == "all_to_all" and r["mode"] == PEER_MODE]
+    measured = [(r["bytes"], r["time_ms"]["median"]) for r in ours]
     nbytes = MOE["tokens_per_gpu"] * MOE["top_k"] * MOE["hidden"] * MOE["value_bytes"]
-    out = {**MOE, "n": n, "bytes": nbytes, "largest_bytes": measured[-1][0],
-           "rows": [r for r in rows if r["collective"] == "all_to_all"],
-           "peer_rows": [r for r in peer if r["collective"] == "all_to_all" and r["mode"] == PEER_MODE]}
+    out = {**MOE, "n": n, "bytes": nbytes, "largest_bytes": measured[-1][0], "rows": ours, "peer_rows": peer_rows}
     if not measured[0][0] <= nbytes <= measured[-1][0]:
         return {**out, "measured": False}
     ms, _ = collective_ms(measured, None, nbytes)
     algbw = nbytes / (ms * 1e-3) / 1e9
-    theirs = [(r["bytes"], r["time_us"] * 1e-3) for r in peer if r["collective"] == "all_to_all" and r["mode"] == PEER_MODE]
+    theirs = [(r["bytes"], r["time_us"] * 1e-3) for r in peer_rows]
     versus = None
     if theirs and theirs[0][0] <= nbytes <= theirs[-1][0]:
         ratio = collective_ms(theirs, None, nbytes)[0] / ms          # above 1: ours is faster
@@ -242,9 +242,20 @@ def against_nvbandwidth(rows: list[dict], peer: dict) -> dict:
             "args": peer["record"]["params"]["args"]}
 
 
+def _peer_rows(peer: dict) -> list[dict]:
+    return peer["record"].get("rows", []) if peer["measured"] and not peer["failed"] else []
+
+
+def node_moe(nccl: dict, peer: dict, node: dict) -> dict | None:
+    """A node's MOE layer (moe_layer) from its records, with the all-to-all its NCCL ran and its link."""
+    moe = moe_layer(nccl["record"].get("rows", []), node["gpu_count"], _peer_rows(peer))
+    return moe and {**moe, "implementation": nccl["record"].get("params", {}).get("all_to_all"),
+                    "link_gbps": link_gbps(node)}
+
+
 def _collectives(nccl: dict, peer: dict, n: int) -> dict:
     ours = nccl["record"].get("rows", [])
-    theirs = peer["record"].get("rows", []) if peer["measured"] and not peer["failed"] else []
+    theirs = _peer_rows(peer)
     compared = against_peer(ours, theirs)
     by = {(r["collective"], r["bytes"]): r for r in ours}
     peer_by = {(r["collective"], r["mode"], r["bytes"]): r for r in theirs}
@@ -265,9 +276,7 @@ def _collectives(nccl: dict, peer: dict, n: int) -> dict:
         table.append({"collective": c, "name": NAMES[c], "factor": BUS_FACTOR[c](n), "smallest": small,
                       "small": cell(small), "at": at, "chose": ", ".join(next(iter(chosen))) if len(chosen) == 1 else None,
                       "chose_at_each": len(recorded) == len(at)})
-    moe = moe_layer(ours, n, theirs)
-    return {"ours": ours, "compared": compared, "targets": targets(compared) if compared else None, "table": table,
-            "moe": moe and {**moe, "implementation": nccl["record"].get("params", {}).get("all_to_all")}}
+    return {"ours": ours, "compared": compared, "targets": targets(compared) if compared else None, "table": table}
 
 
 def context(deck) -> dict:
@@ -293,10 +302,8 @@ def context(deck) -> dict:
         for p, d in reversed(deck.nodes):
             rec = records(d)
             if rec["multigpu.nccl"]["measured"] and not rec["multigpu.nccl"]["failed"]:
-                moe = _built_from(p, lambda: _collectives(rec["multigpu.nccl"], rec["multigpu.nccl_tests"],
-                                                          d["node"]["gpu_count"])["moe"])
-                if moe:
-                    c["moe"] = {**moe, "link_gbps": link_gbps(d["node"])}
+                c["moe"] = _built_from(p, lambda: node_moe(rec["multigpu.nccl"], rec["multigpu.nccl_tests"], d["node"]))
+                if c["moe"]:
                     break
     deck.beside += [(p, d) for p, d in deck.nodes if d is not deck.doc]
     return c
@@ -356,7 +363,7 @@ def section(doc: dict, records: dict) -> dict:
          "p2p": _p2p(records["multigpu.p2p"], records["multigpu.nvbandwidth"]), "nccl": nccl, "peer": peer,
          "bucket_bytes": BUCKET_BYTES, "gradient_bytes": GRADIENT_BYTES,
          "training_bytes_per_param": TRAINING_BYTES_PER_PARAM, "memory_bytes": doc["device"]["memory_bytes"]}
-    c.update(_collectives(nccl, peer, n))
+    c.update(_collectives(nccl, peer, n), moe=node_moe(nccl, peer, node))
     c.update(all_reduce_model(c["ours"], n, doc["device"]["memory_bytes"]))
     # the pairs by how they are joined: one line for all of them where they all are joined alike
     links = grouped(c["pairs"], lambda p: (p["nvlinks"], p["via"], p["nvlink_gbps_per_direction"]))
@@ -365,8 +372,6 @@ def section(doc: dict, records: dict) -> dict:
     paths = grouped(c["pairs"], lambda p: p["pcie_path"])
     c["pcie_paths"] = [{"path": path, "pairs": ps, "every": len(paths) == 1} for path, ps in paths.items()]
     c["link_gbps"] = link_gbps(node)
-    if c["moe"]:
-        c["moe"]["link_gbps"] = c["link_gbps"]
     return c
 
 
