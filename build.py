@@ -35,7 +35,8 @@ try:
 
     from bench.core import schema
     from slides import escape, talk
-    from slides.deck import ROOT, BuildError, Deck, render, write_deck
+    from slides.deck import Deck, render, write_deck
+    from slides.records import ROOT, BuildError
     from slides.outline import TALKS
 except KeyboardInterrupt as stop:
     sys.exit(_stopped(stop))

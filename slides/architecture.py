@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from slides.kit import ACCENT, MUTED, drawing, text
+import slides.device
+import slides.hbm
 
 
 # --- figures --------------------------------------------------------------------------------------
@@ -53,5 +55,5 @@ def sm_hierarchy(device: dict, hbm: dict) -> str:
     return dwg.tostring()
 
 
-def draw(deck) -> dict[str, str]:
-    return {"sm_hierarchy.svg": sm_hierarchy(deck["device"], deck["hbm"])}
+def draw(own, deck) -> dict[str, str]:
+    return {"sm_hierarchy.svg": sm_hierarchy(deck.of(slides.device), deck.of(slides.hbm))}

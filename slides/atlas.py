@@ -12,6 +12,7 @@ from slides.gemm import code_view, gain_in_turns
 from slides.kit import Cell, heatmap
 from slides.step_diagrams import stream_k_diagram, stream_k_runs
 from slides.sweep import tile_label
+import slides.device
 
 LARGE_M = 512          # from this M up, the kernel is held to HELD_LARGE of cuBLAS ...
 HELD_LARGE = 0.95
@@ -156,7 +157,7 @@ def stream_k(deck, atlases: dict) -> dict:
 
 
 def context(deck) -> dict:
-    sms = deck["device"]["sm_count"]
+    sms = deck.of(slides.device)["sm_count"]
     both = {precision: one(deck, precision, sms) for precision in ("tf32", "bf16")}
     measured = any(a["rows"] for a in both.values())
     # stream-K's slides, and its backup pages, only beside an atlas (they are the atlas's kernel)
@@ -196,9 +197,9 @@ def atlas_map(a: dict) -> str:
                    "M, the rows of A (tokens); rows: projections (N×K)", marked, footnote=footnote)
 
 
-def draw(deck) -> dict[str, str]:
-    out = {f"atlas_{key}.svg": atlas_map(deck["atlas"][key]) for key in ("tf32", "bf16") if deck["atlas"][key]["rows"]}
-    sk = deck["atlas"]["stream_k"]
+def draw(own, deck) -> dict[str, str]:
+    out = {f"atlas_{key}.svg": atlas_map(own[key]) for key in ("tf32", "bf16") if own[key]["rows"]}
+    sk = own["stream_k"]
     if sk and sk["cell"]:
         out[sk["diagram"]] = stream_k_diagram(sk["cell"])
     return out

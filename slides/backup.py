@@ -2,32 +2,45 @@
 results leave out, in one line, and how to measure it."""
 from __future__ import annotations
 
-from slides.l2 import MAP_ID, PLACE_ID
+from slides.l2 import PLACE_ID
+from slides.l2_map import MAP_ID
+import slides.atlas
+import slides.clusters
+import slides.compare
+import slides.counters
+import slides.fp8
+import slides.gemm
+import slides.gpu_benches
+import slides.l2
+import slides.machinery
+import slides.multigpu
+import slides.overlap
+import slides.tma
 
 
 # The machinery measured alone: its section, the context key that holds it, and what it is.
-MACHINERY = (("machinery", "wgmma", "wgmma"), ("clusters", "clusters", "clusters"), ("tma", "tma", "TMA"))
+MACHINERY = ((slides.machinery, "wgmma", "wgmma"), (slides.clusters, "clusters", "clusters"), (slides.tma, "tma", "TMA"))
 
 
 def context(deck) -> dict:
     """Each section without its results: what it shows, its benchmark ids, and what to run for it
     (a family or an id for --only; None: it comes from a node's results file, not this GPU's run)."""
     gaps = []
-    if not deck["multigpu"]["measured"]:
-        gaps.append(("the multi-GPU sections", [*deck["multigpu"]["ids"], deck["overlap"]["id"]], None))
-    if not deck["fp8"]["measured"]:
-        gaps.append(("the FP8 track", deck["fp8"]["ids"], "gemm"))
-    for name, key, what in MACHINERY:
-        if not deck[name][key]:
-            gaps.append((f"{what} alone", [deck[name]["id"]], "machinery"))
-    if not deck["l2"]["partitions"]:
+    if not deck.of(slides.multigpu)["measured"]:
+        gaps.append(("the multi-GPU sections", [*deck.of(slides.multigpu)["ids"], deck.of(slides.overlap)["id"]], None))
+    if not deck.of(slides.fp8)["measured"]:
+        gaps.append(("the FP8 track", deck.of(slides.fp8)["ids"], "gemm"))
+    for section, key, what in MACHINERY:
+        if not deck.of(section)[key]:
+            gaps.append((f"{what} alone", [deck.of(section)["id"]], "machinery"))
+    if not deck.of(slides.l2)["partitions"]:
         gaps.append(("L2's two halves", [MAP_ID], "l2"))
-    if not deck["l2"]["placed"]:
+    if not deck.of(slides.l2)["placed"]:
         gaps.append(("L2's placement and working set", [PLACE_ID], "l2"))
-    if not deck["gpu_benches"]["peer"]:
-        gaps.append(("gpu-benches beside the memory slides", [deck["gpu_benches"]["id"]], deck["gpu_benches"]["id"]))
-    if not deck["atlas"]["measured"]:
-        gaps.append(("the shape atlas", deck["atlas"]["ids"], "atlas"))
+    if not deck.of(slides.gpu_benches)["peer"]:
+        gaps.append(("gpu-benches beside the memory slides", [deck.of(slides.gpu_benches)["id"]], deck.of(slides.gpu_benches)["id"]))
+    if not deck.of(slides.atlas)["measured"]:
+        gaps.append(("the shape atlas", deck.of(slides.atlas)["ids"], "atlas"))
     return {"gaps": [{"what": what, "ids": ids} for what, ids, _ in gaps], "contents": contents(deck),
             "only": sorted({only for _, _, only in gaps if only}), "from_node": any(only is None for _, _, only in gaps)}
 
@@ -52,17 +65,17 @@ def others(gaps: list[dict], missing: dict[str, list[str]]) -> list[dict]:
 
 def contents(deck) -> list[str]:
     """What follows the divider, in the outline's order, each part only where its slides are shown."""
-    memory = "the memory hierarchy" + (" beside gpu-benches" if deck["gpu_benches"]["peer"] else "")
+    memory = "the memory hierarchy" + (" beside gpu-benches" if deck.of(slides.gpu_benches)["peer"] else "")
     parts = [f"Micro-benchmarks: instruction latency, {memory}, matrix transpose"]
-    alone = [what for name, key, what in MACHINERY if deck[name][key]]
+    alone = [what for section, key, what in MACHINERY if deck.of(section)[key]]
     if alone:
         parts.append(f"{_series(alone)} alone, every figure")
-    if deck["compare"]:
+    if deck.of(slides.compare):
         parts.append("the other GPUs side by side")
-    counters = deck["counters"]
+    counters = deck.of(slides.counters)
     if counters["rows"]:
         parts.append("the GEMM kernels' resources" + (" and counters" if counters["metrics"] else ""))
-    if any(step["code"] and step["code"]["pages"] for step in deck["gemm"]["steps"]):
+    if any(step["code"] and step["code"]["pages"] for step in deck.of(slides.gemm)["steps"]):
         parts.append("each long kernel's code in full")
     return parts
 

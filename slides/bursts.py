@@ -7,6 +7,8 @@ from statistics import median_high
 
 from slides.device import tflops_of
 from slides.kit import ACCENT, GRID, GROUP, INK, MUTED, REF, Bar, bar_chart, drawing, nice_ticks, text, text_width
+import slides.device
+import slides.gemm
 
 # A GEMM "draws the cap" where its power alone is within this of the card's limit: then its joules
 # follow its time, and TFLOPS per watt ranks the kernels as TFLOPS does.
@@ -47,7 +49,7 @@ def bursts(deck) -> dict:
 def energies(deck) -> dict:
     """Each step's best kernel and its cuBLAS alone after their turns: power, joules per GEMM and
     TFLOPS per watt (harness.energy), and whether every one of them drew the power cap."""
-    gemm, limit = deck["gemm"], deck["device"]["power_limit_w"]
+    gemm, limit = deck.of(slides.gemm), deck.of(slides.device)["power_limit_w"]
     rows = []
     for s in gemm["steps"]:
         best = s["best"]
@@ -142,7 +144,7 @@ def context(deck) -> dict:
     return {"burst": bursts(deck), "energy": energies(deck)}
 
 
-def draw(deck) -> dict[str, str]:
-    b, en = deck["bursts"]["burst"], deck["bursts"]["energy"]
+def draw(own, deck) -> dict[str, str]:
+    b, en = own["burst"], own["energy"]
     return {**({"bursts.svg": bursts_figure(b)} if b["rows"] else {}),
             **({"energy.svg": energy_bars(en)} if en["rows"] else {})}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from bench.gemm import catalogue
 from slides.kit import ACCENT, REF, Bar, bar_chart
+import slides.device
 
 ID = "machinery.cluster"
 SLIDE = "Clusters Alone: What a Peer Costs"
@@ -41,7 +42,7 @@ def context(deck) -> dict:
     step = _beside()
     size = step.best.tile["CLUSTER_M"]
     at = next((x for x in rows if x["cluster"] == size), rows[0])
-    sms = deck["device"]["sm_count"]
+    sms = deck.of(slides.device)["sm_count"]
     chase, stream, meet = at["chase_cycles"], at["stream"], at["barrier_cycles"]
     trade = r["record"].get("setmaxnreg")       # records from the register trade on
     return {"id": ID, "clusters": {
@@ -73,6 +74,6 @@ def cost_chart(c: dict) -> str:
     return bar_chart(bars, f"cycles, clusters of {c['size']}: blue within the CTA, red across the cluster", width=760)
 
 
-def draw(deck) -> dict[str, str]:
-    c = deck["clusters"]["clusters"]
+def draw(own, deck) -> dict[str, str]:
+    c = own["clusters"]
     return {"clusters_cost.svg": cost_chart(c)} if c else {}

@@ -4,36 +4,43 @@ from __future__ import annotations
 
 from bench.core import schema
 from slides.kit import grouped_bars
-from slides.deck import BuildError, Deck
+from slides.records import BuildError, Records
+import slides.device
+import slides.gemm
+import slides.hbm
+import slides.l2
+import slides.memory_latency
+import slides.peaks
+import slides.transpose
 
 
-def _peak(c: dict, precision: str, key: str):
-    row = c["peaks"]["by"].get(precision)
+def _peak(c: Records, precision: str, key: str):
+    row = c.of(slides.peaks)["by"].get(precision)
     value = row and row[key]
     return value["tflops"] if isinstance(value, dict) else value
 
 
-def _latency_ns(c: dict, level: str):
-    mem = c["memory_latency"]
+def _latency_ns(c: Records, level: str):
+    mem = c.of(slides.memory_latency)
     return mem["by"][level]["ns"] if mem["levels"] and level in mem["by"] else None
 
 
 # What the comparison sets side by side: (group, label, unit, digits, value from one GPU's context).
 COMPARED = (
-    ("chip", "SMs", "", 0, lambda c: c["device"]["sm_count"]),
-    ("chip", "SM clock, max", "MHz", 0, lambda c: c["device"]["sm_clock_max_mhz"]),
-    ("chip", "L2 cache", "MiB", 0, lambda c: c["device"]["l2_bytes"] / 2**20),
-    ("chip", "HBM", "GiB", 0, lambda c: c["device"]["memory_bytes"] / 2**30),
-    ("chip", "power limit", "W", 0, lambda c: c["device"]["power_limit_w"]),
+    ("chip", "SMs", "", 0, lambda c: c.of(slides.device)["sm_count"]),
+    ("chip", "SM clock, max", "MHz", 0, lambda c: c.of(slides.device)["sm_clock_max_mhz"]),
+    ("chip", "L2 cache", "MiB", 0, lambda c: c.of(slides.device)["l2_bytes"] / 2**20),
+    ("chip", "HBM", "GiB", 0, lambda c: c.of(slides.device)["memory_bytes"] / 2**30),
+    ("chip", "power limit", "W", 0, lambda c: c.of(slides.device)["power_limit_w"]),
     ("peak", "TF32 tensor peak, max clock", "TFLOPS", 1, lambda c: _peak(c, "tf32", "tflops_max_clock")),
-    ("peak", "HBM bandwidth, theoretical", "GB/s", 0, lambda c: c["device"]["hbm_peak_gbps"]),
+    ("peak", "HBM bandwidth, theoretical", "GB/s", 0, lambda c: c.of(slides.device)["hbm_peak_gbps"]),
     ("measured", "cuBLAS TF32, fastest layout", "TFLOPS", 1, lambda c: _peak(c, "tf32", "measured")),
     ("measured", "cuBLAS BF16, fastest layout", "TFLOPS", 1, lambda c: _peak(c, "bf16", "measured")),
-    ("measured", "SM clock while cuBLAS TF32 ran", "MHz", 0, lambda c: c["peaks"]["tf32_clock_mhz"]),
-    ("measured", "HBM copy, our best kernel", "GB/s", 0, lambda c: c["hbm"]["best"]["gbps"] if c["hbm"]["rows"] else None),
-    ("measured", "cudaMemcpy", "GB/s", 0, lambda c: c["hbm"]["memcpy"]["gbps"] if c["hbm"]["rows"] else None),
-    ("measured", "L2 read, ld.global.cg kernel", "GB/s", 0, lambda c: c["l2"]["best_read"]["read"]["gbps"] if c["l2"]["rows"] else None),
-    ("measured", "transpose, best kernel", "GB/s", 0, lambda c: c["transpose"]["best"]["gbps"] if c["transpose"]["rows"] else None),
+    ("measured", "SM clock while cuBLAS TF32 ran", "MHz", 0, lambda c: c.of(slides.peaks)["tf32_clock_mhz"]),
+    ("measured", "HBM copy, our best kernel", "GB/s", 0, lambda c: c.of(slides.hbm)["best"]["gbps"] if c.of(slides.hbm)["rows"] else None),
+    ("measured", "cudaMemcpy", "GB/s", 0, lambda c: c.of(slides.hbm)["memcpy"]["gbps"] if c.of(slides.hbm)["rows"] else None),
+    ("measured", "L2 read, ld.global.cg kernel", "GB/s", 0, lambda c: c.of(slides.l2)["best_read"]["read"]["gbps"] if c.of(slides.l2)["rows"] else None),
+    ("measured", "transpose, best kernel", "GB/s", 0, lambda c: c.of(slides.transpose)["best"]["gbps"] if c.of(slides.transpose)["rows"] else None),
     ("measured", "L2 hit latency", "ns", 0, lambda c: _latency_ns(c, "L2")),
     ("measured", "HBM latency", "ns", 0, lambda c: _latency_ns(c, "HBM")),
 )
@@ -57,7 +64,7 @@ def _direction(ratio: float | None) -> str | None:
 def _variant_ratios(base, other) -> list[tuple[dict, float]]:
     """Each kernel measured on both GPUs, with its TFLOPS on ``other`` over those on ``base``."""
     out = []
-    for mine, theirs in zip(base["gemm"]["steps"], other["gemm"]["steps"]):
+    for mine, theirs in zip(base.of(slides.gemm)["steps"], other.of(slides.gemm)["steps"]):
         for v, w in zip(mine["variants"], theirs["variants"]):
             if v["tflops"] and w["tflops"] and not v["failed"] and not w["failed"]:
                 out.append((v, w["tflops"] / v["tflops"]))
@@ -75,8 +82,8 @@ def side_by_side(gpus: list) -> dict | None:
         rows.append({"group": group, "label": label, "unit": unit, "digits": digits, "per_gpu": values,
                      "ratios": [_ratio(v, values[0]) for v in values[1:]]})
     steps = []
-    for i, step in enumerate(base["gemm"]["steps"]):
-        bests = [c["gemm"]["steps"][i]["best"] for c in gpus]
+    for i, step in enumerate(base.of(slides.gemm)["steps"]):
+        bests = [c.of(slides.gemm)["steps"][i]["best"] for c in gpus]
         ok = [b if b["tflops"] and not b["failed"] else None for b in bests]
         steps.append({"title": step["title"], "name": step["name"], "beyond": step["beyond"], "gpus": ok,
                       "ratios": [_ratio(b and b["tflops"], ok[0] and ok[0]["tflops"]) for b in ok[1:]]})
@@ -85,11 +92,11 @@ def side_by_side(gpus: list) -> dict | None:
     for j, c in enumerate(gpus[1:]):
         hand = [(s["ratios"][j], s["title"]) for s in steps if s["ratios"][j]]
         others.append({
-            "name": c["device"]["name"],
-            "same_sms": c["device"]["sm_count"] == base["device"]["sm_count"],
-            "same_clock": c["device"]["sm_clock_max_mhz"] == base["device"]["sm_clock_max_mhz"],
-            "compute_ratio": _ratio(c["device"]["sm_count"] * c["device"]["sm_clock_max_mhz"],
-                                    base["device"]["sm_count"] * base["device"]["sm_clock_max_mhz"]),
+            "name": c.of(slides.device)["name"],
+            "same_sms": c.of(slides.device)["sm_count"] == base.of(slides.device)["sm_count"],
+            "same_clock": c.of(slides.device)["sm_clock_max_mhz"] == base.of(slides.device)["sm_clock_max_mhz"],
+            "compute_ratio": _ratio(c.of(slides.device)["sm_count"] * c.of(slides.device)["sm_clock_max_mhz"],
+                                    base.of(slides.device)["sm_count"] * base.of(slides.device)["sm_clock_max_mhz"]),
             **{key: by[label]["ratios"][j] for key, label in (
                 ("hbm_peak_ratio", "HBM bandwidth, theoretical"), ("copy_ratio", "HBM copy, our best kernel"),
                 ("memcpy_ratio", "cudaMemcpy"), ("l2_ratio", "L2 read, ld.global.cg kernel"), ("cublas_ratio", "cuBLAS TF32, fastest layout"),
@@ -116,7 +123,7 @@ def side_by_side(gpus: list) -> dict | None:
     shares = lambda s: [b["pct_cublas"] for b in s["gpus"]]
     gap = lambda s: max(shares(s)) - min(shares(s))
     widest = max((s for s in steps if all(b and b["pct_cublas"] is not None for b in s["gpus"])), key=gap, default=None)
-    return {"names": [c["device"]["name"] for c in gpus], "same_pct": 100 * SAME, "rows": rows, "by": by, "steps": steps, "others": others,
+    return {"names": [c.of(slides.device)["name"] for c in gpus], "same_pct": 100 * SAME, "rows": rows, "by": by, "steps": steps, "others": others,
             "differing": differing,
             "share_gap": widest and {"step": widest["name"], "points": gap(widest), "same": gap(widest) < SHARE_SAME_POINTS,
                                      "pcts": shares(widest)}}
@@ -133,7 +140,7 @@ def context(deck) -> dict | None:
     accepted, section = [], None
     for path, other in deck.others:
         try:
-            candidate = Deck(other)
+            candidate = Records(other)
             section = side_by_side([deck, *accepted, candidate])
         except Exception as e:      # a neighbour's fault must not stop this GPU's deck
             message = f"{path}: cannot be compared ({type(e).__name__}: {schema.one_line(e, 200)})"
@@ -165,8 +172,8 @@ def compare_ratios(compare: dict) -> str:
     return grouped_bars(groups, series, "ratio: right of 1 is more (of a latency: slower), left is less", digits=2, origin=1.0)
 
 
-def draw(deck) -> dict[str, str]:
-    compare = deck["compare"]
+def draw(own, deck) -> dict[str, str]:
+    compare = own
     if not compare:
         return {}
     svgs = {"compare_gemm.svg": compare_gemm(compare)}

@@ -1,11 +1,12 @@
 """Each GEMM step's best kernel as it ran: its launch resources, its main loop in SASS and its Nsight
 Compute counters, in one backup table (the performance slides' notes leave them out)."""
 from __future__ import annotations
+import slides.gemm
 
 
 def context(deck) -> dict:
     rows, names = [], {}
-    for s in deck["gemm"]["steps"]:
+    for s in deck.of(slides.gemm)["steps"]:
         v = s["best"]
         res = v["resources"] or {}
         if not res and not v["profile"]:

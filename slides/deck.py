@@ -3,8 +3,9 @@ then each template in the outline rendered; the templates only format. Nothing i
 everything renders (write_deck).
 
 A section module (slides/<name>.py) holds ``context(deck)``, what its template sees as ``<name>``,
-and may hold ``draw(deck)``, the figures it shows by file name. A section reads another's data as
-``deck["<other>"]``: each is computed once, when first asked for."""
+and may hold ``draw(own, deck)``, the figures it shows by file name from its own context. A section
+reads another's context by importing it, ``deck.of(slides.<other>)`` (slides/records.py); this module
+alone knows the outline, and no section imports it."""
 from __future__ import annotations
 
 import hashlib
@@ -22,88 +23,25 @@ import jinja2
 import jinja2.ext
 from markupsafe import Markup
 
-from bench.core import provenance, schema
-from bench.core.stats import overlap
-from bench.gemm import catalogue
+from bench.core import schema
 from slides import escape
 from slides.kit import fmt_bytes, layer_name
 from slides.outline import SECTIONS
-
-SLIDES_DIR = Path(__file__).resolve().parent
-ROOT = SLIDES_DIR.parent
+from slides.records import LISTED, ROOT, SLIDES_DIR, BuildError, Records, listed, quick_line, stale_line
 
 
-class BuildError(Exception):
-    """The deck cannot be built from these results; the message names the file."""
-
-
-class Deck:
-    """One results file's sections, computed on demand, and what the results lack, by slide."""
-
-    def __init__(self, doc: dict, nodes=(), others=(), warn=None, out_dir: Path = ROOT):
-        self.doc = doc
-        self.out_dir = Path(out_dir)      # where slides.md goes: Slidev resolves a code snippet's path from there
-        # (path, document) of each of this GPU's node files, by GPU count; the multi-GPU section details
-        # the one of the most GPUs (self.node, or None) and sets the sizes side by side
-        self.nodes = sorted(nodes, key=lambda item: item[1]["node"]["gpu_count"])
-        self.node = self.nodes[-1] if self.nodes else None
-        self.others = others          # (path, document) of other GPUs' results files, to compare with
-        self.warn = warn              # how a comparison reports a file it leaves out (None: an error)
-        self.missing: dict[str, list[str]] = {}
-        self.beside: list[tuple[Path, dict]] = []   # other files whose records the slides show (node, comparison)
-        self._sections: dict[str, dict] = {}
-        self._asked: list[str] = []
-
-    def __getitem__(self, name: str) -> dict:
-        if name not in self._sections:
-            if name in self._asked:
-                raise BuildError(f"sections that need each other: {' -> '.join(self._asked + [name])}")
-            self._asked.append(name)
-            self._sections[name] = importlib.import_module(f"slides.{name}").context(self)
-            self._asked.pop()
-        return self._sections[name]
-
-    def record(self, bid: str) -> dict:
-        """A result, summarized for the slides; ``measured`` is False when absent or skipped."""
-        rec = self.doc["benchmarks"].get(bid)
-        out = {"id": bid, "measured": False, "status": "absent", "reason": "not in the results",
-               "stale": False, "stale_why": "", "failed": False, "record": {},
-               "tflops": None, "time_ms": None, "check": None, "clock_mhz": None, "clock_measured": False,
-               "pct_cublas": None, "baseline_tflops": None, "speedup": None}
-        if rec is None:
-            return out
-        out.update(status=rec["status"], reason=rec.get("reason", ""), record=rec,
-                   measured=rec["status"] != "skipped", failed=rec["status"] == "failed",
-                   tflops=rec.get("tflops"), time_ms=rec.get("time_ms"), check=rec.get("check"),
-                   clock_mhz=clock_during(rec), clock_measured=clock_measured(rec))
-        # stale: measured with code that has changed since (a skipped record measured nothing: its
-        # reason is the runner's, such as a GPU too old or too few)
-        if rec["status"] != "skipped":
-            out["stale_why"] = stale_why(rec)      # the stale badge's tooltip
-            out["stale"] = bool(out["stale_why"])
-        return out
-
-    def stale(self) -> dict[str, str]:
-        """This file's records measured with code that has changed since: {id: why}, by id."""
-        return {bid: why for bid in sorted(self.doc["benchmarks"]) if (why := self.record(bid)["stale_why"])}
-
-    def need(self, slide: str, *bids: str) -> list[dict]:
-        """The results a slide shows; those not measured are listed against it."""
-        recs = [self.record(b) for b in bids]
-        lacking = [r["id"] for r in recs if not r["measured"]]
-        if lacking:
-            self.missing.setdefault(slide, []).extend(lacking)
-        return recs
+class Deck(Records):
+    """The deck's sections: every section's context and figures, in the outline's order."""
 
     def sections(self) -> dict:
         """What every template sees: each section module's context, then the run's own facts."""
         for name in SECTIONS:
             if hasattr(section_module(name), "context"):
-                self[name]
+                self.of(section_module(name))
         benchmarks = self.doc["benchmarks"]
         elsewhere, beside = [], []          # every stale id of each other file (build.py prints them), its line
         for path, doc in self.beside:
-            other = Deck(doc)
+            other = Records(doc)
             why = other.stale()
             if why:
                 elsewhere.append({"file": Path(path).name, "ids": list(why), "why": why})
@@ -125,7 +63,7 @@ class Deck:
                          for bid, rec in benchmarks.items() if "last_attempt" in rec],
                 "gpu_tests": self.gpu_tests(),
                 # the records each slide lacks (not "missing": that is the closing section's own context)
-                "lacking": self.missing, "missing_others": section_module("backup").others(self["backup"]["gaps"], self.missing)}
+                "lacking": self.missing, "missing_others": section_module("backup").others(self.of(section_module("backup"))["gaps"], self.missing)}
 
     def gpu_tests(self) -> dict:
         """The GPU tests' outcome on the machine that measured (bench/checks.py), for the backup divider (provenance stays off the main path)."""
@@ -139,45 +77,10 @@ class Deck:
         data they read), and of the outline's sections with figures and no data of their own."""
         svgs = {}
         for name in dict.fromkeys([*self._sections, *SECTIONS]):
-            draw = getattr(section_module(name), "draw", None)
-            if draw:
-                svgs.update(draw(self))
+            module = section_module(name)
+            if hasattr(module, "draw"):
+                svgs.update(module.draw(self.of(module) if hasattr(module, "context") else None, self))
         return svgs
-
-
-def stale_why(rec: dict) -> str:
-    """Why a record was measured with code other than today's, from the files and the catalogue
-    alone (bench/core/provenance.py); empty when it was not."""
-    if "sources" not in rec:
-        return "measured before records named their sources"
-    try:
-        kernels = catalogue.definitions(rec.get("kernels", ()))
-    except KeyError:
-        return "its kernel is no longer in the catalogue"
-    return "" if provenance.source_hash(rec["sources"], kernels) == rec["source_hash"] else "code changed"
-
-
-LISTED = 4       # ids a line of the backup divider names in full; of more, the first LISTED - 1 and a count
-
-
-def listed(ids: list[str]) -> dict:
-    """``ids`` as a line shows them: all of up to LISTED, else the first few and how many more."""
-    shown = ids if len(ids) <= LISTED else ids[:LISTED - 1]
-    return {"ids": shown, "more": len(ids) - len(shown)}
-
-
-def stale_line(stale: list[str], doc: dict) -> dict:
-    """A file's stale records (``stale``) as a line lists them, and whether they are all it measured."""
-    measured = [bid for bid, rec in doc["benchmarks"].items() if rec["status"] != "skipped"]
-    return {**listed(stale), "count": len(stale), "all": bool(stale) and len(stale) == len(measured)}
-
-
-def quick_line(doc: dict) -> dict | None:
-    """The records a quick refresh measured (python -m bench --quick), as the backup divider lists them:
-    every one, or a few and how many more; None where none did."""
-    measured = [bid for bid, rec in doc["benchmarks"].items() if rec["status"] != "skipped"]
-    quick = sorted(bid for bid in measured if doc["benchmarks"][bid].get("quick"))
-    return {**listed(quick), "count": len(quick), "of": len(measured), "all": len(quick) == len(measured)} if quick else None
 
 
 def section_module(name: str):
@@ -185,27 +88,6 @@ def section_module(name: str):
     if not (SLIDES_DIR / f"{name}.py").exists():
         return None
     return importlib.import_module(f"slides.{name}")
-
-
-def clock_during(rec: dict) -> float | None:
-    """The SMs' clock over the timed samples: measured (cycles against the global timer) where the
-    record has it, else NVML's median sample."""
-    telemetry = rec.get("telemetry") or {}
-    if telemetry.get("sm_clock"):
-        return telemetry["sm_clock"]["mean"]
-    during = telemetry.get("during")
-    return during["sm_clock_mhz"]["median"] if during else None
-
-
-def measured_pair(a: dict, b: dict) -> dict:
-    """Two runs of the same work timed in the same run (each with ``time_ms``, an interval of its
-    median): a's speed over b's, and whether their intervals tell them apart."""
-    ratio = b["time_ms"]["median"] / a["time_ms"]["median"]
-    return {"ratio": ratio, "pct": 100 * (ratio - 1), "tie": overlap(a["time_ms"], b["time_ms"]), "faster": ratio > 1}
-
-
-def clock_measured(rec: dict) -> bool:
-    return bool((rec.get("telemetry") or {}).get("sm_clock"))
 
 
 # --- formatting: the templates' only arithmetic -------------------------------
@@ -221,13 +103,6 @@ def fmt_bound(x, digits: int = 0) -> str:
     a 7 the figure passes."""
     step = 10 ** digits
     return fmt_num(math.ceil(x * step - 1e-9) / step, digits)
-
-
-def span(values) -> dict | None:
-    """The lowest and highest of ``values`` ({"low", "high"}, as fmt_range prints them); None where
-    there are none."""
-    values = list(values)
-    return {"low": min(values), "high": max(values)} if values else None
 
 
 def fmt_range(lowest_highest: dict, digits: int = 1) -> str:

@@ -9,6 +9,8 @@ from bench.gemm import catalogue
 from slides.device import pct_of_peak
 from slides.gemm import gain_in_turns, in_turns, pair_with_cublas
 from slides.kit import ACCENT, INK, MUTED, PALETTE, REF, Line, Point, arrow, drawing, grouped_bars, scatter, text
+import slides.device
+import slides.gemm
 
 SLIDE = "FP8: Three Precisions Side by Side"
 # the first step with DeepSeek-V3's block scales, and the first that writes C in BF16 after it
@@ -27,14 +29,14 @@ BF16_BITS = 8
 
 def _row(deck, r: dict, bench_id: str) -> dict:
     step = catalogue.step_of(bench_id)
-    pair_with_cublas(r, deck["gemm"]["cublas_by_id"])
+    pair_with_cublas(r, deck.of(slides.gemm)["cublas_by_id"])
     usable = bool(r["tflops"] and not r["failed"] and r["baseline"])
     # the interval of the ratio where the record has one, else the ratio alone
     versus = r["record"]["cublas"] if usable else {}
     ratio = versus.get("ratio_by_sample") or ({"median": versus["ratio"], "ci": [versus["ratio"]] * 2} if usable else None)
     error = r["check"]["rel_error"] if usable else None
     out = {**r, "name": step.title, "precision": step.precision.upper(), "usable": usable,
-           "pct_peak": pct_of_peak(deck["device"], step.precision, r["tflops"], r["clock_mhz"]) if usable else None}
+           "pct_peak": pct_of_peak(deck.of(slides.device), step.precision, r["tflops"], r["clock_mhz"]) if usable else None}
     if usable:
         theirs = r["baseline"]["error"]
         error_ratio = error / theirs if theirs else None          # cuBLAS exact: no ratio, held only by an exact result
@@ -74,7 +76,7 @@ def context(deck) -> dict:
                      "k": promoted["record"]["params"]["k"], "error_before": fp8["error"], "error_after": promoted["error"],
                      "error_drop": fp8["error"] / promoted["error"] if promoted["error"] else None,
                      "label": catalogue.variant(promoted["id"]).label}
-    rates = deck["device"]["rates"] or {}
+    rates = deck.of(slides.device)["rates"] or {}
     # the picture: each precision's headline and the FP8 kernels after it that write C in FP32, each
     # where it was measured with its cuBLAS's error to divide by (none where cuBLAS's is exact)
     shown = ((catalogue.HEADLINE, "TF32"), (catalogue.HEADLINE_BF16, "BF16"), (catalogue.HEADLINE_FP8, "FP8, a scale a tensor"),
@@ -267,8 +269,8 @@ def deepgemm_figure(peer: dict) -> str:
                         f"TFLOPS at each M×N×K, the three timed in turns; {output}", digits=0, height=330)
 
 
-def draw(deck) -> dict[str, str]:
-    fp8 = deck["fp8"]
+def draw(own, deck) -> dict[str, str]:
+    fp8 = own
     return {**({"fp8_deepgemm.svg": deepgemm_figure(fp8["peer"])} if fp8["peer"]["shapes"] else {}),**({"fp8_precisions.svg": precisions_figure(fp8)} if fp8["pictured"] else {}),
             **({"fp8_promotion.svg": promotion_figure(fp8)} if fp8["promotion"] else {}),
             **({"fp8_blocks.svg": blocks_figure(fp8["blocks"])} if fp8["blocks"] else {})}

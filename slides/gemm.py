@@ -18,8 +18,9 @@ from slides.diagrams import DIAGRAMS
 from slides.kit import layer_name
 from slides.step_diagrams import REVEALS
 from slides.kit import ACCENT, Bar, Line, MISSING, REF, bar_chart, climb
-from slides.deck import ROOT, BuildError
+from slides.records import ROOT, BuildError
 from slides.device import occupancy
+import slides.device
 
 
 def block_shape(resources: dict, shape: dict) -> tuple[int, int] | None:
@@ -321,7 +322,7 @@ def gain_in_turns(best: dict, before_id: str) -> dict | None:
 
 
 def context(deck) -> dict:
-    device = deck["device"]
+    device = deck.of(slides.device)
     cublas = {}
     for precision in catalogue.CUBLAS_PRECISIONS:
         for layout in catalogue.cublas_layouts(precision):
@@ -520,8 +521,8 @@ def climb_of(gemm: dict, at: int, width: int = CLIMB_WIDTH, height: int = CLIMB_
     return climb(values, at, Line("y", best["baseline_tflops"], label, REF), f"TFLOPS, each step's best at its own run's clock{clock}", width=width, height=height)
 
 
-def draw(deck) -> dict[str, str]:
-    gemm = deck["gemm"]
+def draw(own, deck) -> dict[str, str]:
+    gemm = own
     svgs = {"gemm_progression.svg": gemm_progression(gemm)}
     for at, step in enumerate(gemm["steps"]):
         if step["climb"]:

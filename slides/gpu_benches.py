@@ -6,6 +6,10 @@ from __future__ import annotations
 import math
 
 from slides.kit import fmt_bytes
+import slides.device
+import slides.hbm
+import slides.l2
+import slides.memory_latency
 
 ID = "peers.gpu_benches"
 SLIDE = "Memory Beside gpu-benches"
@@ -41,7 +45,7 @@ def context(deck) -> dict:
     if not r["measured"] or r["failed"] and "stream" not in r["record"]:
         return {"id": ID, "peer": None}
     rec = r["record"]
-    hbm, l2, mem = deck["hbm"], deck["l2"], deck["memory_latency"]
+    hbm, l2, mem = deck.of(slides.hbm), deck.of(slides.l2), deck.of(slides.memory_latency)
     pairs = []
     if rec["stream"]:
         scale = max(rec["stream"], key=lambda x: x["gbps"]["scale"])
@@ -59,7 +63,7 @@ def context(deck) -> dict:
                            f"ld.ca, {fmt_bytes(mem['by']['L1']['bytes'])}", f"{fmt_bytes(small['footprint_kb'] * 1024)}"))
         # L2's plateau: from where our sweep reaches our L2 level, to a quarter of L2
         plateau = next((s["bytes"] for s in mem["sweep"] if s["cycles"] >= L2_REACHED * mem["by"]["L2"]["cycles"]), None)
-        in_l2 = [x for x in lat if plateau and plateau <= x["footprint_kb"] * 1024 <= deck["device"]["l2_bytes"] / 4]
+        in_l2 = [x for x in lat if plateau and plateau <= x["footprint_kb"] * 1024 <= deck.of(slides.device)["l2_bytes"] / 4]
         if in_l2:
             theirs = max(in_l2, key=lambda x: x["footprint_kb"])
             size = theirs["footprint_kb"] * 1024
@@ -70,5 +74,5 @@ def context(deck) -> dict:
     return {"id": ID, "peer": {
         "pairs": pairs, "agree": [p for p in compared if p["agree"]], "differ": [p for p in compared if not p["agree"]],
         "agree_pct": 100 * AGREE, "params": rec["params"], "commit": rec["params"]["commit"][:12],
-        "latency_reached_bytes": reached, "hbm_latency_reached": reached > deck["device"]["l2_bytes"],
+        "latency_reached_bytes": reached, "hbm_latency_reached": reached > deck.of(slides.device)["l2_bytes"],
         "ours_hbm_latency": mem["by"]["HBM"]["cycles"] if mem.get("levels") else None}}

@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 from slides.kit import Chart, Line, PALETTE, REF, Series, line_chart
+import slides.device
+import slides.memory_latency
 
 
 FLAT_PCT = 90
 
 
 def context(deck) -> dict:
-    device = deck["device"]
+    device = deck.of(slides.device)
     (r,) = deck.need("HBM Bandwidth Scaling", "hbm.copy_scaling")
     if "rows" not in r["record"]:
         return {**r, "rows": None, "memcpy": None, "best": None, "params": None, "per_sm": None, "little": None, "flat_from_sms": None, "flat_pct": FLAT_PCT}
@@ -23,7 +25,7 @@ def context(deck) -> dict:
     return {**r, "rows": rows, "memcpy": {**memcpy, "pct_peak": 100 * memcpy["gbps"] / device["hbm_peak_gbps"]},
             "best": best, "params": rec["params"], "per_sm": per_sm, "flat_from_sms": min(flat) if flat else None,
             "flat_pct": FLAT_PCT,
-            "little": little(best, per_sm, deck["memory_latency"])}
+            "little": little(best, per_sm, deck.of(slides.memory_latency))}
 
 
 def little(best: dict, per_sm: dict | None, mem: dict) -> dict | None:
@@ -50,5 +52,5 @@ def hbm_scaling(hbm: dict, device: dict) -> str:
         Line("y", hbm["memcpy"]["gbps"], f"cudaMemcpy {hbm['memcpy']['gbps']:,.0f}", REF)], height=280))
 
 
-def draw(deck) -> dict[str, str]:
-    return {"hbm_scaling.svg": hbm_scaling(deck["hbm"], deck["device"])} if deck["hbm"]["rows"] else {}
+def draw(own, deck) -> dict[str, str]:
+    return {"hbm_scaling.svg": hbm_scaling(own, deck.of(slides.device))} if own["rows"] else {}

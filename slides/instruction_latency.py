@@ -48,6 +48,6 @@ def instruction_latency(instr: dict) -> str:
                             series, y_log=True, height=400))
 
 
-def draw(deck) -> dict[str, str]:
-    instr = deck["instruction_latency"]
+def draw(own, deck) -> dict[str, str]:
+    instr = own
     return {"instruction_latency.svg": instruction_latency(instr)} if instr["rows"] else {}

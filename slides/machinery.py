@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from bench.gemm import catalogue
 from slides.kit import PALETTE, Chart, Line, Series, line_chart
+import slides.device
 
 ID = "machinery.wgmma"
 SLIDE = "wgmma Alone: Rate Against N"
@@ -20,7 +21,7 @@ def _beside() -> str:
 
 def context(deck) -> dict:
     (r,) = deck.need(SLIDE, ID)
-    rates = deck["device"]["rates"] or {}
+    rates = deck.of(slides.device)["rates"] or {}
     if not r["measured"] or r["failed"] and "rows" not in r["record"]:
         return {"id": ID, "wgmma": None}
     if not all(rates.get(row["precision"]) for row in r["record"]["rows"]):
@@ -91,6 +92,6 @@ def rate_chart(m: dict) -> str:
                             width=620, height=300))
 
 
-def draw(deck) -> dict[str, str]:
-    m = deck["machinery"]["wgmma"]
+def draw(own, deck) -> dict[str, str]:
+    m = own["wgmma"]
     return {"machinery_wgmma.svg": rate_chart(m)} if m else {}

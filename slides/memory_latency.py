@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 
 from slides.kit import Chart, Line, REF, Series, fmt_bytes, line_chart
-from slides.l2 import MAP_ID, map_halves
+from slides.l2_map import MAP_ID, map_halves
+import slides.device
 
 
 # Past L2's plateau, loads that take more than this many times a far-half hit cannot all be hits.
@@ -16,12 +17,12 @@ def context(deck) -> dict:
     (r,) = deck.need("Memory Latency", "latency.memory")
     if "levels" not in r["record"]:
         return {**r, "levels": None, "sweep": None, "hbm_step_bytes": None}
-    out = {**r, **read(r["record"], deck["device"]["l2_bytes"])}
+    out = {**r, **read(r["record"], deck.of(slides.device)["l2_bytes"])}
     # what a hit in L2's far half costs, from the L2 map (its own slide: slides/l2.py), where it found two halves
     mapped = map_halves(deck.record(MAP_ID))
     out["far_hit"] = mapped[1]["far"] if mapped and mapped[1]["split"] else None
     out["past_far"] = bool(out["far_hit"] and out["middle_cycles"] and out["middle_cycles"] > FAR_MARGIN * out["far_hit"])
-    top = deck["device"].get("sm_clock_max_mhz")
+    top = deck.of(slides.device).get("sm_clock_max_mhz")
     # the cycle counter against the global timer can read past the card's maximum: said, not hidden
     out["clock_over_max_pct"] = 100 * (out["clock_mhz"] / top - 1) if top and out["clock_mhz"] > top else None
     return out
@@ -62,6 +63,6 @@ def memory_sweep(mem: dict, device: dict) -> str:
     return line_chart(Chart("working set (log scale)", "cycles per load", series, lines, x_format=fmt_bytes, legend=None, height=330))
 
 
-def draw(deck) -> dict[str, str]:
-    mem = deck["memory_latency"]
-    return {"memory_sweep.svg": memory_sweep(mem, deck["device"])} if mem["sweep"] else {}
+def draw(own, deck) -> dict[str, str]:
+    mem = own
+    return {"memory_sweep.svg": memory_sweep(mem, deck.of(slides.device))} if mem["sweep"] else {}

@@ -8,6 +8,11 @@ from bench.gemm import catalogue
 from slides.device import pct_of_peak
 from slides.kit import (ACCENT, GRID, GROUP, INK, MUTED, PALETTE, Bar, Line, bar_chart, drawing, text,
                         text_width)
+import slides.atlas
+import slides.device
+import slides.fp8
+import slides.gemm
+import slides.precision
 
 TENSOR_CORES = ("HMMA", "HGMMA")        # SASS of the tensor cores' instructions: a step that runs on them
 
@@ -93,7 +98,7 @@ def story_figure(st: dict, width: int = 860) -> str:
 def tracks(deck) -> list[dict]:
     """Each precision's headline kernel: its share of its library in turns and of its peak at the
     clock its SMs ran at; FP8's is the kernel that sums in FP32 where it ran."""
-    gemm, precision, fp8 = deck["gemm"], deck["precision"], deck["fp8"]
+    gemm, precision, fp8 = deck.of(slides.gemm), deck.of(slides.precision), deck.of(slides.fp8)
     f8 = fp8["promoted"] if fp8["measured"] and fp8.get("promoted") and fp8["promoted"].get("usable") else \
         fp8["fp8"] if fp8["measured"] and fp8.get("fp8") and fp8["fp8"].get("usable") else None
     kernels = [("TF32", "tf32", gemm["headline"]["to"] if gemm["headline"] else None),
@@ -104,7 +109,7 @@ def tracks(deck) -> list[dict]:
             continue
         out.append({"precision": name, "name": k["name"], "tflops": k["tflops"], "pct_cublas": k["pct_cublas"],
                     "library": "cuBLASLt" if key == "fp8" else f"cuBLAS {name}", "baseline_tflops": k["baseline_tflops"],
-                    "clock_mhz": k["clock_mhz"], "pct_peak": pct_of_peak(deck["device"], key, k["tflops"], k["clock_mhz"])})
+                    "clock_mhz": k["clock_mhz"], "pct_peak": pct_of_peak(deck.of(slides.device), key, k["tflops"], k["clock_mhz"])})
     return out
 
 
@@ -112,7 +117,7 @@ def gaps(deck) -> dict:
     """What the measured kernels leave on the table, each as a share of what it is held to: each
     track's library in turns and its peak at its clock, DeepGEMM (the block-scaled kernel's worst
     shape), and the SMs' clock against its maximum while the headline ran."""
-    fp8, device, gemm = deck["fp8"], deck["device"], deck["gemm"]
+    fp8, device, gemm = deck.of(slides.fp8), deck.of(slides.device), deck.of(slides.gemm)
     peer = fp8.get("peer") if fp8["measured"] else None
     deepgemm = peer.get("ours_range") if peer else None
     best = gemm["headline"]["to"] if gemm["headline"] else None
@@ -194,19 +199,19 @@ def promotion(fp8: dict) -> dict | None:
 
 def lessons(deck) -> dict:
     """The takeaways, each with the number that proves it; each None where its data is absent."""
-    gemm = deck["gemm"]
+    gemm = deck.of(slides.gemm)
     g = gaps(deck)
     clock = g["clock"] and {**g["clock"], "reasons": gemm["headline"]["throttle_reasons"],
-                            "power_limit_w": deck["device"]["power_limit_w"]}
-    return {"clock": clock, "feeding": feeding(gemm), "small_m": small_m(deck["atlas"]), "promotion": promotion(deck["fp8"])}
+                            "power_limit_w": deck.of(slides.device)["power_limit_w"]}
+    return {"clock": clock, "feeding": feeding(gemm), "small_m": small_m(deck.of(slides.atlas)), "promotion": promotion(deck.of(slides.fp8))}
 
 
 def context(deck) -> dict:
-    return {"story": story(deck["gemm"]), "gaps": gaps(deck), "lessons": lessons(deck)}
+    return {"story": story(deck.of(slides.gemm)), "gaps": gaps(deck), "lessons": lessons(deck)}
 
 
-def draw(deck) -> dict[str, str]:
-    c = deck["missing"]
+def draw(own, deck) -> dict[str, str]:
+    c = own
     g = c["gaps"]
     return {**({"past_reference.svg": story_figure(c["story"])} if c["story"] else {}),
             **({"on_the_table.svg": gaps_figure(g)} if g["tracks"] or g["deepgemm"] or g["clock"] else {})}

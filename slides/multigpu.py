@@ -10,7 +10,8 @@ import numpy as np
 
 from bench.core.schema import BUS_FACTOR, COLLECTIVES, one_line
 from slides import kit as fig
-from slides.deck import BuildError, Deck, span
+from slides.records import BuildError, Records, span
+import slides.precision
 
 IDS = ("multigpu.p2p", "multigpu.nccl", "multigpu.nccl_tests", "multigpu.nvbandwidth")
 NAMES = {"all_reduce": "all-reduce", "all_gather": "all-gather", "reduce_scatter": "reduce-scatter",
@@ -286,14 +287,14 @@ def context(deck) -> dict:
     if doc is None:
         deck.missing.setdefault("Past One GPU", []).extend(IDS)
         return {"measured": False, "ids": list(IDS)}
-    records = lambda d: {bid: Deck(d).record(bid) for bid in IDS}
+    records = lambda d: {bid: Records(d).record(bid) for bid in IDS}
     detailed = records(doc)
     for bid, r in detailed.items():         # listed as the single-GPU slides list theirs
         if not r["measured"]:
             deck.missing.setdefault(f"Past One GPU: {doc['node']['gpu_count']} GPUs", []).append(bid)
     c = _built_from(path, lambda: section(doc, detailed))
     # the GEMM rate of the single-GPU results: cuBLAS BF16 in turns with the BF16 headline
-    bf16 = deck["precision"]["headline"]
+    bf16 = deck.of(slides.precision)["headline"]
     c["rate"] = {"tflops": bf16["baseline_tflops"], "name": f"cuBLAS {bf16['baseline']['precision']}"} \
         if bf16 and bf16.get("baseline") else None
     c["backward"] = backward(c["dp"], c["rate"] and c["rate"]["tflops"])
@@ -350,7 +351,7 @@ def all_reduce_model(rows: list[dict], n: int, memory_bytes: float) -> dict:
 
 
 def section(doc: dict, records: dict) -> dict:
-    """The section's context from a node's document; ``records``: Deck.record of each of IDS."""
+    """The section's context from a node's document; ``records``: Records.record of each of IDS."""
     node = doc["node"]
     nccl, peer = records["multigpu.nccl"], records["multigpu.nccl_tests"]
     n = node["gpu_count"]
@@ -591,8 +592,8 @@ def data_parallel_chart(c: dict) -> str:
                                     x_format=lambda t: f"{t:,.0f}", y_log=True, width=860, height=300))
 
 
-def draw(deck) -> dict[str, str]:
-    c = deck["multigpu"]
+def draw(own, deck) -> dict[str, str]:
+    c = own
     if not c["measured"]:
         return {}
     svgs = {"node_topology.svg": topology(c)}

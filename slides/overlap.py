@@ -7,7 +7,7 @@ from bench.gemm.catalogue import KERNELS
 from bench.core.schema import one_line
 from bench.core.stats import overlap as intervals_overlap
 from slides import kit as fig
-from slides.deck import BuildError, Deck
+from slides.records import BuildError, Records
 
 ID = "multigpu.overlap"
 PATTERNS = {"all_gather_gemm": "all-gather → GEMM", "gemm_reduce_scatter": "GEMM → reduce-scatter"}
@@ -50,7 +50,7 @@ def node_overlap(doc: dict, rec: dict) -> dict:
 def context(deck) -> dict:
     measured = []
     for path, doc in deck.nodes:
-        rec = Deck(doc).record(ID)
+        rec = Records(doc).record(ID)
         if not rec["measured"] or rec["failed"]:
             continue
         try:
@@ -136,6 +136,6 @@ def share_of_ideal(c: dict) -> str:
                          [fig.Line("x", 100 * m["target"], f"target {100 * m['target']:.0f}%", fig.REF)])
 
 
-def draw(deck) -> dict[str, str]:
-    c = deck["overlap"]
+def draw(own, deck) -> dict[str, str]:
+    c = own
     return {"overlap_timeline.svg": timeline(c), "overlap_share.svg": share_of_ideal(c)} if c["measured"] else {}

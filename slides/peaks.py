@@ -6,16 +6,18 @@ from __future__ import annotations
 
 from slides.device import PRECISION_NAMES, peak_tflops
 from slides.kit import grouped_bars
+import slides.device
+import slides.gemm
 
 PEAKS_HEIGHT = 290         # on the slide with two lines of text under it
 
 
 def context(deck) -> dict:
-    device = deck["device"]
+    device = deck.of(slides.device)
     rows = []
     for p, r in (device["rates"] or {}).items():
         peak = peak_tflops(device, r, device["sm_clock_max_mhz"])
-        runs = [c for c in deck["gemm"]["cublas_rows"] if c["precision"] == p and c["tflops"] and not c["failed"]]
+        runs = [c for c in deck.of(slides.gemm)["cublas_rows"] if c["precision"] == p and c["tflops"] and not c["failed"]]
         best = max(runs, key=lambda c: c["tflops"]) if runs else None
         clock = best["clock_mhz"] if best else None
         run_peak = peak_tflops(device, r, clock) if clock else None
@@ -59,6 +61,6 @@ def peaks_figure(peaks: dict, clock_mhz: float) -> str:
                         height=PEAKS_HEIGHT)
 
 
-def draw(deck) -> dict[str, str]:
-    peaks = deck["peaks"]
-    return {"peaks.svg": peaks_figure(peaks, deck["device"]["sm_clock_max_mhz"])} if peaks["rows"] else {}
+def draw(own, deck) -> dict[str, str]:
+    peaks = own
+    return {"peaks.svg": peaks_figure(peaks, deck.of(slides.device)["sm_clock_max_mhz"])} if peaks["rows"] else {}

@@ -7,10 +7,13 @@ from __future__ import annotations
 import math
 
 from bench.gemm import catalogue
-from slides.deck import measured_pair, span
+from slides.records import measured_pair, span
 from slides.device import pct_of_peak
 from slides.gemm import pair_with_cublas
 from slides.kit import ACCENT, GRID, INK, MUTED, PALETTE, Bar, REF, bar_chart, drawing, nice_ticks, text, text_width
+import slides.device
+import slides.gemm
+import slides.peaks
 
 STEPS_SLIDE = "BF16: Each Step Against cuBLAS BF16"
 PEER_SLIDE = "BF16 Beside fast.cu"
@@ -25,7 +28,7 @@ PEER_ROWS = (("fastcu", f"fast.cu {PEER_KERNEL}", "BF16", "cublas_bf16_out"),
 
 
 def context(deck) -> dict:
-    gemm = deck["gemm"]
+    gemm = deck.of(slides.gemm)
     tf32 = {s["key"]: s for s in gemm["steps"]}
     steps = []
     records = deck.need(STEPS_SLIDE, *(s.best.id for s in catalogue.BF16_STEPS))
@@ -38,13 +41,13 @@ def context(deck) -> dict:
     usable = [s for s in steps if s["tflops"] and not s["failed"] and s["baseline"]]
     headline = next((s for s in usable if s["id"] == catalogue.HEADLINE_BF16), None)
     if headline:     # its share of the BF16 peak at the clock its own SMs ran at
-        headline = {**headline, "pct_peak": pct_of_peak(deck["device"], "bf16", headline["tflops"], headline["clock_mhz"])}
+        headline = {**headline, "pct_peak": pct_of_peak(deck.of(slides.device), "bf16", headline["tflops"], headline["clock_mhz"])}
     shares = sorted(usable, key=lambda s: s["pct_cublas"])
     return {"steps": steps if any(s["measured"] for s in steps) else [], "headline": headline,
             # the lowest and highest share of cuBLAS BF16 over the steps, and of their TF32 twins' speed
             "shares": {"low": shares[0], "high": shares[-1]} if shares else None,
             "over_tf32": span(s["over_tf32"] for s in usable if s["over_tf32"]),
-            "peak": deck["peaks"]["by"].get("bf16"),
+            "peak": deck.of(slides.peaks)["by"].get("bf16"),
             # each output type's tolerance: a BF16 C carries BF16's own rounding
             "tolerances": {s["output"]: s["check"]["tolerance"] for s in usable if s["check"] and "tolerance" in s["check"]},
             # the rows that write C in BF16, each against cuBLAS writing BF16
@@ -151,8 +154,8 @@ def peer_figure(peer: dict) -> str:
     return dwg.tostring()
 
 
-def draw(deck) -> dict[str, str]:
-    precision = deck["precision"]
+def draw(own, deck) -> dict[str, str]:
+    precision = own
     peer = precision["peer"]
     return {**({"precision_bf16_steps.svg": bf16_steps_chart(precision)} if precision["steps"] else {}),
             **({"precision_fastcu.svg": peer_figure(peer)} if peer and peer["shapes"] else {})}

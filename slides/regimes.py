@@ -7,9 +7,10 @@ from __future__ import annotations
 from statistics import median_high
 
 from bench.gemm import catalogue
-from slides.deck import clock_during
+from slides.records import clock_during
 from slides.device import tflops_of
 from slides.kit import PALETTE, Bar, bar_chart
+import slides.gemm
 
 PRECISION, LAYOUT = "tf32", "b_kmajor"      # the Hopper kernels' operands: the cuBLAS most slides divide by
 # the figures' spread per MHz of the SMs' clock under this: the clock accounts for the spread
@@ -36,7 +37,7 @@ def _row(regime: str, beside: str, tflops: list[float], clocks: list[float | Non
 
 
 def context(deck) -> dict:
-    gemm = deck["gemm"]
+    gemm = deck.of(slides.gemm)
     shape = gemm["shape"]["dims"] if gemm["shape"] else None
     bid = catalogue.cublas_id(PRECISION, LAYOUT)
     (alone,) = deck.need("One cuBLAS, Several Figures", bid)
@@ -106,6 +107,6 @@ def regimes_figure(rg: dict) -> str:
     return bar_chart(bars, f"cuBLAS {rg['precision']}, {rg['layout_name']}{shape}: TFLOPS by how the run timed it")
 
 
-def draw(deck) -> dict[str, str]:
-    rg = deck["regimes"]
+def draw(own, deck) -> dict[str, str]:
+    rg = own
     return {"regimes.svg": regimes_figure(rg)} if rg["rows"] else {}

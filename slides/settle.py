@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bench.core.stats import spread, summarize
 from slides.kit import ACCENT, Chart, INK, Line, MUTED, REF, Series, line_chart
+import slides.gemm
 
 SETTLE_SPREAD = 0.03          # the p10-p90 spread a GEMM timing is held to (issue 6: under 3%)
 # The fewest consecutive samples a spread is taken over: a harness round of 0.4 s is two of the
@@ -16,7 +17,7 @@ def context(deck) -> dict:
     a GEMM harness's round of consecutive samples by when its last sample ends, when the
     harness's rule would start timing, when the spread stays under SETTLE_SPREAD, how far the clock
     fell, and the spread of the headline's own GEMM timing beside it."""
-    gemm = deck["gemm"]
+    gemm = deck.of(slides.gemm)
     (r,) = deck.need("Timing Under the Power Cap", "settle.headline")
     if not r["measured"] or r["failed"]:
         return {**r, "runs": None}
@@ -80,5 +81,5 @@ def settle_spread(settle: dict) -> str:
                             f"p10–p90 spread of {settle['window']} samples, %", series, lines, x_log=False, height=290))
 
 
-def draw(deck) -> dict[str, str]:
-    return {"settle.svg": settle_spread(deck["settle"])} if deck["settle"]["runs"] else {}
+def draw(own, deck) -> dict[str, str]:
+    return {"settle.svg": settle_spread(own)} if own["runs"] else {}

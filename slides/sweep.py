@@ -6,6 +6,9 @@ import math
 
 from bench.gemm import catalogue, plan
 from slides.kit import ACCENT, Chart, GROUP, INK, Series, line_chart
+import slides.device
+import slides.gemm
+import slides.precision
 
 WITHIN_FROM = 1024      # the size from which the best kernel is held to cuBLAS
 HELD_TO = 0.9           # ... and the share of cuBLAS it is held to there
@@ -78,7 +81,7 @@ def share_range(cells: dict) -> dict | None:
 def context(deck) -> dict:
     """Each step's best kernel across sizes (bench/gemm/sweep.py), cuBLAS timed in turns beside it, and
     how close the headline kernel stays to cuBLAS from WITHIN_FROM up; then the BF16 headline's."""
-    gemm, device = deck["gemm"], deck["device"]
+    gemm, device = deck.of(slides.gemm), deck.of(slides.device)
     recs = deck.need("GEMM Across Sizes", *(s["sweep_id"] for s in gemm["steps"]))
     steps = [{"title": s["title"], "key": s["key"], "sweep_id": s["sweep_id"], "step": s, "summary": r, "record": r["record"]}
              for s, r in zip(gemm["steps"], recs) if r["measured"] and "rows" in r["record"]]
@@ -89,7 +92,7 @@ def context(deck) -> dict:
     top = gemm["headline"] and next((s for s in steps if s["title"] == gemm["headline"]["to_title"]), None)
     headline = gemm["headline"] and gemm["headline"]["to"].get("baseline")
     best = summary(top["title"], top["record"], device, headline and headline["error"],
-                   deck["gemm"]["shape"] and deck["gemm"]["shape"]["dims"]) if top else None
+                   deck.of(slides.gemm)["shape"] and deck.of(slides.gemm)["shape"]["dims"]) if top else None
     for s in steps:
         s["cells"] = cells(s["record"], best["small_tile"] if s is top else None)
         s["shares"] = share_range(s["cells"])
@@ -105,9 +108,9 @@ def _bf16(deck) -> dict | None:
     if not r["measured"] or "rows" not in r["record"]:
         return {**r, "best": None}
     title = step.title_of(step.best)
-    headline = deck["precision"]["headline"]
-    best = summary(title, r["record"], deck["device"], headline and headline["baseline"]["error"],
-                   deck["gemm"]["shape"] and deck["gemm"]["shape"]["dims"])
+    headline = deck.of(slides.precision)["headline"]
+    best = summary(title, r["record"], deck.of(slides.device), headline and headline["baseline"]["error"],
+                   deck.of(slides.gemm)["shape"] and deck.of(slides.gemm)["shape"]["dims"])
     return {**r, "best": best, "title": title, "cells": cells(r["record"], best["small_tile"]),
             "sizes": [size_label(row["shape"]) for row in r["record"]["rows"]]}
 
@@ -134,8 +137,8 @@ def gemm_sweep(top: dict | None, others: list[dict]) -> str:
     return line_chart(Chart("M = N = K (log scale)", "TFLOPS", [s for s in series if s.points], height=300))
 
 
-def draw(deck) -> dict[str, str]:
-    sweep, figures = deck["sweep"], {}
+def draw(own, deck) -> dict[str, str]:
+    sweep, figures = own, {}
     if sweep["steps"]:
         figures["gemm_sweep.svg"] = gemm_sweep(sweep["top"], [s for s in sweep["steps"] if s is not sweep["top"]])
     if sweep["bf16"]["best"]:

@@ -6,8 +6,9 @@ section's own slides are the backup tables."""
 from __future__ import annotations
 
 from bench.gemm import catalogue
-from slides.deck import measured_pair
+from slides.records import measured_pair
 from slides.kit import MUTED, PALETTE, Chart, Line, Series, fmt_bytes, line_chart
+import slides.device
 
 ID = "machinery.tma"
 SLIDE = "TMA Alone: What One Thread Can Issue"
@@ -64,7 +65,7 @@ def context(deck) -> dict:
         "multicast": multicast, "all_rows": rec["multicast"],
         # from memory, the CTAs of a cluster that load separately ask for the same boxes: past HBM's
         # theoretical peak, some of those bytes came from L2
-        "past_peak": _past_peak(rec["multicast"], deck["device"]["hbm_peak_gbps"] / 1e3)}}
+        "past_peak": _past_peak(rec["multicast"], deck.of(slides.device)["hbm_peak_gbps"] / 1e3)}}
 
 
 def _past_peak(rows: list[dict], peak_tbps: float) -> dict | None:
@@ -89,6 +90,6 @@ def depth_chart(t: dict) -> str:
                             width=620, height=290, legend="below"))
 
 
-def draw(deck) -> dict[str, str]:
-    t = deck["tma"]["tma"]
+def draw(own, deck) -> dict[str, str]:
+    t = own["tma"]
     return {"tma_depth.svg": depth_chart(t)} if t else {}

@@ -25,6 +25,6 @@ def transpose_bars(tr: dict) -> str:
     return bar_chart(bars, "GB/s (read + written)", [Line("x", tr["copy"]["gbps"], "copy of the same bytes", REF)])
 
 
-def draw(deck) -> dict[str, str]:
-    tr = deck["transpose"]
+def draw(own, deck) -> dict[str, str]:
+    tr = own
     return {"transpose.svg": transpose_bars(tr)} if tr["rows"] else {}

@@ -74,5 +74,5 @@ def tuner_bars(tune: dict) -> str:
                      width=440, height=430)
 
 
-def draw(deck) -> dict[str, str]:
-    return {"tuner.svg": tuner_bars(deck["tune"])} if deck["tune"]["trials"] else {}
+def draw(own, deck) -> dict[str, str]:
+    return {"tuner.svg": tuner_bars(own)} if own["trials"] else {}

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from bench.gemm import catalogue
 from slides.kit import INK, MUTED, Line, Roof, RoofPoint, roofline
+import slides.device
+import slides.gemm
+import slides.hbm
+import slides.peaks
 
 # bytes an element takes in memory: FP32 (and TF32's operands, FP32 in memory) and the narrower ones
 ELEMENT_BYTES = {"fp32": 4, **catalogue.ELEMENT_BYTES}
@@ -37,9 +41,9 @@ def _point(row: dict) -> dict | None:
 
 
 def context(deck) -> dict:
-    device, hbm, shape = deck["device"], deck["hbm"], deck["gemm"]["shape"]
-    rows = deck["peaks"]["rows"]
-    tf32 = deck["peaks"]["by"].get("tf32")
+    device, hbm, shape = deck.of(slides.device), deck.of(slides.hbm), deck.of(slides.gemm)["shape"]
+    rows = deck.of(slides.peaks)["rows"]
+    tf32 = deck.of(slides.peaks)["by"].get("tf32")
     if not (tf32 and shape):
         return {"balance": None, "gemv": None, "roofs": []}
     measured = bool(hbm["rows"])
@@ -77,8 +81,8 @@ def roofline_figure(w: dict, shape: dict, clock_mhz: float) -> str:
     return roofline(b["gbps"], bw, roofs, points, marks, title, height=ROOFLINE_HEIGHT)
 
 
-def draw(deck) -> dict[str, str]:
-    w = deck["why_gemm"]
+def draw(own, deck) -> dict[str, str]:
+    w = own
     if not w["balance"]:
         return {}
-    return {"roofline.svg": roofline_figure(w, deck["gemm"]["shape"], deck["device"]["sm_clock_max_mhz"])}
+    return {"roofline.svg": roofline_figure(w, deck.of(slides.gemm)["shape"], deck.of(slides.device)["sm_clock_max_mhz"])}

@@ -10,11 +10,15 @@ import pytest
 import build
 from bench.gemm import catalogue
 from slides import diagrams, gemm, kit, l2, memory_latency, settle, sweep
-from slides.deck import ROOT, SLIDES_DIR, BuildError, clock_during, code_block, fmt_range, fmt_sig
+from slides.deck import code_block, fmt_range, fmt_sig
+from slides.records import ROOT, SLIDES_DIR, BuildError, clock_during
 from slides.outline import SECTIONS
 from slides.device import occupancy
 from slides.deck import figures_dir
 from tests.conftest import _fixture_results, dump_results
+import slides.device
+import slides.gemm
+import slides.precision
 
 
 
@@ -310,7 +314,7 @@ def test_stale_source_is_flagged(fixture_doc, write_results, tmp_path, capsys):
 def test_a_record_is_stale_by_its_own_sources_and_the_catalogue(fixture_doc, monkeypatch):
     """The deck tells a stale record from the files it names and the catalogue alone."""
     from dataclasses import replace
-    from slides.deck import stale_why
+    from slides.records import stale_why
     recs = fixture_doc["benchmarks"]
     assert stale_why(recs["gemm.persistent"]) == "" and stale_why(recs["sweep.lean_loop"]) == ""
     assert stale_why({k: v for k, v in recs["hbm.copy_scaling"].items() if k != "sources"}).startswith("measured before")
@@ -770,13 +774,13 @@ def test_the_steps_past_the_reference_deck_are_pictured_against_their_cublas(dec
 
 def slides_gemm_context(deck) -> dict:
     from slides.deck import Deck
-    return Deck(copy.deepcopy(deck["doc"]))["gemm"]
+    return Deck(copy.deepcopy(deck["doc"])).of(slides.gemm)
 
 
 def test_still_on_the_table_draws_each_tracks_share_of_its_library_and_its_peak(deck):
     from slides.deck import Deck
     from slides.device import pct_of_peak
-    b, device = deck["doc"]["benchmarks"], Deck(copy.deepcopy(deck["doc"]))["device"]
+    b, device = deck["doc"]["benchmarks"], Deck(copy.deepcopy(deck["doc"])).of(slides.device)
     s = slides_of(deck["md"])["Still on the Table"]
     assert "on_the_table.svg" in s and prose_words(s) <= 60
     svg = (figures_dir(deck["dir"]) / "on_the_table.svg").read_text()
@@ -1193,7 +1197,7 @@ def test_the_peer_figure_draws_each_runs_interval_and_the_call_from_them(fixture
     if apart:          # this project's run's interval wholly below (faster than) fast.cu's
         t = shape["fastcu"]["time_ms"]
         shape["ours_bf16_out"]["time_ms"] = {**t, "median": 0.9 * t["ci"][0], "ci": [0.85 * t["ci"][0], 0.95 * t["ci"][0]]}
-    svg = peer_figure(Deck(fixture_doc)["precision"]["peer"])
+    svg = peer_figure(Deck(fixture_doc).of(slides.precision)["peer"])
     t, tflops = shape["fastcu"]["time_ms"], shape["fastcu"]["tflops"]
     assert "fast.cu kernel 12, C in BF16" in svg and "this project's, C in BF16" in svg
     assert f"{tflops:,.1f}<" in svg
@@ -1358,7 +1362,7 @@ def test_the_lines_a_step_adds_are_the_ones_its_clicks_light():
 def test_each_performance_slide_shows_where_its_step_stands_on_the_climb(deck):
     """A column per step, this one's best in the accent with its value, its cuBLAS in turns across
     with the clock the SMs ran at in those turns."""
-    from slides.deck import clock_during
+    from slides.records import clock_during
     b = deck["doc"]["benchmarks"]
     s = slides_of(deck["md"])
     for i, step in enumerate(catalogue.STEPS, 1):

@@ -6,6 +6,7 @@ import pytest
 from bench.gemm import catalogue
 from bench.gemm.harness import E4M3_MAX, TOLERANCE, e4m3_values, to_e4m3_bits
 from tests.test_build import deck  # noqa: F401 (the fixture deck)
+import slides.fp8
 
 FINITE = [c for c in range(256) if c not in (0x7F, 0xFF)]
 
@@ -95,7 +96,7 @@ def test_the_fp8_picture_puts_each_kernel_at_its_error_over_its_cublass(fixture_
     from slides.fp8 import precisions_figure
     from slides.deck import Deck
     b = fixture_doc["benchmarks"]
-    fp8 = Deck(fixture_doc)["fp8"]
+    fp8 = Deck(fixture_doc).of(slides.fp8)
     svg = precisions_figure(fp8)
     for bid in (catalogue.HEADLINE, catalogue.HEADLINE_BF16, catalogue.HEADLINE_FP8):
         r = b[bid]

@@ -13,8 +13,10 @@ from bench.core import runner, schema
 from bench.core.registry import discover
 from bench.core.topology import NO_MULTICAST, child_env, pairs_of
 from slides import multigpu as section
-from slides.deck import LISTED, Deck, figures_dir
+from slides.deck import Deck, figures_dir
+from slides.records import LISTED
 from slides.kit import fmt_bytes
+import slides.precision
 from tests.conftest import NODE_FIXTURES, _fixture_results
 from tests.test_build import assert_spoken_first, deck, headings, prose_words, slides_of  # noqa: F401 (deck: the fixture deck)
 
@@ -722,7 +724,7 @@ def test_the_data_parallel_slide_pictures_the_all_reduce_beside_the_backward_pas
     s = slides_of(node_deck["md"])
     main, table = s["What It Means for Data-Parallel Training"], s["What It Means for Data-Parallel Training — Table"]
     doc = node_deck["doc"]
-    rate = Deck(copy.deepcopy(_fixture_results()))["precision"]["headline"]["baseline_tflops"]
+    rate = Deck(copy.deepcopy(_fixture_results())).of(slides.precision)["headline"]["baseline_tflops"]
     assert rate == _fixture_results()["benchmarks"][catalogue.HEADLINE_BF16]["cublas"]["tflops"]
     model = section.all_reduce_model(doc["benchmarks"]["multigpu.nccl"]["rows"], doc["node"]["gpu_count"],
                                      doc["device"]["memory_bytes"])

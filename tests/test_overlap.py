@@ -6,6 +6,7 @@ import pytest
 
 from bench.multigpu import nvbandwidth, overlap
 from bench.core import schema
+import slides.overlap
 
 
 def test_layer_shapes_split_the_mlp_over_the_gpus():
@@ -139,7 +140,7 @@ def test_overlap_calls_the_target_per_node_size_and_ours_against_cublas():
     met = {"persistent": 0.85, "a CTA a tile": 0.9, "cuBLAS": 0.9}
     short = {"persistent": 0.6, "a CTA a tile": 0.7, "cuBLAS": 0.8}
     deck = _overlap_deck(_node(2, _record(met, 2)), _node(4, _record(short)))
-    c = deck["overlap"]
+    c = deck.of(slides.overlap)
     assert c["measured"] and c["sizes"] == [2, 4] and c["largest"]["n"] == 4
     assert c["met_on"] == [{"n": 2, "all": True}, {"n": 4, "all": False}] and not c["met_everywhere"]
     # the best of ours (a CTA a tile, 70%) against cuBLAS (80%), the same every sample: behind by 10 points
@@ -154,7 +155,7 @@ def test_overlap_timeline_draws_every_recorded_event_legibly():
     import re
     from slides import overlap as section
     deck = _overlap_deck(_node(4, _record({"persistent": 0.8, "a CTA a tile": 0.9, "cuBLAS": 0.9})))
-    svg = section.draw(deck)["overlap_timeline.svg"]
+    svg = section.draw(deck.of(section), deck)["overlap_timeline.svg"]
     ours = [label for label, k in overlap.KERNELS.items() if k != "cublas"]
     # the bars: 4 chunks on each of two streams, for each of our GEMMs in each pattern
     assert svg.count("<rect") - 1 == len(overlap.PATTERNS) * len(ours) * 2 * 4     # less the background
@@ -163,5 +164,5 @@ def test_overlap_timeline_draws_every_recorded_event_legibly():
 
 def test_no_overlap_record_no_slides():
     deck = _overlap_deck(_node(2, None))
-    assert not deck["overlap"]["measured"]
+    assert not deck.of(slides.overlap)["measured"]
     assert deck.missing["Overlapping a GEMM With Its Communication"] == ["multigpu.overlap"]

@@ -204,12 +204,12 @@ def split_cycles(sms: int = 132, lines: int = 64, near: float = 265.0, far: floa
 
 
 def test_the_halves_are_found_from_the_data():
-    from slides import l2
-    h = l2.halves(split_cycles())
+    from slides.l2_map import halves
+    h = halves(split_cycles())
     assert h["split"] and sorted(h["sms"]) == [66, 66] and sorted(h["lines"]) == [32, 32]
     assert h["near"] == pytest.approx(268.5, abs=1.5) and h["far"] == pytest.approx(298.5, abs=1.5)
     noise = np.random.default_rng(2).normal(280, 5, (132, 64))
-    assert not l2.halves(noise)["split"]
+    assert not halves(noise)["split"]
 
 
 def test_the_l2_map_slide_says_near_and_far_or_that_there_are_no_halves(fixture_doc, write_results, tmp_path):
