@@ -5,12 +5,14 @@ training. Template: multigpu.md.j2."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from bench.core.schema import BUS_FACTOR, COLLECTIVES, one_line
 from slides import kit as fig
-from slides.records import BuildError, Records, span
+from slides.kit import fmt_bytes
+from slides.records import BuildError, Context, Records, span
 import slides.precision
 
 IDS = ("multigpu.p2p", "multigpu.nccl", "multigpu.nccl_tests", "multigpu.nvbandwidth")
@@ -49,13 +51,31 @@ def targets(compared: list[dict]) -> dict:
                 for c in COLLECTIVES if any(r["collective"] == c for r in compared)]
     worst = lambda rows: max((abs(r["ratio"] - 1) for r in rows), default=None)
     worst_row = max(large, key=lambda r: abs(r["ratio"] - 1), default=None)
+    large_met = bool(large) and worst(large) <= LARGE_WITHIN
+    small_met = bool(smallest) and worst(smallest) <= SMALL_WITHIN
     return {"large": {"from_bytes": LARGE_FROM, "within": LARGE_WITHIN, "worst": worst(large),
-                      "met": bool(large) and worst(large) <= LARGE_WITHIN,
+                      "met": large_met, "met_said": met_said(large_met),
                       "worst_at": worst_row and {"name": NAMES[worst_row["collective"]], "bytes": worst_row["bytes"],
                                                  "ours_faster": worst_row["ratio"] > 1,
-                                                 "ours_gbps": worst_row["ours_busbw_gbps"], "peer_gbps": worst_row["peer_busbw_gbps"]}},
+                                                 "ours_gbps": worst_row["ours_busbw_gbps"], "peer_gbps": worst_row["peer_busbw_gbps"]},
+                      # which side is faster at the widest gap
+                      "faster": worst_row and ("ours" if worst_row["ratio"] > 1 else "nccl-tests")},
             "small": {"within": SMALL_WITHIN, "worst": worst(smallest), "rows": smallest,
-                      "met": bool(smallest) and worst(smallest) <= SMALL_WITHIN}}
+                      "met": small_met, "met_said": met_said(small_met)}}
+
+
+def met_said(met: bool) -> str:
+    return "met" if met else "not met"
+
+
+def agreement_said(targets: dict | None) -> str:
+    """The notes' line on how far the project and nccl-tests agree from the large messages up."""
+    if targets is None:
+        return "nccl-tests did not run beside it on this node, so there is nothing to set side by side."
+    large = targets["large"]
+    if large["worst"] is None:
+        return f"No size from {fmt_bytes(large['from_bytes'])} up was measured by both."
+    return f"From {fmt_bytes(large['from_bytes'])} up the two agree within {100 * large['worst']:,.1f}%."
 
 
 # A data-parallel step: BF16 gradients all-reduced in PyTorch DDP's default 25 MiB buckets, for models
@@ -113,6 +133,10 @@ def collective_ms(measured: list[tuple[int, float]], fit: dict | None, nbytes: f
     return predict_ms(fit, nbytes), "fit"
 
 
+# where the time of a model's gradients as one all-reduce comes from, as the notes say it
+ONE_HOW = {"measured": "interpolated between measured sizes", "fit": "past the largest measured size: extrapolated by the α–β fit"}
+
+
 def data_parallel(measured: list[tuple[int, float]], fit: dict | None, memory_bytes: float) -> list[dict]:
     """The gradient all-reduce of a data-parallel step for the largest models a GPU of
     ``memory_bytes`` trains whole: as one all-reduce, and in DDP's buckets (each bucket's time
@@ -126,7 +150,7 @@ def data_parallel(measured: list[tuple[int, float]], fit: dict | None, memory_by
         full, full_from = collective_ms(measured, fit, BUCKET_BYTES)
         last, last_from = collective_ms(measured, fit, nbytes - (buckets - 1) * BUCKET_BYTES)
         rows.append({"params": params, "label": f"{params / 1e9:g}B", "bytes": nbytes, "one_ms": one, "one_from": how,
-                     "buckets": buckets, "bucketed_ms": (buckets - 1) * full + last,
+                     "one_how": ONE_HOW[how], "buckets": buckets, "bucketed_ms": (buckets - 1) * full + last,
                      # "fit" where a bucket passes the largest all-reduce measured: extrapolated
                      "bucketed_from": "fit" if "fit" in (full_from, last_from) else "measured",
                      "training_bytes": params * TRAINING_BYTES_PER_PARAM})
@@ -164,7 +188,8 @@ def moe_layer(rows: list[dict], n: int, peer: list[dict] = ()) -> dict | None:
         versus = {"ratio": ratio, "pct": 100 * abs(ratio - 1), "within_pct": 100 * LARGE_WITHIN,
                   "call": "level with" if abs(ratio - 1) <= LARGE_WITHIN else "faster than" if ratio > 1 else "slower than"}
     return {**out, "measured": True, "one_way_ms": ms, "layer_ms": 2 * ms, "algbw_gbps": algbw,
-            "busbw_gbps": algbw * BUS_FACTOR["all_to_all"](n), "kept_share": 1 / n, "versus_peer": versus}
+            "busbw_gbps": algbw * BUS_FACTOR["all_to_all"](n), "kept_share": 1 / n, "versus_peer": versus,
+            "versus_said": f"; {versus['call']} nccl-tests ({versus['pct']:,.1f}% apart)" if versus else ""}
 
 
 # The backward pass a step's all-reduce must hide under: for each token, the gradient of a layer's
@@ -199,9 +224,35 @@ def _p2p(rec: dict, peer: dict) -> dict:
         rows.append({**r, "kinds": kinds, "pct_link": {k: 100 * v / link for k, v in kinds.items()} if link else {}})
     first = next((r for r in rows if r["kinds"]), None)
     worst_pct = min((r["pct_link"]["copy_engine"] for r in rows if "copy_engine" in r.get("pct_link", {})), default=None)
+    met = worst_pct is not None and worst_pct >= 100 * PEER_COPY_TARGET
     return {"rec": rec, "rows": rows, "first": first, "kinds": P2P_KINDS, "target_pct": 100 * PEER_COPY_TARGET,
-            "met": worst_pct is not None and worst_pct >= 100 * PEER_COPY_TARGET, "peer": against_nvbandwidth(rows, peer),
-            "over_pairs": over_pairs(rows)}
+            "met": met, "met_said": met_said(met), "peer": against_nvbandwidth(rows, peer), "over_pairs": over_pairs(rows),
+            # the first pair as the slide and its notes say it
+            "copy_engine": first and first_copy(first), "latency": first and first.get("latency_ns"),
+            "first_said": first_pair_said(first) if first else []}
+
+
+def first_copy(first: dict) -> dict | None:
+    """The first pair's copy engine, one way (None: not measured), and what the slide says after
+    it: its share of the link, and both directions at once."""
+    if "copy_engine" not in first["kinds"]:
+        return None
+    of_link = (f", {first['pct_link']['copy_engine']:,.0f}% of the {first['nvlink_gbps_per_direction']:,.0f} GB/s "
+               f"that {first['nvlinks']} NVLinks carry each way") if first["pct_link"] else ""
+    both = (f"; both directions at once, {first['copy_engine_both_ways']['gbps']:,.0f} GB/s in all"
+            if "copy_engine_both_ways" in first["kinds"] else "")
+    return {"gbps": first["kinds"]["copy_engine"], "beyond": of_link + both}
+
+
+def first_pair_said(first: dict) -> list[str]:
+    """The notes' sentences on the first pair: its copy engine against the link, a load's latency."""
+    said = []
+    if "copy_engine" in first["kinds"]:
+        of_link = f", {first['pct_link']['copy_engine']:,.0f}% of the link" if first["pct_link"] else ""
+        said.append(f"On the first pair a copy engine moves {first['kinds']['copy_engine']:,.0f} GB/s{of_link}.")
+    if first.get("latency_ns"):
+        said.append(f"A peer's load takes {first['latency_ns']['peer']:,.0f} ns, a local one {first['latency_ns']['local']:,.0f}.")
+    return said
 
 
 def over_pairs(rows: list[dict]) -> dict:
@@ -234,11 +285,12 @@ def against_nvbandwidth(rows: list[dict], peer: dict) -> dict:
                                 for k, v in ours.items() if (k, r["src"], r["dst"]) in theirs}})
     gaps = [abs(p["kinds"][k]["ratio"] - 1) for p in pairs for k in COPIES if k in p["kinds"]]
     kinds = dict.fromkeys(k for p in pairs for k in p["kinds"])
+    met = bool(gaps) and max(gaps) <= NVBANDWIDTH_WITHIN
     return {"rec": peer, "measured": bool(gaps), "pairs": pairs, "first": pairs[0] if pairs else None,
             # each case's ratio ours / nvbandwidth, lowest and highest over the pairs
             "ratios": {k: span([p["kinds"][k]["ratio"] for p in pairs if k in p["kinds"]]) for k in kinds},
             "within": NVBANDWIDTH_WITHIN, "worst": max(gaps, default=None),
-            "met": bool(gaps) and max(gaps) <= NVBANDWIDTH_WITHIN, "version": peer["record"]["params"]["version"],
+            "met": met, "met_said": met_said(met), "version": peer["record"]["params"]["version"],
             "latency_bytes": NVBANDWIDTH_LATENCY_BYTES,
             "args": peer["record"]["params"]["args"]}
 
@@ -250,7 +302,7 @@ def _peer_rows(peer: dict) -> list[dict]:
 def node_moe(nccl: dict, peer: dict, node: dict) -> dict | None:
     """A node's MOE layer (moe_layer) from its records, with the all-to-all its NCCL ran and its link."""
     moe = moe_layer(nccl["record"].get("rows", []), node["gpu_count"], _peer_rows(peer))
-    return moe and {**moe, "implementation": nccl["record"].get("params", {}).get("all_to_all"),
+    return moe and {**moe, "implementation": nccl["record"].get("params", {}).get("all_to_all") or "NCCL's all-to-all",
                     "link_gbps": link_gbps(node)}
 
 
@@ -274,40 +326,132 @@ def _collectives(nccl: dict, peer: dict, n: int) -> dict:
         # what NCCL chose at the sizes shown: one (algorithm, protocol) said once, where it chose one at each
         recorded = [a["ours"] for a in at if (a["ours"] or {}).get("algorithm")]
         chosen = {(r["algorithm"], r["protocol"]) for r in recorded}
-        table.append({"collective": c, "name": NAMES[c], "factor": BUS_FACTOR[c](n), "smallest": small,
-                      "small": cell(small), "at": at, "chose": ", ".join(next(iter(chosen))) if len(chosen) == 1 else None,
-                      "chose_at_each": len(recorded) == len(at)})
-    return {"ours": ours, "compared": compared, "targets": targets(compared) if compared else None, "table": table}
+        t = {"collective": c, "name": NAMES[c], "factor": BUS_FACTOR[c](n), "smallest": small,
+             "small": cell(small), "at": at, "chose": ", ".join(next(iter(chosen))) if len(chosen) == 1 else None,
+             "chose_at_each": len(recorded) == len(at)}
+        table.append({**t, "runs_said": runs_said(t)})
+    found = targets(compared) if compared else None
+    return {"ours": ours, "compared": compared, "targets": found, "table": table, "busbw_said": reaches_said(table),
+            "agreement_said": agreement_said(found), "graph_said": graph_said(table)}
 
 
-def context(deck) -> dict:
+def runs_said(t: dict) -> str:
+    """A collective's bus bandwidth at the sizes shown and what NCCL chose there, as the notes say it:
+    one choice at every size said once, after them, and the smallest size's."""
+    sizes = [at_size_said(a, unit=" GB/s" if i == 0 else "", choice=not t["chose"]) for i, a in enumerate(t["at"])]
+    chose = f"; NCCL chose {t['chose']} {'at each' if t['chose_at_each'] else 'wherever it reported a choice'}" if t["chose"] else ""
+    small = t["small"]["ours"]
+    smallest = f", and {small['algorithm']}, {small['protocol']} at its smallest size" if small.get("algorithm") else ""
+    return f"{t['name'].capitalize()} runs at {and_list(sizes)}{chose}{smallest}."
+
+
+def at_size_said(a: dict, unit: str, choice: bool) -> str:
+    """A collective's bus bandwidth at one size, with NCCL's choice there where it reported one and ``choice``."""
+    chose = f" (NCCL chose {a['ours']['algorithm']}, {a['ours']['protocol']})" if choice and a["ours"].get("algorithm") else ""
+    return f"{a['ours']['busbw_gbps']:,.1f}{unit} at {fmt_bytes(a['bytes'])}{chose}"
+
+
+def and_list(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return " and ".join([", ".join(items[:-1]), items[-1]]) if len(items) > 1 else "".join(items)
+
+
+def reaches_said(table: list[dict]) -> str:
+    """The notes' first line on NCCL: what the first collective reaches at the largest size shown."""
+    if not table:
+        return "NCCL was not measured on this node, so the slide has no curve."
+    last = table[0]["at"][-1]
+    return f"{table[0]['name'].capitalize()} reaches {last['ours']['busbw_gbps']:,.1f} GB/s at {fmt_bytes(last['bytes'])}."
+
+
+def graph_said(table: list[dict]) -> str:
+    """Each collective whose largest size nccl-tests ran both ways, captured in a CUDA graph against
+    launched one by one, as the notes say it."""
+    both = [(t["name"], t["at"][-1]) for t in table if t["at"] and t["at"][-1]["graph"] and t["at"][-1]["peer"]]
+    if not both:
+        return "no graph-mode run of nccl-tests is recorded."
+    return "; ".join(f"{name} at {fmt_bytes(a['bytes'])} {a['graph']['busbw_gbps']:,.1f} GB/s in a graph "
+                     f"against {a['peer']['busbw_gbps']:,.1f} launched" for name, a in both) + "."
+
+
+@dataclass(frozen=True)
+class Multigpu(Context):
+    """Past one GPU, from the node file of the most GPUs (measured False: none, and the talk shows
+    nothing of it): the node's GPUs and how they are joined, NVLink peer to peer, NCCL's collectives
+    beside nccl-tests, the α–β model of all-reduce, a MOE layer's all-to-all, a data-parallel step's
+    all-reduce beside the backward pass, and the node sizes side by side."""
+    measured: bool
+    ids: tuple[str, ...] = IDS
+    n: int = 0
+    device: dict | None = None
+    node: dict | None = None
+    links: list[dict] | None = None         # the pairs by how they are joined, each group named as the slide lists it
+    joins_said: list[str] | None = None     # the notes' sentences on the links and the PCIe paths
+    link_gbps: float | None = None          # the slowest NVLink per direction (None: no NVLink)
+    multicast: str = ""                     # NVLink multicast: off, on or not recorded
+    multicast_off: bool = False
+    multicast_said: str = ""
+    nccl_version: str = ""
+    p2p: dict | None = None
+    nccl: dict | None = None                # multigpu.nccl as a slide shows it (Records.record)
+    peer: dict | None = None                # multigpu.nccl_tests, likewise
+    ours: list[dict] | None = None          # NCCL's rows
+    compared: list[dict] | None = None      # ours beside nccl-tests' at each size both measured
+    targets: dict | None = None
+    table: list[dict] | None = None         # each collective at the sizes shown
+    busbw_said: str = ""
+    agreement_said: str = ""
+    graph_said: str = ""
+    moe: dict | None = None
+    fit: dict | None = None                 # the α–β model of all-reduce
+    fit_reason: str = ""
+    dp: list[dict] | None = None            # the data-parallel step of each model shown
+    dp_reason: str = ""
+    bucket_ms: float | None = None
+    largest_bytes: int | None = None        # the largest all-reduce measured
+    buckets_extrapolated: bool = False      # a model's buckets pass the largest all-reduce measured
+    marked: bool = False                    # a time in the table is the fit's, extrapolated
+    bucket_bytes: int = BUCKET_BYTES
+    gradient_bytes: int = GRADIENT_BYTES
+    training_bytes_per_param: int = TRAINING_BYTES_PER_PARAM
+    memory_bytes: int | None = None
+    rate: dict | None = None                # the BF16 GEMM rate the backward pass runs at
+    backward: dict | None = None
+    scaling: dict | None = None             # the node sizes side by side (None: fewer than two)
+
+
+def context(deck) -> Multigpu:
     """The section from deck.node, the (path, document) of the node file of the most GPUs, or None;
     and the node sizes side by side from deck.nodes, all of this GPU's node files."""
     path, doc = deck.node or (None, None)
     if doc is None:
         deck.missing.setdefault("Past One GPU", []).extend(IDS)
-        return {"measured": False, "ids": list(IDS)}
+        return Multigpu(measured=False)
     records = lambda d: {bid: Records(d).record(bid) for bid in IDS}
     detailed = records(doc)
     for bid, r in detailed.items():         # listed as the single-GPU slides list theirs
         if not r["measured"]:
             deck.missing.setdefault(f"Past One GPU: {doc['node']['gpu_count']} GPUs", []).append(bid)
     c = _built_from(path, lambda: section(doc, detailed))
-    # the GEMM rate of the single-GPU results: cuBLAS BF16 in turns with the BF16 headline
-    bf16 = deck.of(slides.precision)["headline"]
-    c["rate"] = {"tflops": bf16["baseline_tflops"], "name": f"cuBLAS {bf16['baseline']['precision']}"} \
-        if bf16 and bf16.get("baseline") else None
-    c["backward"] = backward(c["dp"], c["rate"] and c["rate"]["tflops"])
-    c["scaling"] = scaling([_built_from(p, lambda: node_size(d, records(d)["multigpu.nccl"])) for p, d in deck.nodes])
-    if c["moe"] is None:        # the all-to-all of the node of most GPUs that measured it, where this one did not
+    rate = gemm_rate(deck.of(slides.precision)["headline"])
+    sizes = scaling([_built_from(p, lambda: node_size(d, records(d)["multigpu.nccl"])) for p, d in deck.nodes])
+    moe = c.moe
+    if moe is None:        # the all-to-all of the node of most GPUs that measured it, where this one did not
         for p, d in reversed(deck.nodes):
             rec = records(d)
             if rec["multigpu.nccl"]["measured"] and not rec["multigpu.nccl"]["failed"]:
-                c["moe"] = _built_from(p, lambda: node_moe(rec["multigpu.nccl"], rec["multigpu.nccl_tests"], d["node"]))
-                if c["moe"]:
+                moe = _built_from(p, lambda: node_moe(rec["multigpu.nccl"], rec["multigpu.nccl_tests"], d["node"]))
+                if moe:
                     break
     deck.beside += [(p, d) for p, d in deck.nodes if d is not deck.doc]
-    return c
+    return replace(c, rate=rate, backward=backward(c.dp, rate and rate["tflops"]), scaling=sizes, moe=moe)
+
+
+def gemm_rate(headline: dict | None) -> dict | None:
+    """The GEMM rate of the single-GPU results: cuBLAS BF16 in turns with the BF16 headline."""
+    if not headline or not headline.get("baseline"):
+        return None
+    return {"tflops": headline["baseline_tflops"], "name": f"cuBLAS {headline['baseline']['precision']}"}
 
 
 def _built_from(path, make):
@@ -324,7 +468,8 @@ def all_reduce_model(rows: list[dict], n: int, memory_bytes: float) -> dict:
     sizes allow none, with the reason) and the data-parallel step from the measured times (none
     where the bucket's size is out of reach, with the reason)."""
     reduce = [r for r in rows if r["collective"] == "all_reduce"]
-    out = {"fit": None, "fit_reason": "", "dp": [], "dp_reason": "", "bucket_ms": None, "dp_from_fit": None, "largest_bytes": None}
+    out = {"fit": None, "fit_reason": "", "dp": [], "dp_reason": "", "bucket_ms": None, "largest_bytes": None,
+           "buckets_extrapolated": False, "marked": False}
     if not reduce:
         return out
     try:
@@ -344,36 +489,75 @@ def all_reduce_model(rows: list[dict], n: int, memory_bytes: float) -> dict:
         out["dp_reason"] = str(e)
     if out["dp"]:
         out["bucket_ms"] = collective_ms(measured, out["fit"], BUCKET_BYTES)[0]
-        # where a model's gradients pass the largest all-reduce measured, its time is the fit's
-        out["dp_from_fit"] = measured[-1][0] if any(r["one_from"] == "fit" for r in out["dp"]) else None
         out["largest_bytes"] = measured[-1][0]
+        # where a model's gradients or buckets pass the largest all-reduce measured, its time is the fit's
+        out["buckets_extrapolated"] = any(r["bucketed_from"] == "fit" for r in out["dp"])
+        out["marked"] = out["buckets_extrapolated"] or any(r["one_from"] == "fit" for r in out["dp"])
     return out
 
 
-def section(doc: dict, records: dict) -> dict:
+def section(doc: dict, records: dict) -> Multigpu:
     """The section's context from a node's document; ``records``: Records.record of each of IDS."""
     node = doc["node"]
     nccl, peer = records["multigpu.nccl"], records["multigpu.nccl_tests"]
     n = node["gpu_count"]
     nvls = node["multicast"].get("NCCL_NVLS_ENABLE")
-    c = {"measured": True, "ids": list(IDS), "device": doc["device"], "node": node, "n": n,
-         "multicast_off": nvls == "0", "nvls": nvls,
-         "multicast": "not recorded" if nvls is None else "off" if nvls == "0" else "on",
-         "pairs": [{**p, "pcie_path": p.get("pcie_path", "not recorded"),
-                    "nvlink_gbps_per_direction": p.get("nvlink_gbps_per_direction")} for p in node["pairs"]],
-         "p2p": _p2p(records["multigpu.p2p"], records["multigpu.nvbandwidth"]), "nccl": nccl, "peer": peer,
-         "bucket_bytes": BUCKET_BYTES, "gradient_bytes": GRADIENT_BYTES,
-         "training_bytes_per_param": TRAINING_BYTES_PER_PARAM, "memory_bytes": doc["device"]["memory_bytes"]}
-    c.update(_collectives(nccl, peer, n), moe=node_moe(nccl, peer, node))
-    c.update(all_reduce_model(c["ours"], n, doc["device"]["memory_bytes"]))
+    pairs = [{**p, "pcie_path": p.get("pcie_path", "not recorded"),
+              "nvlink_gbps_per_direction": p.get("nvlink_gbps_per_direction")} for p in node["pairs"]]
     # the pairs by how they are joined: one line for all of them where they all are joined alike
-    links = grouped(c["pairs"], lambda p: (p["nvlinks"], p["via"], p["nvlink_gbps_per_direction"]))
-    c["links"] = [{"pairs": ps, "nvlinks": k[0], "via": k[1], "nvlink_gbps_per_direction": k[2], "every": len(links) == 1}
-                  for k, ps in links.items()]
-    paths = grouped(c["pairs"], lambda p: p["pcie_path"])
-    c["pcie_paths"] = [{"path": path, "pairs": ps, "every": len(paths) == 1} for path, ps in paths.items()]
-    c["link_gbps"] = link_gbps(node)
-    return c
+    links = grouped(pairs, lambda p: (p["nvlinks"], p["via"], p["nvlink_gbps_per_direction"]))
+    links = [{"pairs": ps, "nvlinks": k[0], "switched": k[1] == "nvswitch", "nvlink_gbps_per_direction": k[2],
+              "every": len(links) == 1} for k, ps in links.items()]
+    paths = grouped(pairs, lambda p: p["pcie_path"])
+    collectives = _collectives(nccl, peer, n)
+    return Multigpu(
+        measured=True, device=doc["device"], node=node, n=n,
+        links=[{**g, "named": link_named(g, n)} for g in links],
+        joins_said=[*map(link_said, links), *(path_said(path, ps, len(paths) == 1) for path, ps in paths.items())],
+        link_gbps=link_gbps(node), multicast_off=nvls == "0", multicast_said=multicast_said(nvls),
+        multicast="not recorded" if nvls is None else "off" if nvls == "0" else "on",
+        nccl_version=nccl["record"]["params"]["nccl"] if nccl["measured"] and not nccl["failed"] else "not measured",
+        p2p=_p2p(records["multigpu.p2p"], records["multigpu.nvbandwidth"]), nccl=nccl, peer=peer,
+        **collectives, moe=node_moe(nccl, peer, node), memory_bytes=doc["device"]["memory_bytes"],
+        **all_reduce_model(collectives["ours"], n, doc["device"]["memory_bytes"]))
+
+
+def link_named(link: dict, n: int) -> str:
+    """A group of pairs joined alike, as the first slide's list names it."""
+    if len(link["pairs"]) == 1:
+        return f"GPU {link['pairs'][0]['a']} ↔ GPU {link['pairs'][0]['b']}"
+    if link["every"]:
+        return f"Every pair of the {n} GPUs"
+    each = ", ".join(f"{p['a']}↔{p['b']}" for p in link["pairs"])
+    return f"{len(link['pairs'])} pairs ({each})"
+
+
+def pairs_said(pairs: list[dict]) -> str:
+    return ", ".join(f"GPUs {p['a']} and {p['b']}" for p in pairs)
+
+
+def link_said(link: dict) -> str:
+    """The notes' sentence on a group of pairs joined alike."""
+    who = "Every pair of GPUs" if link["every"] else pairs_said(link["pairs"])
+    many = link["every"] or len(link["pairs"]) > 1
+    if link["switched"]:
+        return f"{who} {'meet' if many else 'meets'} through the NVSwitches, each GPU over its {link['nvlinks']} NVLinks into them."
+    return f"{who} {'share' if many else 'shares'} {link['nvlinks']} NVLinks, GPU to GPU."
+
+
+def path_said(path: str, pairs: list[dict], every: bool) -> str:
+    """The notes' sentence on the pairs a PCIe path joins."""
+    return f"The PCIe path is {path} for {'every pair' if every else pairs_said(pairs)}."
+
+
+def multicast_said(nvls: str | None) -> str:
+    """Whether NCCL ran with NVLink multicast (NCCL_NVLS_ENABLE as the node file records it), as the notes say it."""
+    if nvls is None:
+        return "The node's file does not record whether NVLink multicast was kept off."
+    if nvls == "0":
+        return (f"NVLink multicast was kept off in every process of the run (NCCL_NVLS_ENABLE={nvls}), "
+                "so NCCL uses its ring and tree algorithms over plain NVLink.")
+    return f"NVLink multicast was on in every process of the run (NCCL_NVLS_ENABLE={nvls})."
 
 
 def grouped(pairs: list[dict], key) -> dict:
@@ -432,17 +616,51 @@ def scaling(sizes: list[dict]) -> dict | None:
     fewest, most = shown_sizes[0], shown_sizes[-1]
     models = [{r["label"] for r in s["dp"]} for s in shown_sizes]
     common_models = [r["label"] for r in fewest["dp"] if all(r["label"] in m for m in models)]
-    step = lambda size: next(r["bucketed_ms"] for r in size["dp"] if r["label"] == common_models[-1])
+    model = common_models[-1] if common_models else None
+    step = lambda size: next(r["bucketed_ms"] for r in size["dp"] if r["label"] == model)
     links = {s["link_gbps"] for s in shown_sizes}
-    return {"sizes": [{**s, "step_ms": step(s) if common_models else None} for s in shown_sizes],
+    busbw = [{"bytes": b, **change(fewest["busbw"][b], most["busbw"][b])} for b in at]
+    alpha = change(fewest["fit"]["alpha_us"], most["fit"]["alpha_us"]) if fewest["fit"] and most["fit"] else None
+    grows = step_against_factor(step(fewest), step(most), fewest["n"], most["n"]) if model else None
+    if grows:
+        grows["said"] = (f"A {model} step's gradient all-reduce takes {grows['ratio']:,.2f}× as long on {most['n']} GPUs "
+                         f"as on {fewest['n']}, {grows['verdict']} the bus factor's {grows['factor_ratio']:,.2f}×")
+    return {"sizes": [{**s, "step_ms": step(s) if model else None, "said": size_said(s)} for s in shown_sizes],
             "at": at, "fewest": fewest["n"], "most": most["n"],
             "not_shown": [s for s in sizes if not s["busbw"]],
             "link_gbps": links.pop() if len(links) == 1 else None,
-            "busbw": [{"bytes": b, **change(fewest["busbw"][b], most["busbw"][b])} for b in at],
-            "alpha": change(fewest["fit"]["alpha_us"], most["fit"]["alpha_us"]) if fewest["fit"] and most["fit"] else None,
-            "model": common_models[-1] if common_models else None,
-            "step": step_against_factor(step(fewest), step(most), fewest["n"], most["n"]) if common_models else None,
+            "busbw": busbw, "alpha": alpha, "changes_said": changes_said(busbw, alpha),
+            "model": model, "step": grows,
+            "step_column": f"{model} step, {fmt_bytes(BUCKET_BYTES)} buckets" if model else "Data-parallel step",
+            # what the notes say first: the step's growth, else the bus bandwidth's change at the largest size
+            "summary_said": f"{grows['said']}." if grows else
+                            f"From {fewest['n']} to {most['n']} GPUs, all-reduce's bus bandwidth {busbw[-1]['verdict']} "
+                            f"{busbw[-1]['pct']:,.0f}% at {fmt_bytes(busbw[-1]['bytes'])}.",
             "holds_within": HOLDS_WITHIN, "large_from": LARGE_FROM, "bucket_bytes": BUCKET_BYTES}
+
+
+def changes_said(busbw: list[dict], alpha: dict | None) -> str:
+    """The bus bandwidth's change at each size, its verdict said where it differs from the size
+    before's, then α's."""
+    said = [f"{'' if i and j['verdict'] == busbw[i - 1]['verdict'] else j['verdict'] + ' '}{j['pct']:,.0f}% at {fmt_bytes(j['bytes'])}"
+            for i, j in enumerate(busbw)]
+    return ", ".join(said) + (f"; α {alpha['verdict']} {alpha['pct']:,.0f}%" if alpha else "")
+
+
+def size_said(size: dict) -> str:
+    """The notes' sentence on one node size: its α–β fit, and its data-parallel step in buckets and as
+    one all-reduce."""
+    fit = size["fit"]
+    fitted = (f"the α–β fit within {fit['large_error_pct']:,.1f}% of every measurement from {fmt_bytes(LARGE_FROM)} up "
+              f"({fmt_bytes(fit['check']['bytes'])}: {fit['check']['predicted_ms']:,.2f} ms predicted, "
+              f"{fit['check']['measured_ms']:,.2f} measured)") if fit else f"no α–β fit ({size['fit_reason']})"
+    if size["dp"]:
+        steps = (" In buckets " + ", ".join(f"{r['label']} {r['bucketed_ms']:,.1f} ms" for r in size["dp"])
+                 + "; as one all-reduce "
+                 + ", ".join(f"{r['one_ms']:,.1f}{'' if r['one_from'] == 'measured' else ' (fit)'}" for r in size["dp"]) + " ms.")
+    else:
+        steps = " No data-parallel step" + (f" ({size['dp_reason']})" if size["dp_reason"] else "") + "."
+    return f"{size['n']} GPUs: {fitted}.{steps}"
 
 
 # --- figures -----------------------------------------------------------------------------------
@@ -454,10 +672,10 @@ GPUS_PER_ROW = 4
 NAME_LINES = 2                   # a GPU's name wraps onto at most this many lines of its box
 
 
-def topology(c: dict) -> str:
+def topology(c: Multigpu) -> str:
     """The node's GPUs, GPUS_PER_ROW a row, and each pair's NVLinks as recorded: a line for a direct
     bond, the NVSwitch fabric under the first row (the rest below it) for links through NVSwitches."""
-    gpus, pairs = c["node"]["gpus"], c["node"]["pairs"]
+    gpus, pairs = c.node["gpus"], c.node["pairs"]
     switched = any(p["via"] == "nvswitch" for p in pairs)
     direct = any(p["via"] == "direct" for p in pairs)
     per_row = min(len(gpus), GPUS_PER_ROW)
@@ -499,9 +717,9 @@ def topology(c: dict) -> str:
     return dwg.tostring()
 
 
-def p2p_bars(c: dict) -> str:
+def p2p_bars(c: Multigpu) -> str:
     """The first pair's copies, GB/s per direction; beside nvbandwidth's matching cases where it ran."""
-    first, peer = c["p2p"]["first"], c["p2p"]["peer"]
+    first, peer = c.p2p["first"], c.p2p["peer"]
     title = f"GB/s per direction, GPU {first['src']} → GPU {first['dst']}"
     if peer["measured"]:
         kinds = [k for k in P2P_KINDS if k in first["kinds"]]
@@ -510,19 +728,19 @@ def p2p_bars(c: dict) -> str:
                                 [("this project", [first["kinds"][k] for k in kinds]),
                                  (f"nvbandwidth {peer['version']}", [theirs[k]["nvbandwidth"] if k in theirs else None
                                                                       for k in kinds])],
-                                title + (f" (NVLink: {c['link_gbps']:,.0f})" if c["link_gbps"] else ""), digits=0,
+                                title + (f" (NVLink: {c.link_gbps:,.0f})" if c.link_gbps else ""), digits=0,
                                 height=300)
     bars = [fig.Bar(label, first["kinds"][k], fig.PALETTE[i]) for i, (k, label) in enumerate(P2P_KINDS.items())
             if k in first["kinds"]]
-    lines = [fig.Line("x", c["link_gbps"], f"NVLink {c['link_gbps']:,.0f} per direction", fig.REF)] if c["link_gbps"] else []
+    lines = [fig.Line("x", c.link_gbps, f"NVLink {c.link_gbps:,.0f} per direction", fig.REF)] if c.link_gbps else []
     return fig.bar_chart(bars, title, lines)
 
 
-def busbw_chart(c: dict) -> str:
-    series = [fig.Series(NAMES[k], [(r["bytes"], r["busbw_gbps"]) for r in c["ours"] if r["collective"] == k],
+def busbw_chart(c: Multigpu) -> str:
+    series = [fig.Series(NAMES[k], [(r["bytes"], r["busbw_gbps"]) for r in c.ours if r["collective"] == k],
                          fig.PALETTE[i], marks=False) for i, k in enumerate(COLLECTIVES)
-              if any(r["collective"] == k for r in c["ours"])]
-    lines = [fig.Line("y", c["link_gbps"], f"NVLink per direction {c['link_gbps']:,.0f}", fig.REF)] if c["link_gbps"] else []
+              if any(r["collective"] == k for r in c.ours)]
+    lines = [fig.Line("y", c.link_gbps, f"NVLink per direction {c.link_gbps:,.0f}", fig.REF)] if c.link_gbps else []
     return fig.line_chart(fig.Chart("message size (log scale)", "bus bandwidth, GB/s", series, lines,
                                     x_format=fig.fmt_bytes, width=760, height=320))
 
@@ -541,18 +759,18 @@ def all_to_all_chart(moe: dict) -> str:
                                     x_format=fig.fmt_bytes, width=760, height=300))
 
 
-def latency_chart(c: dict) -> str:
+def latency_chart(c: Multigpu) -> str:
     """All-reduce time against size: the project's, nccl-tests' both ways, and the α–β model."""
-    ours = [r for r in c["ours"] if r["collective"] == "all_reduce"]
-    peer = c["peer"]["record"].get("rows", []) if c["peer"]["measured"] else []
+    ours = [r for r in c.ours if r["collective"] == "all_reduce"]
+    peer = c.peer["record"].get("rows", []) if c.peer["measured"] else []
     series = [fig.Series("this project", [(r["bytes"], r["time_ms"]["median"] * 1e3) for r in ours], fig.ACCENT)]
     for mode, label, color in ((PEER_MODE, "nccl-tests", fig.PALETTE[2]), ("graph", "nccl-tests, graph", fig.MUTED)):
         pts = [(r["bytes"], r["time_us"]) for r in peer if r["collective"] == "all_reduce" and r["mode"] == mode]
         if pts:
             series.append(fig.Series(label, pts, color, marks=False, dash="6,4"))
-    if c["fit"]:        # drawn where it was fitted and holds: from its large sizes up
-        series.append(fig.Series("α + size/β", [(r["bytes"], 1e3 * predict_ms(c["fit"], r["bytes"])) for r in ours
-                                                if r["bytes"] >= c["fit"]["large_from"]], fig.REF, marks=False, dash="2,3"))
+    if c.fit:        # drawn where it was fitted and holds: from its large sizes up
+        series.append(fig.Series("α + size/β", [(r["bytes"], 1e3 * predict_ms(c.fit, r["bytes"])) for r in ours
+                                                if r["bytes"] >= c.fit["large_from"]], fig.REF, marks=False, dash="2,3"))
     return fig.line_chart(fig.Chart("message size (log scale)", "all-reduce time, µs (log scale)", series,
                                     x_format=fig.fmt_bytes, y_log=True, width=760, height=320))
 
@@ -566,16 +784,16 @@ def scaling_chart(s: dict) -> str:
                                     x_format=fig.fmt_bytes, width=860, height=230))
 
 
-def data_parallel_chart(c: dict) -> str:
+def data_parallel_chart(c: Multigpu) -> str:
     """Each model's gradient all-reduce in buckets (dashed, flat: it does not grow with the tokens)
     beside its backward pass at the measured GEMM rate (solid, growing with the tokens a GPU takes in
     a step), both against tokens a GPU; a dot where the two meet. Without a rate, the all-reduces alone."""
-    bw = c["backward"]
+    bw = c.backward
     mark = lambda r: " (extrapolated)" if r["bucketed_from"] == "fit" else ""
     if not bw:
         bars = [fig.Bar(f"{r['label']} parameters{mark(r)}", r["bucketed_ms"], fig.PALETTE[i],
-                        f"{r['buckets']:,} buckets") for i, r in enumerate(c["dp"])]
-        return fig.bar_chart(bars, f"ms a step: the gradients' all-reduce in {fig.fmt_bytes(c['bucket_bytes'])} buckets",
+                        f"{r['buckets']:,} buckets") for i, r in enumerate(c.dp)]
+        return fig.bar_chart(bars, f"ms a step: the gradients' all-reduce in {fig.fmt_bytes(c.bucket_bytes)} buckets",
                              height=40 + 34 * len(bars) + 46)
     lo = 2.0 ** math.floor(math.log2(bw["tokens"]["low"] / 8))
     hi = 2.0 ** math.ceil(math.log2(bw["tokens"]["high"] * 8))
@@ -592,20 +810,20 @@ def data_parallel_chart(c: dict) -> str:
                                     x_format=lambda t: f"{t:,.0f}", y_log=True, width=860, height=300))
 
 
-def draw(own, deck) -> dict[str, str]:
+def draw(own: Multigpu, deck) -> dict[str, str]:
     c = own
-    if not c["measured"]:
+    if not c.measured:
         return {}
     svgs = {"node_topology.svg": topology(c)}
-    if c["p2p"]["first"]:
+    if c.p2p["first"]:
         svgs["p2p.svg"] = p2p_bars(c)
-    if c["ours"]:
+    if c.ours:
         svgs["nccl_busbw.svg"] = busbw_chart(c)
         svgs["nccl_latency.svg"] = latency_chart(c)
-    if c["moe"]:
-        svgs["all_to_all.svg"] = all_to_all_chart(c["moe"])
-    if c["dp"]:
+    if c.moe:
+        svgs["all_to_all.svg"] = all_to_all_chart(c.moe)
+    if c.dp:
         svgs["data_parallel.svg"] = data_parallel_chart(c)
-    if c["scaling"]:
-        svgs["nccl_scaling.svg"] = scaling_chart(c["scaling"])
+    if c.scaling:
+        svgs["nccl_scaling.svg"] = scaling_chart(c.scaling)
     return svgs
