@@ -1,5 +1,4 @@
 """The overlap benchmark's arithmetic and the nvbandwidth peer's build and output, without a GPU."""
-import json
 from pathlib import Path
 
 import pytest
@@ -141,14 +140,14 @@ def test_overlap_calls_the_target_per_node_size_and_ours_against_cublas():
     short = {"persistent": 0.6, "a CTA a tile": 0.7, "cuBLAS": 0.8}
     deck = _overlap_deck(_node(2, _record(met, 2)), _node(4, _record(short)))
     c = deck.of(slides.overlap)
-    assert c["measured"] and c["sizes"] == [2, 4] and c["largest"]["n"] == 4
-    assert c["met_on"] == [{"n": 2, "all": True}, {"n": 4, "all": False}] and not c["met_everywhere"]
+    assert c.measured and c.sizes == [2, 4] and c.largest["n"] == 4
+    assert c.met_on == [{"n": 2, "all": True}, {"n": 4, "all": False}] and not c.met_everywhere
     # the best of ours (a CTA a tile, 70%) against cuBLAS (80%), the same every sample: behind by 10 points
-    assert all(v == {"points": "−10", "call": "behind"} for v in c["against_cublas"].values())
-    row = c["largest"]["patterns"][0]["runs"][0]
+    assert all(v == {"points": "−10", "call": "behind"} for v in c.against_cublas.values())
+    row = c.largest["patterns"][0]["runs"][0]
     assert row["label"] == "persistent" and row["elsewhere"] == [{"n": 2, "of_ideal": pytest.approx(0.85)}]
     # overlapped at 1/0.6 ms against 1.4 ms one after the other: slower, and listed as such
-    assert {r["label"] for r in c["slowed_by_overlap"]} == {"persistent", "a CTA a tile"}
+    assert {r["label"] for r in c.slowed_by_overlap} == {"persistent", "a CTA a tile"}
 
 
 def test_overlap_timeline_draws_every_recorded_event_legibly():
@@ -164,5 +163,5 @@ def test_overlap_timeline_draws_every_recorded_event_legibly():
 
 def test_no_overlap_record_no_slides():
     deck = _overlap_deck(_node(2, None))
-    assert not deck.of(slides.overlap)["measured"]
+    assert not deck.of(slides.overlap).measured
     assert deck.missing["Overlapping a GEMM With Its Communication"] == ["multigpu.overlap"]
