@@ -125,6 +125,13 @@ def side_by_side(gpus: list) -> Compare | None:
                    share_said=share_said(share_gap, names), shares_apart=bool(share_gap) and not share_gap["same"])
 
 
+# the ratios the lines on another GPU read, by the row of COMPARED they come from
+RATIOS = {"hbm_peak_ratio": "HBM bandwidth, theoretical", "copy_ratio": "HBM copy, our best kernel",
+          "memcpy_ratio": "cudaMemcpy", "l2_ratio": "L2 read, ld.global.cg kernel", "cublas_ratio": "cuBLAS TF32, fastest layout",
+          "clock_ratio": "SM clock while cuBLAS TF32 ran", "hbm_latency_ratio": "HBM latency",
+          "l2_size_ratio": "L2 cache", "memory_ratio": "HBM"}
+
+
 def against_base(base, c, j: int, by: dict, steps: list[dict], base_name: str) -> dict:
     """The ``j``-th other GPU (its records ``c``) against this deck's (``base``): its ratios, the
     judgements they make, and the lines the slide and its notes say of them."""
@@ -135,11 +142,7 @@ def against_base(base, c, j: int, by: dict, steps: list[dict], base_name: str) -
          "same_clock": device["sm_clock_max_mhz"] == base_device["sm_clock_max_mhz"],
          "compute_ratio": _ratio(device["sm_count"] * device["sm_clock_max_mhz"],
                                  base_device["sm_count"] * base_device["sm_clock_max_mhz"]),
-         **{key: by[label]["ratios"][j] for key, label in (
-             ("hbm_peak_ratio", "HBM bandwidth, theoretical"), ("copy_ratio", "HBM copy, our best kernel"),
-             ("memcpy_ratio", "cudaMemcpy"), ("l2_ratio", "L2 read, ld.global.cg kernel"), ("cublas_ratio", "cuBLAS TF32, fastest layout"),
-             ("clock_ratio", "SM clock while cuBLAS TF32 ran"), ("hbm_latency_ratio", "HBM latency"),
-             ("l2_size_ratio", "L2 cache"), ("memory_ratio", "HBM"))},
+         **{key: by[label]["ratios"][j] for key, label in RATIOS.items()},
          "copy_pct_peak": [100 * _ratio(by["HBM copy, our best kernel"]["per_gpu"][k], by["HBM bandwidth, theoretical"]["per_gpu"][k])
                            if by["HBM copy, our best kernel"]["per_gpu"][k] else None for k in (j + 1, 0)],
          # the clock cuBLAS TF32 held on the other GPU and on this one

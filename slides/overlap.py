@@ -101,10 +101,7 @@ def context(deck) -> Overlap:
         against_cublas={k: against(best[k], cublas[k]) for k in best},
         waits=waits, slowest_said=slowest_said(waits),
         slowed_comm=slowed_comm if slowed_comm["worst_comm_chunk"] >= SLOWER_FROM else None,
-        slowed_by_overlap=[r for r in ours if r["verdict"] == "slower"],
-        # every overlapped GEMM's check on the largest node, cuBLAS's too, and the worst error
-        checked_said=(f"Every GEMM passed its check (relative error at most {max(r['check']['rel_error'] for r in runs):.1e})."
-                      if all(r["check"]["passed"] for r in runs) else ""))
+        slowed_by_overlap=[r for r in ours if r["verdict"] == "slower"], checked_said=checks_said(runs))
 
 
 def with_elsewhere(largest: dict, others: list[dict]) -> dict:
@@ -122,6 +119,14 @@ def against(best: dict, cublas: dict) -> dict:
     return {"points": f"{100 * (best['of_ideal'] - cublas['of_ideal']):+.0f}".replace("-", "−"),
             "call": ("level with" if intervals_overlap(best["of_ideal_by_sample"], cublas["of_ideal_by_sample"])
                      else "ahead of" if best["of_ideal"] > cublas["of_ideal"] else "behind")}
+
+
+def checks_said(runs: list[dict]) -> str:
+    """Every overlapped GEMM's check on the largest node, cuBLAS's too, with the worst error, where all
+    passed (empty: each failed one is said beside its run)."""
+    if not all(r["check"]["passed"] for r in runs):
+        return ""
+    return f"Every GEMM passed its check (relative error at most {max(r['check']['rel_error'] for r in runs):.1e})."
 
 
 def target_said(target: float, met_on: list[dict]) -> str:
