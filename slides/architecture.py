@@ -1,9 +1,28 @@
-"""The SM architecture slide's figure: the chip's SMs, their per-SM resources, L2 and HBM."""
+"""The SM architecture slide: the chip's SMs, their sub-partitions and per-SM resources, L2 and HBM,
+and what the architecture adds."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from slides.kit import ACCENT, MUTED, drawing, text
+from slides.records import Context
 import slides.device
 import slides.hbm
+
+
+@dataclass(frozen=True)
+class Architecture(Context):
+    """The SM as the slide and its figure describe it beyond what the device reports: each
+    sub-partition's FP32 lanes (None where the architecture's rates are not known), and whether it
+    is Hopper, whose wgmma, TMA and clusters the GEMM's later steps are built with."""
+    lanes_per_subpartition: int | None
+    hopper: bool
+
+
+def context(deck) -> Architecture:
+    device = deck.of(slides.device)
+    lanes = device["fp32_lanes_per_sm"]
+    return Architecture(lanes_per_subpartition=lanes and lanes // device["subpartitions"], hopper=device["arch"] == "Hopper")
 
 
 # --- figures --------------------------------------------------------------------------------------
@@ -11,7 +30,7 @@ import slides.hbm
 SM_FIGURE_WIDTH = 460      # the architecture slide shows it at this width (w-115): drawn 1:1, its text is its size
 
 
-def sm_hierarchy(device: dict, hbm: dict) -> str:
+def sm_hierarchy(own: Architecture, device: dict, hbm: slides.hbm.Hbm) -> str:
     """The GPU as the results describe it: SMs with their sub-partitions, L2, HBM."""
     w, h, pad = SM_FIGURE_WIDTH, 296, 8
     dwg = drawing(w, h)
@@ -33,7 +52,7 @@ def sm_hierarchy(device: dict, hbm: dict) -> str:
             dwg.add(dwg.rect((sx, sy), (sub_w, sub_h), rx=3, fill="white", stroke=MUTED))
             text(dwg, (sx + sub_w / 2, sy + 16), "sched", size=10, color=MUTED, anchor="middle")
             text(dwg, (sx + sub_w / 2, sy + 32), "TC", size=10, color=ACCENT, anchor="middle")
-    lanes = device["fp32_lanes_per_sm"] and device["fp32_lanes_per_sm"] // device["subpartitions"]
+    lanes = own.lanes_per_subpartition
     notes = ["each sub-partition: a scheduler" + (f", {lanes} FP32 lanes" if lanes else "") + " and tensor cores (TC)",
              f"per SM: {device['regs_per_sm'] // 1024}K registers, {device['max_threads_per_sm']:,} threads, "
              f"{device['smem_per_sm_bytes'] // 1024} KiB shared memory",
@@ -47,13 +66,13 @@ def sm_hierarchy(device: dict, hbm: dict) -> str:
     hbm_y = 246
     dwg.add(dwg.rect((pad, hbm_y), (w - 2 * pad, 44), rx=5, fill="#ecfdf5", stroke="#059669"))
     bw = f"{device['hbm_peak_gbps']:,.0f} GB/s theoretical"
-    if hbm["rows"]:
-        bw += f", {hbm['best']['gbps']:,.0f} GB/s copy measured"
+    if hbm.rows:
+        bw += f", {hbm.best['gbps']:,.0f} GB/s copy measured"
     text(dwg, (w / 2, hbm_y + 18), f"HBM: {device['memory_bytes'] / 2**30:,.0f} GiB", size=13,
           anchor="middle", weight="bold")
     text(dwg, (w / 2, hbm_y + 35), bw, size=11, anchor="middle", color=MUTED)
     return dwg.tostring()
 
 
-def draw(own, deck) -> dict[str, str]:
-    return {"sm_hierarchy.svg": sm_hierarchy(deck.of(slides.device), deck.of(slides.hbm))}
+def draw(own: Architecture, deck) -> dict[str, str]:
+    return {"sm_hierarchy.svg": sm_hierarchy(own, deck.of(slides.device), deck.of(slides.hbm))}

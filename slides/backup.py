@@ -2,8 +2,11 @@
 results leave out, in one line, and how to measure it."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from slides.l2 import PLACE_ID
 from slides.l2_map import MAP_ID
+from slides.records import Context
 import slides.atlas
 import slides.clusters
 import slides.compare
@@ -22,7 +25,17 @@ import slides.tma
 MACHINERY = ((slides.machinery, "wgmma", "wgmma"), (slides.clusters, "clusters", "clusters"), (slides.tma, "tma", "TMA"))
 
 
-def context(deck) -> dict:
+@dataclass(frozen=True)
+class Backup(Context):
+    """The backup divider: what the slides after it hold, each section this GPU's results lack (what it
+    shows and its benchmark ids), and what measures them."""
+    gaps: list[dict]
+    contents: list[str]     # the parts that follow the divider, where their slides are shown
+    only: list[str]         # the families and ids python -m bench --only measures the gaps with
+    from_node: bool         # a gap is filled from a node's results file, not from this GPU's run
+
+
+def context(deck) -> Backup:
     """Each section without its results: what it shows, its benchmark ids, and what to run for it
     (a family or an id for --only; None: it comes from a node's results file, not this GPU's run)."""
     gaps = []
@@ -41,8 +54,8 @@ def context(deck) -> dict:
         gaps.append(("gpu-benches beside the memory slides", [deck.of(slides.gpu_benches)["id"]], deck.of(slides.gpu_benches)["id"]))
     if not deck.of(slides.atlas)["measured"]:
         gaps.append(("the shape atlas", deck.of(slides.atlas)["ids"], "atlas"))
-    return {"gaps": [{"what": what, "ids": ids} for what, ids, _ in gaps], "contents": contents(deck),
-            "only": sorted({only for _, _, only in gaps if only}), "from_node": any(only is None for _, _, only in gaps)}
+    return Backup(gaps=[{"what": what, "ids": ids} for what, ids, _ in gaps], contents=contents(deck),
+                  only=sorted({only for _, _, only in gaps if only}), from_node=any(only is None for _, _, only in gaps))
 
 
 OTHERS_NAMED = 3     # slides past the gaps named one by one; of more, a count and the first results

@@ -17,6 +17,7 @@ import shutil
 import signal
 import tempfile
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import jinja2
@@ -28,6 +29,23 @@ from slides import escape
 from slides.kit import fmt_bytes, layer_name
 from slides.outline import SECTIONS
 from slides.records import LISTED, ROOT, SLIDES_DIR, BuildError, Records, listed, quick_line, stale_line
+
+
+@dataclass(frozen=True)
+class Listing:
+    """Records as a line of the backup divider names them: its words before the ids, the ids (a few,
+    LISTED), and its words after them (how many more, where)."""
+    head: str = ""
+    ids: list[str] = field(default_factory=list)
+    tail: str = ""
+
+
+@dataclass(frozen=True)
+class GpuTests:
+    """The GPU tests' outcome on the machine that measured (bench/checks.py), as the backup divider says it."""
+    said: str
+    tone: str = ""          # the colour it warns in where they did not all pass: red, amber
+    reason: str = ""        # why they did not run
 
 
 class Deck(Records):
@@ -52,25 +70,33 @@ class Deck(Records):
         # past LISTED in all, the backup divider counts them by file (its notes name them)
         if len(stale) + sum(b["count"] for b in beside) > LISTED:
             here, beside = {**here, "ids": [], "more": here["count"]}, [{**b, "ids": [], "more": b["count"]} for b in beside]
-        return {**self._sections, "software": self.doc["software"], "measured_count": len(benchmarks),
-                "stale": stale, "stale_why": why_stale, "stale_listed": here, "stale_beside": beside, "stale_elsewhere": elsewhere,
+        named = listed([*stale, *(f"{bid} ({e['file']})" for e in elsewhere for bid in e["ids"])])
+        return {**self._sections, "software": self.doc["software"],
+                "stale": stale, "stale_why": why_stale, "stale_elsewhere": elsewhere,
+                "stale_lines": ([stale_here(here, len(benchmarks))] if stale else []) + [stale_beside(b) for b in beside],
                 # the notes name a few; build.py prints them all
-                "stale_named": listed([*stale, *(f"{bid} ({e['file']})" for e in elsewhere for bid in e["ids"])]),
-                "quick": quick_line(self.doc),
+                "stale_named": Listing(ids=named["ids"], tail=more(named["more"], " (python build.py names them all)")) if named["ids"] else None,
+                "quick": quick_said(quick_line(self.doc)),
                 "failed": [{"id": bid, "reason": rec["reason"]} for bid, rec in benchmarks.items()
                            if rec["status"] == "failed"],
                 "kept": [{"id": bid, **rec["last_attempt"], "measured_at": rec["measured_at"]}
                          for bid, rec in benchmarks.items() if "last_attempt" in rec],
                 "gpu_tests": self.gpu_tests(),
                 # the records each slide lacks (not "missing": that is the closing section's own context)
-                "lacking": self.missing, "missing_others": section_module("backup").others(self.of(section_module("backup"))["gaps"], self.missing)}
+                "lacking": self.missing, "missing_others": section_module("backup").others(self.of(section_module("backup")).gaps, self.missing)}
 
-    def gpu_tests(self) -> dict:
+    def gpu_tests(self) -> GpuTests:
         """The GPU tests' outcome on the machine that measured (bench/checks.py), for the backup divider (provenance stays off the main path)."""
         r = self.record(schema.GPU_TESTS)
         tests = r["record"].get("tests") if r["measured"] else None
-        return {**r, "tests": tests, "total": sum(tests[k] for k in ("passed", "failed", "skipped")) if tests else 0,
-                "all_passed": bool(tests) and tests["failed"] == 0 and tests["passed"] > 0}
+        if tests:
+            total = sum(tests[k] for k in ("passed", "failed", "skipped"))
+            if tests["failed"] == 0 and tests["passed"] > 0:
+                return GpuTests(f"GPU tests here: {tests['passed']} of {total} passed.")
+            return GpuTests(f"GPU tests on this machine: {tests['failed']} of {total} failed.", "red")
+        if r["failed"]:
+            return GpuTests("GPU tests on this machine did not run:", "red", r["reason"])
+        return GpuTests("GPU tests: not recorded here.", "amber")
 
     def figures(self) -> dict[str, str]:
         """Every figure, by file name: those of the modules computed so far (the outline's and the
@@ -88,6 +114,39 @@ def section_module(name: str):
     if not (SLIDES_DIR / f"{name}.py").exists():
         return None
     return importlib.import_module(f"slides.{name}")
+
+
+def more(count: int, after: str = "") -> str:
+    """How many more ids a line leaves out than it names, in words; empty where it names them all."""
+    return f"and {count} more{after}" if count else ""
+
+
+def stale_here(line: dict, measured: int) -> Listing:
+    """This file's stale records (records.stale_line) as the divider's line says them, of the ``measured`` records."""
+    if line["all"]:
+        return Listing(f"all {line['count']} results here")
+    if line["ids"]:
+        return Listing(ids=line["ids"], tail=more(line["more"], f", of {measured}"))
+    return Listing(f"{line['count']} of {measured} results here")
+
+
+def stale_beside(line: dict) -> Listing:
+    """Another file's stale records (records.stale_line, with its file) as the divider's line says them."""
+    where = f"in {line['file']}"
+    if line["all"]:
+        return Listing(f"all {line['count']} {where}")
+    if line["ids"]:
+        return Listing(ids=line["ids"], tail=" ".join(filter(None, [more(line["more"]), where])))
+    return Listing(f"{line['count']} {where}")
+
+
+def quick_said(line: dict | None) -> Listing | None:
+    """The records a quick refresh measured (records.quick_line) as the divider's line says them."""
+    if not line:
+        return None
+    if line["all"]:
+        return Listing("Every result measured comes from it")
+    return Listing(f"{line['count']} of {line['of']} results measured come from it:", line["ids"], more(line["more"]))
 
 
 # --- formatting: the templates' only arithmetic -------------------------------

@@ -4,15 +4,23 @@ and the clock the power cap leaves), and the takeaways, each lesson with the one
 it. Template: missing.md.j2."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from bench.gemm import catalogue
 from slides.device import pct_of_peak
 from slides.kit import (ACCENT, GRID, GROUP, INK, MUTED, PALETTE, Bar, Line, bar_chart, drawing, text,
                         text_width)
+from slides.records import Context
 import slides.atlas
 import slides.device
 import slides.fp8
 import slides.gemm
+import slides.l2
+import slides.memory_latency
+import slides.multigpu
+import slides.overlap
 import slides.precision
+import slides.tune
 
 TENSOR_CORES = ("HMMA", "HGMMA")        # SASS of the tensor cores' instructions: a step that runs on them
 
@@ -93,16 +101,51 @@ def story_figure(st: dict, width: int = 860) -> str:
     return dwg.tostring()
 
 
+# --- Past the Reference Deck — Table ---------------------------------------------------------------
+
+COLUMNS = ("Step", "TFLOPS", "vs the step before, in turns (one clock)", "cuBLAS TF32, same layout, in turns (TFLOPS)", "% of it")
+PROFILED = "tensor pipe busy (ncu)"     # a column only where Nsight Compute profiled the steps
+CLOCK = "SM clock, timed loop"
+
+
+def table(gemm: dict) -> dict | None:
+    """The reference deck's last step and each step built past it, a row each (their best kernel);
+    the tensor pipe's column where the steps were profiled; None without steps."""
+    if not gemm["story"]:
+        return None
+    rows = [{"name": s["name"], "title": s["title"], "tflops": s["best"]["tflops"], **change_cell(s["best"], i == 0),
+             "baseline_tflops": s["best"]["baseline_tflops"], "pct_cublas": s["best"]["pct_cublas"],
+             "tensor_pct": s["best"].get("tensor_pct"), "clock_mhz": s["best"]["clock_mhz"] or None}
+            for i, s in enumerate(gemm["story"])]
+    return {"rows": rows, "profiled": gemm["profiled"],
+            "columns": [*COLUMNS, *([PROFILED] if gemm["profiled"] else []), CLOCK]}
+
+
+def change_cell(best: dict, first: bool) -> dict:
+    """A step against the step before as its cell says it: the change (speedup, None where the cell
+    has no number) and the words with it."""
+    if first or not best["speedup"]:
+        return {"speedup": None, "change": "—"}
+    if best["change"]["tie"]:
+        return {"speedup": None, "change": "a tie"}
+    return {"speedup": best["speedup"],
+            "change": ", a tie" if best["change"]["within_noise"] else ", slower" if best["change"]["slower"] else ""}
+
+
 # --- Still on the Table -----------------------------------------------------------------------------
+
+def usable(fp8: dict, key: str) -> dict | None:
+    """One of the FP8 section's kernels (fp8, promoted) where it ran and passed its check."""
+    kernel = fp8.get(key) if fp8["measured"] else None
+    return kernel if kernel and kernel.get("usable") else None
+
 
 def tracks(deck) -> list[dict]:
     """Each precision's headline kernel: its share of its library in turns and of its peak at the
     clock its SMs ran at; FP8's is the kernel that sums in FP32 where it ran."""
     gemm, precision, fp8 = deck.of(slides.gemm), deck.of(slides.precision), deck.of(slides.fp8)
-    f8 = fp8["promoted"] if fp8["measured"] and fp8.get("promoted") and fp8["promoted"].get("usable") else \
-        fp8["fp8"] if fp8["measured"] and fp8.get("fp8") and fp8["fp8"].get("usable") else None
     kernels = [("TF32", "tf32", gemm["headline"]["to"] if gemm["headline"] else None),
-               ("BF16", "bf16", precision["headline"]), ("FP8", "fp8", f8)]
+               ("BF16", "bf16", precision["headline"]), ("FP8", "fp8", usable(fp8, "promoted") or usable(fp8, "fp8"))]
     out = []
     for name, key, k in kernels:
         if not k or not k.get("baseline") or not k.get("pct_cublas"):
@@ -151,6 +194,68 @@ def gaps_figure(g: dict) -> str:
                      height=40 + 24 * len(bars) + 46)
 
 
+def still(deck, gaps: dict) -> dict:
+    """Still on the Table's words, each where its data is (else None): the last wave's idle time, what
+    held the clock, the tuner's verdict, the kernels behind the bars; and, with no step built, what
+    cuBLAS reaches."""
+    gemm = deck.of(slides.gemm)
+    return {"waves": last_wave(gemm["waves"]) if gemm["waves"] else None,
+            "clock": clock_words(gemm["headline"], deck.of(slides.device)["power_limit_w"]) if gaps["clock"] else None,
+            "tuning": tuning(deck.of(slides.tune)), "kernels": [f"{t['precision']} {t['name']}" for t in gaps["tracks"]],
+            "unbuilt": unbuilt(gemm)}
+
+
+def last_wave(waves: dict) -> dict:
+    """The last wave's idle share of the SM time, unsplit and, where the headline splits it along K, split."""
+    split = waves["split"]
+    if not split:
+        return {"idle": f"{waves['idle_pct']:,.1f}% of the SM time idle",
+                "said": f"The last wave leaves {waves['idle_pct']:,.1f}% of the SM time idle.",
+                "split": "Splitting the last tiles along K spreads it (the split-wave step)."}
+    return {"idle": f"{waves['idle_pct']:,.1f}% of the SM time idle unsplit, {split['idle_pct']:,.1f}% split along K "
+                    "before the partial sums' cost",
+            "said": f"Split along K as the headline does, the last wave leaves {split['idle_pct']:,.1f}% of the SM time "
+                    "idle, before the partial sums' cost.",
+            "split": f"Split along K (owners compute {split['split_pct']:,.0f}% of each, {split['helpers']} helper clusters "
+                     f"the rest), the last wave lasts {split['last_wave']:,.2f} of a tile's time and {split['idle_pct']:,.1f}% "
+                     "is idle, counting K-tiles alone: leaving and adding the partial sums comes on top."}
+
+
+def clock_words(headline: dict, power_limit_w: float) -> dict:
+    """What held the headline's clock down as it ran, as NVML names it; how its clock was read."""
+    if headline["power_capped"]:
+        held = f", held down by the {power_limit_w:,.0f} W power cap: a GEMM that spends fewer joules runs faster"
+    elif headline["throttle_reasons"]:
+        held = f", held down by {', '.join(headline['throttle_reasons'])} (NVML)"
+    else:
+        held = ", with no throttle reason from NVML as it ran"
+    return {"held_by": held, "how": "measured" if headline["to"]["clock_measured"] else "NVML's median",
+            "capped": ": a tensor-core GEMM is paid for in joules. NVML's throttle reason as it ran was the power cap"
+            if headline["power_capped"] else ""}
+
+
+def tuning(tune: dict) -> str | None:
+    """The tuner's best against the hand-picked configuration, and what that says; None without trials."""
+    if not tune["trials"]:
+        return None
+    gain = f"{tune['gain_pct']:+.1f}%" if tune["head_to_head"] != "same" else ""
+    verdict = {"same": "is the hand-picked one", "tie": f"ties with the hand-picked one ({gain})",
+               "faster": f"beats the hand-picked one by {gain}", "slower": f"loses to the hand-picked one ({gain})"}
+    meaning = "worth searching" if tune["head_to_head"] == "faster" else "what is left is not in these constants"
+    return f"{verdict[tune['head_to_head']]}: {meaning}"
+
+
+def unbuilt(gemm: dict) -> str:
+    """With no step built past the reference deck, what cuBLAS and the headline reach, before the techniques it lists."""
+    cublas, headline = gemm["best_tf32"], gemm["headline"]
+    if cublas and headline:
+        return (f"cuBLAS reaches {cublas['tflops']:,.1f} TFLOPS; the headline kernel here, {headline['to']['tflops']:,.1f}. "
+                "What is left on the table:")
+    if cublas:
+        return f"cuBLAS reaches {cublas['tflops']:,.1f} TFLOPS on this GPU. Techniques a hand-written kernel needs to get there:"
+    return "Techniques a hand-written kernel needs to reach a vendor library:"
+
+
 # --- Takeaways --------------------------------------------------------------------------------------
 
 def tensor_core_steps(gemm: dict) -> list[dict]:
@@ -171,8 +276,13 @@ def feeding(gemm: dict) -> dict | None:
     if not top:
         return None
     change = top["best"]["change"]
+    gained = change["ci"][0] > 1
+    # the lesson's words around its gain: "<lead>: <said> **1.52×** <tail>"
+    words = {"lead": "Feeding the tensor cores is the work", "said": f"once they compute, the biggest step, {top['title']}, is",
+             "tail": "in turns"} if gained else \
+        {"lead": "After the tensor cores", "said": f"no step gained in turns; the biggest, {top['title']},", "tail": ""}
     return {"name": top["name"], "title": top["title"], "gain": top["best"]["speedup"], "ci": change["ci"],
-            "gained": change["ci"][0] > 1, "first": on[0]["title"]}
+            "gained": gained, "first": on[0]["title"], **words}
 
 
 def small_m(atlas: dict) -> dict | None:
@@ -182,8 +292,11 @@ def small_m(atlas: dict) -> dict | None:
     if not cells:
         return None
     at, small, large = min(cells, key=lambda c: c[1]["pct"])
+    loses = small["pct"] < large["pct"]
     return {"precision": at["precision"], "pct": small["pct"], "where": small["where"], "to": small["to"],
-            "large_pct": large["pct"], "large_from": large["from"], "loses": small["pct"] < large["pct"]}
+            "large_pct": large["pct"], "large_from": large["from"], "loses": loses,
+            "lead": "Small M is where a GEMM loses" if loses else "Small M holds up",
+            "tail": "" if loses else f", no lower than from M = {large['from']} up"}
 
 
 def promotion(fp8: dict) -> dict | None:
@@ -192,26 +305,134 @@ def promotion(fp8: dict) -> dict | None:
     p = fp8.get("promotion") if fp8["measured"] else None
     if not p or not p.get("error_drop") or not fp8.get("fp8"):
         return None
-    cost = p.get("cost")
-    return {"error_drop": p["error_drop"], "needs": not fp8["fp8"]["error_held"],
-            "cost": cost and {"slower": cost["slower"], "faster": cost["faster"], "pct": 100 * abs(1 - cost["gain"])}}
+    needs = not fp8["fp8"]["error_held"]
+    return {"error_drop": p["error_drop"], "needs": needs,
+            "lead": "FP8 needs its sums promoted" if needs else "FP8's sums promoted", "cost": promotion_cost(p.get("cost"))}
 
 
-def lessons(deck) -> dict:
-    """The takeaways, each with the number that proves it; each None where its data is absent."""
+def promotion_cost(cost: dict | None) -> str:
+    """What promoting FP8's sums costs in turns, as the lesson says it; empty where it was not timed."""
+    if not cost:
+        return ""
+    pct = 100 * abs(1 - cost["gain"])
+    return f", for {pct:,.1f}% of the speed" if cost["slower"] else f", and run {pct:,.1f}% faster" if cost["faster"] \
+        else ", at no measured cost"
+
+
+def lessons(deck, gaps: dict) -> dict:
+    """The takeaways, each with the number that proves it and its words; each None where its data is
+    absent; and what the notes open with, the climb or what is missing."""
+    gemm = deck.of(slides.gemm)
+    taken = {"clock": gaps["clock"] and clock_lesson(gaps["clock"], gemm["headline"]["throttle_reasons"],
+                                                     deck.of(slides.device)["power_limit_w"]),
+             "feeding": feeding(gemm), "small_m": small_m(deck.of(slides.atlas)), "promotion": promotion(deck.of(slides.fp8))}
+    climbed = gemm["headline"] and gemm["headline"]["climb"]
+    return {**taken, "any": any(taken.values()),
+            "opening": "The climb, once more: each step's best, the headline at the top beside the cuBLAS it took turns with. "
+                       "Then the lessons, each with the number that proves it." if climbed else
+                       "The lessons of this study come from its measurements, and this GPU's results do not hold them all yet."}
+
+
+def clock_lesson(clock: dict, reasons: list[str], power_limit_w: float) -> dict:
+    """The clock the headline ran at (gaps' clock), and what held it down, as the lesson and its note say it."""
+    if clock["capped"]:
+        return {**clock, "lead": "The power cap sets the clock", "held_by": "",
+                "note": f"; NVML named the power cap ({power_limit_w:,.0f} W) as the throttle reason"}
+    return {**clock, "lead": "The clock", "note": "",
+            "held_by": f", held down by {', '.join(reasons)}" if reasons else ", with no throttle reason"}
+
+
+# --- Takeaways — The Figures ------------------------------------------------------------------------
+
+def recap(deck, gaps: dict) -> dict:
+    """Each track's figure behind the takeaways, each None where its data is absent: the headline,
+    BF16, FP8, the model shapes, memory, the node's GPUs; and what the notes add for questions."""
+    headline = deck.of(slides.gemm)["headline"]
+    best = headline and headline["to"]
+    bf16 = deck.of(slides.precision)["headline"]
+    hbm_latency = (deck.of(slides.memory_latency).get("by") or {}).get("HBM")
+    atlas = deck.of(slides.atlas)["summary"]
+    fp8 = fp8_line(deck.of(slides.fp8), gaps["deepgemm"])
+    l2 = deck.of(slides.l2)
+    headline = best if best and best["baseline"] else None
+    unpromoted = fp8["unpromoted"] if fp8 else ""
+    worst = [at for at in atlas if at["worst"]]       # each precision's worst model shape, for questions
+    return {"headline": headline,
+            "error_said": ": larger, and why (how each rounds the operands to TF32, or the order it accumulates in) is not "
+                          "measured here" if headline and headline["check"]["rel_error"] > headline["baseline"]["error"] else "",
+            "bf16": bf16 if bf16 and bf16["baseline"] else None, "fp8": fp8, "shapes": shapes(atlas),
+            "l2_said": f"; L2 reads {l2['read_vs_hbm']:,.1f}× that" if l2["rows"] and l2["read_vs_hbm"] else "",
+            "nvlink": nvlink(deck.of(slides.multigpu), deck.of(slides.overlap)),
+            "unpromoted": unpromoted, "worst": worst,
+            "hbm_wait": f"A load from HBM waits {hbm_latency['ns']:,.0f} ns." if hbm_latency else "",
+            "for_questions": bool(unpromoted or worst or hbm_latency)}
+
+
+def fp8_line(fp8: dict, deepgemm: dict | None) -> dict | None:
+    """FP8's figure: the kernel that sums in FP32 where it ran, else the plain FP8 kernel, against
+    cuBLASLt's speed and error (and DeepGEMM's, block scaled); the plain one's miss where the promoted
+    one stands in for it."""
+    plain, promoted = usable(fp8, "fp8"), usable(fp8, "promoted")
+    missed = plain and not plain["error_held"] and plain["error_ratio"] is not None
+    if promoted:
+        error = " at its error" if promoted["error_held"] else \
+            f" with {promoted['error_ratio']:,.0f}× its error" if promoted["error_ratio"] is not None else ""
+        scales = f"; block scales {deepgemm['lo_pct']:,.0f}–{deepgemm['hi_pct']:,.0f}% of DeepGEMM" if deepgemm else ""
+        return {"label": "FP8 summed in FP32", "kernel": promoted, "versus": f"cuBLASLt{error}{scales}",
+                "unpromoted": f"FP8's line is the kernel that sums in FP32; without that step it runs at {plain['pct_cublas']:,.1f}% "
+                              f"of cuBLASLt with {plain['error_ratio']:,.0f} times its error." if missed else ""}
+    if plain:
+        error = f" with {plain['error_ratio']:,.0f}× cuBLASLt's error" if missed else ""
+        return {"label": "FP8", "kernel": plain, "versus": f"cuBLASLt{error}, in turns", "unpromoted": ""}
+    return None
+
+
+def shapes(summary: list[dict]) -> dict | None:
+    """The model shapes' line: each precision's median share of cuBLAS (its worst), over how many shapes."""
+    if not summary:
+        return None
+    counts = {at["correct"] for at in summary}
+    return {"lead": f"{summary[0]['correct']} model shapes" if len(counts) == 1 else "Model shapes",
+            "each": [f"{at['precision']} {at['median_pct']:,.1f}%" + (f" ({at['worst']['pct']:,.0f}%)" if at["worst"] else "")
+                     + (f" of {at['correct']}" if len(counts) > 1 else "") for at in summary]}
+
+
+def nvlink(multigpu: dict, overlap: dict) -> dict | None:
+    """The node's line: NVLink's copy bandwidth (its share of the link), and the GEMMs' share of the
+    ideal overlapped with NCCL; None where no copy engine copy was measured."""
+    first = multigpu["p2p"]["first"] if multigpu["measured"] else None
+    if not (first and "copy_engine" in first["kinds"]):
+        return None
+    return {"n": multigpu["n"], "gbps": first["kinds"]["copy_engine"],
+            "of_link": f"({first['pct_link']['copy_engine']:,.0f}% of the link)" if first["pct_link"] else "",
+            "overlapped": f"; overlapped with NCCL, our best GEMMs keep {100 * overlap['best_range'][0]:,.0f}–"
+                          f"{100 * overlap['best_range'][-1]:,.0f}% of the ideal" if overlap["measured"] else ""}
+
+
+# --- the section ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Missing(Context):
+    """The closing slides: the steps built past the reference deck (story, None with fewer than two)
+    and their table (None without steps); what is still on the table (gaps, drawn where on_the_table,
+    and the words beside it: still); the takeaways, each with the number that proves it (lessons), and
+    each track's figure behind them (recap)."""
+    story: dict | None
+    table: dict | None
+    gaps: dict
+    on_the_table: bool
+    still: dict
+    lessons: dict
+    recap: dict
+
+
+def context(deck) -> Missing:
     gemm = deck.of(slides.gemm)
     g = gaps(deck)
-    clock = g["clock"] and {**g["clock"], "reasons": gemm["headline"]["throttle_reasons"],
-                            "power_limit_w": deck.of(slides.device)["power_limit_w"]}
-    return {"clock": clock, "feeding": feeding(gemm), "small_m": small_m(deck.of(slides.atlas)), "promotion": promotion(deck.of(slides.fp8))}
+    return Missing(story=story(gemm), table=table(gemm), gaps=g, on_the_table=bool(g["tracks"] or g["deepgemm"] or g["clock"]),
+                   still=still(deck, g), lessons=lessons(deck, g), recap=recap(deck, g))
 
 
-def context(deck) -> dict:
-    return {"story": story(deck.of(slides.gemm)), "gaps": gaps(deck), "lessons": lessons(deck)}
-
-
-def draw(own, deck) -> dict[str, str]:
-    c = own
-    g = c["gaps"]
-    return {**({"past_reference.svg": story_figure(c["story"])} if c["story"] else {}),
-            **({"on_the_table.svg": gaps_figure(g)} if g["tracks"] or g["deepgemm"] or g["clock"] else {})}
+def draw(own: Missing, deck) -> dict[str, str]:
+    return {**({"past_reference.svg": story_figure(own.story)} if own.story else {}),
+            **({"on_the_table.svg": gaps_figure(own.gaps)} if own.on_the_table else {})}
