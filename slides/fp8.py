@@ -29,7 +29,7 @@ BF16_BITS = 8
 
 def _row(deck, r: dict, bench_id: str) -> dict:
     step = catalogue.step_of(bench_id)
-    pair_with_cublas(r, deck.of(slides.gemm)["cublas_by_id"])
+    r = pair_with_cublas(r, deck.of(slides.gemm).cublas_by_id)
     usable = bool(r["tflops"] and not r["failed"] and r["baseline"])
     # the interval of the ratio where the record has one, else the ratio alone
     versus = r["record"]["cublas"] if usable else {}
