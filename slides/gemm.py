@@ -467,7 +467,7 @@ def variant_of(r: dict, label: str, name: str, step: catalogue.Step, device: dic
                               else "rounded" if rounded else "truncated"),
             # the row of a kernel that did not run: why, where the runner skipped it
             "skipped": f"skipped: {r['reason']}" if r["status"] == "skipped" else None,
-            **variant_said(r),
+            **cublas_clauses(r),
             "speedup_over": None, "change": None, "error_before": None, "precision_before": None,
             "error_moved": False, "error_why": "", "moved": None, "moved_said": ""}
 
@@ -477,7 +477,7 @@ def odd_shape(odd: dict | None) -> dict | None:
     return odd and {**odd, "because": f", as {odd['reason']}" if odd.get("reason") else ""}
 
 
-def variant_said(r: dict) -> dict:
+def cublas_clauses(r: dict) -> dict:
     """What a kernel's notes and results slide add where its record holds the figure: its share of its
     cuBLAS in turns, the spread of their ratio sample by sample."""
     return {"beside_cublas": (f", {r['pct_cublas']:,.1f}% of cuBLAS {r['baseline']['precision']}, "
