@@ -5,10 +5,13 @@ the tensor cores' sums promoted into FP32 every K-tile, costs and buys; and step
 block scales applied as the sums are promoted, against cuBLASLt given the same scales."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from bench.gemm import catalogue
 from slides.device import pct_of_peak
 from slides.gemm import gain_in_turns, in_turns, pair_with_cublas
 from slides.kit import ACCENT, INK, MUTED, PALETTE, REF, Line, Point, arrow, drawing, grouped_bars, scatter, text
+from slides.records import Context
 import slides.device
 import slides.gemm
 
@@ -27,55 +30,100 @@ ERROR_WITHIN = 1.25
 BF16_BITS = 8
 
 
+@dataclass(frozen=True)
+class Peer(Context):
+    """DeepGEMM on its own shapes (bench/peers/deepgemm.py): against cuBLASLt given the same block scales
+    and BF16 C, and this project's kernel against it, each a pair from the same turns."""
+    result: dict                            # the record as a slide shows it (Records.record)
+    shapes: list[dict] | None = None        # None: not measured (skipped, failed or absent)
+    ours_range: tuple[float, float] | None = None   # this project's kernel over DeepGEMM, lowest and highest
+    ours_own: dict | None = None            # its figure at a shape of these beside its own slide's, another run
+    ours_name: str = ""
+    ours_output: str = ""
+    ours_scaling: str = ""                  # what ran as "ours": the FP8 headline (a scale a tensor) or step 14
+    ours_in_fp32: bool = False
+    errors_alike: str | None = None         # the one error all three print, where they print alike
+    commit: str = ""
+    version: str = ""
+    block: dict | None = None
+    counts: dict | None = None              # the shapes where DeepGEMM is ahead of cuBLASLt, level, behind
+    wrong: list[str] = field(default_factory=list)      # the kernels whose check failed
+    bf16_bits: int = BF16_BITS
+    bf16_roundoff: float = 2.0 ** -BF16_BITS
+    spoken: list[str] = field(default_factory=list)     # the notes' lines on this project's kernel
+    ours_own_said: str = ""                 # the notes' sentence on its two figures
+
+
+@dataclass(frozen=True)
+class Fp8(Context):
+    """The FP8 slides: each precision's headline and the FP8 kernels after it, each against the cuBLAS it
+    took turns with and its precision's peak at its clock; FP8 over its BF16 self in turns; what sums
+    promoted into FP32 cost and buy; the block scales; DeepGEMM beside them; and the lines the notes
+    and the table's targets say, as the results fill them."""
+    measured: bool                  # an FP8 kernel ran beside its cuBLASLt: without one the section shows nothing
+    ids: list[str]                  # the records the first slide shows
+    rows: list[dict]                # the TF32 and BF16 headlines, then each FP8 step's best (_row)
+    fp8: dict                       # the FP8 headline's row: a scale a tensor, its sums kept by the tensor cores
+    bf16: dict
+    promoted: dict                  # the fastest measured kernel with its sums promoted (else the first such step's row)
+    promotion: dict | None          # what promoting the sums costs, in turns with the headline, and buys
+    over_bf16: dict | None          # the FP8 headline over its BF16 self, in turns (in_turns)
+    pictured: list[dict]            # the picture's kernels; none without an FP8 kernel among them
+    rate: float | None              # FP8's FLOP a clock an SM
+    rate_over_bf16: float | None
+    headline_tile: str
+    held_pct: float                 # the FP8 track's target: at least this share of cuBLASLt's speed ...
+    error_within: float             # ... at most this many times its error
+    blocks: dict | None             # the block-scaled kernel (_blocks)
+    blocks_name: str
+    block: int                      # DeepSeek-V3's scale block
+    peer: Peer
+    spoken: list[str]               # the first slide's notes: FP8 over BF16, and with its sums promoted
+    table_spoken: list[str]         # the table's notes
+    targets: list[str]              # the table's bullets on the targets, without promotion and with it
+    cost_said: str                  # the first slide's clause on what promotion costs, in turns
+    peak_said: str                  # the table's notes on the peak each kernel is set against
+
+
 def _row(deck, r: dict, bench_id: str) -> dict:
+    """A kernel of the first slide's table: its result beside the cuBLAS it took turns with, its share of
+    its precision's peak, and where it stands against the FP8 track's targets (None where it did not run)."""
     step = catalogue.step_of(bench_id)
-    pair_with_cublas(r, deck.of(slides.gemm)["cublas_by_id"])
+    r = pair_with_cublas(r, deck.of(slides.gemm).cublas_by_id)
     usable = bool(r["tflops"] and not r["failed"] and r["baseline"])
+    pct_peak = pct_of_peak(deck.of(slides.device), step.precision, r["tflops"], r["clock_mhz"]) if usable else None
+    row = {**r, "name": step.title, "precision": step.precision.upper(), "usable": usable, "pct_peak": pct_peak,
+           # the table's cell: its share of its precision's peak at its clock, a dash where the device has no peak for it
+           "at_peak": f"{pct_peak:,.0f}% at {r['clock_mhz']:,.0f} MHz" if pct_peak else "—",
+           "error": None, "error_ratio": None, "ratio": None, "standing": None, "error_held": None, "held": None, "met": None}
+    if not usable:
+        return row
     # the interval of the ratio where the record has one, else the ratio alone
-    versus = r["record"]["cublas"] if usable else {}
-    ratio = versus.get("ratio_by_sample") or ({"median": versus["ratio"], "ci": [versus["ratio"]] * 2} if usable else None)
-    error = r["check"]["rel_error"] if usable else None
-    out = {**r, "name": step.title, "precision": step.precision.upper(), "usable": usable,
-           "pct_peak": pct_of_peak(deck.of(slides.device), step.precision, r["tflops"], r["clock_mhz"]) if usable else None}
-    if usable:
-        theirs = r["baseline"]["error"]
-        error_ratio = error / theirs if theirs else None          # cuBLAS exact: no ratio, held only by an exact result
-        out.update(error=error, error_ratio=error_ratio, ratio=ratio,
-                   # where it stands, from the interval: all of it at or past the target, all below, or holding it
-                   standing="reaching" if ratio["ci"][0] >= HELD else "short of" if ratio["ci"][1] < HELD else "level with",
-                   error_held=error_ratio <= ERROR_WITHIN if error_ratio is not None else error == 0)
-        out["held"] = out["standing"] == "reaching"             # the speed target: even the interval's low end
-        out["met"] = out["held"] and out["error_held"]          # the target: the speed and the error both
-    return out
+    versus = r["record"]["cublas"]
+    ratio = versus.get("ratio_by_sample") or {"median": versus["ratio"], "ci": [versus["ratio"]] * 2}
+    error, theirs = r["check"]["rel_error"], r["baseline"]["error"]
+    error_ratio = error / theirs if theirs else None          # cuBLAS exact: no ratio, held only by an exact result
+    # where it stands, from the interval: all of it at or past the target, all below, or holding it
+    standing = "reaching" if ratio["ci"][0] >= HELD else "short of" if ratio["ci"][1] < HELD else "level with"
+    error_held = error_ratio <= ERROR_WITHIN if error_ratio is not None else error == 0
+    return {**row, "error": error, "error_ratio": error_ratio, "ratio": ratio, "standing": standing, "error_held": error_held,
+            "held": standing == "reaching",                       # the speed target: even the interval's low end
+            "met": standing == "reaching" and error_held}         # the target: the speed and the error both
 
 
-def context(deck) -> dict:
+def context(deck) -> Fp8:
     ids = (catalogue.HEADLINE, catalogue.HEADLINE_BF16, *(s.best.id for s in catalogue.FP8_STEPS))
     rows = [_row(deck, r, bid) for bid, r in zip(ids, deck.need(SLIDE, *ids))]
     by = {r["id"]: r for r in rows}
     fp8, bf16 = by[catalogue.HEADLINE_FP8], by[catalogue.HEADLINE_BF16]
-    over_bf16 = fp8["record"].get("before") if fp8["usable"] else None
+    over_bf16 = in_turns(fp8["record"]["before"]) if fp8["usable"] and fp8["record"].get("before") else None
     # the steps after the headline with a scale a tensor promote their sums into FP32: the fastest of
     # them measured speaks for them
     after = [s for s in catalogue.FP8_STEPS[[s.best.id for s in catalogue.FP8_STEPS].index(catalogue.HEADLINE_FP8) + 1:]
              if s.scaling == "tensor"]
     promoted_rows = [by[s.best.id] for s in after if by[s.best.id]["usable"]]
     promoted = max(promoted_rows, key=lambda r: r["tflops"]) if promoted_rows else by[after[0].best.id]
-    promotion = None
-    tile = (promoted["record"].get("resources") or {}).get("tile")
-    if promoted["usable"] and fp8["usable"] and tile:
-        # its cost: the pair timed in turns with the headline, where it is the step before
-        cost = gain_in_turns(promoted, catalogue.HEADLINE_FP8)
-        if cost:
-            verdict = _called(cost)
-            cost.update(slower=verdict == "behind", faster=verdict == "ahead")
-        promotion = {"cost": cost,
-                     "tile": tile, "name": promoted["name"],
-                     # each set of sums a consumer thread holds: its share of the tile (a warpgroup is 128 threads)
-                     "sums_per_thread": tile["BM"] * tile["BN"] // (128 * tile["WARPGROUPS_M"]),
-                     "k": promoted["record"]["params"]["k"], "error_before": fp8["error"], "error_after": promoted["error"],
-                     "error_drop": fp8["error"] / promoted["error"] if promoted["error"] else None,
-                     "label": catalogue.variant(promoted["id"]).label}
+    promotion = _promotion(fp8, promoted)
     rates = deck.of(slides.device)["rates"] or {}
     # the picture: each precision's headline and the FP8 kernels after it that write C in FP32, each
     # where it was measured with its cuBLAS's error to divide by (none where cuBLAS's is exact)
@@ -83,15 +131,85 @@ def context(deck) -> dict:
              (promoted["id"], "FP8, sums promoted"), (BLOCKS_STEP.best.id, "FP8, block scales"))
     pictured = [{**by[i], "label": label} for i, label in shown if by[i]["usable"] and by[i]["error_ratio"]]
     headline_tile = catalogue.KERNELS[catalogue.HEADLINE_FP8][1].tile
-    return {"measured": any(r["usable"] for r in rows if r["precision"] == "FP8"), "rows": rows,
-            "rate": rates.get("fp8"), "rate_over_bf16": rates["fp8"] / rates["bf16"] if "fp8" in rates else None,
-            "headline_tile": f"{headline_tile['BM']}×{headline_tile['BN']}",
-            "ids": list(ids), "fp8": fp8, "bf16": bf16, "promoted": promoted, "promotion": promotion,
-            "pictured": pictured if any(r["precision"] == "FP8" for r in pictured) else [],
-            "over_bf16": over_bf16 and in_turns(over_bf16),
-            "held_pct": 100 * HELD, "error_within": ERROR_WITHIN, "peer": _peer(deck),
-            "blocks": _blocks(by[BLOCKS_STEP.best.id], by.get(BF16_C_STEP.best.id)), "blocks_name": BLOCKS_STEP.title,
-            "block": catalogue.SCALE_BLOCK}
+    cost = promotion and promotion["cost"]
+    return Fp8(measured=any(r["usable"] for r in rows if r["precision"] == "FP8"), ids=list(ids), rows=rows,
+               fp8=fp8, bf16=bf16, promoted=promoted, promotion=promotion, over_bf16=over_bf16,
+               pictured=pictured if any(r["precision"] == "FP8" for r in pictured) else [],
+               rate=rates.get("fp8"), rate_over_bf16=rates["fp8"] / rates["bf16"] if "fp8" in rates else None,
+               headline_tile=f"{headline_tile['BM']}×{headline_tile['BN']}", held_pct=100 * HELD, error_within=ERROR_WITHIN,
+               blocks=_blocks(by[BLOCKS_STEP.best.id], by.get(BF16_C_STEP.best.id)), blocks_name=BLOCKS_STEP.title,
+               block=catalogue.SCALE_BLOCK, peer=_peer(deck),
+               spoken=_spoken(fp8, promoted, over_bf16), table_spoken=_table_spoken(promoted, over_bf16),
+               targets=_targets(fp8, promoted),
+               cost_said=f"; against the kernel without, {cost['said']}" if cost else "",
+               peak_said=(f"Peak: {deck.of(slides.device)['sm_count']} SMs × FP8's {rates['fp8']:,.0f} FLOP a clock, "
+                          "at each kernel's measured clock.") if rates.get("fp8") else "")
+
+
+def _promotion(fp8: dict, promoted: dict) -> dict | None:
+    """What promoting the sums into FP32 costs (the pair timed in turns with the headline, where it is the
+    step before) and buys (the error), on the tile it takes; None where either kernel did not run."""
+    tile = (promoted["record"].get("resources") or {}).get("tile")
+    if not (promoted["usable"] and fp8["usable"] and tile):
+        return None
+    cost = gain_in_turns(promoted, catalogue.HEADLINE_FP8)
+    return {"cost": cost and _cost(cost), "tile": tile, "name": promoted["name"],
+            # each set of sums a consumer thread holds: its share of the tile (a warpgroup is 128 threads)
+            "sums_per_thread": tile["BM"] * tile["BN"] // (128 * tile["WARPGROUPS_M"]),
+            "k": promoted["record"]["params"]["k"], "error_before": fp8["error"], "error_after": promoted["error"],
+            "error_drop": fp8["error"] / promoted["error"] if promoted["error"] else None,
+            "label": catalogue.variant(promoted["id"]).label}
+
+
+def _cost(pair: dict) -> dict:
+    """A pair in turns as a cost: slower or faster where its interval says so, and how it is said."""
+    verdict = _called(pair)
+    slower, faster = verdict == "behind", verdict == "ahead"
+    return {**pair, "slower": slower, "faster": faster,
+            "said": f"{100 * abs(1 - pair['gain']):,.1f}% {'slower' if slower else 'faster'}" if slower or faster else "a tie"}
+
+
+def _share(p: dict) -> str:
+    """A promoted kernel's speed against cuBLASLt, at its error where cuBLASLt's is not exact."""
+    at_error = f" at {p['error_ratio']:,.2f}× its error" if p["error_ratio"] is not None else ""
+    return f"{p['pct_cublas']:,.1f}% of cuBLASLt{at_error}"
+
+
+def _spoken(fp8: dict, promoted: dict, over_bf16: dict | None) -> list[str]:
+    """The first slide's notes: FP8 over its BF16 self (at its error), and the kernel with its sums promoted."""
+    lines = []
+    if over_bf16:
+        at_error = f", at {fp8['error_ratio']:,.0f}× cuBLASLt's error" if fp8["error_ratio"] is not None else ""
+        lines.append(f"FP8 ran {over_bf16['gain']:,.2f}× its BF16 run in turns{at_error}.")
+    if promoted["usable"]:
+        lines.append(f"With its sums promoted into FP32 it runs at {_share(promoted)}.")
+    return lines
+
+
+def _table_spoken(promoted: dict, over_bf16: dict | None) -> list[str]:
+    """The table's notes: FP8 over its BF16 self, and with its sums promoted."""
+    if not over_bf16:
+        return []
+    promoted_ = f"; with its sums promoted, {_share(promoted)}" if promoted["usable"] else ""
+    return [f"Here FP8 ran {over_bf16['gain']:,.2f}× its BF16 run in turns{promoted_}."]
+
+
+def _targets(fp8: dict, promoted: dict) -> list[str]:
+    """The table's bullets on the FP8 track's target (HELD of cuBLASLt's speed at ERROR_WITHIN its
+    error): the kernel without promotion, then the best with it."""
+    met = lambda r: "met" if r["met"] else "not met"
+    lines = []
+    if fp8["usable"]:
+        error = (f"{fp8['error_ratio']:,.0f}× cuBLASLt's" if fp8["error_ratio"] is not None
+                 else f"{fp8['error']:.1e}, cuBLASLt's none")
+        lines.append(f"Without promotion: {fp8['pct_cublas']:,.1f}% of cuBLASLt ({fp8['standing']} it, in turns), its error {error} "
+                     f"(target: {100 * HELD:,.0f}% at {ERROR_WITHIN}× the error: {met(fp8)})")
+    if promoted["usable"]:
+        error = (f"{promoted['error_ratio']:,.2f}× its error" if promoted["error_ratio"] is not None
+                 else f"an error of {promoted['error']:.1e}, cuBLASLt's none")
+        lines.append(f"With FP32 promotion, at best ({promoted['name']}): {promoted['pct_cublas']:,.1f}% of cuBLASLt at {error} "
+                     f"(target: {met(promoted)})")
+    return lines
 
 
 # where a kernel stands against its baseline, by _called's verdict
@@ -101,9 +219,7 @@ PLACED = {"ahead": "ahead of", "behind": "behind", "tie": "level with"}
 def _pair(r: dict) -> dict | None:
     """A kernel's pair with the step before it, timed in turns, and its wording."""
     pair = gain_in_turns(r, catalogue.before(r["id"]))
-    if pair:
-        pair.update(words={"ahead": "faster", "behind": "slower", "tie": "apart: a tie"}[_called(pair)])
-    return pair
+    return pair and {**pair, "words": {"ahead": "faster", "behind": "slower", "tie": "apart: a tie"}[_called(pair)]}
 
 
 def _blocks(r: dict, bf16_c: dict | None) -> dict | None:
@@ -118,6 +234,7 @@ def _blocks(r: dict, bf16_c: dict | None) -> dict | None:
             "before": catalogue.step_of(catalogue.before(r["id"])).title,
             "versus": PLACED[_called(r["ratio"])],
             "label": catalogue.variant(r["id"]).label,
+            "error_versus": f", {r['error_ratio']:,.2f}× cuBLASLt's" if r["error_ratio"] is not None else "",
             "bf16_c": bf16_c and {**bf16_c, "gain": _pair(bf16_c),
                                   "versus": PLACED[_called(bf16_c["ratio"])]}}
 
@@ -128,12 +245,12 @@ def _called(pair: dict) -> str:
     return "ahead" if low > 1 else "behind" if high < 1 else "tie"
 
 
-def _peer(deck) -> dict | None:
+def _peer(deck) -> Peer:
     """DeepGEMM on its shapes: against cuBLASLt with the same block scales and BF16 C, and this
     project's headline against it, each a pair from the same turns."""
     (r,) = deck.need(PEER_SLIDE, PEER)
     if "shapes" not in r["record"]:        # skipped, failed or absent: the takeaways read its range too
-        return {**r, "shapes": None, "ours_range": None}
+        return Peer(result=r)
     shapes = []
     for s in r["record"]["shapes"]:
         versus = s["deepgemm_over_cublaslt_by_sample"]
@@ -143,26 +260,28 @@ def _peer(deck) -> dict | None:
                        "ours": s.get("ours") if ours else None, "versus": versus, "versus_called": _called(versus), "ours_over": ours})
     called = [s["versus_called"] for s in shapes]
     ours = [s["ours_over"]["median"] for s in shapes if s["ours_over"]]
+    ours_range = (min(ours), max(ours)) if ours else None
     params = r["record"]["params"]
     # what ran as "ours": the FP8 headline with a scale a tensor (records before step 14) or step 14, block-scaled
-    ours_blocks = params["scaling"].get("ours") == "block"
+    ours_scaling = "the same block scales" if params["scaling"].get("ours") == "block" else "a scale a tensor"
     # the same kernel on its own slide, at a shape of these: another run, at the clock its partners left
     own = deck.record(params["ours"])
     own_shape = [own["record"]["params"][d] for d in "mnk"] if own["measured"] and own["tflops"] else None
     here = next((s for s in shapes if s["shape"] == own_shape and s["ours"]), None)
+    ours_own = here and {"shape": own_shape, "here": here["ours"]["tflops"], "own": own["tflops"]}
     # the three errors as the notes print them: one figure, said once, where they all print alike
     printed = {f"{s[name]['check']['rel_error']:.1e}" for s in shapes for name in ("deepgemm", "cublaslt", "per_tensor")}
-    return {**r, "shapes": shapes, "errors_alike": printed.pop() if len(printed) == 1 else None, "commit": params["commit"], "version": params["version"],
-            "ours_own": here and {"shape": own_shape, "here": here["ours"]["tflops"], "own": own["tflops"]},
-            "ours_name": catalogue.step_of(params["ours"]).title,
-            "ours_output": params["outputs"]["ours"].upper(),
-            "ours_scaling": "the same block scales" if ours_blocks else "a scale a tensor",
-            "block": params["block"], "counts": {c: called.count(c) for c in ("ahead", "tie", "behind")},
-            "ours_range": (min(ours), max(ours)) if ours else None,
-            "ours_in_fp32": params["outputs"]["ours"] == "fp32",
-            "bf16_bits": BF16_BITS, "bf16_roundoff": 2.0 ** -BF16_BITS,
-            "wrong": [name for s in r["record"]["shapes"] for name in ("deepgemm", "cublaslt_blocks", "cublaslt_bf16_out", "ours")
-                      if name in s and not s[name]["check"]["passed"]]}
+    return Peer(result=r, shapes=shapes, ours_range=ours_range, ours_own=ours_own,
+                ours_name=catalogue.step_of(params["ours"]).title, ours_output=params["outputs"]["ours"].upper(),
+                ours_scaling=ours_scaling, ours_in_fp32=params["outputs"]["ours"] == "fp32",
+                errors_alike=printed.pop() if len(printed) == 1 else None, commit=params["commit"], version=params["version"],
+                block=params["block"], counts={c: called.count(c) for c in ("ahead", "tie", "behind")},
+                wrong=[name for s in r["record"]["shapes"] for name in ("deepgemm", "cublaslt_blocks", "cublaslt_bf16_out", "ours")
+                       if name in s and not s[name]["check"]["passed"]],
+                spoken=[f"This project's kernel with {ours_scaling} runs at {100 * ours_range[0]:,.0f} to "
+                        f"{100 * ours_range[1]:,.0f}% of DeepGEMM on its shapes."] if ours_range else [],
+                ours_own_said=(f"This project's kernel ran at {ours_own['here']:,.0f} TFLOPS here at {'×'.join(map(str, own_shape))}, "
+                               f"{ours_own['own']:,.0f} on its own slide: two runs, each at the clock its partners left.") if ours_own else "")
 
 
 # --- figures --------------------------------------------------------------------------------------
@@ -172,30 +291,28 @@ COLORS = {"TF32": PALETTE[2], "BF16": PALETTE[3], "FP8, a scale a tensor": REF, 
           "FP8, block scales": PALETTE[4]}
 
 
-def precisions_figure(fp8: dict) -> str:
+def precisions_figure(fp8: Fp8) -> str:
     """Each pictured kernel's TFLOPS against its error over its cuBLAS's on the same operands, labelled
     with its share of that cuBLAS in turns; an arrow from the unpromoted FP8 kernel to its promoted self."""
-    rows = fp8["pictured"]
+    rows = fp8.pictured
     points = [Point(r["error_ratio"], r["tflops"], r["label"],
                     f"{r['tflops']:,.0f} TFLOPS, {r['pct_cublas']:.1f}% of {'cuBLASLt' if r['precision'] == 'FP8' else 'cuBLAS'}",
                     COLORS[r["label"]]) for r in rows]
     ids = [r["id"] for r in rows]
-    p = fp8["promotion"]
+    p = fp8.promotion
     arrows = []
-    if p and p["error_drop"] and catalogue.HEADLINE_FP8 in ids and fp8["promoted"]["id"] in ids:
+    if p and p["error_drop"] and catalogue.HEADLINE_FP8 in ids and fp8.promoted["id"] in ids:
         # what promotion costs, from the pair timed in turns where the record has it
-        cost = p["cost"] and (f"{100 * abs(1 - p['cost']['gain']):.1f}% {'slower' if p['cost']['slower'] else 'faster'}"
-                              if p["cost"]["slower"] or p["cost"]["faster"] else "a tie")
-        arrows.append((ids.index(catalogue.HEADLINE_FP8), ids.index(fp8["promoted"]["id"]),
-                       f"sums promoted: error {p['error_drop']:.0f}× smaller" + (f",\nspeed {cost} in turns" if cost else "")))
+        arrows.append((ids.index(catalogue.HEADLINE_FP8), ids.index(fp8.promoted["id"]),
+                       f"sums promoted: error {p['error_drop']:.0f}× smaller" + (f",\nspeed {p['cost']['said']} in turns" if p["cost"] else "")))
     return scatter(points, "error ÷ its cuBLAS's error on the same operands (log scale)", "TFLOPS, C in FP32",
                    [Line("x", 1.0, "its cuBLAS's error")], arrows, height=330)
 
 
-def promotion_figure(fp8: dict) -> str:
+def promotion_figure(fp8: Fp8) -> str:
     """One consumer thread's sums over K: per K-tile, the tensor cores' own accumulator (drawn from
     the recorded tile: BK, BN / 2 values a thread) started from zero, then added into FP32 registers."""
-    p = fp8["promotion"]
+    p = fp8.promotion
     tile = p["tile"]
     per_thread = tile["BN"] // 2
     w, h = 860, 230
@@ -257,20 +374,20 @@ def blocks_figure(blocks: dict) -> str:
     return dwg.tostring()
 
 
-def deepgemm_figure(peer: dict) -> str:
+def deepgemm_figure(peer: Peer) -> str:
     """TFLOPS at each of DeepGEMM's shapes: DeepGEMM, cuBLASLt given the same block scales and this
     project's kernel, the three timed in turns (ours left out where it refused the shape)."""
-    shapes = peer["shapes"]
+    shapes = peer.shapes
     series = [("DeepGEMM", [s["deepgemm"]["tflops"] for s in shapes]),
               ("cuBLASLt, the same block scales", [s["cublaslt"]["tflops"] for s in shapes]),
-              (f"this project's {peer['ours_name']}, {peer['ours_scaling']}", [s["ours"] and s["ours"]["tflops"] for s in shapes])]
-    output = "C in BF16" + (f", this project's in {peer['ours_output']}" if peer["ours_in_fp32"] else "")
+              (f"this project's {peer.ours_name}, {peer.ours_scaling}", [s["ours"] and s["ours"]["tflops"] for s in shapes])]
+    output = "C in BF16" + (f", this project's in {peer.ours_output}" if peer.ours_in_fp32 else "")
     return grouped_bars(["×".join(map(str, s["shape"])) for s in shapes], series,
                         f"TFLOPS at each M×N×K, the three timed in turns; {output}", digits=0, height=330)
 
 
-def draw(own, deck) -> dict[str, str]:
-    fp8 = own
-    return {**({"fp8_deepgemm.svg": deepgemm_figure(fp8["peer"])} if fp8["peer"]["shapes"] else {}),**({"fp8_precisions.svg": precisions_figure(fp8)} if fp8["pictured"] else {}),
-            **({"fp8_promotion.svg": promotion_figure(fp8)} if fp8["promotion"] else {}),
-            **({"fp8_blocks.svg": blocks_figure(fp8["blocks"])} if fp8["blocks"] else {})}
+def draw(own: Fp8, deck) -> dict[str, str]:
+    return {**({"fp8_deepgemm.svg": deepgemm_figure(own.peer)} if own.peer.shapes else {}),
+            **({"fp8_precisions.svg": precisions_figure(own)} if own.pictured else {}),
+            **({"fp8_promotion.svg": promotion_figure(own)} if own.promotion else {}),
+            **({"fp8_blocks.svg": blocks_figure(own.blocks)} if own.blocks else {})}

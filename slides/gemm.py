@@ -8,6 +8,7 @@ import difflib
 import math
 import os
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
 from markupsafe import Markup
@@ -18,7 +19,7 @@ from slides.diagrams import DIAGRAMS
 from slides.kit import layer_name
 from slides.step_diagrams import REVEALS
 from slides.kit import ACCENT, Bar, Line, MISSING, REF, bar_chart, climb
-from slides.records import ROOT, BuildError
+from slides.records import ROOT, BuildError, Context
 from slides.device import occupancy
 import slides.device
 
@@ -126,7 +127,9 @@ def code_view(source: str | None, focus: tuple[str, str] | None, out_dir: Path =
     marks = [i for i, line in enumerate(lines) if "#region kernel" in line or "#endregion kernel" in line]
     region = lines[marks[0] + 1:marks[1]] if len(marks) == 2 else lines
     view = {"source": source, "snippet": Markup(os.path.relpath(ROOT / source, out_dir.resolve())), "language": "python" if source.endswith(".py") else "cpp", "lines": len(region),
-            "shown": None, "first": 1, "pages": [], "text": textwrap.dedent("\n".join(region))}
+            "shown": None, "first": 1, "pages": [], "text": textwrap.dedent("\n".join(region)),
+            # what a code walk turns into, as its note names it, and what the notes add on the lines shown
+            "part": source, "part_note": ""}
     if len(region) <= MAX_CODE_LINES:
         return view
     if not focus:
@@ -143,7 +146,9 @@ def code_view(source: str | None, focus: tuple[str, str] | None, out_dir: Path =
         pages.append({"text": _within_columns(page), "first": first, "last": first + len(page) - 1})
         first += len(page)
     shown = textwrap.dedent("\n".join(region[start:end + 1]))
-    return {**view, "shown": shown, "text": shown, "first": start + 1, "last": end + 1, "pages": pages}
+    return {**view, "shown": shown, "text": shown, "first": start + 1, "last": end + 1, "pages": pages,
+            "part": f"lines {start + 1}–{end + 1} of the kernel's {len(region)} in {source} (all on the backup slides)",
+            "part_note": f". This slide shows lines {start + 1} to {end + 1}, where the step's idea is; the backup slides show the rest"}
 
 
 # A code slide lights the lines its step adds in at most this many clicks, the closest runs together.
@@ -275,22 +280,20 @@ def code_pages(region: list[str], most: int) -> list[list[str]]:
 
 
 def pair_with_cublas(r: dict, by_id: dict) -> dict:
-    """A kernel's result (a deck.record) with its baseline: cuBLAS of the kernel's precision and
-    layout, on the same operands, timed in turns with it (bench/gemm/harness.py); its
+    """A kernel's result (a deck.record) with its baseline, as a new dict: cuBLAS of the kernel's
+    precision and layout, on the same operands, timed in turns with it (bench/gemm/harness.py); its
     figures are that timing's. ``by_id``: the cuBLAS records by benchmark id."""
     versus = r["record"].get("cublas")
-    r["baseline"], r["ratio_spread"] = None, None
-    if versus and r["tflops"]:
-        base = by_id[versus["id"]]
-        r["baseline"] = {"id": versus["id"], "precision": base["precision"].upper(),
-                         "layout_name": base["layout_name"], "timing": "in turns",
-                         "tflops": versus["tflops"], "time_ms": versus["time_ms"],
-                         "error": versus["check"]["rel_error"], "check": versus["check"]}
-        r["baseline_tflops"] = versus["tflops"]
-        r["pct_cublas"] = 100 * r["tflops"] / versus["tflops"]
-        # sample by sample: what is left of the spread once both meet the same clock
-        r["ratio_spread"] = spread(versus["ratio_by_sample"]) if "ratio_by_sample" in versus else None
-    return r
+    if not (versus and r["tflops"]):
+        return {**r, "baseline": None, "ratio_spread": None}
+    base = by_id[versus["id"]]
+    return {**r, "baseline": {"id": versus["id"], "precision": base["precision"].upper(),
+                              "layout_name": base["layout_name"], "timing": "in turns",
+                              "tflops": versus["tflops"], "time_ms": versus["time_ms"],
+                              "error": versus["check"]["rel_error"], "check": versus["check"]},
+            "baseline_tflops": versus["tflops"], "pct_cublas": 100 * r["tflops"] / versus["tflops"],
+            # sample by sample: what is left of the spread once both meet the same clock
+            "ratio_spread": spread(versus["ratio_by_sample"]) if "ratio_by_sample" in versus else None}
 
 
 def standing(ratio: dict | None) -> str | None:
@@ -321,184 +324,369 @@ def gain_in_turns(best: dict, before_id: str) -> dict | None:
     return in_turns(pair)
 
 
-def context(deck) -> dict:
-    device = deck.of(slides.device)
-    cublas = {}
-    for precision in catalogue.CUBLAS_PRECISIONS:
-        for layout in catalogue.cublas_layouts(precision):
-            r = deck.record(catalogue.cublas_id(precision, layout))
-            r.update(precision=precision, layout=layout, layout_name=catalogue.LAYOUTS[layout])
-            cublas[(precision, layout)] = r
-    tf32 = [r for (precision, _), r in cublas.items() if precision == "tf32" and r["measured"] and not r["failed"]]
-    best_tf32 = max(tf32, key=lambda r: r["tflops"]) if tf32 else None
+@dataclass(frozen=True)
+class Step(Context):
+    """A step of the catalogue as its slides show it: its code (the walk from the step before's), its
+    diagram, its kernels (variants; the last, its best, against the step before's best and its cuBLAS
+    in turns) and the lines its notes choose from the results."""
+    index: int                      # from 1, as the slides number the kernels
+    key: str
+    title: str
+    name: str                       # its best kernel's: the title, with the kernel's label where there are several
+    slide_title: str                # "Kernel 3: CuTe SMEM"
+    technique: str
+    layout: str
+    layout_name: str
+    precision: str
+    beyond: bool                    # past the reference deck's last step
+    sweep_id: str
+    baseline: dict                  # cuBLAS of its precision and layout, its own record
+    source: str | None
+    code: dict | None               # what its code slide shows (code_view); None: not in the project yet
+    walk_from: dict | None          # the step before's code, which the code slide morphs from, and the clicks
+    variants: list[dict]
+    best: dict                      # the last variant, with its change against the step before's best
+    measured: bool                  # any of its variants
+    skip_reason: str
+    not_measured_said: str          # its performance slide's notes where none of its kernels ran
+    ran: str                        # its code slide's line on its best kernel's figure
+    on_climb: str                   # its results slide's line on the figure the climb shows
+    block: tuple[int, int] | None   # one thread an element of C: the block the diagram draws
+    diagram: str | None             # None where the run recorded nothing to draw it from
+    draw: str                       # the kind of diagram (slides/diagrams.py)
+    drawn_from: str                 # the diagram's notes: the constants it was drawn from
+    reveals: list[str]              # what each click of the diagram's layers shows
+    loop_before: dict | None        # the step before's best, for a diagram that sets the two side by side
+    climb: str | None               # its performance slide's climb: its best against its cuBLAS in turns
+    outranked_by: dict | None       # the highest earlier step on its climb, where one stands higher
 
+
+@dataclass(frozen=True)
+class Gemm(Context):
+    """The GEMM steps at the reference shape, each against its cuBLAS in turns and the step before,
+    cuBLAS's own records, the headline (the talk's answer) and what the reference deck left on the
+    table (story, waves); read by the setup, results, missing and backup sections, among others."""
+    shape: dict | None              # the reference shape (reference_shape); None: no GEMM record holds one
+    reference_last: str             # the title of the reference deck's last step
+    cublas_rows: list[dict]         # cuBLAS's own records, each precision and layout
+    cublas_tf32: list[dict]         # those of TF32, the steps' common baseline
+    cublas_by_id: dict[str, dict]
+    best_tf32: dict | None          # the fastest cuBLAS TF32 record that ran
+    steps: list[Step]
+    headline: dict | None           # the headline kernel against the first step; None below two measured steps
+    story: list[Step]               # the reference deck's last measured step, then each measured one past it
+    waves: dict | None              # the headline's last wave (waves)
+    baseline_range: dict | None     # cuBLAS TF32 in turns, where it moves from row to row
+    profiled: bool                  # a kernel of the story was profiled: a counters column
+    staged_epilogue: bool           # a step of the story stages its epilogue through shared memory
+    reference_errors: list[dict]    # error_groups of the reference deck's steps
+
+
+def has_figure(v: dict) -> bool:
+    """A kernel that ran to a figure: timed, and not failed."""
+    return bool(v["tflops"]) and not v["failed"]
+
+
+def context(deck) -> Gemm:
+    device = deck.of(slides.device)
+    cublas = {(precision, layout): {**deck.record(catalogue.cublas_id(precision, layout)),
+                                    "precision": precision, "layout": layout, "layout_name": catalogue.LAYOUTS[layout]}
+              for precision in catalogue.CUBLAS_PRECISIONS for layout in catalogue.cublas_layouts(precision)}
+    tf32 = [r for (precision, _), r in cublas.items() if precision == "tf32"]
+    best_tf32 = max((r for r in tf32 if r["measured"] and not r["failed"]), key=lambda r: r["tflops"], default=None)
     shape = reference_shape(deck.doc)
     by_id = {r["id"]: r for r in cublas.values()}
-    steps, prev = [], None
+    steps: list[Step] = []
     for i, step in enumerate(catalogue.STEPS, 1):
-        baseline = cublas[(step.precision, step.layout)]     # the naive FP32 kernel against cuBLAS FP32
-        title = f"Kernel {i}: {step.title}"
-        variants = []
-        for variant in step.variants:
-            r = deck.record(variant.id)
-            r["label"] = variant.label
-            pair_with_cublas(r, by_id)
-            res = r["record"].get("resources")
-            r["resources"] = res
-            r["occupancy"] = occupancy(res, device) if res else None
-            r["odd_shape"] = r["record"].get("odd_shape")
-            prof = r["record"].get("profile")
-            r["profile"] = [{"name": prof["names"][m], "value": v} for m, v in prof["metrics"].items()] if prof else None
-            r["busiest"] = busiest_unit(prof) if prof else None
-            r["tensor_pct"] = prof["metrics"].get(TENSOR_PIPE) if prof else None
-            # how FP32 operands become TF32: rounded by the TMA copy, or cut to their top bits by a
-            # wgmma that reads them from shared memory as they are
-            rounded = ((res or {}).get("tma") or {}).get("a", {}).get("data_type") == TF32_TENSOR_MAP
-            r["error_before"] = r["precision_before"] = r["change"] = None   # the best's, against the step before's best
-            r["error_moved"] = False
-            r["moved"] = None        # the counter that moved most against the step before's best
-            r["tf32_operands"] = (None if step.precision != "tf32" or "HGMMA" not in step.sass
-                                  else "rounded" if rounded else "truncated")
-            variants.append(r)
-        for slide in ("Code", "Diagram", "Performance"):
-            deck.need(f"{title} — {slide}", *(v["id"] for v in variants))
-        best = variants[-1]
-        usable = best["tflops"] and not best["failed"]
-        # the diagram is drawn from the launch configuration the measured run recorded
-        res = best["resources"] or {}
-        block = block_shape(res, shape) if "tile" not in res and res and shape else None
-        drawable = block or "tile" in res
-        diagram = f"gemm_{step.key}.svg" if drawable else None
-        if usable and prev:
-            best["speedup_over"] = prev["title"]
-            paired = gain_in_turns(best, prev["best"]["id"])
-            if paired:       # timed in turns with the step before: a change is one its interval excludes
-                best["speedup"] = paired["gain"]
-                tie = paired["ci"][0] <= 1 <= paired["ci"][1]     # a measured pair whose interval holds no change
-                best["change"] = {"in_turns": True, "ci": paired["ci"], "within_noise": tie, "tie": tie,
-                                  "slower": paired["ci"][1] < 1, "tflops": paired["tflops"], "before_tflops": paired["before_tflops"],
-                                  # one clock for these turns, the record's (over all their samples), as
-                                  # the title and the climb give it; each kernel's own differs by a MHz or so
-                                  "clock_mhz": best["clock_mhz"]}
-            else:            # records timed apart (older runs): a change within their spread is a tie
-                best["speedup"] = best["tflops"] / prev["best"]["tflops"]
-                noise = max(spread(best["time_ms"]), spread(prev["best"]["time_ms"]))
-                best["change"] = {"in_turns": False, "noise_pct": 100 * noise, "tie": False,   # no pair to call one from
-                                  "within_noise": abs(best["speedup"] - 1) < noise, "slower": best["speedup"] < 1}
-            # under a tenth, a ratio to one decimal reads 1.0x: the change is said in percent
-            best["change"]["in_percent"] = abs(best["speedup"] - 1) < PERCENT_BELOW
-            before = prev["best"]["check"]
-            best["error_before"] = before["rel_error"] if before and best["check"] else None
-            # the error moved with the step where it changed by more than ERROR_MOVED either way
-            best["error_moved"] = bool(best["error_before"] and best["check"]["rel_error"]
-                                       and max(best["error_before"] / best["check"]["rel_error"],
-                                               best["check"]["rel_error"] / best["error_before"]) > ERROR_MOVED)
-            best["precision_before"] = prev["precision"]
-            profiled = best["record"].get("profile"), prev["best"]["record"].get("profile")
-            best["moved"] = moved_most(*profiled) if all(profiled) else None
-        # a step of one kernel is named by its title; of several, each kernel by its title and label
-        for v in variants:
-            v["name"] = f"{step.title} ({v['label']})" if len(variants) > 1 else step.title
-        code = code_view(step.code, step.focus, deck.out_dir)
-        before_code = steps[-1]["code"] if steps else None
-        # the code walk: the slide morphs from the step before's lines to this one's, where both are
-        # of one language and differ
-        walk_from = None
-        if before_code and code and before_code["language"] == code["language"] and before_code["text"] != code["text"]:
-            clicks = lit_clicks(before_code["text"], code["text"])
-            walk_from = {"text": before_code["text"], "index": steps[-1]["index"], "title": steps[-1]["title"],
-                         "clicks": clicks, "highlight": highlight_of(clicks),
-                         "changed": changed_lines(before_code["text"], code["text"])}
-        steps.append({"index": i, "key": step.key, "walk_from": walk_from,
-                      # the step before's best, for a diagram that sets the two side by side
-                      "loop_before": {"title": prev["title"], "variant": prev["best"]} if prev else None,
-                      # the climb on its performance slide: its best against its cuBLAS in turns
-                      "climb": f"climb_{step.key}.svg" if usable and best["baseline"] else None, "sweep_id": step.sweep_id, "title": step.title, "name": best["name"], "slide_title": title,
-                      "technique": step.technique, "layout": step.layout, "layout_name": catalogue.LAYOUTS[step.layout],
-                      "precision": step.precision, "baseline": baseline,
-                      "source": step.code, "code": code, "beyond": step.beyond,
-                      "variants": variants, "best": best, "block": block, "diagram": diagram, "draw": step.diagram,
-                      "reveals": REVEALS.get(step.diagram, []), "outranked_by": None,
-                      "measured": any(v["measured"] for v in variants),
-                      "skip_reason": "; ".join(dict.fromkeys(v["reason"] for v in variants if v["status"] == "skipped"))})
-        if usable:
-            prev = steps[-1]
-    measured_steps = [s for s in steps if s["best"]["tflops"] and not s["best"]["failed"]]
-    # On a step's climb each bar is its own record, timed at the clock its own turns left it: an
-    # earlier step can stand higher than a step that beat it in turns. The highest such, for the notes.
-    for at, s in enumerate(measured_steps):
-        higher = [e for e in measured_steps[:at] if e["best"]["tflops"] > s["best"]["tflops"]]
-        top = max(higher, key=lambda e: e["best"]["tflops"], default=None)
-        s["outranked_by"] = top and {"name": top["name"], "tflops": top["best"]["tflops"],
-                                     "clock_mhz": top["best"]["clock_mhz"]}
-    headline = None
-    if len(measured_steps) >= 2:
-        # the talk's headline is a role (catalogue.HEADLINE), not the fastest record: steps timed
-        # apart tie within their spreads; the fastest stands in only where the headline did not run
-        first = measured_steps[0]
-        top = next((s for s in measured_steps if s["best"]["id"] == catalogue.HEADLINE),
-                   max(measured_steps, key=lambda s: s["best"]["tflops"]))
-        last = top["best"]
-        during = last["record"]["telemetry"].get("during") or {}
-        headline = {"from": first["best"], "to": last, "to_title": top["title"], "to_name": top["name"],
-                    "speedup": last["tflops"] / first["best"]["tflops"],
-                    "climb": TITLE_CLIMB if top["climb"] else None, "climb_at": steps.index(top),
-                    # what held the clock down while it ran, as NVML names it
-                    "power_capped": "sw_power_cap" in (during.get("throttle_reasons") or []),
-                    "throttle_reasons": during.get("throttle_reasons") or [],
-                    # the talk's thesis: where the headline stands against cuBLAS, by the interval of
-                    # their sample-by-sample ratio in turns
-                    "standing": standing((last["record"].get("cublas") or {}).get("ratio_by_sample"))}
+        # the naive FP32 kernel against cuBLAS FP32, every other against cuBLAS of its precision and layout
+        steps.append(step_shown(deck, i, step, cublas[(step.precision, step.layout)], by_id, device, shape, steps))
+    measured_steps = [s for s in steps if has_figure(s.best)]
+    headline = headline_of(steps, measured_steps)
     # What the reference deck left on the table, as built here: its last step, then each step past it.
-    reference_last = [s for s in measured_steps if not s["beyond"]][-1:]
-    story = reference_last + [s for s in measured_steps if s["beyond"]]
+    reference_last = [s for s in measured_steps if not s.beyond][-1:]
+    story = reference_last + [s for s in measured_steps if s.beyond]
     story = story if len(story) >= 2 else []
-    top_waves = waves(headline["to"]["resources"], headline["to"]["occupancy"], device, shape) if headline and shape else None
-    # cuBLAS in turns beside each kernel: its figure moves with the clock the pair leaves it
-    paired = [v for s in steps for v in s["variants"] if v["baseline"] and v["baseline"]["precision"] == "TF32"]
-    lo, hi = (min(paired, key=lambda v: v["baseline_tflops"], default=None),
-              max(paired, key=lambda v: v["baseline_tflops"], default=None))
-    baseline_range = None
-    if lo and hi["baseline_tflops"] > 1.05 * lo["baseline_tflops"]:
-        side = lambda v: {"tflops": v["baseline_tflops"], "beside": v["name"], "partner_tflops": v["tflops"],
-                          "clock_mhz": v["clock_mhz"], "power_w": v["record"]["telemetry"]["during"]["power_w"]["median"]}
-        baseline_range = {"lo": side(lo), "hi": side(hi), "power_limit_w": device["power_limit_w"],
-                          # the clock explains the spread where cuBLAS ran faster at the higher clock; and the
-                          # partner does, where the faster cuBLAS took turns with the slower kernel
-                          "clock_follows": (hi["clock_mhz"] or 0) > (lo["clock_mhz"] or 0),
-                          "slower_partner": hi["tflops"] < lo["tflops"]}
-    staged_epilogue = any("EPILOGUE_N" in ((s["best"]["resources"] or {}).get("tile") or {}) for s in story)
-    return {"shape": shape, "reference_last": [s.title for s in catalogue.STEPS if not s.beyond][-1],
-            "cublas": cublas, "cublas_rows": list(cublas.values()), "cublas_by_id": by_id, "best_tf32": best_tf32,
-            "steps": steps, "headline": headline, "story": story, "waves": top_waves, "baseline_range": baseline_range,
-            # a counters column only where a kernel of the story was profiled
-            "profiled": any(s["best"].get("tensor_pct") is not None for s in story),
-            "staged_epilogue": staged_epilogue, "reference_errors": error_groups([s for s in steps if not s["beyond"]])}
+    return Gemm(shape=shape, reference_last=[s.title for s in catalogue.STEPS if not s.beyond][-1],
+                cublas_rows=list(cublas.values()), cublas_tf32=tf32, cublas_by_id=by_id, best_tf32=best_tf32,
+                steps=steps, headline=headline, story=story,
+                waves=waves(headline["to"]["resources"], headline["to"]["occupancy"], device, shape) if headline and shape else None,
+                baseline_range=baseline_range(steps, device),
+                profiled=any(s.best["tensor_pct"] is not None for s in story),
+                staged_epilogue=any("EPILOGUE_N" in ((s.best["resources"] or {}).get("tile") or {}) for s in story),
+                reference_errors=error_groups([s for s in steps if not s.beyond]))
 
 
-def error_groups(steps: list[dict]) -> list[dict]:
+def step_shown(deck, i: int, step: catalogue.Step, baseline: dict, by_id: dict, device: dict, shape: dict | None,
+            before: list[Step]) -> Step:
+    """Step ``i`` of the catalogue, after the steps ``before`` it: its kernels' results, the best's
+    against the best of the last step before that ran to a figure, its code walk from the step just before."""
+    title = f"Kernel {i}: {step.title}"
+    variants = [variant_of(pair_with_cublas(deck.record(v.id), by_id), v.label,
+                           f"{step.title} ({v.label})" if len(step.variants) > 1 else step.title, step, device)
+                for v in step.variants]
+    for slide in ("Code", "Diagram", "Performance"):
+        deck.need(f"{title} — {slide}", *(v["id"] for v in variants))
+    measured_before = [s for s in before if has_figure(s.best)]
+    prev = measured_before[-1] if measured_before else None
+    usable = has_figure(variants[-1])
+    best = {**variants[-1], **against_before(variants[-1], prev, step.precision)} if usable and prev else variants[-1]
+    # the diagram is drawn from the launch configuration the measured run recorded
+    res = best["resources"] or {}
+    block = block_shape(res, shape) if "tile" not in res and res and shape else None
+    code = code_view(step.code, step.focus, deck.out_dir)
+    climb_svg = f"climb_{step.key}.svg" if usable and best["baseline"] else None
+    skip_reason = "; ".join(dict.fromkeys(v["reason"] for v in variants if v["status"] == "skipped"))
+    return Step(index=i, key=step.key, title=step.title, name=best["name"], slide_title=title,
+                technique=step.technique, layout=step.layout, layout_name=catalogue.LAYOUTS[step.layout],
+                precision=step.precision, beyond=step.beyond, sweep_id=step.sweep_id, baseline=baseline,
+                source=step.code, code=code, walk_from=walk_from(before[-1] if before else None, code),
+                variants=[*variants[:-1], best], best=best,
+                measured=any(v["measured"] for v in variants),
+                skip_reason=skip_reason, not_measured_said=not_measured_said(skip_reason),
+                ran=ran(best), on_climb=on_climb(best), block=block, diagram=f"gemm_{step.key}.svg" if block or "tile" in res else None,
+                draw=step.diagram, drawn_from=drawn_from(res, block), reveals=REVEALS.get(step.diagram, []),
+                loop_before={"title": prev.title, "variant": prev.best} if prev else None,
+                climb=climb_svg, outranked_by=outranked(best, measured_before) if climb_svg else None)
+
+
+def variant_of(r: dict, label: str, name: str, step: catalogue.Step, device: dict) -> dict:
+    """A kernel of a step as its rows show it (``r``: its result beside its cuBLAS): its launch, its
+    occupancy and profile; how its operands became TF32; and, empty until against_before fills them
+    for a step's best, its change against the step before."""
+    res = r["record"].get("resources")
+    prof = r["record"].get("profile")
+    # how FP32 operands become TF32: rounded by the TMA copy, or cut to their top bits by a
+    # wgmma that reads them from shared memory as they are
+    rounded = ((res or {}).get("tma") or {}).get("a", {}).get("data_type") == TF32_TENSOR_MAP
+    return {**r, "label": label, "name": name, "resources": res,
+            "occupancy": occupancy(res, device) if res else None, "odd_shape": odd_shape(r["record"].get("odd_shape")),
+            "profile": [{"name": prof["names"][m], "value": v} for m, v in prof["metrics"].items()] if prof else None,
+            "busiest": busiest_unit(prof) if prof else None,
+            "tensor_pct": prof["metrics"].get(TENSOR_PIPE) if prof else None,
+            "tf32_operands": (None if step.precision != "tf32" or "HGMMA" not in step.sass
+                              else "rounded" if rounded else "truncated"),
+            # the row of a kernel that did not run: why, where the runner skipped it
+            "skipped": f"skipped: {r['reason']}" if r["status"] == "skipped" else None,
+            **cublas_clauses(r),
+            "speedup_over": None, "change": None, "error_before": None, "precision_before": None,
+            "error_moved": False, "error_why": "", "moved": None, "moved_said": ""}
+
+
+def odd_shape(odd: dict | None) -> dict | None:
+    """What the kernel did at a shape no tile divides, with the notes' clause on why (``because``)."""
+    return odd and {**odd, "because": f", as {odd['reason']}" if odd.get("reason") else ""}
+
+
+def cublas_clauses(r: dict) -> dict:
+    """What a kernel's notes and results slide add where its record holds the figure: its share of its
+    cuBLAS in turns, the spread of their ratio sample by sample."""
+    return {"beside_cublas": (f", {r['pct_cublas']:,.1f}% of cuBLAS {r['baseline']['precision']}, "
+                              f"which ran {r['baseline_tflops']:,.1f} in the same turns") if r["baseline"] else "",
+            "spread_said": (f"; each sample's ratio spreads {100 * r['ratio_spread']:,.1f}% (tenth to ninetieth percentile)"
+                            if r["ratio_spread"] is not None else "")}
+
+
+def against_before(best: dict, prev: Step, precision: str) -> dict:
+    """A step's best against ``prev``'s best, the step before that ran to a figure: its speedup (timed in
+    turns with it where the record holds the pair), whether its error moved with the step and why,
+    and the counter that moved most."""
+    paired = gain_in_turns(best, prev.best["id"])
+    if paired:       # timed in turns with the step before: a change is one its interval excludes
+        speedup = paired["gain"]
+        tie = paired["ci"][0] <= 1 <= paired["ci"][1]     # a measured pair whose interval holds no change
+        change = {"in_turns": True, "ci": paired["ci"], "within_noise": tie, "tie": tie,
+                  "slower": paired["ci"][1] < 1, "tflops": paired["tflops"], "before_tflops": paired["before_tflops"],
+                  # one clock for these turns, the record's (over all their samples), as
+                  # the title and the climb give it; each kernel's own differs by a MHz or so
+                  "clock_mhz": best["clock_mhz"],
+                  "at_clock": f", SMs at {best['clock_mhz']:,.0f} MHz" if best["clock_mhz"] else ""}
+    else:            # records timed apart (older runs): a change within their spread is a tie
+        speedup = best["tflops"] / prev.best["tflops"]
+        noise = max(spread(best["time_ms"]), spread(prev.best["time_ms"]))
+        change = {"in_turns": False, "noise_pct": 100 * noise, "tie": False,   # no pair to call one from
+                  "within_noise": abs(speedup - 1) < noise, "slower": speedup < 1}
+    # under a tenth, a ratio to one decimal reads 1.0x: the change is said in percent
+    in_percent = abs(speedup - 1) < PERCENT_BELOW
+    change = {**change, "in_percent": in_percent, "versus": "against" if in_percent else "over", **change_said(change)}
+    before = prev.best["check"]
+    error_before = before["rel_error"] if before and best["check"] else None
+    # the error moved with the step where it changed by more than ERROR_MOVED either way
+    error_moved = bool(error_before and best["check"]["rel_error"]
+                       and max(error_before / best["check"]["rel_error"], best["check"]["rel_error"] / error_before) > ERROR_MOVED)
+    profiled = best["record"].get("profile"), prev.best["record"].get("profile")
+    moved = moved_most(*profiled) if all(profiled) else None
+    return {"speedup_over": prev.title, "speedup": speedup, "change": change,
+            "error_before": error_before, "error_moved": error_moved, "precision_before": prev.precision,
+            "error_why": error_why(precision, prev.precision, best["tf32_operands"]),
+            "moved": moved, "moved_said": moved_said(moved)}
+
+
+def change_said(change: dict) -> dict:
+    """What the performance slide says after a change's figure (verdict) and what its notes say
+    (noted); a tie in turns is said in words of its own."""
+    if change["in_turns"]:
+        return {"verdict": ": slower, the whole interval below no change" if change["slower"] else ": a gain",
+                "noted": f", timed in turns, {'slower' if change['slower'] else 'a gain'}"}
+    spread_ = f"the two timings spread ({change['noise_pct']:,.1f}%)"
+    return {"verdict": f": less than {spread_}, a tie as far as this run can tell" if change["within_noise"]
+            else f": slower by more than {spread_}" if change["slower"] else "", "noted": ""}
+
+
+def error_why(precision: str, before: str, tf32_operands: str | None) -> str:
+    """Why a step's error moved from the step before's, as its performance slide says it: other
+    operands, or how FP32 operands became TF32; nothing where neither explains it."""
+    if precision != before:
+        return f": {precision.upper()} operands in place of {before.upper()}"
+    return {"rounded": ": the TMA copy rounds each FP32 operand to the nearest TF32",
+            "truncated": ": wgmma keeps only the TF32 bits of the FP32 operands in shared memory, truncating"}.get(tf32_operands, "")
+
+
+def moved_said(moved: dict | None) -> str:
+    """The counter that moved most against the step before, as the performance slide adds it."""
+    if moved is None:
+        return ""
+    if moved["name"] is None:
+        return f"; no counter moved {moved['within']} points from the step before"
+    return f"; moved most from the step before: {moved['name']}, {moved['before']:,.0f}% → {moved['after']:,.0f}%"
+
+
+def walk_from(before: Step | None, code: dict | None) -> dict | None:
+    """The code walk: the slide morphs from the step before's lines to this one's, where both are of
+    one language and differ; the clicks that light what this step adds."""
+    if not (before and before.code and code and before.code["language"] == code["language"]
+            and before.code["text"] != code["text"]):
+        return None
+    clicks = lit_clicks(before.code["text"], code["text"])
+    return {"text": before.code["text"], "index": before.index, "title": before.title,
+            "clicks": clicks, "highlight": highlight_of(clicks), "changed": changed_lines(before.code["text"], code["text"])}
+
+
+def not_measured_said(skip_reason: str) -> str:
+    """The performance slide's notes where none of a step's kernels ran: why, where the runner said."""
+    why = f" ({skip_reason})" if skip_reason else ""
+    return f"The kernels of this step are not measured on this GPU{why}: python -m bench measures them, python build.py fills this slide."
+
+
+def ran(best: dict) -> str:
+    """The code slide's line on the figure its step's best kernel ran to."""
+    if not best["tflops"]:
+        return "It is not measured on this GPU; its performance slide says why."
+    return f"It ran at {best['tflops']:,.1f} TFLOPS ({best['label']}); the performance slide sets that beside cuBLAS."
+
+
+def on_climb(best: dict) -> str:
+    """The results slide's line on the figure a step stands at on the climb."""
+    return f"The step's figure on the climb is its best, {best['label']}." if best["tflops"] else "No variant ran to a figure here."
+
+
+def drawn_from(res: dict, block: tuple[int, int] | None) -> str:
+    """What a step's diagram was drawn from, as its notes say it: the constants the kernel was
+    compiled with, or the launch the run recorded."""
+    if "tile" in res:
+        tile = res["tile"]
+        stages = ("" if "STAGES" not in tile else ", one shared stage" if tile["STAGES"] == 1
+                  else f", a ring of {tile['STAGES']} shared stages")
+        cluster = f", clusters of {tile['CLUSTER_M']} CTAs" if tile.get("CLUSTER_M", 1) > 1 else ""
+        return (f"Drawn from the constants the measured run compiled: a {tile['BM']} × {tile['BN']} tile of C per CTA, "
+                f"K in steps of {tile['BK']}{stages}{cluster}; {res['threads_per_block']} threads a CTA.")
+    if block:
+        return f"Drawn from the launch the measured run recorded: blocks of {block[0]} × {block[1]} threads, one element of C each."
+    return "Not measured on this GPU: nothing to draw the diagram from."
+
+
+def outranked(best: dict, earlier: list[Step]) -> dict | None:
+    """On a step's climb each bar is its own record, timed at the clock its own turns left it: an
+    earlier step can stand higher than a step that beat it in turns. The highest such, for the notes."""
+    top = max((e for e in earlier if e.best["tflops"] > best["tflops"]), key=lambda e: e.best["tflops"], default=None)
+    return top and {"name": top.name, "tflops": top.best["tflops"], "clock_mhz": top.best["clock_mhz"],
+                    # the two figures as the notes set them side by side, each at its clock where its record has one
+                    "figure": f"{top.best['tflops']:,.1f} TFLOPS{at_clock(top.best['clock_mhz'])}",
+                    "against": f"{best['tflops']:,.1f}{at_clock(best['clock_mhz'])}"}
+
+
+def at_clock(mhz: float | None) -> str:
+    return f" at {mhz:,.0f} MHz" if mhz else ""
+
+
+def headline_of(steps: list[Step], measured_steps: list[Step]) -> dict | None:
+    """The talk's headline, a role (catalogue.HEADLINE) rather than the fastest record: steps timed apart
+    tie within their spreads, so the fastest stands in only where the headline did not run. None below
+    two measured steps."""
+    if len(measured_steps) < 2:
+        return None
+    first = measured_steps[0]
+    top = next((s for s in measured_steps if s.best["id"] == catalogue.HEADLINE),
+               max(measured_steps, key=lambda s: s.best["tflops"]))
+    last = top.best
+    during = last["record"]["telemetry"].get("during") or {}
+    return {"from": first.best, "to": last, "to_title": top.title, "to_name": top.name,
+            "speedup": last["tflops"] / first.best["tflops"],
+            "climb": TITLE_CLIMB if top.climb else None, "climb_at": top.index - 1,
+            # what held the clock down while it ran, as NVML names it
+            "power_capped": "sw_power_cap" in (during.get("throttle_reasons") or []),
+            "throttle_reasons": during.get("throttle_reasons") or [],
+            # the talk's thesis: where the headline stands against cuBLAS, by the interval of
+            # their sample-by-sample ratio in turns
+            "standing": standing((last["record"].get("cublas") or {}).get("ratio_by_sample"))}
+
+
+def baseline_range(steps: list[Step], device: dict) -> dict | None:
+    """cuBLAS TF32 in turns beside each kernel: its figure moves with the clock the pair leaves it.
+    Its lowest and highest, where they lie more than 5% apart, and why, as the results table says it."""
+    paired = [v for s in steps for v in s.variants if v["baseline"] and v["baseline"]["precision"] == "TF32"]
+    if not paired:
+        return None
+    lo, hi = (min(paired, key=lambda v: v["baseline_tflops"]), max(paired, key=lambda v: v["baseline_tflops"]))
+    if hi["baseline_tflops"] <= 1.05 * lo["baseline_tflops"]:
+        return None
+    side = lambda v: {"tflops": v["baseline_tflops"], "beside": v["name"], "partner_tflops": v["tflops"],
+                      "clock_mhz": v["clock_mhz"], "power_w": v["record"]["telemetry"]["during"]["power_w"]["median"]}
+    # the clock explains the spread where cuBLAS ran faster at the higher clock; and the partner
+    # does, where the faster cuBLAS took turns with the slower kernel
+    clock_follows, slower_partner = (hi["clock_mhz"] or 0) > (lo["clock_mhz"] or 0), hi["tflops"] < lo["tflops"]
+    return {"lo": side(lo), "hi": side(hi), "power_limit_w": device["power_limit_w"],
+            "clock_follows": clock_follows, "slower_partner": slower_partner,
+            "why": spread_why(clock_follows, slower_partner, device["power_limit_w"])}
+
+
+def spread_why(clock_follows: bool, slower_partner: bool, cap_w: float) -> str:
+    """Why cuBLAS TF32 in turns moved from row to row, as the results table says it."""
+    if clock_follows and slower_partner:
+        return f"a slower partner leaves the pair under the {cap_w:,.0f} W cap at a higher clock"
+    if clock_follows:
+        return (f"cuBLAS follows the clock the pair held under the {cap_w:,.0f} W cap, "
+                "though its faster figure sat beside the faster kernel")
+    return "not the clock, which was higher beside the slower figure"
+
+
+def error_groups(steps: list[Step]) -> list[dict]:
     """The steps' errors as a speaker says them: one group per (kernel's, cuBLAS's) pair as the slides
     print them, with the steps whose kernels erred so (and how many kernels, where a step had several),
-    and whether the two are alike."""
+    and whether the two are alike; ``said``, the group as the results table's notes say it."""
     groups: dict[tuple[str, str], list[str]] = {}
     for step in steps:
-        for v in step["variants"]:
+        for v in step.variants:
             if v["baseline"] and v.get("check"):
                 pair = (f"{v['check']['rel_error']:.1e}", f"{v['baseline']['error']:.1e}")
-                groups.setdefault(pair, []).append(step["title"])
-    return [{"error": error, "cublas": cublas, "alike": error == cublas, "steps": list(dict.fromkeys(titles)),
-             "kernels": len(titles) if len(set(titles)) < len(titles) else None} for (error, cublas), titles in groups.items()]
+                groups.setdefault(pair, []).append(step.title)
+    out = []
+    for (error, cublas), titles in groups.items():
+        kernels = len(titles) if len(set(titles)) < len(titles) else None
+        steps_ = list(dict.fromkeys(titles))
+        out.append({"error": error, "cublas": cublas, "alike": error == cublas, "steps": steps_, "kernels": kernels,
+                    "said": f"{', '.join(steps_)}{f' ({kernels} kernels)' if kernels else ''} erred by {error}, "
+                            + ("as cuBLAS did" if error == cublas else f"where cuBLAS erred by {cublas}")})
+    return out
 
 
 # --- figures --------------------------------------------------------------------------------------
 
-def gemm_progression(gemm: dict) -> str:
+def gemm_progression(gemm: Gemm) -> str:
     """Each step's TFLOPS beside cuBLAS TF32 on both layouts."""
     bars = [Bar(v["name"], v["tflops"],
                 MISSING if v["failed"] else ACCENT, "check failed" if v["failed"] else "")
-            for s in gemm["steps"] for v in s["variants"]]
-    bars += [Bar(f"cuBLAS TF32, {r['layout_name']}, alone", r["tflops"], REF)
-             for r in gemm["cublas_rows"] if r["precision"] == "tf32"]
+            for s in gemm.steps for v in s.variants]
+    bars += [Bar(f"cuBLAS TF32, {r['layout_name']}, alone", r["tflops"], REF) for r in gemm.cublas_tf32]
     return bar_chart(bars, "TFLOPS at the reference shape", height=330)
 
 
@@ -508,12 +696,11 @@ def gemm_progression(gemm: dict) -> str:
 TITLE_CLIMB = "climb_title.svg"
 
 
-def climb_of(gemm: dict, at: int, width: int = CLIMB_WIDTH, height: int = CLIMB_HEIGHT) -> str:
+def climb_of(gemm: Gemm, at: int, width: int = CLIMB_WIDTH, height: int = CLIMB_HEIGHT) -> str:
     """Where step ``at`` (0-based) stands on the climb: every step's best TFLOPS, this one's partner
     cuBLAS (in turns with it) across, with the clock the SMs ran at in those turns."""
-    step = gemm["steps"][at]
-    best = step["best"]
-    values = [s["best"]["tflops"] if s["best"]["tflops"] and not s["best"]["failed"] else None for s in gemm["steps"]]
+    best = gemm.steps[at].best
+    values = [s.best["tflops"] if has_figure(s.best) else None for s in gemm.steps]
     clock = f"; this step's turns with cuBLAS at {best['clock_mhz']:,.0f} MHz" if best["clock_mhz"] else ""
     # the baseline named whole (precision and layout): on a main slide the climb is the comparison's table
     layout = best['baseline']['layout_name'].split(" (")[0]          # B K-major, B row-major: its short name
@@ -521,18 +708,17 @@ def climb_of(gemm: dict, at: int, width: int = CLIMB_WIDTH, height: int = CLIMB_
     return climb(values, at, Line("y", best["baseline_tflops"], label, REF), f"TFLOPS, each step's best at its own run's clock{clock}", width=width, height=height)
 
 
-def draw(own, deck) -> dict[str, str]:
-    gemm = own
-    svgs = {"gemm_progression.svg": gemm_progression(gemm)}
-    for at, step in enumerate(gemm["steps"]):
-        if step["climb"]:
-            svgs[step["climb"]] = climb_of(gemm, at)
-    if (headline := gemm["headline"]) and headline["climb"]:
-        svgs[headline["climb"]] = climb_of(gemm, headline["climb_at"], TITLE_CLIMB_WIDTH, TITLE_CLIMB_HEIGHT)
-    for step in gemm["steps"]:
-        if step["diagram"]:
-            drawn = DIAGRAMS[step["draw"]](step, gemm["shape"])
+def draw(own: Gemm, deck) -> dict[str, str]:
+    svgs = {"gemm_progression.svg": gemm_progression(own)}
+    for at, step in enumerate(own.steps):
+        if step.climb:
+            svgs[step.climb] = climb_of(own, at)
+    if (headline := own.headline) and headline["climb"]:
+        svgs[headline["climb"]] = climb_of(own, headline["climb_at"], TITLE_CLIMB_WIDTH, TITLE_CLIMB_HEIGHT)
+    for step in own.steps:
+        if step.diagram:
+            drawn = DIAGRAMS[step.draw](step, own.shape)
             base, *over = drawn if isinstance(drawn, list) else [drawn]     # a figure in layers: one a click
-            svgs[step["diagram"]] = base
-            svgs.update({layer_name(step["diagram"], i): svg for i, svg in enumerate(over, 1)})
+            svgs[step.diagram] = base
+            svgs.update({layer_name(step.diagram, i): svg for i, svg in enumerate(over, 1)})
     return svgs
