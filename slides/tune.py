@@ -23,7 +23,6 @@ class Tune(Context):
     trials: list[dict] | None = None    # each with its stages and whether it won or was hand-picked
     ranked: list[dict] | None = None    # the timed trials, best first
     params: dict | None = None
-    space: dict | None = None
     stages_space: list[str] | None = None    # each STAGES of the space as the notes say it
     final: dict | None = None           # the winner and the hand-picked one, timed again head to head
     cublas_tflops: float | None = None  # cuBLAS in those final turns
@@ -56,7 +55,7 @@ def context(deck) -> Tune:
     head_to_head = judge(rec, final, gain, intervals)
     checked = [t["check"]["rel_error"] for t in trials if t.get("check")]
     return Tune(result=r, trials=trials, ranked=sorted((t for t in trials if "ratio" in t), key=lambda t: -t["ratio"]),
-                params=rec["params"], space=rec["params"]["space"], stages_space=stages_space(rec["params"]),
+                params=rec["params"], stages_space=stages_space(rec["params"]),
                 final=final, cublas_tflops=tflops_of(rec["params"], rec["final"]["cublas_time_ms"]),
                 table=table_figure(final, versus),
                 # cuBLAS on the same operands: the reference shape's, seeded alike
