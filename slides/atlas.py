@@ -5,11 +5,13 @@ kernel for the few-row shapes: its code, its plan for one cell, and its speed ov
 same turns."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from statistics import median
 
 from bench.gemm import catalogue, plan
 from slides.gemm import code_view, gain_in_turns
 from slides.kit import Cell, heatmap
+from slides.records import Context
 from slides.step_diagrams import stream_k_diagram, stream_k_runs
 from slides.sweep import tile_label
 import slides.device
@@ -21,6 +23,19 @@ HELD_SMALL = 0.90
 ERROR_HELD = 1.25      # a cell's error is held to this many times cuBLAS's on the same operands
 SLIDES = {"tf32": "Shape Atlas — TF32", "bf16": "Shape Atlas — BF16"}
 STREAM_K = catalogue.STREAM_K.title          # its slides' titles begin so
+
+
+@dataclass(frozen=True)
+class Atlas(Context):
+    """The shape atlas's slides: each precision's heatmap of the kernels over real models' projections
+    against cuBLAS in turns (a dict each, rows None where not measured), where they hold cuBLAS and
+    where they fall behind, and stream-K's code and plan beside them (None without an atlas)."""
+    tf32: dict
+    bf16: dict
+    measured: bool                      # an atlas has figures: without one the section shows nothing
+    ids: list[str]
+    summary: list[dict]                 # the takeaways' line: each precision whose atlas has figures
+    stream_k: dict | None
 
 
 def _where(row: dict) -> str:
@@ -56,39 +71,84 @@ def _narrow(correct: list[dict]) -> dict | None:
         return None
     row, best = cells[0], catalogue.step_of(cells[0]["kernel"]).best.tile
     n = row["shape"][1]
-    tiling = lambda width: {"width": width, "tiles": -(-n // width), "empty": -n % width}
+    tiling = lambda width: {"width": width, "tiles": -(-n // width), "empty": -n % width,
+                            "empty_said": f"with {-n % width} columns empty" if -n % width else "with none empty"}
     return {"cells": len(cells), "tile": tile_label(row["tile"]), "best": tile_label(best), "n": n,
             "narrow": tiling(row["tile"]["BN"]), "wide": tiling(best["BN"])}
 
 
-def _versus_headline(streamed: list[dict]) -> dict | None:
-    """Stream-K over the headline in the cells where it ran, the two in the same turns: the median and
-    the range of its speed over the headline's, and how many cells each interval calls faster,
-    slower or a tie."""
+def _versus_headline(streamed: list[dict]) -> str:
+    """Stream-K over the headline in the cells where it ran, the two in the same turns, as the notes
+    go on to say it: the median and the range of its speed over the headline's, and how many cells
+    each interval calls faster, slower or a tie ("" where no cell has the pair)."""
     pairs = [x["headline"] for x in streamed if "ratio" in x.get("headline", {})]
     if not pairs:
-        return None
+        return ""
     ratios = [p["ratio"] for p in pairs]
-    return {"cells": len(pairs), "median_pct": 100 * median(ratios), "lo_pct": 100 * min(ratios), "hi_pct": 100 * max(ratios),
-            "faster": sum(p["ci"][0] > 1 for p in pairs), "slower": sum(p["ci"][1] < 1 for p in pairs),
-            "tie": sum(p["ci"][0] <= 1 <= p["ci"][1] for p in pairs)}
+    slower, tie = sum(p["ci"][1] < 1 for p in pairs), sum(p["ci"][0] <= 1 <= p["ci"][1] for p in pairs)
+    return (f": stream-K at {100 * median(ratios):,.0f}% of the headline's speed (median; {100 * min(ratios):,.0f}–"
+            f"{100 * max(ratios):,.0f}%), faster in {sum(p['ci'][0] > 1 for p in pairs)} of {len(pairs)} cells"
+            + (f", slower in {slower}" if slower else "") + (f", a tie in {tie}" if tie else ""))
 
 
-def _errors(correct: list[dict]) -> dict | None:
-    """Each cell's error over cuBLAS's on its operands: how many are held to ERROR_HELD, and the worst."""
+def _errors(correct: list[dict]) -> str | None:
+    """Each cell's error over cuBLAS's on its operands, as the slide says it: whether all are held to
+    ERROR_HELD, else how many and the worst; None where no cell has cuBLAS's."""
     ratios = [(x["check"]["rel_error"] / x["cublas_check"]["rel_error"], x) for x in correct
               if x.get("cublas_check", {}).get("rel_error")]
     if not ratios:
         return None
     worst, at = max(ratios, key=lambda r: r[0])
-    return {"cells": len(ratios), "held": sum(r <= ERROR_HELD for r, _ in ratios), "limit": ERROR_HELD,
-            "worst": worst, "where": _where(at), "all_held": worst <= ERROR_HELD}
+    if worst <= ERROR_HELD:
+        return f"within {ERROR_HELD:,.2f}× cuBLAS's in every cell"
+    held = sum(r <= ERROR_HELD for r, _ in ratios)
+    return f"within {ERROR_HELD:,.2f}× cuBLAS's in {held} of {len(ratios)} cells; worst {worst:,.1f}×, {_where(at)}"
+
+
+def _large(row: dict) -> dict:
+    """The worst cell from LARGE_M up, against the share of cuBLAS the kernel is held to there."""
+    pct = 100 * row["ratio_same_layout"]
+    return {"from": LARGE_M, "pct": pct, "where": _where(row),
+            "said": f"at least {100 * HELD_LARGE:,.0f}% of cuBLAS everywhere" if row["ratio_same_layout"] >= HELD_LARGE else
+                    f"down to {pct:,.1f}% of cuBLAS at {_where(row)}, under the {100 * HELD_LARGE:,.0f}% it is held to"}
+
+
+def _small(row: dict, sm_count: int) -> dict:
+    """The worst cell up to SMALL_M, against the share of cuBLAS the kernel is held to there, and
+    what its grid of tiles leaves of the SMs."""
+    pct = 100 * row["ratio_same_layout"]
+    return {"to": SMALL_M, "pct": pct, "where": _where(row),
+            "said": f"at least {100 * HELD_SMALL:,.0f}% everywhere" if row["ratio_same_layout"] >= HELD_SMALL else
+                    f"down to {pct:,.1f}% at {_where(row)}: {_tiles_said(_grid(row, sm_count), sm_count)}"}
+
+
+def _tiles_said(grid: dict, sm_count: int) -> str:
+    """A cell's tiles against the SMs: too few, shared by stream-K's clusters, or enough."""
+    if grid["idle"]:
+        return f"only {grid['tiles']} tiles for {sm_count} SMs"
+    if grid["shared_by"]:
+        return f"{grid['tiles']} tiles for {sm_count} SMs, their K-tiles shared by {grid['shared_by']} clusters"
+    return f"{grid['tiles']} tiles for {sm_count} SMs, enough to fill them"
+
+
+def _worst_said(row: dict, sm_count: int) -> str:
+    """The worst cell of all and why it lost, as the notes go on to say it."""
+    grid = _grid(row, sm_count)
+    if grid["idle"]:
+        why = f"where its {grid['tiles']} tiles leave SMs idle: a kernel for such shapes has yet to be written"
+    elif grid["shared_by"]:
+        why = (f"where stream-K shared its {grid['tiles']} tiles' K-tiles among {grid['shared_by']} clusters: "
+               "its loss is the kernel's, not the grid's")
+    else:
+        why = f"with {grid['tiles']} tiles, enough for every SM: its loss is the kernel's, not the grid's"
+    return f"; the worst, {100 * row['ratio_same_layout']:,.1f}% at {_where(row)}, {why}"
 
 
 def one(deck, precision: str, sm_count: int) -> dict:
+    """One precision's atlas: its record (result), its cells, and what its slide and notes say of them."""
     (r,) = deck.need(SLIDES[precision], atlas_id(precision))
     if not r["measured"] or r["failed"] and "rows" not in r["record"]:
-        return {**r, "rows": None, "precision": precision.upper()}
+        return {"result": r, "rows": None, "precision": precision.upper()}
     rec = r["record"]
     params, rows = rec["params"], rec["rows"]
     correct = [x for x in rows if x["outcome"] == "correct"]
@@ -98,15 +158,11 @@ def one(deck, precision: str, sm_count: int) -> dict:
     low = lambda part: min(part, key=lambda x: x["ratio_same_layout"]) if part else None
     worst, worst_large, worst_small = low(correct), low(large), low(small)
     streamed = [x for x in correct if x.get("kernel") in STREAMED]
-    return {**r, "precision": precision.upper(), "rows": rows, "params": params, "correct": len(correct),
+    return {"result": r, "precision": precision.upper(), "rows": rows, "params": params, "correct": len(correct),
             "median_pct": 100 * median(ratios) if ratios else None,
-            "worst": worst and {"where": _where(worst), "pct": 100 * worst["ratio_same_layout"], **_grid(worst, sm_count)},
-            "large": worst_large and {"from": LARGE_M, "pct": 100 * worst_large["ratio_same_layout"],
-                                      "where": _where(worst_large), "target_pct": 100 * HELD_LARGE,
-                                      "held": worst_large["ratio_same_layout"] >= HELD_LARGE},
-            "small": worst_small and {"to": SMALL_M, "pct": 100 * worst_small["ratio_same_layout"],
-                                      "where": _where(worst_small), "target_pct": 100 * HELD_SMALL,
-                                      "held": worst_small["ratio_same_layout"] >= HELD_SMALL, **_grid(worst_small, sm_count)},
+            "worst": worst and {"where": _where(worst), "pct": 100 * worst["ratio_same_layout"]},
+            "worst_said": _worst_said(worst, sm_count) if worst else "",
+            "large": worst_large and _large(worst_large), "small": worst_small and _small(worst_small, sm_count),
             "above": sum(x >= 1 for x in ratios), "error": _errors(correct), "narrow": _narrow(correct),
             "streamed": {"cells": len(streamed), "up_to": max(x["shape"][0] for x in streamed),
                          "versus": _versus_headline(streamed)} if streamed else None,
@@ -139,8 +195,7 @@ def stream_k(deck, atlases: dict) -> dict:
     reference = deck.need(f"{STREAM_K} — Diagram", *(s.best.id for s in catalogue.SHAPE_STEPS))
     example = _example(atlases)
     # (both TFLOPS from those turns: the record's own figure is from its turns with cuBLAS)
-    at_reference = [{"precision": catalogue.step_of(x["id"]).precision.upper(), **pair,
-                     "faster": pair["ci"][0] > 1, "slower": pair["ci"][1] < 1}
+    at_reference = [{"precision": catalogue.step_of(x["id"]).precision.upper(), **pair, "call": _call(pair)}
                     for x in reference if x["measured"] and not x["failed"]
                     for pair in [gain_in_turns(x, catalogue.before(x["id"]))] if pair]
     cell = None
@@ -152,19 +207,34 @@ def stream_k(deck, atlases: dict) -> dict:
     return {"title": STREAM_K, "slide_title": STREAM_K, "technique": step.technique, "code": code_view(step.code, step.focus, deck.out_dir),
             "cell": cell, "diagram": "stream_k.svg" if cell else None, "at_reference": at_reference,
             # its tiles by M, smallest first: each up to the rows its cluster's column spans
-            "tiles": sorted(({"up_to": tile["BM"] * tile.get("CLUSTER_M", 1), "tile": tile_label(tile),
-                              "cluster": tile.get("CLUSTER_M", 1)} for tile in step.tiles), key=lambda x: x["up_to"])}
+            "tiles": [_tile_said(tile) for tile in sorted(step.tiles, key=_rows_spanned)]}
 
 
-def context(deck) -> dict:
+def _rows_spanned(tile: dict) -> int:
+    return tile["BM"] * tile.get("CLUSTER_M", 1)
+
+
+def _tile_said(tile: dict) -> str:
+    """One of stream-K's tiles, its cluster, and the rows up to which it is picked."""
+    cluster = tile.get("CLUSTER_M", 1)
+    return tile_label(tile) + (f" in clusters of {cluster}" if cluster > 1 else "") + f" up to {_rows_spanned(tile)} rows"
+
+
+def _call(pair: dict) -> str:
+    """Stream-K against the headline at the reference shape, from their turns' interval."""
+    if pair["ci"][1] < 1:
+        return "slower, so stream-K runs only where one cluster's column of tiles covers all of M, and the headline everywhere else"
+    return "faster even there" if pair["ci"][0] > 1 else "a tie"
+
+
+def context(deck) -> Atlas:
     sms = deck.of(slides.device)["sm_count"]
     both = {precision: one(deck, precision, sms) for precision in ("tf32", "bf16")}
     measured = any(a["rows"] for a in both.values())
     # stream-K's slides, and its backup pages, only beside an atlas (they are the atlas's kernel)
-    return {**both, "measured": measured, "ids": [a["id"] for a in both.values()],
-            # the takeaways' line: each precision whose atlas has figures
-            "summary": [a for a in both.values() if a["rows"] and a["median_pct"] is not None],
-            "stream_k": stream_k(deck, both) if measured else None}
+    return Atlas(**both, measured=measured, ids=[a["result"]["id"] for a in both.values()],
+                 summary=[a for a in both.values() if a["rows"] and a["median_pct"] is not None],
+                 stream_k=stream_k(deck, both) if measured else None)
 
 
 def atlas_map(a: dict) -> str:
@@ -197,9 +267,9 @@ def atlas_map(a: dict) -> str:
                    "M, the rows of A (tokens); rows: projections (N×K)", marked, footnote=footnote)
 
 
-def draw(own, deck) -> dict[str, str]:
-    out = {f"atlas_{key}.svg": atlas_map(own[key]) for key in ("tf32", "bf16") if own[key]["rows"]}
-    sk = own["stream_k"]
+def draw(own: Atlas, deck) -> dict[str, str]:
+    out = {f"atlas_{a['precision'].lower()}.svg": atlas_map(a) for a in (own.tf32, own.bf16) if a["rows"]}
+    sk = own.stream_k
     if sk and sk["cell"]:
         out[sk["diagram"]] = stream_k_diagram(sk["cell"])
     return out

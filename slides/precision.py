@@ -5,15 +5,15 @@ beside cuBLAS's on the same operands."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 from bench.gemm import catalogue
-from slides.records import measured_pair, span
+from slides.records import Context, measured_pair, span
 from slides.device import pct_of_peak
 from slides.gemm import pair_with_cublas
 from slides.kit import ACCENT, GRID, INK, MUTED, PALETTE, Bar, REF, bar_chart, drawing, nice_ticks, text, text_width
 import slides.device
 import slides.gemm
-import slides.peaks
 
 STEPS_SLIDE = "BF16: Each Step Against cuBLAS BF16"
 PEER_SLIDE = "BF16 Beside fast.cu"
@@ -27,14 +27,43 @@ PEER_ROWS = (("fastcu", f"fast.cu {PEER_KERNEL}", "BF16", "cublas_bf16_out"),
              ("cublas", "cuBLAS BF16", "FP32", None))
 
 
-def context(deck) -> dict:
+@dataclass(frozen=True)
+class Peer:
+    """fast.cu beside this project's kernels (peers.fastcu): at each shape the runs timed in turns,
+    ours over fast.cu and whether their intervals tell the two apart (shapes None: not measured)."""
+    result: dict                        # the record as a slide shows it (Records.record)
+    shapes: list[dict] | None = None
+    commit: str = ""                    # fast.cu's checkout
+    ours_writes: str = ""               # the C this project's kernels beside fast.cu write, as the notes say it
+    why_absent: str = ""                # a skipped record's reason
+
+
+@dataclass(frozen=True)
+class Precision(Context):
+    """The BF16 slides: each step's best kernel with BF16 operands against cuBLAS BF16 timed in turns
+    with it and beside its TF32 twin, their errors beside cuBLAS's, and fast.cu beside the BF16
+    headline."""
+    steps: list[dict]                   # each step's record with its cuBLAS (empty: none measured)
+    headline: dict | None               # the BF16 headline, with its share of the BF16 peak at its clock
+    headline_beside: str                # its TF32 twin and the BF16 peak beside it, where known
+    shares: dict | None                 # the steps' lowest and highest share of cuBLAS BF16 (low, high)
+    over_tf32: str                      # the range of the steps' speed over their TF32 twins', where known
+    tolerances: str                     # each output type's tolerance: a BF16 C carries BF16's own rounding
+    bf16_out: list[str]                 # the steps that write C in BF16, each against cuBLAS writing BF16
+    peer: Peer
+    peer_kernel: str = PEER_KERNEL
+    k_tile: dict = field(default_factory=lambda: {p: e["BK"] for p, e in catalogue.ELEMENTS.items()})
+    k_tile_bytes: int = catalogue.ELEMENT_BYTES["tf32"] * catalogue.ELEMENTS["tf32"]["BK"]
+
+
+def context(deck) -> Precision:
     gemm = deck.of(slides.gemm)
     tf32 = {s["key"]: s for s in gemm["steps"]}
     steps = []
     records = deck.need(STEPS_SLIDE, *(s.best.id for s in catalogue.BF16_STEPS))
     for step, r in zip(catalogue.BF16_STEPS, records):
         twin = tf32[step.key]["best"] if step.key in tf32 else None       # a BF16-only step has no TF32 twin
-        steps.append({**pair_with_cublas(r, gemm["cublas_by_id"]), "name": step.title,
+        steps.append({**pair_with_cublas({**r}, gemm["cublas_by_id"]), "name": step.title,
                       "output": catalogue.output_of(step.best.tile).upper(),
                       "error": r["check"]["rel_error"] if r["check"] else None,
                       "over_tf32": r["tflops"] / twin["tflops"] if twin and r["tflops"] and twin["tflops"] else None})
@@ -43,59 +72,71 @@ def context(deck) -> dict:
     if headline:     # its share of the BF16 peak at the clock its own SMs ran at
         headline = {**headline, "pct_peak": pct_of_peak(deck.of(slides.device), "bf16", headline["tflops"], headline["clock_mhz"])}
     shares = sorted(usable, key=lambda s: s["pct_cublas"])
-    return {"steps": steps if any(s["measured"] for s in steps) else [], "headline": headline,
-            # the lowest and highest share of cuBLAS BF16 over the steps, and of their TF32 twins' speed
-            "shares": {"low": shares[0], "high": shares[-1]} if shares else None,
-            "over_tf32": span(s["over_tf32"] for s in usable if s["over_tf32"]),
-            "peak": deck.of(slides.peaks)["by"].get("bf16"),
-            # each output type's tolerance: a BF16 C carries BF16's own rounding
-            "tolerances": {s["output"]: s["check"]["tolerance"] for s in usable if s["check"] and "tolerance" in s["check"]},
-            # the rows that write C in BF16, each against cuBLAS writing BF16
-            "bf16_out": [s["name"] for s in steps if s["output"] == "BF16"],
-            "peer": _peer(deck, headline), "peer_kernel": PEER_KERNEL,
-            "k_tile": {p: e["BK"] for p, e in catalogue.ELEMENTS.items()}, "k_tile_bytes": catalogue.ELEMENT_BYTES["tf32"] * catalogue.ELEMENTS["tf32"]["BK"]}
+    over_tf32 = span(s["over_tf32"] for s in usable if s["over_tf32"])
+    tolerances = {s["output"]: s["check"]["tolerance"] for s in usable if s["check"] and "tolerance" in s["check"]}
+    return Precision(steps=steps if any(s["measured"] for s in steps) else [], headline=headline,
+                     headline_beside=beside_said(headline) if headline else "",
+                     shares={"low": shares[0], "high": shares[-1]} if shares else None,
+                     over_tf32=f", each {over_tf32['low']:,.2f} to {over_tf32['high']:,.2f} times its TF32 twin's TFLOPS" if over_tf32 else "",
+                     tolerances=", ".join(f"{tol:.0e} for {output} C" for output, tol in tolerances.items()) or "—",
+                     bf16_out=[s["name"] for s in steps if s["output"] == "BF16"], peer=peer(deck, headline))
 
 
-def _peer(deck, headline: dict | None) -> dict | None:
+def beside_said(headline: dict) -> str:
+    """The BF16 headline beside its TF32 twin and the BF16 peak at its clock, each where known."""
+    twin = f", {headline['over_tf32']:,.2f}× its TF32 twin" if headline["over_tf32"] else ""
+    peak = f"; {headline['pct_peak']:,.0f}% of the BF16 peak at the {headline['clock_mhz']:,.0f} MHz its SMs ran at" \
+        if headline["pct_peak"] is not None else ""
+    return twin + peak
+
+
+def peer(deck, headline: dict | None) -> Peer:
     """The peer slide's shapes; where one is the headline's own shape and its figure there differs from
     the headline's record (another run), that figure too, so that the two are not taken for one."""
     (r,) = deck.need(PEER_SLIDE, PEER)
     if "shapes" not in r["record"]:
-        return {**r, "shapes": None}
-    shapes = []
-    for s in r["record"]["shapes"]:
-        rows = []
-        for who, name, output, base in (row for row in PEER_ROWS if row[0] in s):   # a record may lack the BF16-C run
-            run = s[who]
-            pct = 100 * run["tflops"] / s[base]["tflops"] if base else None
-            rows.append({"who": who, "name": name, "output": output, "tflops": run["tflops"], "time_ms": run["time_ms"],
-                         "base_tflops": s[base]["tflops"] if base else None, "pct": pct, "check": run["check"]})
-        # ours beside fast.cu from their times in the same turns: the BF16-C kernel, which writes what
-        # fast.cu writes, where the record holds it, else the headline (FP32 C)
-        both_bf16 = "ours_bf16_out" in s
-        pair = measured_pair(s["ours_bf16_out" if both_bf16 else "ours"], s["fastcu"])
-        own = headline and [headline["record"]["params"][d] for d in "mnk"] == list(s["shape"]) \
-            and f"{headline['tflops']:.1f}" != f"{s['ours']['tflops']:.1f}"
-        shapes.append({"shape": s["shape"], "rows": rows, "ours_over_peer": pair["ratio"], "tie": pair["tie"],
-                       "faster": pair["ratio"] > 1, "both_bf16": both_bf16, "ours_who": "ours_bf16_out" if both_bf16 else "ours",
-                       "headline_elsewhere": headline["tflops"] if own else None})
-    params = r["record"]["params"]
-    return {**r, "shapes": shapes, "commit": params["commit"], "ours_id": params["ours"],
-            "all_bf16": all(s["both_bf16"] for s in shapes)}
+        return Peer(result=r, why_absent=r["reason"] if r["status"] == "skipped" else "")
+    shapes = [peer_shape(s, headline) for s in r["record"]["shapes"]]
+    return Peer(result=r, shapes=shapes, commit=r["record"]["params"]["commit"],
+                ours_writes="and so does this project's kernel beside it" if all(s["both_bf16"] for s in shapes)
+                            else "this project's kernel beside it BF16 where the record has that run, else FP32")
+
+
+def peer_shape(s: dict, headline: dict | None) -> dict:
+    """One shape's runs, each divided by the cuBLAS that writes what it writes, and ours beside fast.cu
+    from their times in the same turns: the BF16-C kernel, which writes what fast.cu writes, where the
+    record holds it, else the headline (FP32 C)."""
+    rows = []
+    for who, name, output, base in (row for row in PEER_ROWS if row[0] in s):   # a record may lack the BF16-C run
+        run = s[who]
+        rows.append({"who": who, "name": name, "output": output, "tflops": run["tflops"], "time_ms": run["time_ms"],
+                     "base_tflops": s[base]["tflops"] if base else None,
+                     "pct": 100 * run["tflops"] / s[base]["tflops"] if base else None, "check": run["check"]})
+    both_bf16 = "ours_bf16_out" in s
+    pair = measured_pair(s["ours_bf16_out" if both_bf16 else "ours"], s["fastcu"])
+    own = headline and [headline["record"]["params"][d] for d in "mnk"] == list(s["shape"]) \
+        and f"{headline['tflops']:.1f}" != f"{s['ours']['tflops']:.1f}"
+    return {"shape": s["shape"], "rows": rows, "ours_over_peer": pair["ratio"], "tie": pair["tie"],
+            "faster": pair["ratio"] > 1, "both_bf16": both_bf16, "ours_who": "ours_bf16_out" if both_bf16 else "ours",
+            "ours_named": "this project's" if both_bf16 else "this project's headline",
+            "ours_kernel": "BF16-C kernel" if both_bf16 else "headline",
+            "call": "a tie: their medians' intervals overlap" if pair["tie"] else
+                    f"{'faster' if pair['ratio'] > 1 else 'slower'}: their medians' intervals apart",
+            "headline_elsewhere": headline["tflops"] if own else None}
 
 
 # --- figures --------------------------------------------------------------------------------------
 
-def bf16_steps_chart(precision: dict) -> str:
+def bf16_steps_chart(precision: Precision) -> str:
     """Each BF16 step's TFLOPS, noted with its share of cuBLAS BF16 (of its own output type) timed in
     turns with it and that cuBLAS's own figure (each step's partner is its own), and the headline's
     cuBLAS as a bar."""
     bars = [Bar(s["name"], s["tflops"] if not s["failed"] else None, ACCENT,
                 f"{s['pct_cublas']:.1f}% of cuBLAS's {s['baseline_tflops']:,.0f}" + (f", C in {s['output']}" if s["output"] != "FP32" else "")
                 if s["baseline"] else "")
-            for s in precision["steps"]]
-    if precision["headline"]:
-        bars.append(Bar("cuBLAS BF16", precision["headline"]["baseline_tflops"], REF, f"in turns with {precision['headline']['name']}"))
+            for s in precision.steps]
+    if precision.headline:
+        bars.append(Bar("cuBLAS BF16", precision.headline["baseline_tflops"], REF, f"in turns with {precision.headline['name']}"))
     return bar_chart(bars, "TFLOPS, BF16 in, FP32 accumulated, C in FP32 unless noted", height=300)
 
 
@@ -104,13 +145,13 @@ PEER_PICTURED = (("fastcu", f"fast.cu {PEER_KERNEL}, C in BF16", PALETTE[3]), ("
                  ("ours", "this project's headline, C in FP32", ACCENT), ("cublas_bf16_out", "cuBLAS BF16, C in BF16", MUTED))
 
 
-def peer_figure(peer: dict) -> str:
+def peer_figure(peer: Peer) -> str:
     """At each shape, fast.cu and this project's kernel (the BF16-C one where the record has it), with
     cuBLAS writing BF16 under them: each run's TFLOPS at its median time and the interval of that
     median as a bar, all timed in turns, so that the pair's intervals show the call; the call beside
     the shape."""
     groups = []
-    for s in peer["shapes"]:
+    for s in peer.shapes:
         by = {r["who"]: r for r in s["rows"]}
         runs = []
         for who, name, color in PEER_PICTURED:
@@ -154,9 +195,7 @@ def peer_figure(peer: dict) -> str:
     return dwg.tostring()
 
 
-def draw(own, deck) -> dict[str, str]:
-    precision = own
-    peer = precision["peer"]
-    return {**({"precision_bf16_steps.svg": bf16_steps_chart(precision)} if precision["steps"] else {}),
-            **({"precision_fastcu.svg": peer_figure(peer)} if peer and peer["shapes"] else {})}
+def draw(own: Precision, deck) -> dict[str, str]:
+    return {**({"precision_bf16_steps.svg": bf16_steps_chart(own)} if own.steps else {}),
+            **({"precision_fastcu.svg": peer_figure(own.peer)} if own.peer.shapes else {})}
 

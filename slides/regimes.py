@@ -4,10 +4,11 @@ by what it ran beside, at what clock and power. This slide puts them side by sid
 other slide's cuBLAS figure reads against the rest."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from statistics import median_high
 
 from bench.gemm import catalogue
-from slides.records import clock_during
+from slides.records import Context, clock_during, span
 from slides.device import tflops_of
 from slides.kit import PALETTE, Bar, bar_chart
 import slides.gemm
@@ -15,6 +16,26 @@ import slides.gemm
 PRECISION, LAYOUT = "tf32", "b_kmajor"      # the Hopper kernels' operands: the cuBLAS most slides divide by
 # the figures' spread per MHz of the SMs' clock under this: the clock accounts for the spread
 PER_CLOCK_SAME = 0.03
+
+
+@dataclass(frozen=True)
+class Regimes(Context):
+    """The two slides of one cuBLAS's figures: cuBLAS TF32 at the reference shape as each part of the
+    run timed it, a row a regime (alone, in turns, across sizes, in the tile search, after a rest),
+    how far apart they are in TFLOPS and per MHz of the SMs' clock, and whether the clock accounts
+    for it (rows empty: none measured)."""
+    result: dict                        # cuBLAS alone as a slide shows it (Records.record)
+    rows: list[dict] = field(default_factory=list)
+    shape: list[int] | None = None
+    lo: float | None = None             # the slowest and fastest figure of all the regimes
+    hi: float | None = None
+    spread_pct: float | None = None
+    per_clock_pct: float | None = None  # their spread per MHz of the SMs' clock, where every figure has its clock
+    per_clock_verdict: str = ""         # whether the clock accounts for the spread
+    layout_name: str = catalogue.LAYOUTS[LAYOUT]
+    precision: str = PRECISION.upper()
+    turn_ms: float | None = None        # the turns' length on the GEMM slides
+    trials: int | None = None           # the tuner's trials
 
 
 def _power(rec: dict) -> float | None:
@@ -29,14 +50,24 @@ def _row(regime: str, beside: str, tflops: list[float], clocks: list[float | Non
     clocks, power = [c for c in clocks if c], [p for p in power if p]
     return {"regime": regime, "beside": beside, "lo": min(tflops), "hi": max(tflops), "count": len(tflops),
             "lo_at_mhz": at.get(min(tflops)), "hi_at_mhz": at.get(max(tflops)),
-            "clock_lo": min(clocks, default=None), "clock_hi": max(clocks, default=None), "clock_measured": measured,
-            # a range where the clocks differ once rounded to a MHz
-            "clock_range": bool(clocks) and round(max(clocks)) != round(min(clocks)),
-            "power_lo": min(power, default=None), "power_hi": max(power, default=None),
+            # as the table prints them: a range where a regime has several figures, else one
+            "tflops": {"low": min(tflops), "high": max(tflops) if len(tflops) > 1 else min(tflops)},
+            "clocks": span(clocks), "clock_measured": measured,
+            # the power's range where its ends are more than half a watt apart
+            "power": {"low": min(power), "high": max(power) if max(power) > min(power) + 0.5 else min(power)} if power else None,
             "per_mhz": [t / c for t, c in zip(tflops, clocks)] if len(clocks) == len(tflops) else []}
 
 
-def context(deck) -> dict:
+def per_clock_verdict(per_clock: float, spread: float) -> str:
+    """Whether the SMs' clock accounts for a spread in TFLOPS, from the spread per MHz."""
+    if per_clock < PER_CLOCK_SAME:
+        return "the clock the power cap left accounts for most of it"
+    if per_clock > spread:          # per MHz further apart than in TFLOPS: the clock would explain the other way
+        return "further apart than in TFLOPS, so the clock does not explain it"
+    return "the clock does not account for all of it"
+
+
+def context(deck) -> Regimes:
     gemm = deck.of(slides.gemm)
     shape = gemm["shape"]["dims"] if gemm["shape"] else None
     bid = catalogue.cublas_id(PRECISION, LAYOUT)
@@ -77,25 +108,22 @@ def context(deck) -> dict:
                          [median_high(r[key] for r in tail)], key != "sm_clock_mhz",
                          [median_high(r["power_w"] for r in tail)]))
     if not rows:
-        return {"rows": [], "alone": alone}
+        return Regimes(result=alone)
     lo, hi = min(r["lo"] for r in rows), max(r["hi"] for r in rows)
     per_mhz = [x for r in rows for x in r["per_mhz"]]
-    per_clock_spread = (max(per_mhz) / min(per_mhz) - 1) if len(per_mhz) == sum(r["count"] for r in rows) else None
-    return {"rows": rows, "alone": alone, "shape": shape, "lo": lo, "hi": hi, "spread_pct": 100 * (hi / lo - 1),
-            "per_clock_pct": per_clock_spread and 100 * per_clock_spread,
-            "clock_explains": per_clock_spread is not None and per_clock_spread < PER_CLOCK_SAME,
-            # per MHz further apart than in TFLOPS: what the clock would explain runs the other way
-            "clock_widens": per_clock_spread is not None and per_clock_spread > hi / lo - 1,
-            "per_clock_same_pct": 100 * PER_CLOCK_SAME, "layout_name": catalogue.LAYOUTS[LAYOUT],
-            "precision": PRECISION.upper(), "turn_ms": paired[0]["record"]["params"]["turn_ms"] if paired else None,
-            "trials": len(tune["record"].get("trials", [])) if tune["measured"] else None}
+    per_clock = (max(per_mhz) / min(per_mhz) - 1) if len(per_mhz) == sum(r["count"] for r in rows) else None
+    return Regimes(result=alone, rows=rows, shape=shape, lo=lo, hi=hi, spread_pct=100 * (hi / lo - 1),
+                   per_clock_pct=per_clock and 100 * per_clock,
+                   per_clock_verdict=per_clock_verdict(per_clock, hi / lo - 1) if per_clock is not None else "",
+                   turn_ms=paired[0]["record"]["params"]["turn_ms"] if paired else None,
+                   trials=len(tune["record"].get("trials", [])) if tune["measured"] else None)
 
 
-def regimes_figure(rg: dict) -> str:
+def regimes_figure(rg: Regimes) -> str:
     """A bar for each regime's figure, two (its slowest and fastest) for a regime of several, each with
     the SMs' clock it ran at: one colour a regime."""
     bars = []
-    for i, r in enumerate(rg["rows"]):
+    for i, r in enumerate(rg.rows):
         mhz = lambda c: (f"at {c:,.0f} MHz" + ("" if r["clock_measured"] else " (NVML)")) if c else ""
         color = PALETTE[i % len(PALETTE)]
         if r["count"] == 1:
@@ -103,10 +131,9 @@ def regimes_figure(rg: dict) -> str:
         else:
             bars += [Bar(f"{r['regime']}: slowest of {r['count']}", r["lo"], color, mhz(r["lo_at_mhz"])),
                      Bar(f"{r['regime']}: fastest", r["hi"], color, mhz(r["hi_at_mhz"]))]
-    shape = f", {'×'.join(map(str, rg['shape']))}" if rg["shape"] else ""
-    return bar_chart(bars, f"cuBLAS {rg['precision']}, {rg['layout_name']}{shape}: TFLOPS by how the run timed it")
+    shape = f", {'×'.join(map(str, rg.shape))}" if rg.shape else ""
+    return bar_chart(bars, f"cuBLAS {rg.precision}, {rg.layout_name}{shape}: TFLOPS by how the run timed it")
 
 
-def draw(own, deck) -> dict[str, str]:
-    rg = own
-    return {"regimes.svg": regimes_figure(rg)} if rg["rows"] else {}
+def draw(own: Regimes, deck) -> dict[str, str]:
+    return {"regimes.svg": regimes_figure(own)} if own.rows else {}
