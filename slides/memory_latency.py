@@ -3,29 +3,59 @@ working-set sweep that shows where each level ends."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 from slides.kit import Chart, Line, REF, Series, fmt_bytes, line_chart
 from slides.l2_map import MAP_ID, map_halves
+from slides.records import Context
 import slides.device
 
 
 # Past L2's plateau, loads that take more than this many times a far-half hit cannot all be hits.
 FAR_MARGIN = 1.25
+# What the loads between L2's plateau and HBM's are, against a hit in L2's far half: the words
+# before that hit's figure and after it, by whether they take more than FAR_MARGIN times it.
+FAR_HALF = {True: {"lead": ": more than", "then": ", so some of them go to memory"},
+            False: {"lead": ", about", "then": ": lines past the near half come from the far one"}}
 
 
-def context(deck) -> dict:
+@dataclass(frozen=True)
+class MemoryLatency(Context):
+    """The memory-latency slides: the pointer chase's latency at each level (None: not measured), and
+    the working-set sweep, where it leaves L2's plateau and where it steps up to HBM's latency."""
+    result: dict                            # the record as a slide shows it (Records.record)
+    levels: list[dict] | None = None        # each level's chase, with its ratio to the first
+    by: dict[str, dict] = field(default_factory=dict)      # the levels by name
+    sweep: list[dict] | None = None
+    params: dict | None = None
+    hbm_step_bytes: float | None = None     # where the sweep steps up to HBM's latency
+    hbm_step_vs_l2_pct: float | None = None
+    # where the sweep leaves L2's plateau, and its loads' median cycles from there to the step (None: it
+    # does not leave it before the step)
+    l2_leave_bytes: int | None = None
+    l2_leave_pct: float | None = None
+    middle_cycles: float | None = None
+    clock_mhz: float | None = None          # cycles over nanoseconds of every chase
+    clock_over_max_pct: float | None = None     # where that passes the card's maximum clock
+    far_hit: float | None = None            # a hit in L2's far half on the L2 map, where it found two halves
+    far_half: dict | None = None            # the middle's loads against it, in FAR_HALF's words
+
+
+def context(deck) -> MemoryLatency:
     (r,) = deck.need("Memory Latency", "latency.memory")
     if "levels" not in r["record"]:
-        return {**r, "levels": None, "sweep": None, "hbm_step_bytes": None}
-    out = {**r, **read(r["record"], deck.of(slides.device)["l2_bytes"])}
+        return MemoryLatency(result=r)
+    device = deck.of(slides.device)
+    measured = read(r["record"], device.l2_bytes)
     # what a hit in L2's far half costs, from the L2 map (its own slide: slides/l2.py), where it found two halves
     mapped = map_halves(deck.record(MAP_ID))
-    out["far_hit"] = mapped[1]["far"] if mapped and mapped[1]["split"] else None
-    out["past_far"] = bool(out["far_hit"] and out["middle_cycles"] and out["middle_cycles"] > FAR_MARGIN * out["far_hit"])
-    top = deck.of(slides.device).get("sm_clock_max_mhz")
+    far_hit = mapped[1]["far"] if mapped and mapped[1]["split"] else None
+    middle = measured["middle_cycles"]
     # the cycle counter against the global timer can read past the card's maximum: said, not hidden
-    out["clock_over_max_pct"] = 100 * (out["clock_mhz"] / top - 1) if top and out["clock_mhz"] > top else None
-    return out
+    clock, top = measured["clock_mhz"], device.sm_clock_max_mhz
+    return MemoryLatency(result=r, **measured, far_hit=far_hit,
+                         far_half=FAR_HALF[middle > FAR_MARGIN * far_hit] if far_hit and middle else None,
+                         clock_over_max_pct=100 * (clock / top - 1) if clock > top else None)
 
 
 def read(rec: dict, l2_bytes: int) -> dict:
@@ -55,14 +85,13 @@ def read(rec: dict, l2_bytes: int) -> dict:
 
 # --- figures --------------------------------------------------------------------------------------
 
-def memory_sweep(mem: dict, device: dict) -> str:
-    series = [Series("pointer chase (ld.ca)", [(s["bytes"], s["cycles"]) for s in mem["sweep"]])]
-    lines = [Line("x", device["l2_bytes"], f"L2 as reported: {fmt_bytes(device['l2_bytes'])}", REF)]
-    if mem["hbm_step_bytes"]:
-        lines.append(Line("x", mem["hbm_step_bytes"], f"step read off the sweep: {fmt_bytes(mem['hbm_step_bytes'])}", "#059669"))
+def memory_sweep(mem: MemoryLatency, device: slides.device.Device) -> str:
+    series = [Series("pointer chase (ld.ca)", [(s["bytes"], s["cycles"]) for s in mem.sweep])]
+    lines = [Line("x", device.l2_bytes, f"L2 as reported: {fmt_bytes(device.l2_bytes)}", REF)]
+    if mem.hbm_step_bytes:
+        lines.append(Line("x", mem.hbm_step_bytes, f"step read off the sweep: {fmt_bytes(mem.hbm_step_bytes)}", "#059669"))
     return line_chart(Chart("working set (log scale)", "cycles per load", series, lines, x_format=fmt_bytes, legend=None, height=330))
 
 
-def draw(own, deck) -> dict[str, str]:
-    mem = own
-    return {"memory_sweep.svg": memory_sweep(mem, deck.of(slides.device))} if mem["sweep"] else {}
+def draw(own: MemoryLatency, deck) -> dict[str, str]:
+    return {"memory_sweep.svg": memory_sweep(own, deck.of(slides.device))} if own.sweep else {}
