@@ -23,8 +23,7 @@ class Hbm(Context):
     params: dict | None = None
     per_sm: dict | None = None          # one block of more than a warp on one SM
     little: dict | None = None
-    flat_from_sms: int | None = None    # the fewest SMs that copy at FLAT_PCT of cudaMemcpy
-    flat_pct: int = FLAT_PCT
+    flat_from: str = ""                 # the fewest SMs that copy at FLAT_PCT of cudaMemcpy, as a clause ("": none do)
 
 
 def context(deck) -> Hbm:
@@ -41,7 +40,8 @@ def context(deck) -> Hbm:
     flat = [row["sms_used"] for row in rows if row["pct_memcpy"] >= FLAT_PCT]
     per_sm = next((row for row in rows if row["threads"] > 32 and row["blocks"] == 1), None)
     return Hbm(result=r, rows=rows, memcpy={**memcpy, "pct_peak": 100 * memcpy["gbps"] / device.hbm_peak_gbps},
-               best=best, params=rec["params"], per_sm=per_sm, flat_from_sms=min(flat) if flat else None,
+               best=best, params=rec["params"], per_sm=per_sm,
+               flat_from=f"; the curve reaches {FLAT_PCT}% of cudaMemcpy only at {min(flat)} SMs" if flat else "",
                little=little(best, per_sm, deck.of(slides.memory_latency)))
 
 

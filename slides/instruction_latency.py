@@ -44,9 +44,10 @@ def context(deck) -> InstructionLatency:
             "single_warp_best": best, "at_highest_ilp": cycles[-1][1], "issue": issue,
             "ilp_to_best": enough, "at_ilp_to_best": at_enough, "vs_issue_pct": 100 * (at_enough / issue - 1),
             "sass_per_op": sass1["per_op"], "mix": sass1["mix_per_op"],
-            # the instructions an operation is issued as, leaving out those under MIX_SHOWN of one per call
-            "mix_shown": {m: n for m, n in sass1["mix_per_op"].items() if n >= MIX_SHOWN},
-            "mix_whole": {m: n for m, n in sass1["mix_per_op"].items() if n >= 0.5},     # shown as whole counts
+            # the instructions an operation is issued as, leaving out those under MIX_SHOWN of one per call;
+            # and those issued at least once every other call, as whole counts
+            "mix_shown": " and ".join(f"{m} ×{n:,.2f}" for m, n in sass1["mix_per_op"].items() if n >= MIX_SHOWN),
+            "mix_whole": ", ".join(f"{m} ×{n:,.0f}" for m, n in sass1["mix_per_op"].items() if n >= 0.5),
             "multi": sass1["per_op"] >= 1.5, "warps_per_sm": row["warps_per_sm"],
             "no_overlap": cycles[-1][1] >= 0.8 * cycles[0][1],
         })

@@ -85,7 +85,8 @@ def placement(deck) -> dict | None:
             # the smallest set, where it reads markedly slower than the best inside L2: the best is not every size's
             "smallest": inside[0] if inside and inside[0]["gbps"] < FALLS * max(x["gbps"] for x in inside) else None,
             "past_l2": span(x["gbps"] for x in past),
-            "fall": {"from": fall[0]["bytes"], "to": fall[1]["bytes"]} if fall else None,
+            # where the rate falls off L2, as a clause ("": it does not)
+            "fall": f"; it falls between {fmt_bytes(fall[0]['bytes'])} and {fmt_bytes(fall[1]['bytes'])}" if fall else "",
             "l2_bytes": l2_bytes, "params": rec["params"]}
 
 

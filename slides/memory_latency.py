@@ -13,10 +13,10 @@ import slides.device
 
 # Past L2's plateau, loads that take more than this many times a far-half hit cannot all be hits.
 FAR_MARGIN = 1.25
-# What the loads between L2's plateau and HBM's are, against a hit in L2's far half: the words
-# before that hit's figure and after it, by whether they take more than FAR_MARGIN times it.
-FAR_HALF = {True: {"lead": ": more than", "then": ", so some of them go to memory"},
-            False: {"lead": ", about", "then": ": lines past the near half come from the far one"}}
+# What the loads between L2's plateau and HBM's are, against a hit in L2's far half (its cycles on the
+# L2 map filled in), by whether they take more than FAR_MARGIN times it.
+FAR_HALF = {True: ": more than a hit in L2's far half ({far:,.0f} on the L2 map), so some of them go to memory",
+            False: ", about a hit in L2's far half ({far:,.0f} on the L2 map): lines past the near half come from the far one"}
 
 
 @dataclass(frozen=True)
@@ -36,9 +36,11 @@ class MemoryLatency(Context):
     l2_leave_pct: float | None = None
     middle_cycles: float | None = None
     clock_mhz: float | None = None          # cycles over nanoseconds of every chase
-    clock_over_max_pct: float | None = None     # where that passes the card's maximum clock
-    far_hit: float | None = None            # a hit in L2's far half on the L2 map, where it found two halves
-    far_half: dict | None = None            # the middle's loads against it, in FAR_HALF's words
+    # where that clock passes the card's maximum, by how much, as a clause ("": it does not): the
+    # cycle counter against the global timer can read past it, said, not hidden
+    clock_over_max: str = ""
+    # the middle's loads against a hit in L2's far half, in FAR_HALF's words ("": no halves on the L2 map)
+    far_half: str = ""
 
 
 def context(deck) -> MemoryLatency:
@@ -49,13 +51,18 @@ def context(deck) -> MemoryLatency:
     measured = read(r["record"], device.l2_bytes)
     # what a hit in L2's far half costs, from the L2 map (its own slide: slides/l2.py), where it found two halves
     mapped = map_halves(deck.record(MAP_ID))
-    far_hit = mapped[1]["far"] if mapped and mapped[1]["split"] else None
+    far = mapped[1]["far"] if mapped and mapped[1]["split"] else None
     middle = measured["middle_cycles"]
-    # the cycle counter against the global timer can read past the card's maximum: said, not hidden
-    clock, top = measured["clock_mhz"], device.sm_clock_max_mhz
-    return MemoryLatency(result=r, **measured, far_hit=far_hit,
-                         far_half=FAR_HALF[middle > FAR_MARGIN * far_hit] if far_hit and middle else None,
-                         clock_over_max_pct=100 * (clock / top - 1) if clock > top else None)
+    return MemoryLatency(result=r, **measured,
+                         far_half=FAR_HALF[middle > FAR_MARGIN * far].format(far=far) if far and middle else "",
+                         clock_over_max=clock_over_max(measured["clock_mhz"], device.sm_clock_max_mhz))
+
+
+def clock_over_max(clock: float, top: float) -> str:
+    """How far the chase's clock passes the card's maximum, as a clause; empty where it does not."""
+    if clock <= top:
+        return ""
+    return f", {100 * (clock / top - 1):,.1f}% past the card's {top:,.0f} MHz maximum: how far the two counters disagree here"
 
 
 def read(rec: dict, l2_bytes: int) -> dict:

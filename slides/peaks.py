@@ -27,6 +27,10 @@ TABLE_NOTE = {"capped": "At the maximum clock the tensor cores' peak is out of r
                         f"the clock lower, so {_RUN_CLOCK}",
               "under": f"At the maximum clock the tensor cores' peak is out of reach: under load the clock stays lower, so {_RUN_CLOCK}",
               "reached": _RUN_CLOCK[0].upper() + _RUN_CLOCK[1:]}
+# How the tensor cores' rate grows past the first tensor-core precision, where each is twice the one
+# before and where not (the factor from the first to the last filled in).
+LADDER = {True: "doubling with each narrower precision", False: "{ladder:,.0f}× from {first} to {last}"}
+OUT_OF_REACH = "Under load the clock stays below the maximum, so the tensor cores' peak at the maximum clock is out of reach."
 # How the clock TF32's run-clock peak is taken at was read, by whether the record measured it.
 CLOCK_READ = {True: "measured, each SM's cycle counter read against the GPU's global timer around every timed sample, "
                     "not NVML's sampled clock",
@@ -42,19 +46,18 @@ class Peaks(Context):
     by: dict[str, dict]                 # the rows by precision
     tf32_clock_mhz: float | None        # the clock cuBLAS TF32 ran at
     tf32_clock_read: str                # how, in CLOCK_READ's words
-    tf32_at_run_clock: dict | None      # TF32's row, where it has a peak at that clock
-    tensor_over_fp32: float | None      # the first tensor-core precision's rate over FP32's
+    tensor_over_fp32: float | None      # the first tensor-core precision's rate over FP32's (None: no rows)
     first_tensor: str | None
-    last_tensor: str | None
-    ladder: float | None                # the last tensor-core precision's rate over the first's
-    doubles: bool                       # each narrower precision twice the one before
+    ladder: str | None                  # how the rate grows from there, in LADDER's words
+    # what the notes add to how a bar is made: TF32's peaks and cuBLAS's figure, and whether the clock
+    # under load leaves the peak at the maximum clock out of reach
+    bar_notes: list[str]
     tensor_clocks: dict | None          # the span of the clocks cuBLAS ran the tensor cores at
-    below_max: bool                     # every one of them under the maximum
     clock_against_max: str              # in CLOCK_AGAINST_MAX's words
     table_note: str                     # in TABLE_NOTE's
     run_pct: dict | None                # the span of cuBLAS's shares of the tensor cores' peak at its clock
     hbm_copy: dict | None               # the best HBM copy (slides/hbm.py), the table's HBM row
-    hierarchy: list[dict] | None        # each level's latency and the bandwidth measured there (None: not measured)
+    hierarchy: list[dict] | None        # each level's latency and the bandwidth measured there, said (None: not measured)
 
 
 def context(deck) -> Peaks:
@@ -72,13 +75,13 @@ def context(deck) -> Peaks:
     return Peaks(
         rows=rows, by=by, tf32_clock_mhz=tf32["clock_mhz"] if tf32 else None,
         tf32_clock_read=CLOCK_READ[bool(tf32 and tf32["clock_measured"])],
-        tf32_at_run_clock=tf32 if tf32 and tf32["tflops_run_clock"] else None,
         tensor_over_fp32=tensor[0]["per_sm_per_clk"] / by["fp32"]["per_sm_per_clk"] if tensor and "fp32" in by else None,
-        first_tensor=tensor[0]["precision"] if tensor else None, last_tensor=tensor[-1]["precision"] if tensor else None,
-        ladder=tensor[-1]["per_sm_per_clk"] / tensor[0]["per_sm_per_clk"] if len(tensor) > 1 else None,
-        doubles=bool(steps) and all(x == 2 for x in steps),
-        tensor_clocks=span(clocks), below_max=below_max,
-        clock_against_max=CLOCK_AGAINST_MAX[against_max], table_note=TABLE_NOTE[against_max],
+        first_tensor=tensor[0]["precision"] if tensor else None,
+        ladder=LADDER[bool(steps) and all(x == 2 for x in steps)].format(
+            ladder=tensor[-1]["per_sm_per_clk"] / tensor[0]["per_sm_per_clk"], first=tensor[0]["precision"].upper(),
+            last=tensor[-1]["precision"].upper()) if tensor else None,
+        bar_notes=[*([tf32_said(tf32)] if tf32 and tf32["tflops_run_clock"] else []), *([OUT_OF_REACH] if below_max else [])],
+        tensor_clocks=span(clocks), clock_against_max=CLOCK_AGAINST_MAX[against_max], table_note=TABLE_NOTE[against_max],
         run_pct=span(row["pct_of_run_peak"] for row in tensor if row["tflops_run_clock"]),
         hbm_copy=hbm.best, hierarchy=hierarchy(deck))
 
@@ -97,6 +100,12 @@ def peak_row(device: slides.device.Device, precision: str, rate: int, cublas_row
             "pct_of_run_peak": 100 * best["tflops"] / run_peak if run_peak else None}
 
 
+def tf32_said(tf32: dict) -> str:
+    """TF32's bar in the notes: its peaks at the maximum clock and at cuBLAS's, and what cuBLAS did."""
+    return (f"For TF32 that is {tf32['tflops_max_clock']:,.0f} TFLOPS at the maximum clock and {tf32['tflops_run_clock']:,.0f} "
+            f"at the {tf32['clock_mhz']:,.0f} MHz cuBLAS ran at; cuBLAS did {tf32['measured']['tflops']:,.0f}.")
+
+
 def power_capped(row: dict) -> bool:
     """Whether NVML named the power cap as a throttle reason while the row's cuBLAS ran."""
     if not row["measured"]:
@@ -111,9 +120,9 @@ def hierarchy(deck) -> list[dict] | None:
     mem, l2, hbm = deck.of(slides.memory_latency), deck.of(slides.l2), deck.of(slides.hbm)
     if not mem.levels:
         return None
-    bandwidth = {"L2": l2.best_read and {"gbps": l2.best_read["read"]["gbps"], "how": "read"},
-                 "HBM": hbm.best and {"gbps": hbm.best["gbps"], "how": "copy"}}
-    return [{**lv, "bandwidth": bandwidth.get(lv["level"])} for lv in mem.levels]
+    bandwidth = {"L2": f"{l2.best_read['read']['gbps']:,.0f} GB/s read" if l2.rows else "",
+                 "HBM": f"{hbm.best['gbps']:,.0f} GB/s copy" if hbm.rows else ""}
+    return [{**lv, "bandwidth": bandwidth.get(lv["level"], "")} for lv in mem.levels]
 
 
 # --- figures --------------------------------------------------------------------------------------
