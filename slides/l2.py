@@ -15,6 +15,11 @@ import slides.device
 import slides.hbm
 
 MAP_SLIDE = "L2's Two Halves, Seen From Every SM"
+# What the fastest read took: every SM (as HBM's best copy does, or not) or fewer, and several
+# blocks' loads in flight on each or one block each.
+READ_PEAKS = {"every": "it needs every SM", "every_as_hbm": "like HBM, it needs every SM",
+              "fewer": "it peaks on {sms} of the {of} SMs"}
+IN_FLIGHT = {True: " and several blocks' loads in flight on each", False: ", one block each"}
 # What the map's two lines are, by whether it found two halves.
 MAP_READING = {True: "The two lines are L2's two halves: a line answers sooner to the SMs on its side.",
                False: "The map shows how latency varies by SM, not by half."}
@@ -30,12 +35,12 @@ def latency_map(deck) -> dict | None:
     out = {"sms": [x["sm"] for x in rows], "cycles": cycles.tolist(), "params": r["record"]["params"],
            "low": float(cycles.min()), "high": float(cycles.max()),
            "sm_count": len(rows), "line_count": cycles.shape[1], "split": bool(h["split"]),
-           "line_group": h["line_group"].tolist()}
+           "line_group": h["line_group"].tolist(), "reading": MAP_READING[bool(h["split"])]}
     if h["split"]:
         out.update(near=h["near"], far=h["far"], gap=h["far"] - h["near"], gap_pct=100 * (h["far"] / h["near"] - 1),
                    group_sms=h["sms"], group_lines=h["lines"],
                    near_line_of_sm=[h["near_line"][g] for g in h["sm_group"]])   # each SM's near line group, its group's
-    return {**out, "reading": MAP_READING[bool(h["split"])]}
+    return out
 
 
 PLACE_ID = "l2.placement"
@@ -119,13 +124,6 @@ class L2(Context):
     best_copy: dict | None = None
     read_vs_hbm: float | None = None    # the best read over the best HBM copy (None: HBM not measured)
     read_peaks: str | None = None       # what the best read took, in READ_PEAKS' words
-
-
-# What the fastest read took: every SM (as HBM's best copy does, or not) or fewer, and several
-# blocks' loads in flight on each or one block each.
-READ_PEAKS = {"every": "it needs every SM", "every_as_hbm": "like HBM, it needs every SM",
-              "fewer": "it peaks on {sms} of the {of} SMs"}
-IN_FLIGHT = {True: " and several blocks' loads in flight on each", False: ", one block each"}
 
 
 def context(deck) -> L2:

@@ -22,15 +22,15 @@ PEAKS_HEIGHT = 290         # on the slide with two lines of text under it
 # cap (NVML's throttle reason), or not; as the slide says it, and as its backup table's notes do.
 CLOCK_AGAINST_MAX = {"capped": "held under the maximum by the power cap", "under": "under the maximum",
                      "reached": "up to the maximum"}
-_RUN_CLOCK = "the table also gives the peak at the clock the SMs ran at while cuBLAS ran."
-TABLE_NOTE = {"capped": "At the maximum clock the tensor cores' peak is out of reach: under load the power cap holds "
-                        f"the clock lower, so {_RUN_CLOCK}",
-              "under": f"At the maximum clock the tensor cores' peak is out of reach: under load the clock stays lower, so {_RUN_CLOCK}",
-              "reached": _RUN_CLOCK[0].upper() + _RUN_CLOCK[1:]}
+TABLE_NOTE = {"capped": "At the maximum clock the tensor cores' peak is out of reach: under load the power cap holds the "
+                        "clock lower, so the table also gives the peak at the clock the SMs ran at while cuBLAS ran.",
+              "under": "At the maximum clock the tensor cores' peak is out of reach: under load the clock stays lower, "
+                       "so the table also gives the peak at the clock the SMs ran at while cuBLAS ran.",
+              "reached": "The table also gives the peak at the clock the SMs ran at while cuBLAS ran."}
+OUT_OF_REACH = "Under load the clock stays below the maximum, so the tensor cores' peak at the maximum clock is out of reach."
 # How the tensor cores' rate grows past the first tensor-core precision, where each is twice the one
 # before and where not (the factor from the first to the last filled in).
 LADDER = {True: "doubling with each narrower precision", False: "{ladder:,.0f}× from {first} to {last}"}
-OUT_OF_REACH = "Under load the clock stays below the maximum, so the tensor cores' peak at the maximum clock is out of reach."
 # How the clock TF32's run-clock peak is taken at was read, by whether the record measured it.
 CLOCK_READ = {True: "measured, each SM's cycle counter read against the GPU's global timer around every timed sample, "
                     "not NVML's sampled clock",
@@ -46,9 +46,11 @@ class Peaks(Context):
     by: dict[str, dict]                 # the rows by precision
     tf32_clock_mhz: float | None        # the clock cuBLAS TF32 ran at
     tf32_clock_read: str                # how, in CLOCK_READ's words
-    tensor_over_fp32: float | None      # the first tensor-core precision's rate over FP32's (None: no rows)
+    # the first tensor-core precision's rate over FP32's, and how the rate grows down the ladder from
+    # there, in LADDER's words (None: no rows)
+    tensor_over_fp32: float | None
     first_tensor: str | None
-    ladder: str | None                  # how the rate grows from there, in LADDER's words
+    ladder: str | None
     # what the notes add to how a bar is made: TF32's peaks and cuBLAS's figure, and whether the clock
     # under load leaves the peak at the maximum clock out of reach
     bar_notes: list[str]
@@ -64,26 +66,20 @@ def context(deck) -> Peaks:
     device = deck.of(slides.device)
     rows = [peak_row(device, p, rate, deck.of(slides.gemm)["cublas_rows"]) for p, rate in (device.rates or {}).items()]
     by = {row["precision"]: row for row in rows}
-    # the ladder: the tensor cores' rate over the CUDA cores', and each narrower precision's over the one before
     tensor = [row for row in rows if row["precision"] != "fp32"]
-    steps = [b["per_sm_per_clk"] / a["per_sm_per_clk"] for a, b in zip(tensor, tensor[1:])]
     clocks = [row["clock_mhz"] for row in tensor if row["clock_mhz"]]
     below_max = bool(clocks) and all(clock < device.sm_clock_max_mhz for clock in clocks)
     against_max = ("capped" if any(power_capped(row) for row in tensor) else "under") if below_max else "reached"
     tf32 = by.get("tf32")
-    hbm = deck.of(slides.hbm)
     return Peaks(
         rows=rows, by=by, tf32_clock_mhz=tf32["clock_mhz"] if tf32 else None,
         tf32_clock_read=CLOCK_READ[bool(tf32 and tf32["clock_measured"])],
         tensor_over_fp32=tensor[0]["per_sm_per_clk"] / by["fp32"]["per_sm_per_clk"] if tensor and "fp32" in by else None,
-        first_tensor=tensor[0]["precision"] if tensor else None,
-        ladder=LADDER[bool(steps) and all(x == 2 for x in steps)].format(
-            ladder=tensor[-1]["per_sm_per_clk"] / tensor[0]["per_sm_per_clk"], first=tensor[0]["precision"].upper(),
-            last=tensor[-1]["precision"].upper()) if tensor else None,
+        first_tensor=tensor[0]["precision"] if tensor else None, ladder=ladder_said(tensor) if tensor else None,
         bar_notes=[*([tf32_said(tf32)] if tf32 and tf32["tflops_run_clock"] else []), *([OUT_OF_REACH] if below_max else [])],
         tensor_clocks=span(clocks), clock_against_max=CLOCK_AGAINST_MAX[against_max], table_note=TABLE_NOTE[against_max],
         run_pct=span(row["pct_of_run_peak"] for row in tensor if row["tflops_run_clock"]),
-        hbm_copy=hbm.best, hierarchy=hierarchy(deck))
+        hbm_copy=deck.of(slides.hbm).best, hierarchy=hierarchy(deck))
 
 
 def peak_row(device: slides.device.Device, precision: str, rate: int, cublas_rows: list[dict]) -> dict:
@@ -98,6 +94,14 @@ def peak_row(device: slides.device.Device, precision: str, rate: int, cublas_row
             "tflops_run_clock": run_peak, "measured": best,
             "pct_of_peak": 100 * best["tflops"] / peak if best else None,
             "pct_of_run_peak": 100 * best["tflops"] / run_peak if run_peak else None}
+
+
+def ladder_said(tensor: list[dict]) -> str:
+    """How the tensor cores' rate grows down the ladder of precisions, in LADDER's words."""
+    steps = [b["per_sm_per_clk"] / a["per_sm_per_clk"] for a, b in zip(tensor, tensor[1:])]
+    first, last = tensor[0], tensor[-1]
+    return LADDER[bool(steps) and all(x == 2 for x in steps)].format(
+        ladder=last["per_sm_per_clk"] / first["per_sm_per_clk"], first=first["precision"].upper(), last=last["precision"].upper())
 
 
 def tf32_said(tf32: dict) -> str:
