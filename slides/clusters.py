@@ -4,8 +4,11 @@ step that brings in clusters (gemm.md.j2), at that step's cluster size; this sec
 is the backup table of every size."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from bench.gemm import catalogue
 from slides.kit import ACCENT, REF, Bar, bar_chart
+from slides.records import Context
 import slides.device
 
 ID = "machinery.cluster"
@@ -34,46 +37,73 @@ def _short(rows: list[dict], sms: int) -> list[dict]:
     return [{"sizes": sizes, "ctas": ctas, "idle": sms - ctas} for ctas, sizes in groups.items()]
 
 
-def context(deck) -> dict:
+@dataclass(frozen=True)
+class ClustersAlone:
+    """Clusters measured alone, one CTA on every SM: what a CTA pays to reach its peer's shared memory
+    and to meet or signal its cluster, against the same within itself; at the size the talk's step
+    runs (load, stream, barrier, signal) and at every size (rows)."""
+    rows: list[dict]                    # every cluster size's figures
+    size: int                           # the cluster size the talk's slide shows: its step's
+    beside: str                         # that step, which the talk's slide follows
+    beside_title: str
+    load: dict                          # a load's cycles from the CTA's own shared memory and the peer's
+    stream: dict                        # bytes per SM per clock streamed from each
+    barrier: dict                       # the CTA's barrier and the cluster's, relaxed and memory ordered
+    signal: float                       # a signal to the peer's mbarrier and back, in cycles
+    load_spread_pct: float              # how far a peer's load moves across the sizes
+    load_same: bool                     # within SAME_WITHIN
+    sizes: list[int]
+    short: list[dict]                   # the sizes whose clusters cannot cover every SM (_short)
+    setmaxnreg: dict | None             # the register hand-over (records from the register trade on)
+    sm_count: int
+    params: dict
+    buffer_kib: float
+
+
+@dataclass(frozen=True)
+class Clusters(Context):
+    """Clusters measured alone (None: not measured)."""
+    clusters: ClustersAlone | None = None
+    id: str = ID
+
+
+def context(deck) -> Clusters:
     (r,) = deck.need(SLIDE, ID)
     if not r["measured"] or r["failed"] and "rows" not in r["record"]:
-        return {"id": ID, "clusters": None}
+        return Clusters()
     rows = r["record"]["rows"]
     step = _beside()
     size = step.best.tile["CLUSTER_M"]
     at = next((x for x in rows if x["cluster"] == size), rows[0])
-    sms = deck.of(slides.device)["sm_count"]
+    sms = deck.of(slides.device).sm_count
     chase, stream, meet = at["chase_cycles"], at["stream"], at["barrier_cycles"]
     trade = r["record"].get("setmaxnreg")       # records from the register trade on
-    return {"id": ID, "clusters": {
-        "rows": rows, "size": at["cluster"], "beside": step.key, "beside_title": step.title,
-        "load": {"own": chase["own"], "peer": chase["peer"], "times": chase["peer"] / chase["own"]},
-        "stream": {"own": stream["own"]["bytes_per_sm_clock"], "peer": stream["peer"]["bytes_per_sm_clock"],
-                   "times": stream["own"]["bytes_per_sm_clock"] / stream["peer"]["bytes_per_sm_clock"]},
-        "barrier": {**meet, "ordered_times": meet["cluster"] / meet["cluster_relaxed"]},
-        "signal": at["signal_round_trip_cycles"],
-        # a peer's load from one size to the next: the same where within a tenth
-        "load_spread_pct": 100 * _spread([x["chase_cycles"]["peer"] for x in rows]),
-        "load_same": _spread([x["chase_cycles"]["peer"] for x in rows]) < SAME_WITHIN,
-        "sizes": [x["cluster"] for x in rows],
-        # sizes whose clusters cannot cover every SM: the GPCs' SMs do not divide into them
-        "short": _short(rows, sms),
-        "setmaxnreg": trade and {**trade["hand_over_cycles"], "round_trip": trade["round_trip_cycles"],
-                                 "regs": trade["regs"], "warpgroups": trade["warpgroups"],
-                                 "released": trade["regs"]["entry"] - trade["regs"]["producer"]},
-        "sm_count": sms, "params": r["record"]["params"], "buffer_kib": r["record"]["params"]["buffer_bytes"] / 2**10}}
+    # a peer's load from one size to the next: the same where within SAME_WITHIN
+    load_spread = _spread([x["chase_cycles"]["peer"] for x in rows])
+    return Clusters(clusters=ClustersAlone(
+        rows=rows, size=at["cluster"], beside=step.key, beside_title=step.title,
+        load={"own": chase["own"], "peer": chase["peer"], "times": chase["peer"] / chase["own"]},
+        stream={"own": stream["own"]["bytes_per_sm_clock"], "peer": stream["peer"]["bytes_per_sm_clock"],
+                "times": stream["own"]["bytes_per_sm_clock"] / stream["peer"]["bytes_per_sm_clock"]},
+        barrier={**meet, "ordered_times": meet["cluster"] / meet["cluster_relaxed"]},
+        signal=at["signal_round_trip_cycles"],
+        load_spread_pct=100 * load_spread, load_same=load_spread < SAME_WITHIN, sizes=[x["cluster"] for x in rows],
+        short=_short(rows, sms),
+        setmaxnreg=trade and {**trade["hand_over_cycles"], "round_trip": trade["round_trip_cycles"],
+                              "regs": trade["regs"], "warpgroups": trade["warpgroups"],
+                              "released": trade["regs"]["entry"] - trade["regs"]["producer"]},
+        sm_count=sms, params=r["record"]["params"], buffer_kib=r["record"]["params"]["buffer_bytes"] / 2**10))
 
 
-def cost_chart(c: dict) -> str:
+def cost_chart(c: ClustersAlone) -> str:
     """The cycles each mechanism takes, the CTA's own beside its cluster's, at the slide's size."""
-    load, meet = c["load"], c["barrier"]
+    load, meet = c.load, c.barrier
     bars = [Bar("load, own shared memory", load["own"], ACCENT), Bar("load, the peer's", load["peer"], REF),
             Bar("barrier, the CTA's", meet["cta"], ACCENT), Bar("barrier, the cluster's (relaxed)", meet["cluster_relaxed"], REF),
             Bar("barrier, the cluster's (memory ordered)", meet["cluster"], REF),
-            Bar("signal to the peer and back", c["signal"], REF)]
-    return bar_chart(bars, f"cycles, clusters of {c['size']}: blue within the CTA, red across the cluster", width=760)
+            Bar("signal to the peer and back", c.signal, REF)]
+    return bar_chart(bars, f"cycles, clusters of {c.size}: blue within the CTA, red across the cluster", width=760)
 
 
-def draw(own, deck) -> dict[str, str]:
-    c = own["clusters"]
-    return {"clusters_cost.svg": cost_chart(c)} if c else {}
+def draw(own: Clusters, deck) -> dict[str, str]:
+    return {"clusters_cost.svg": cost_chart(own.clusters)} if own.clusters else {}

@@ -3,6 +3,10 @@ architecture, the occupancy rules), and the device as the templates see it as ``
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+
+from bench.core.schema import DEVICE_FIELDS
+from slides.records import Context
 
 # Dense FLOP per clock per SM by compute capability (NVIDIA architecture
 # whitepapers): FP32 FMA on the CUDA cores, TF32, BF16 and (Hopper) FP8 on the tensor cores.
@@ -21,18 +25,41 @@ WARP_SIZE = 32
 MAX_BLOCKS_PER_SM = 32       # every architecture since Volta except Turing's 16
 
 
-def context(deck) -> dict:
-    d = dict(deck.doc["device"])
-    cc = d["compute_capability"]
-    d["arch"] = ARCH_NAMES.get(cc, f"compute capability {cc}")
-    d["sm_name"] = "sm_" + cc.replace(".", "")
-    d["subpartitions"] = SUBPARTITIONS_PER_SM
-    d["warp_size"] = WARP_SIZE
+@dataclass(frozen=True)
+class Device(Context):
+    """The GPU the results were measured on: what CUDA and NVML reported when the run started (the
+    results file's device, bench/core/schema.py), and what the deck knows of its architecture."""
+    name: str
+    slug: str
+    compute_capability: str
+    sm_count: int
+    sm_clock_max_mhz: float             # NVML's maximum SM clock
+    sm_clock_mhz: float                 # the SM clock when the device was read
+    mem_clock_max_mhz: float
+    mem_bus_width_bits: int
+    l2_bytes: int
+    smem_per_block_optin_bytes: int
+    memory_bytes: int
+    max_threads_per_sm: int
+    regs_per_sm: int
+    smem_per_sm_bytes: int
+    power_limit_w: float                # NVML's enforced limit
+    arch: str                           # Hopper, or the compute capability where the deck has no name for it
+    sm_name: str                        # the compiler's target: sm_90
+    rates: dict[str, int] | None        # dense FLOP per clock per SM by precision; None: not in PER_SM_FLOP_PER_CLK
+    fp32_lanes_per_sm: int | None
+    hbm_peak_gbps: float                # memory clock x 2 (double data rate) x bus width
+    subpartitions: int = SUBPARTITIONS_PER_SM
+    warp_size: int = WARP_SIZE
+
+
+def context(deck) -> Device:
+    reported = {key: deck.doc["device"][key] for key in DEVICE_FIELDS}
+    cc = reported["compute_capability"]
     rates = PER_SM_FLOP_PER_CLK.get(cc)
-    d["rates"] = rates
-    d["fp32_lanes_per_sm"] = rates["fp32"] // 2 if rates else None
-    d["hbm_peak_gbps"] = d["mem_clock_max_mhz"] * 1e6 * 2 * d["mem_bus_width_bits"] / 8 / 1e9
-    return d
+    return Device(**reported, arch=ARCH_NAMES.get(cc, f"compute capability {cc}"), sm_name="sm_" + cc.replace(".", ""),
+                  rates=rates, fp32_lanes_per_sm=rates["fp32"] // 2 if rates else None,
+                  hbm_peak_gbps=reported["mem_clock_max_mhz"] * 1e6 * 2 * reported["mem_bus_width_bits"] / 8 / 1e9)
 
 
 def tflops_of(params: dict, time_ms: dict) -> float:
@@ -40,31 +67,31 @@ def tflops_of(params: dict, time_ms: dict) -> float:
     return 2 * params["m"] * params["n"] * params["k"] / (time_ms["median"] * 1e-3) / 1e12
 
 
-def peak_tflops(device: dict, per_sm_per_clk: int, clock_mhz: float) -> float:
-    return device["sm_count"] * per_sm_per_clk * clock_mhz * 1e6 / 1e12
+def peak_tflops(device: Device, per_sm_per_clk: int, clock_mhz: float) -> float:
+    return device.sm_count * per_sm_per_clk * clock_mhz * 1e6 / 1e12
 
 
-def pct_of_peak(device: dict, precision: str, tflops: float | None, clock_mhz: float | None) -> float | None:
+def pct_of_peak(device: Device, precision: str, tflops: float | None, clock_mhz: float | None) -> float | None:
     """``tflops`` as a share of ``precision``'s dense peak at ``clock_mhz``, the clock its SMs ran
     at; None without a rate for this GPU, a clock or a figure."""
-    rate = (device["rates"] or {}).get(precision)
+    rate = (device.rates or {}).get(precision)
     return 100 * tflops / peak_tflops(device, rate, clock_mhz) if rate and clock_mhz and tflops else None
 
 
-def occupancy(resources: dict, device: dict) -> dict:
+def occupancy(resources: dict, device: Device) -> dict:
     """Resident blocks and warps per SM from the kernel's resources and the device
     limits, and which limit binds (registers are allocated per warp in 256s; each
     block reserves 1 KiB of shared memory)."""
     threads = resources["threads_per_block"]
-    warps = math.ceil(threads / device["warp_size"])
-    regs_per_warp = math.ceil(resources["regs_per_thread"] * device["warp_size"] / 256) * 256
+    warps = math.ceil(threads / device.warp_size)
+    regs_per_warp = math.ceil(resources["regs_per_thread"] * device.warp_size / 256) * 256
     smem = resources["smem_static_bytes"] + resources["smem_dynamic_bytes"]
-    limits = {"threads": device["max_threads_per_sm"] // threads,
-              "registers": (device["regs_per_sm"] // regs_per_warp) // warps if regs_per_warp else MAX_BLOCKS_PER_SM,
-              "shared memory": device["smem_per_sm_bytes"] // (smem + 1024) if smem else MAX_BLOCKS_PER_SM,
+    limits = {"threads": device.max_threads_per_sm // threads,
+              "registers": (device.regs_per_sm // regs_per_warp) // warps if regs_per_warp else MAX_BLOCKS_PER_SM,
+              "shared memory": device.smem_per_sm_bytes // (smem + 1024) if smem else MAX_BLOCKS_PER_SM,
               "blocks": MAX_BLOCKS_PER_SM}
     limiter = min(limits, key=limits.get)
     blocks = limits[limiter]
-    max_warps = device["max_threads_per_sm"] // device["warp_size"]
+    max_warps = device.max_threads_per_sm // device.warp_size
     return {"blocks_per_sm": blocks, "warps_per_sm": blocks * warps, "occupancy_pct": 100 * blocks * warps / max_warps,
             "limited_by": limiter, "limits": limits}

@@ -4,8 +4,10 @@ the two methods do differently (from the two programs' code, not from a measurem
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from slides.kit import fmt_bytes
+from slides.records import Context
 import slides.device
 import slides.hbm
 import slides.l2
@@ -40,39 +42,62 @@ def _pair(name: str, what: str, unit: str, ours: float | None, theirs: float | N
             "method": None if agree or ratio is None else METHODS[name]}
 
 
-def context(deck) -> dict:
+@dataclass(frozen=True)
+class Comparison:
+    """Each pair of figures, ours beside gpu-benches', and where they differ, what the two methods do
+    differently; how far gpu-latency's sweep reached in the time the run gave it."""
+    pairs: list[dict]
+    agree: list[dict]
+    differ: list[dict]
+    agree_pct: float
+    params: dict
+    commit: str                         # gpu-benches' commit, abbreviated
+    latency_reached_bytes: int          # the largest working set gpu-latency reached
+    hbm_latency_reached: bool           # past L2
+    ours_hbm_latency: str               # our HBM latency, as a clause after theirs ("": not measured)
+
+
+@dataclass(frozen=True)
+class GpuBenches(Context):
+    """The slide of this project's memory figures beside gpu-benches' (peer; None: not measured)."""
+    peer: Comparison | None = None
+    id: str = ID
+
+
+def context(deck) -> GpuBenches:
     (r,) = deck.need(SLIDE, ID)
     if not r["measured"] or r["failed"] and "stream" not in r["record"]:
-        return {"id": ID, "peer": None}
+        return GpuBenches()
     rec = r["record"]
     hbm, l2, mem = deck.of(slides.hbm), deck.of(slides.l2), deck.of(slides.memory_latency)
+    l2_bytes = deck.of(slides.device).l2_bytes
     pairs = []
     if rec["stream"]:
         scale = max(rec["stream"], key=lambda x: x["gbps"]["scale"])
-        pairs.append(_pair("hbm_bandwidth", "HBM bandwidth", "GB/s", hbm["best"]["gbps"] if hbm.get("rows") else None,
+        pairs.append(_pair("hbm_bandwidth", "HBM bandwidth", "GB/s", hbm.best["gbps"] if hbm.rows else None,
                            scale["gbps"]["scale"], "copy", "gpu-stream scale"))
     if rec["l2_cache"]:
         best = max(rec["l2_cache"], key=lambda x: x["gbps"])
-        pairs.append(_pair("l2_bandwidth", "L2 bandwidth", "GB/s", l2["best_read"]["read"]["gbps"] if l2.get("rows") else None,
+        pairs.append(_pair("l2_bandwidth", "L2 bandwidth", "GB/s", l2.best_read["read"]["gbps"] if l2.rows else None,
                            best["gbps"], "read", f"gpu-l2-cache, {fmt_bytes(best['footprint_kb'] * 1024)}"))
     lat = rec["latency"]
     reached = max((x["footprint_kb"] * 1024 for x in lat), default=0)
-    if lat and mem.get("levels"):
+    if lat and mem.levels:
         small = min(lat, key=lambda x: x["footprint_kb"])
-        pairs.append(_pair("l1_latency", "L1 hit latency", "cycles", mem["by"]["L1"]["cycles"], small["cycles"],
-                           f"ld.ca, {fmt_bytes(mem['by']['L1']['bytes'])}", f"{fmt_bytes(small['footprint_kb'] * 1024)}"))
+        pairs.append(_pair("l1_latency", "L1 hit latency", "cycles", mem.by["L1"]["cycles"], small["cycles"],
+                           f"ld.ca, {fmt_bytes(mem.by['L1']['bytes'])}", f"{fmt_bytes(small['footprint_kb'] * 1024)}"))
         # L2's plateau: from where our sweep reaches our L2 level, to a quarter of L2
-        plateau = next((s["bytes"] for s in mem["sweep"] if s["cycles"] >= L2_REACHED * mem["by"]["L2"]["cycles"]), None)
-        in_l2 = [x for x in lat if plateau and plateau <= x["footprint_kb"] * 1024 <= deck.of(slides.device)["l2_bytes"] / 4]
+        plateau = next((s["bytes"] for s in mem.sweep if s["cycles"] >= L2_REACHED * mem.by["L2"]["cycles"]), None)
+        in_l2 = [x for x in lat if plateau and plateau <= x["footprint_kb"] * 1024 <= l2_bytes / 4]
         if in_l2:
             theirs = max(in_l2, key=lambda x: x["footprint_kb"])
             size = theirs["footprint_kb"] * 1024
-            ours = _nearest(mem["sweep"], size)
+            ours = _nearest(mem.sweep, size)
             pairs.append(_pair("l2_latency", "L2 hit latency", "cycles", ours["cycles"], theirs["cycles"],
                                f"ld.ca, {fmt_bytes(ours['bytes'])}", fmt_bytes(size)))
     compared = [p for p in pairs if p["ratio"] is not None]
-    return {"id": ID, "peer": {
-        "pairs": pairs, "agree": [p for p in compared if p["agree"]], "differ": [p for p in compared if not p["agree"]],
-        "agree_pct": 100 * AGREE, "params": rec["params"], "commit": rec["params"]["commit"][:12],
-        "latency_reached_bytes": reached, "hbm_latency_reached": reached > deck.of(slides.device)["l2_bytes"],
-        "ours_hbm_latency": mem["by"]["HBM"]["cycles"] if mem.get("levels") else None}}
+    return GpuBenches(peer=Comparison(
+        pairs=pairs, agree=[p for p in compared if p["agree"]], differ=[p for p in compared if not p["agree"]],
+        agree_pct=100 * AGREE, params=rec["params"], commit=rec["params"]["commit"][:12],
+        latency_reached_bytes=reached, hbm_latency_reached=reached > l2_bytes,
+        ours_hbm_latency=f"; ours is {mem.by['HBM']['cycles']:,.0f} cycles" if mem.levels else ""))

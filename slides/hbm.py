@@ -23,8 +23,7 @@ class Hbm(Context):
     params: dict | None = None
     per_sm: dict | None = None          # one block of more than a warp on one SM
     little: dict | None = None
-    flat_from_sms: int | None = None    # the fewest SMs that copy at FLAT_PCT of cudaMemcpy
-    flat_pct: int = FLAT_PCT
+    flat_from: str = ""                 # the fewest SMs that copy at FLAT_PCT of cudaMemcpy, as a clause ("": none do)
 
 
 def context(deck) -> Hbm:
@@ -35,21 +34,22 @@ def context(deck) -> Hbm:
     rec = r["record"]
     memcpy = rec["memcpy"]
     rows = [{**row, "pct_memcpy": 100 * row["gbps"] / memcpy["gbps"],
-             "pct_peak": 100 * row["gbps"] / device["hbm_peak_gbps"]} for row in rec["rows"]]
+             "pct_peak": 100 * row["gbps"] / device.hbm_peak_gbps} for row in rec["rows"]]
     best = max(rows, key=lambda row: row["gbps"])
     # where the curve flattens: the fewest SMs that copy at FLAT_PCT of cudaMemcpy or more
     flat = [row["sms_used"] for row in rows if row["pct_memcpy"] >= FLAT_PCT]
     per_sm = next((row for row in rows if row["threads"] > 32 and row["blocks"] == 1), None)
-    return Hbm(result=r, rows=rows, memcpy={**memcpy, "pct_peak": 100 * memcpy["gbps"] / device["hbm_peak_gbps"]},
-               best=best, params=rec["params"], per_sm=per_sm, flat_from_sms=min(flat) if flat else None,
+    return Hbm(result=r, rows=rows, memcpy={**memcpy, "pct_peak": 100 * memcpy["gbps"] / device.hbm_peak_gbps},
+               best=best, params=rec["params"], per_sm=per_sm,
+               flat_from=f"; the curve reaches {FLAT_PCT}% of cudaMemcpy only at {min(flat)} SMs" if flat else "",
                little=little(best, per_sm, deck.of(slides.memory_latency)))
 
 
-def little(best: dict, per_sm: dict | None, mem: dict) -> dict | None:
+def little(best: dict, per_sm: dict | None, mem: slides.memory_latency.MemoryLatency) -> dict | None:
     """Little's law: bytes in flight = bandwidth x latency, for the loads (half the copy's bytes)."""
-    if not (per_sm and mem["levels"] and "HBM" in mem["by"]):
+    if not (per_sm and "HBM" in mem.by):
         return None
-    latency_ns, read_gbps = mem["by"]["HBM"]["ns"], best["gbps"] / 2
+    latency_ns, read_gbps = mem.by["HBM"]["ns"], best["gbps"] / 2
     need = read_gbps * latency_ns                               # GB/s x ns = bytes
     in_flight_per_sm = per_sm["gbps"] / 2 * latency_ns
     return {"latency_ns": latency_ns, "bytes_needed": need, "bytes_per_sm": in_flight_per_sm,
@@ -58,14 +58,14 @@ def little(best: dict, per_sm: dict | None, mem: dict) -> dict | None:
 
 # --- figures --------------------------------------------------------------------------------------
 
-def hbm_scaling(hbm: Hbm, device: dict) -> str:
+def hbm_scaling(hbm: Hbm, device: slides.device.Device) -> str:
     """Copy bandwidth against the SMs used, one block per SM, beside cudaMemcpy and the peak."""
     curve = [r for r in hbm.rows if r["blocks"] == r["sms_used"] and r["threads"] > 32]
     full = [r for r in hbm.rows if r["blocks"] > r["sms_used"]]
     series = [Series("1 block of threads per SM", [(r["sms_used"], r["gbps"]) for r in curve])]
     series += [Series(r["label"], [(r["sms_used"], r["gbps"])], PALETTE[4 + i]) for i, r in enumerate(full)]
     return line_chart(Chart("SMs used (log scale)", "GB/s (read + written)", series, [
-        Line("y", device["hbm_peak_gbps"], f"theoretical peak {device['hbm_peak_gbps']:,.0f}"),
+        Line("y", device.hbm_peak_gbps, f"theoretical peak {device.hbm_peak_gbps:,.0f}"),
         Line("y", hbm.memcpy["gbps"], f"cudaMemcpy {hbm.memcpy['gbps']:,.0f}", REF)], height=280))
 
 

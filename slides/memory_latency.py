@@ -3,29 +3,66 @@ working-set sweep that shows where each level ends."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 from slides.kit import Chart, Line, REF, Series, fmt_bytes, line_chart
 from slides.l2_map import MAP_ID, map_halves
+from slides.records import Context
 import slides.device
 
 
 # Past L2's plateau, loads that take more than this many times a far-half hit cannot all be hits.
 FAR_MARGIN = 1.25
+# What the loads between L2's plateau and HBM's are, against a hit in L2's far half (its cycles on the
+# L2 map filled in), by whether they take more than FAR_MARGIN times it.
+FAR_HALF = {True: ": more than a hit in L2's far half ({far:,.0f} on the L2 map), so some of them go to memory",
+            False: ", about a hit in L2's far half ({far:,.0f} on the L2 map): lines past the near half come from the far one"}
 
 
-def context(deck) -> dict:
+@dataclass(frozen=True)
+class MemoryLatency(Context):
+    """The memory-latency slides: the pointer chase's latency at each level (None: not measured), and
+    the working-set sweep, where it leaves L2's plateau and where it steps up to HBM's latency."""
+    result: dict                            # the record as a slide shows it (Records.record)
+    levels: list[dict] | None = None        # each level's chase, with its ratio to the first
+    by: dict[str, dict] = field(default_factory=dict)      # the levels by name
+    sweep: list[dict] | None = None
+    params: dict | None = None
+    hbm_step_bytes: float | None = None     # where the sweep steps up to HBM's latency
+    hbm_step_vs_l2_pct: float | None = None
+    # where the sweep leaves L2's plateau, and its loads' median cycles from there to the step (None: it
+    # does not leave it before the step)
+    l2_leave_bytes: int | None = None
+    l2_leave_pct: float | None = None
+    middle_cycles: float | None = None
+    clock_mhz: float | None = None          # cycles over nanoseconds of every chase
+    # where that clock passes the card's maximum, by how much, as a clause ("": it does not): the
+    # cycle counter against the global timer can read past it, said, not hidden
+    clock_over_max: str = ""
+    # the middle's loads against a hit in L2's far half, in FAR_HALF's words ("": no halves on the L2 map)
+    far_half: str = ""
+
+
+def context(deck) -> MemoryLatency:
     (r,) = deck.need("Memory Latency", "latency.memory")
     if "levels" not in r["record"]:
-        return {**r, "levels": None, "sweep": None, "hbm_step_bytes": None}
-    out = {**r, **read(r["record"], deck.of(slides.device)["l2_bytes"])}
+        return MemoryLatency(result=r)
+    device = deck.of(slides.device)
+    measured = read(r["record"], device.l2_bytes)
     # what a hit in L2's far half costs, from the L2 map (its own slide: slides/l2.py), where it found two halves
     mapped = map_halves(deck.record(MAP_ID))
-    out["far_hit"] = mapped[1]["far"] if mapped and mapped[1]["split"] else None
-    out["past_far"] = bool(out["far_hit"] and out["middle_cycles"] and out["middle_cycles"] > FAR_MARGIN * out["far_hit"])
-    top = deck.of(slides.device).get("sm_clock_max_mhz")
-    # the cycle counter against the global timer can read past the card's maximum: said, not hidden
-    out["clock_over_max_pct"] = 100 * (out["clock_mhz"] / top - 1) if top and out["clock_mhz"] > top else None
-    return out
+    far = mapped[1]["far"] if mapped and mapped[1]["split"] else None
+    middle = measured["middle_cycles"]
+    return MemoryLatency(result=r, **measured,
+                         far_half=FAR_HALF[middle > FAR_MARGIN * far].format(far=far) if far and middle else "",
+                         clock_over_max=clock_over_max(measured["clock_mhz"], device.sm_clock_max_mhz))
+
+
+def clock_over_max(clock: float, top: float) -> str:
+    """How far the chase's clock passes the card's maximum, as a clause; empty where it does not."""
+    if clock <= top:
+        return ""
+    return f", {100 * (clock / top - 1):,.1f}% past the card's {top:,.0f} MHz maximum: how far the two counters disagree here"
 
 
 def read(rec: dict, l2_bytes: int) -> dict:
@@ -55,14 +92,13 @@ def read(rec: dict, l2_bytes: int) -> dict:
 
 # --- figures --------------------------------------------------------------------------------------
 
-def memory_sweep(mem: dict, device: dict) -> str:
-    series = [Series("pointer chase (ld.ca)", [(s["bytes"], s["cycles"]) for s in mem["sweep"]])]
-    lines = [Line("x", device["l2_bytes"], f"L2 as reported: {fmt_bytes(device['l2_bytes'])}", REF)]
-    if mem["hbm_step_bytes"]:
-        lines.append(Line("x", mem["hbm_step_bytes"], f"step read off the sweep: {fmt_bytes(mem['hbm_step_bytes'])}", "#059669"))
+def memory_sweep(mem: MemoryLatency, device: slides.device.Device) -> str:
+    series = [Series("pointer chase (ld.ca)", [(s["bytes"], s["cycles"]) for s in mem.sweep])]
+    lines = [Line("x", device.l2_bytes, f"L2 as reported: {fmt_bytes(device.l2_bytes)}", REF)]
+    if mem.hbm_step_bytes:
+        lines.append(Line("x", mem.hbm_step_bytes, f"step read off the sweep: {fmt_bytes(mem.hbm_step_bytes)}", "#059669"))
     return line_chart(Chart("working set (log scale)", "cycles per load", series, lines, x_format=fmt_bytes, legend=None, height=330))
 
 
-def draw(own, deck) -> dict[str, str]:
-    mem = own
-    return {"memory_sweep.svg": memory_sweep(mem, deck.of(slides.device))} if mem["sweep"] else {}
+def draw(own: MemoryLatency, deck) -> dict[str, str]:
+    return {"memory_sweep.svg": memory_sweep(own, deck.of(slides.device))} if own.sweep else {}

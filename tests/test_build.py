@@ -1,6 +1,7 @@
 """build.py on fixture results: outline, traceable numbers, markers, flags, figures."""
 import contextlib
 import copy
+import dataclasses
 import io
 import math
 import re
@@ -568,8 +569,10 @@ def test_results_are_parsed_by_libyaml():
     assert not yaml.__with_libyaml__ or schema.YAML_LOADER is yaml.CSafeLoader
 
 
-def test_occupancy_names_the_binding_limit():
-    device = {"warp_size": 32, "max_threads_per_sm": 2048, "regs_per_sm": 65536, "smem_per_sm_bytes": 233472}
+def test_occupancy_names_the_binding_limit(fixture_doc):
+    from slides.deck import Deck
+    device = dataclasses.replace(Deck(fixture_doc).of(slides.device), warp_size=32, max_threads_per_sm=2048,
+                                 regs_per_sm=65536, smem_per_sm_bytes=233472)
     naive = occupancy({"threads_per_block": 256, "regs_per_thread": 32, "smem_static_bytes": 0,
                              "smem_dynamic_bytes": 0}, device)
     assert naive == {"blocks_per_sm": 8, "warps_per_sm": 64, "occupancy_pct": 100.0, "limited_by": "threads",
