@@ -208,8 +208,8 @@ def main(argv=None) -> int:
         return _stopped(stop)
     n_missing = sum(len(v) for v in context["lacking"].values())
     say = lambda text: print(escape.plain_text(text, 2000))   # names and reasons from the file: no escapes
-    say(f"wrote slides.md and svgs/ for {context['device']['name']} in {time.perf_counter() - t0:.2f} s"
-        + (f", compared with {', '.join(context['compare']['names'][1:])}" if context["compare"] else ""))
+    say(f"wrote slides.md and svgs/ for {context['device'].name} in {time.perf_counter() - t0:.2f} s"
+        + (f", compared with {', '.join(context['compare'].names[1:])}" if context["compare"] else ""))
     if context["talk"]:
         cut = context["talk"]
         say(f"talk {args.talk}: {len(cut.main)} main slides, then {cut.backup} backup; about {cut.minutes:.0f} min "
@@ -223,7 +223,7 @@ def main(argv=None) -> int:
         say(f"STALE: {bid}: {context['stale_why'][bid]}; rerun python -m bench --only {bid}")
     if context["stale"]:
         n = len(context["stale"])
-        say(f"  (python -m bench --stale on the {context['device']['name']} reruns {'it' if n == 1 else f'all {n}'})")
+        say(f"  (python -m bench --stale on the {context['device'].name} reruns {'it' if n == 1 else f'all {n}'})")
     for beside in context["stale_elsewhere"]:
         for bid in beside["ids"]:
             say(f"STALE: {bid} in {beside['file']}: {beside['why'][bid]}; rerun python -m bench --only {bid} on that machine")

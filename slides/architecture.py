@@ -21,8 +21,8 @@ class Architecture(Context):
 
 def context(deck) -> Architecture:
     device = deck.of(slides.device)
-    lanes = device["fp32_lanes_per_sm"]
-    return Architecture(lanes_per_subpartition=lanes and lanes // device["subpartitions"], hopper=device["arch"] == "Hopper")
+    lanes = device.fp32_lanes_per_sm
+    return Architecture(lanes_per_subpartition=lanes and lanes // device.subpartitions, hopper=device.arch == "Hopper")
 
 
 # --- figures --------------------------------------------------------------------------------------
@@ -34,8 +34,8 @@ def sm_hierarchy(own: Architecture, device: dict, hbm: slides.hbm.Hbm) -> str:
     """The GPU as the results describe it: SMs with their sub-partitions, L2, HBM."""
     w, h, pad = SM_FIGURE_WIDTH, 296, 8
     dwg = drawing(w, h)
-    n = device["sm_count"]
-    text(dwg, (w / 2, 18), f"{device['name']}: {n} SMs ({device['arch']}, {device['sm_name']})",
+    n = device.sm_count
+    text(dwg, (w / 2, 18), f"{device.name}: {n} SMs ({device.arch}, {device.sm_name})",
           size=13, anchor="middle", weight="bold")
     slots, gap, y0, sub_h = 5, 6, 30, 40          # SM 0, 1, 2, …, the last SM
     box_w = (w - 2 * pad - (slots - 1) * gap) / slots
@@ -47,28 +47,28 @@ def sm_hierarchy(own: Architecture, device: dict, hbm: slides.hbm.Hbm) -> str:
             continue
         dwg.add(dwg.rect((x, y0), (box_w, 24 + 2 * sub_h + 8), rx=5, fill="#eff6ff", stroke=ACCENT, stroke_width=1.5))
         text(dwg, (x + box_w / 2, y0 + 16), f"SM {n - 1 if i == slots - 1 else i}", size=12, anchor="middle", weight="bold")
-        for sp in range(device["subpartitions"]):
+        for sp in range(device.subpartitions):
             sx, sy = x + 4 + (sp % 2) * (sub_w + 4), y0 + 22 + (sp // 2) * (sub_h + 4)
             dwg.add(dwg.rect((sx, sy), (sub_w, sub_h), rx=3, fill="white", stroke=MUTED))
             text(dwg, (sx + sub_w / 2, sy + 16), "sched", size=10, color=MUTED, anchor="middle")
             text(dwg, (sx + sub_w / 2, sy + 32), "TC", size=10, color=ACCENT, anchor="middle")
     lanes = own.lanes_per_subpartition
     notes = ["each sub-partition: a scheduler" + (f", {lanes} FP32 lanes" if lanes else "") + " and tensor cores (TC)",
-             f"per SM: {device['regs_per_sm'] // 1024}K registers, {device['max_threads_per_sm']:,} threads, "
-             f"{device['smem_per_sm_bytes'] // 1024} KiB shared memory",
-             f"(carved from L1; up to {device['smem_per_block_optin_bytes'] // 1024} KiB of it for one block)"]
+             f"per SM: {device.regs_per_sm // 1024}K registers, {device.max_threads_per_sm:,} threads, "
+             f"{device.smem_per_sm_bytes // 1024} KiB shared memory",
+             f"(carved from L1; up to {device.smem_per_block_optin_bytes // 1024} KiB of it for one block)"]
     for k, line in enumerate(notes):
         text(dwg, (pad, y0 + 134 + 14 * k), line, size=11, color=MUTED)
     l2_y = 206
     dwg.add(dwg.rect((pad, l2_y), (w - 2 * pad, 32), rx=5, fill="#fef3c7", stroke="#d97706"))
-    text(dwg, (w / 2, l2_y + 21), f"L2 cache: {device['l2_bytes'] / 2**20:,.0f} MiB", size=13,
+    text(dwg, (w / 2, l2_y + 21), f"L2 cache: {device.l2_bytes / 2**20:,.0f} MiB", size=13,
           anchor="middle", weight="bold")
     hbm_y = 246
     dwg.add(dwg.rect((pad, hbm_y), (w - 2 * pad, 44), rx=5, fill="#ecfdf5", stroke="#059669"))
-    bw = f"{device['hbm_peak_gbps']:,.0f} GB/s theoretical"
+    bw = f"{device.hbm_peak_gbps:,.0f} GB/s theoretical"
     if hbm.rows:
         bw += f", {hbm.best['gbps']:,.0f} GB/s copy measured"
-    text(dwg, (w / 2, hbm_y + 18), f"HBM: {device['memory_bytes'] / 2**30:,.0f} GiB", size=13,
+    text(dwg, (w / 2, hbm_y + 18), f"HBM: {device.memory_bytes / 2**30:,.0f} GiB", size=13,
           anchor="middle", weight="bold")
     text(dwg, (w / 2, hbm_y + 35), bw, size=11, anchor="middle", color=MUTED)
     return dwg.tostring()

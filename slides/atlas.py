@@ -228,7 +228,7 @@ def _call(pair: dict) -> str:
 
 
 def context(deck) -> Atlas:
-    sms = deck.of(slides.device)["sm_count"]
+    sms = deck.of(slides.device).sm_count
     both = {precision: one(deck, precision, sms) for precision in ("tf32", "bf16")}
     measured = any(a["rows"] for a in both.values())
     # stream-K's slides, and its backup pages, only beside an atlas (they are the atlas's kernel)

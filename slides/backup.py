@@ -39,21 +39,21 @@ def context(deck) -> Backup:
     """Each section without its results: what it shows, its benchmark ids, and what to run for it
     (a family or an id for --only; None: it comes from a node's results file, not this GPU's run)."""
     gaps = []
-    if not deck.of(slides.multigpu)["measured"]:
-        gaps.append(("the multi-GPU sections", [*deck.of(slides.multigpu)["ids"], deck.of(slides.overlap)["id"]], None))
-    if not deck.of(slides.fp8)["measured"]:
-        gaps.append(("the FP8 track", deck.of(slides.fp8)["ids"], "gemm"))
+    if not deck.of(slides.multigpu).measured:
+        gaps.append(("the multi-GPU sections", [*deck.of(slides.multigpu).ids, deck.of(slides.overlap).id], None))
+    if not deck.of(slides.fp8).measured:
+        gaps.append(("the FP8 track", deck.of(slides.fp8).ids, "gemm"))
     for section, key, what in MACHINERY:
-        if not deck.of(section)[key]:
-            gaps.append((f"{what} alone", [deck.of(section)["id"]], "machinery"))
-    if not deck.of(slides.l2)["partitions"]:
+        if not getattr(deck.of(section), key):
+            gaps.append((f"{what} alone", [deck.of(section).id], "machinery"))
+    if not deck.of(slides.l2).partitions:
         gaps.append(("L2's two halves", [MAP_ID], "l2"))
-    if not deck.of(slides.l2)["placed"]:
+    if not deck.of(slides.l2).placed:
         gaps.append(("L2's placement and working set", [PLACE_ID], "l2"))
-    if not deck.of(slides.gpu_benches)["peer"]:
-        gaps.append(("gpu-benches beside the memory slides", [deck.of(slides.gpu_benches)["id"]], deck.of(slides.gpu_benches)["id"]))
-    if not deck.of(slides.atlas)["measured"]:
-        gaps.append(("the shape atlas", deck.of(slides.atlas)["ids"], "atlas"))
+    if not deck.of(slides.gpu_benches).peer:
+        gaps.append(("gpu-benches beside the memory slides", [deck.of(slides.gpu_benches).id], deck.of(slides.gpu_benches).id))
+    if not deck.of(slides.atlas).measured:
+        gaps.append(("the shape atlas", deck.of(slides.atlas).ids, "atlas"))
     return Backup(gaps=[{"what": what, "ids": ids} for what, ids, _ in gaps], contents=contents(deck),
                   only=sorted({only for _, _, only in gaps if only}), from_node=any(only is None for _, _, only in gaps))
 
@@ -78,17 +78,17 @@ def others(gaps: list[dict], missing: dict[str, list[str]]) -> list[dict]:
 
 def contents(deck) -> list[str]:
     """What follows the divider, in the outline's order, each part only where its slides are shown."""
-    memory = "the memory hierarchy" + (" beside gpu-benches" if deck.of(slides.gpu_benches)["peer"] else "")
+    memory = "the memory hierarchy" + (" beside gpu-benches" if deck.of(slides.gpu_benches).peer else "")
     parts = [f"Micro-benchmarks: instruction latency, {memory}, matrix transpose"]
-    alone = [what for section, key, what in MACHINERY if deck.of(section)[key]]
+    alone = [what for section, key, what in MACHINERY if getattr(deck.of(section), key)]
     if alone:
         parts.append(f"{_series(alone)} alone, every figure")
     if deck.of(slides.compare):
         parts.append("the other GPUs side by side")
     counters = deck.of(slides.counters)
-    if counters["rows"]:
-        parts.append("the GEMM kernels' resources" + (" and counters" if counters["metrics"] else ""))
-    if any(step["code"] and step["code"]["pages"] for step in deck.of(slides.gemm)["steps"]):
+    if counters.rows:
+        parts.append("the GEMM kernels' resources" + (" and counters" if counters.metrics else ""))
+    if any(step.code and step.code["pages"] for step in deck.of(slides.gemm).steps):
         parts.append("each long kernel's code in full")
     return parts
 

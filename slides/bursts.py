@@ -93,15 +93,15 @@ def verdict(gain_range: str | None) -> str:
 def energy(deck) -> Energy:
     """Each step's best kernel and its cuBLAS alone after their turns, and whether every one of them
     drew the power cap."""
-    gemm, limit = deck.of(slides.gemm), deck.of(slides.device)["power_limit_w"]
+    gemm, limit = deck.of(slides.gemm), deck.of(slides.device).power_limit_w
     rows = []
-    for s in gemm["steps"]:
-        best = s["best"]
+    for s in gemm.steps:
+        best = s.best
         mine = best["record"].get("energy") if best["measured"] and not best["failed"] else None
         if not mine:
             continue
         theirs = (best["record"].get("cublas") or {}).get("energy")
-        rows.append({"name": s["title"], "index": s["index"], "precision": s["precision"].upper(), "kernel": mine,
+        rows.append({"name": s.title, "index": s.index, "precision": s.precision.upper(), "kernel": mine,
                      "cublas": theirs})
     if not rows:
         return Energy()

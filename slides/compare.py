@@ -17,32 +17,32 @@ import slides.transpose
 
 
 def _peak(c: Records, precision: str, key: str):
-    row = c.of(slides.peaks)["by"].get(precision)
+    row = c.of(slides.peaks).by.get(precision)
     value = row and row[key]
     return value["tflops"] if isinstance(value, dict) else value
 
 
 def _latency_ns(c: Records, level: str):
     mem = c.of(slides.memory_latency)
-    return mem["by"][level]["ns"] if mem["levels"] and level in mem["by"] else None
+    return mem.by[level]["ns"] if mem.levels and level in mem.by else None
 
 
 # What the comparison sets side by side: (group, label, unit, digits, value from one GPU's context).
 COMPARED = (
-    ("chip", "SMs", "", 0, lambda c: c.of(slides.device)["sm_count"]),
-    ("chip", "SM clock, max", "MHz", 0, lambda c: c.of(slides.device)["sm_clock_max_mhz"]),
-    ("chip", "L2 cache", "MiB", 0, lambda c: c.of(slides.device)["l2_bytes"] / 2**20),
-    ("chip", "HBM", "GiB", 0, lambda c: c.of(slides.device)["memory_bytes"] / 2**30),
-    ("chip", "power limit", "W", 0, lambda c: c.of(slides.device)["power_limit_w"]),
+    ("chip", "SMs", "", 0, lambda c: c.of(slides.device).sm_count),
+    ("chip", "SM clock, max", "MHz", 0, lambda c: c.of(slides.device).sm_clock_max_mhz),
+    ("chip", "L2 cache", "MiB", 0, lambda c: c.of(slides.device).l2_bytes / 2**20),
+    ("chip", "HBM", "GiB", 0, lambda c: c.of(slides.device).memory_bytes / 2**30),
+    ("chip", "power limit", "W", 0, lambda c: c.of(slides.device).power_limit_w),
     ("peak", "TF32 tensor peak, max clock", "TFLOPS", 1, lambda c: _peak(c, "tf32", "tflops_max_clock")),
-    ("peak", "HBM bandwidth, theoretical", "GB/s", 0, lambda c: c.of(slides.device)["hbm_peak_gbps"]),
+    ("peak", "HBM bandwidth, theoretical", "GB/s", 0, lambda c: c.of(slides.device).hbm_peak_gbps),
     ("measured", "cuBLAS TF32, fastest layout", "TFLOPS", 1, lambda c: _peak(c, "tf32", "measured")),
     ("measured", "cuBLAS BF16, fastest layout", "TFLOPS", 1, lambda c: _peak(c, "bf16", "measured")),
-    ("measured", "SM clock while cuBLAS TF32 ran", "MHz", 0, lambda c: c.of(slides.peaks)["tf32_clock_mhz"]),
+    ("measured", "SM clock while cuBLAS TF32 ran", "MHz", 0, lambda c: c.of(slides.peaks).tf32_clock_mhz),
     ("measured", "HBM copy, our best kernel", "GB/s", 0, lambda c: c.of(slides.hbm).best["gbps"] if c.of(slides.hbm).rows else None),
     ("measured", "cudaMemcpy", "GB/s", 0, lambda c: c.of(slides.hbm).memcpy["gbps"] if c.of(slides.hbm).rows else None),
-    ("measured", "L2 read, ld.global.cg kernel", "GB/s", 0, lambda c: c.of(slides.l2)["best_read"]["read"]["gbps"] if c.of(slides.l2)["rows"] else None),
-    ("measured", "transpose, best kernel", "GB/s", 0, lambda c: c.of(slides.transpose)["best"]["gbps"] if c.of(slides.transpose)["rows"] else None),
+    ("measured", "L2 read, ld.global.cg kernel", "GB/s", 0, lambda c: c.of(slides.l2).best_read["read"]["gbps"] if c.of(slides.l2).rows else None),
+    ("measured", "transpose, best kernel", "GB/s", 0, lambda c: c.of(slides.transpose).best["gbps"] if c.of(slides.transpose).rows else None),
     ("measured", "L2 hit latency", "ns", 0, lambda c: _latency_ns(c, "L2")),
     ("measured", "HBM latency", "ns", 0, lambda c: _latency_ns(c, "HBM")),
 )
@@ -72,8 +72,8 @@ def _direction(ratio: float | None) -> str | None:
 def _variant_ratios(base, other) -> list[tuple[dict, float]]:
     """Each kernel measured on both GPUs, with its TFLOPS on ``other`` over those on ``base``."""
     out = []
-    for mine, theirs in zip(base.of(slides.gemm)["steps"], other.of(slides.gemm)["steps"]):
-        for v, w in zip(mine["variants"], theirs["variants"]):
+    for mine, theirs in zip(base.of(slides.gemm).steps, other.of(slides.gemm).steps):
+        for v, w in zip(mine.variants, theirs.variants):
             if v["tflops"] and w["tflops"] and not v["failed"] and not w["failed"]:
                 out.append((v, w["tflops"] / v["tflops"]))
     return out
@@ -105,13 +105,13 @@ def side_by_side(gpus: list) -> Compare | None:
         rows.append({"group": group, "label": label, "titled": f"{label} ({unit})" if unit else label, "digits": digits,
                      "per_gpu": values, "ratios": [_ratio(v, values[0]) for v in values[1:]]})
     steps = []
-    for i, step in enumerate(base.of(slides.gemm)["steps"]):
-        bests = [c.of(slides.gemm)["steps"][i]["best"] for c in gpus]
+    for i, step in enumerate(base.of(slides.gemm).steps):
+        bests = [c.of(slides.gemm).steps[i].best for c in gpus]
         ok = [b if b["tflops"] and not b["failed"] else None for b in bests]
-        steps.append({"title": step["title"], "name": step["name"], "beyond": step["beyond"], "gpus": ok,
+        steps.append({"title": step.title, "name": step.name, "beyond": step.beyond, "gpus": ok,
                       "ratios": [_ratio(b and b["tflops"], ok[0] and ok[0]["tflops"]) for b in ok[1:]]})
     by = {r["label"]: r for r in rows}
-    names = [c.of(slides.device)["name"] for c in gpus]
+    names = [c.of(slides.device).name for c in gpus]
     others = [against_base(base, c, j, by, steps, names[0]) for j, c in enumerate(gpus[1:])]
     differing = ([(r["label"], r["ratios"]) for r in rows if r["group"] == "measured" and any(r["ratios"])]
                  + [(f"GEMM: {s['title']}", s["ratios"]) for s in steps if any(s["ratios"])])
@@ -137,17 +137,17 @@ def against_base(base, c, j: int, by: dict, steps: list[dict], base_name: str) -
     judgements they make, and the lines the slide and its notes say of them."""
     device, base_device = c.of(slides.device), base.of(slides.device)
     hand = [(s["ratios"][j], s["title"]) for s in steps if s["ratios"][j]]
-    o = {"name": device["name"],
-         "same_sms": device["sm_count"] == base_device["sm_count"],
-         "same_clock": device["sm_clock_max_mhz"] == base_device["sm_clock_max_mhz"],
-         "compute_ratio": _ratio(device["sm_count"] * device["sm_clock_max_mhz"],
-                                 base_device["sm_count"] * base_device["sm_clock_max_mhz"]),
+    o = {"name": device.name,
+         "same_sms": device.sm_count == base_device.sm_count,
+         "same_clock": device.sm_clock_max_mhz == base_device.sm_clock_max_mhz,
+         "compute_ratio": _ratio(device.sm_count * device.sm_clock_max_mhz,
+                                 base_device.sm_count * base_device.sm_clock_max_mhz),
          **{key: by[label]["ratios"][j] for key, label in RATIOS.items()},
          "copy_pct_peak": [100 * _ratio(by["HBM copy, our best kernel"]["per_gpu"][k], by["HBM bandwidth, theoretical"]["per_gpu"][k])
                            if by["HBM copy, our best kernel"]["per_gpu"][k] else None for k in (j + 1, 0)],
          # the clock cuBLAS TF32 held on the other GPU and on this one
          "clocks": [by["SM clock while cuBLAS TF32 ran"]["per_gpu"][k] for k in (j + 1, 0)],
-         "sms": base_device["sm_count"],
+         "sms": base_device.sm_count,
          "steps_lo": min(hand) if hand else None, "steps_hi": max(hand) if hand else None}
     o["cublas_per_clock"] = _ratio(o["cublas_ratio"], o["clock_ratio"])
     o["memory"] = _direction(o["copy_ratio"])

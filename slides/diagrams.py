@@ -11,10 +11,10 @@ from slides import step_diagrams
 from slides.kit import ACCENT, MUTED, PALETTE, arrow, drawing, text
 
 
-def naive_diagram(step: dict, shape: dict) -> str:
+def naive_diagram(step, shape: dict) -> str:
     """One thread block of the naive kernel: its tile of C, and the rows of A and
     columns of B that each of its threads reads whole. K is drawn short."""
-    bx, by = step["block"]
+    bx, by = step.block
     w, h = 860, 400
     dwg = drawing(w, h)
     c_w = min(300, 150 * shape["n"] / shape["m"])
@@ -47,11 +47,11 @@ def naive_diagram(step: dict, shape: dict) -> str:
     return dwg.tostring()
 
 
-def cute_diagram(step: dict, shape: dict) -> str:
+def cute_diagram(step, shape: dict) -> str:
     """One CTA of a CuTe step, from the constants its kernel was compiled with: the
     BM x BN tile of C split over the warps, one warp's MMA atoms, the BM x BK and
     BN x BK panels of A and B per K-step, and (with shared memory) where they are staged."""
-    res = step["best"]["resources"]
+    res = step.best["resources"]
     t = res["tile"]
     bm, bn, bk, wm, wn = t["BM"], t["BN"], t["BK"], t["WARPS_M"], t["WARPS_N"]
     am, an, ak = t["atom_mnk"]
@@ -87,13 +87,13 @@ def cute_diagram(step: dict, shape: dict) -> str:
     return dwg.tostring()
 
 
-def wgmma_diagram(step: dict, shape: dict) -> str:
+def wgmma_diagram(step, shape: dict) -> str:
     """One CTA of a Hopper step before warp specialization, from the constants its kernel was
     compiled with: the BM x BN tile of C split over warpgroups with their wgmma atoms, the
     128-byte swizzle of the shared tiles, the ring of STAGES shared buffers and who fills it
     (every thread with cp.async, or one thread with TMA and the full mbarriers), the
     load/wgmma timeline and the grid. Later steps draw their own idea (below)."""
-    res = step["best"]["resources"]
+    res = step.best["resources"]
     t = res["tile"]
     bm, bn, bk, stages, wgs, group = t["BM"], t["BN"], t["BK"], t["STAGES"], t["WARPGROUPS_M"], t["GROUP_M"]
     am, an, ak = t["atom_mnk"]

@@ -124,7 +124,7 @@ def context(deck) -> Fp8:
     promoted_rows = [by[s.best.id] for s in after if by[s.best.id]["usable"]]
     promoted = max(promoted_rows, key=lambda r: r["tflops"]) if promoted_rows else by[after[0].best.id]
     promotion = _promotion(fp8, promoted)
-    rates = deck.of(slides.device)["rates"] or {}
+    rates = deck.of(slides.device).rates or {}
     # the picture: each precision's headline and the FP8 kernels after it that write C in FP32, each
     # where it was measured with its cuBLAS's error to divide by (none where cuBLAS's is exact)
     shown = ((catalogue.HEADLINE, "TF32"), (catalogue.HEADLINE_BF16, "BF16"), (catalogue.HEADLINE_FP8, "FP8, a scale a tensor"),
@@ -142,7 +142,7 @@ def context(deck) -> Fp8:
                spoken=_spoken(fp8, promoted, over_bf16), table_spoken=_table_spoken(promoted, over_bf16),
                targets=_targets(fp8, promoted),
                cost_said=f"; against the kernel without, {cost['said']}" if cost else "",
-               peak_said=(f"Peak: {deck.of(slides.device)['sm_count']} SMs × FP8's {rates['fp8']:,.0f} FLOP a clock, "
+               peak_said=(f"Peak: {deck.of(slides.device).sm_count} SMs × FP8's {rates['fp8']:,.0f} FLOP a clock, "
                           "at each kernel's measured clock.") if rates.get("fp8") else "")
 
 

@@ -63,7 +63,7 @@ def waves(resources: dict, occupancy_: dict | None, device: dict, shape: dict) -
     if not tile or not occupancy_:
         return None
     tiles = plan.ctas(tile, shape["m"], shape["n"])      # as the kernel launches them: ragged edges, whole clusters
-    at_once = resources.get("resident_ctas") or device["sm_count"] * occupancy_["blocks_per_sm"]
+    at_once = resources.get("resident_ctas") or device.sm_count * occupancy_["blocks_per_sm"]
     n = tiles / at_once
     out = {"tiles": tiles, "at_once": at_once, "waves": n, "full_waves": math.ceil(n),
            "last_wave_ctas": tiles - (math.ceil(n) - 1) * at_once, "idle_pct": 100 * (1 - n / math.ceil(n)),
@@ -644,9 +644,9 @@ def baseline_range(steps: list[Step], device: dict) -> dict | None:
     # the clock explains the spread where cuBLAS ran faster at the higher clock; and the partner
     # does, where the faster cuBLAS took turns with the slower kernel
     clock_follows, slower_partner = (hi["clock_mhz"] or 0) > (lo["clock_mhz"] or 0), hi["tflops"] < lo["tflops"]
-    return {"lo": side(lo), "hi": side(hi), "power_limit_w": device["power_limit_w"],
+    return {"lo": side(lo), "hi": side(hi), "power_limit_w": device.power_limit_w,
             "clock_follows": clock_follows, "slower_partner": slower_partner,
-            "why": spread_why(clock_follows, slower_partner, device["power_limit_w"])}
+            "why": spread_why(clock_follows, slower_partner, device.power_limit_w)}
 
 
 def spread_why(clock_follows: bool, slower_partner: bool, cap_w: float) -> str:

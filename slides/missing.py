@@ -41,16 +41,16 @@ def verdict(best: dict) -> str | None:
 def story(gemm: dict) -> dict | None:
     """The reference deck's last step and each step built past it, each its share of the cuBLAS it
     took turns with and its change against the step before; how many gained, tied and slowed."""
-    rows = [{"name": s["name"], "beyond": s["beyond"], "pct": s["best"]["pct_cublas"], "tflops": s["best"]["tflops"],
-             "speedup": s["best"].get("speedup"), "verdict": verdict(s["best"]) if s["beyond"] else None}
-            for s in gemm["story"]]
+    rows = [{"name": s.name, "beyond": s.beyond, "pct": s.best["pct_cublas"], "tflops": s.best["tflops"],
+             "speedup": s.best.get("speedup"), "verdict": verdict(s.best) if s.beyond else None}
+            for s in gemm.story]
     rows = [r for r in rows if r["pct"]]
     if len(rows) < 2 or rows[0]["beyond"]:
         return None
     beyond = rows[1:]
     counts = {v: sum(1 for r in beyond if r["verdict"] == v) for v in ("gained", "tie", "slower")}
     return {"rows": rows, "first": rows[0], "last": rows[-1], "steps": len(beyond), "counts": counts,
-            "baseline": gemm["story"][-1]["best"]["baseline"]["precision"]}
+            "baseline": gemm.story[-1].best["baseline"]["precision"]}
 
 
 def story_figure(st: dict, width: int = 860) -> str:
@@ -111,14 +111,14 @@ CLOCK = "SM clock, timed loop"
 def table(gemm: dict) -> dict | None:
     """The reference deck's last step and each step built past it, a row each (their best kernel);
     the tensor pipe's column where the steps were profiled; None without steps."""
-    if not gemm["story"]:
+    if not gemm.story:
         return None
-    rows = [{"name": s["name"], "title": s["title"], "tflops": s["best"]["tflops"], **change_cell(s["best"], i == 0),
-             "baseline_tflops": s["best"]["baseline_tflops"], "pct_cublas": s["best"]["pct_cublas"],
-             "tensor_pct": s["best"].get("tensor_pct"), "clock_mhz": s["best"]["clock_mhz"] or None}
-            for i, s in enumerate(gemm["story"])]
-    return {"rows": rows, "profiled": gemm["profiled"],
-            "columns": [*COLUMNS, *([PROFILED] if gemm["profiled"] else []), CLOCK]}
+    rows = [{"name": s.name, "title": s.title, "tflops": s.best["tflops"], **change_cell(s.best, i == 0),
+             "baseline_tflops": s.best["baseline_tflops"], "pct_cublas": s.best["pct_cublas"],
+             "tensor_pct": s.best.get("tensor_pct"), "clock_mhz": s.best["clock_mhz"] or None}
+            for i, s in enumerate(gemm.story)]
+    return {"rows": rows, "profiled": gemm.profiled,
+            "columns": [*COLUMNS, *([PROFILED] if gemm.profiled else []), CLOCK]}
 
 
 def change_cell(best: dict, first: bool) -> dict:
@@ -136,7 +136,7 @@ def change_cell(best: dict, first: bool) -> dict:
 
 def usable(fp8: dict, key: str) -> dict | None:
     """One of the FP8 section's kernels (fp8, promoted) where it ran and passed its check."""
-    kernel = fp8.get(key) if fp8["measured"] else None
+    kernel = getattr(fp8, key) if fp8.measured else None
     return kernel if kernel and kernel.get("usable") else None
 
 
@@ -144,8 +144,8 @@ def tracks(deck) -> list[dict]:
     """Each precision's headline kernel: its share of its library in turns and of its peak at the
     clock its SMs ran at; FP8's is the kernel that sums in FP32 where it ran."""
     gemm, precision, fp8 = deck.of(slides.gemm), deck.of(slides.precision), deck.of(slides.fp8)
-    kernels = [("TF32", "tf32", gemm["headline"]["to"] if gemm["headline"] else None),
-               ("BF16", "bf16", precision["headline"]), ("FP8", "fp8", usable(fp8, "promoted") or usable(fp8, "fp8"))]
+    kernels = [("TF32", "tf32", gemm.headline["to"] if gemm.headline else None),
+               ("BF16", "bf16", precision.headline), ("FP8", "fp8", usable(fp8, "promoted") or usable(fp8, "fp8"))]
     out = []
     for name, key, k in kernels:
         if not k or not k.get("baseline") or not k.get("pct_cublas"):
@@ -161,15 +161,15 @@ def gaps(deck) -> dict:
     track's library in turns and its peak at its clock, DeepGEMM (the block-scaled kernel's worst
     shape), and the SMs' clock against its maximum while the headline ran."""
     fp8, device, gemm = deck.of(slides.fp8), deck.of(slides.device), deck.of(slides.gemm)
-    peer = fp8.get("peer") if fp8["measured"] else None
-    deepgemm = peer.get("ours_range") if peer else None
-    best = gemm["headline"]["to"] if gemm["headline"] else None
-    clock = {"mhz": best["clock_mhz"], "max_mhz": device["sm_clock_max_mhz"],
-             "pct": 100 * best["clock_mhz"] / device["sm_clock_max_mhz"], "capped": gemm["headline"]["power_capped"]} \
-        if best and best["clock_mhz"] and device.get("sm_clock_max_mhz") else None
+    peer = fp8.peer if fp8.measured else None
+    deepgemm = peer.ours_range if peer else None
+    best = gemm.headline["to"] if gemm.headline else None
+    clock = {"mhz": best["clock_mhz"], "max_mhz": device.sm_clock_max_mhz,
+             "pct": 100 * best["clock_mhz"] / device.sm_clock_max_mhz, "capped": gemm.headline["power_capped"]} \
+        if best and best["clock_mhz"] and device.sm_clock_max_mhz else None
     return {"tracks": tracks(deck), "clock": clock,
-            "deepgemm": {"lo_pct": 100 * deepgemm[0], "hi_pct": 100 * deepgemm[1], "shapes": len(peer["shapes"] or []),
-                         "name": fp8.get("blocks_name")} if deepgemm else None}
+            "deepgemm": {"lo_pct": 100 * deepgemm[0], "hi_pct": 100 * deepgemm[1], "shapes": len(peer.shapes or []),
+                         "name": fp8.blocks_name} if deepgemm else None}
 
 
 def gaps_figure(g: dict) -> str:
@@ -199,8 +199,8 @@ def still(deck, gaps: dict) -> dict:
     held the clock, the tuner's verdict, the kernels behind the bars; and, with no step built, what
     cuBLAS reaches."""
     gemm = deck.of(slides.gemm)
-    return {"waves": last_wave(gemm["waves"]) if gemm["waves"] else None,
-            "clock": clock_words(gemm["headline"], deck.of(slides.device)["power_limit_w"]) if gaps["clock"] else None,
+    return {"waves": last_wave(gemm.waves) if gemm.waves else None,
+            "clock": clock_words(gemm.headline, deck.of(slides.device).power_limit_w) if gaps["clock"] else None,
             "tuning": tuning(deck.of(slides.tune)), "kernels": [f"{t['precision']} {t['name']}" for t in gaps["tracks"]],
             "unbuilt": unbuilt(gemm)}
 
@@ -236,18 +236,18 @@ def clock_words(headline: dict, power_limit_w: float) -> dict:
 
 def tuning(tune: dict) -> str | None:
     """The tuner's best against the hand-picked configuration, and what that says; None without trials."""
-    if not tune["trials"]:
+    if not tune.trials:
         return None
-    gain = f"{tune['gain_pct']:+.1f}%" if tune["head_to_head"] != "same" else ""
+    gain = f"{tune.gain_pct:+.1f}%" if tune.head_to_head != "same" else ""
     verdict = {"same": "is the hand-picked one", "tie": f"ties with the hand-picked one ({gain})",
                "faster": f"beats the hand-picked one by {gain}", "slower": f"loses to the hand-picked one ({gain})"}
-    meaning = "worth searching" if tune["head_to_head"] == "faster" else "what is left is not in these constants"
-    return f"{verdict[tune['head_to_head']]}: {meaning}"
+    meaning = "worth searching" if tune.head_to_head == "faster" else "what is left is not in these constants"
+    return f"{verdict[tune.head_to_head]}: {meaning}"
 
 
 def unbuilt(gemm: dict) -> str:
     """With no step built past the reference deck, what cuBLAS and the headline reach, before the techniques it lists."""
-    cublas, headline = gemm["best_tf32"], gemm["headline"]
+    cublas, headline = gemm.best_tf32, gemm.headline
     if cublas and headline:
         return (f"cuBLAS reaches {cublas['tflops']:,.1f} TFLOPS; the headline kernel here, {headline['to']['tflops']:,.1f}. "
                 "What is left on the table:")
@@ -261,7 +261,7 @@ def unbuilt(gemm: dict) -> str:
 def tensor_core_steps(gemm: dict) -> list[dict]:
     """The measured steps that run on the tensor cores (their SASS holds a tensor-core instruction)."""
     on = {s.key for s in catalogue.STEPS if any(op in s.sass for op in TENSOR_CORES)}
-    return [s for s in gemm["steps"] if s["key"] in on]
+    return [s for s in gemm.steps if s.key in on]
 
 
 def feeding(gemm: dict) -> dict | None:
@@ -270,25 +270,25 @@ def feeding(gemm: dict) -> dict | None:
     on = tensor_core_steps(gemm)
     if not on:
         return None
-    after = [s for s in gemm["steps"] if s["index"] > on[0]["index"] and s["best"].get("speedup")
-             and (s["best"].get("change") or {}).get("in_turns")]
-    top = max(after, key=lambda s: s["best"]["speedup"], default=None)
+    after = [s for s in gemm.steps if s.index > on[0].index and s.best.get("speedup")
+             and (s.best.get("change") or {}).get("in_turns")]
+    top = max(after, key=lambda s: s.best["speedup"], default=None)
     if not top:
         return None
-    change = top["best"]["change"]
+    change = top.best["change"]
     gained = change["ci"][0] > 1
     # the lesson's words around its gain: "<lead>: <said> **1.52×** <tail>"
-    words = {"lead": "Feeding the tensor cores is the work", "said": f"once they compute, the biggest step, {top['title']}, is",
+    words = {"lead": "Feeding the tensor cores is the work", "said": f"once they compute, the biggest step, {top.title}, is",
              "tail": "in turns"} if gained else \
         {"lead": "After the tensor cores", "said": f"no step gained in turns; the biggest, {top['title']},", "tail": ""}
-    return {"name": top["name"], "title": top["title"], "gain": top["best"]["speedup"], "ci": change["ci"],
-            "gained": gained, "first": on[0]["title"], **words}
+    return {"name": top.name, "title": top.title, "gain": top.best["speedup"], "ci": change["ci"],
+            "gained": gained, "first": on[0].title, **words}
 
 
-def small_m(atlas: dict) -> dict | None:
+def small_m(atlas) -> dict | None:
     """The atlas's worst cell at small M, over the precisions measured, and whether it is below the
     worst from the larger sizes up in its precision (small M is where the GEMM loses)."""
-    cells = [(at, at["small"], at["large"]) for at in atlas.get("summary") or [] if at.get("small") and at.get("large")]
+    cells = [(at, at["small"], at["large"]) for at in atlas.summary or [] if at.get("small") and at.get("large")]
     if not cells:
         return None
     at, small, large = min(cells, key=lambda c: c[1]["pct"])
@@ -302,10 +302,10 @@ def small_m(atlas: dict) -> dict | None:
 def promotion(fp8: dict) -> dict | None:
     """FP8's sums promoted to FP32: how many times smaller the error, what it costs in turns, and
     whether the kernel without it misses cuBLASLt's error (FP8 needs it)."""
-    p = fp8.get("promotion") if fp8["measured"] else None
-    if not p or not p.get("error_drop") or not fp8.get("fp8"):
+    p = fp8.promotion if fp8.measured else None
+    if not p or not p.get("error_drop") or not fp8.fp8:
         return None
-    needs = not fp8["fp8"]["error_held"]
+    needs = not fp8.fp8["error_held"]
     return {"error_drop": p["error_drop"], "needs": needs,
             "lead": "FP8 needs its sums promoted" if needs else "FP8's sums promoted", "cost": promotion_cost(p.get("cost"))}
 
@@ -323,10 +323,10 @@ def lessons(deck, gaps: dict) -> dict:
     """The takeaways, each with the number that proves it and its words; each None where its data is
     absent; and what the notes open with, the climb or what is missing."""
     gemm = deck.of(slides.gemm)
-    taken = {"clock": gaps["clock"] and clock_lesson(gaps["clock"], gemm["headline"]["throttle_reasons"],
-                                                     deck.of(slides.device)["power_limit_w"]),
+    taken = {"clock": gaps["clock"] and clock_lesson(gaps["clock"], gemm.headline["throttle_reasons"],
+                                                     deck.of(slides.device).power_limit_w),
              "feeding": feeding(gemm), "small_m": small_m(deck.of(slides.atlas)), "promotion": promotion(deck.of(slides.fp8))}
-    climbed = gemm["headline"] and gemm["headline"]["climb"]
+    climbed = gemm.headline and gemm.headline["climb"]
     return {**taken, "any": any(taken.values()),
             "opening": "The climb, once more: each step's best, the headline at the top beside the cuBLAS it took turns with. "
                        "Then the lessons, each with the number that proves it." if climbed else
@@ -347,11 +347,11 @@ def clock_lesson(clock: dict, reasons: list[str], power_limit_w: float) -> dict:
 def recap(deck, gaps: dict) -> dict:
     """Each track's figure behind the takeaways, each None where its data is absent: the headline,
     BF16, FP8, the model shapes, memory, the node's GPUs; and what the notes add for questions."""
-    headline = deck.of(slides.gemm)["headline"]
+    headline = deck.of(slides.gemm).headline
     best = headline and headline["to"]
-    bf16 = deck.of(slides.precision)["headline"]
-    hbm_latency = (deck.of(slides.memory_latency).get("by") or {}).get("HBM")
-    atlas = deck.of(slides.atlas)["summary"]
+    bf16 = deck.of(slides.precision).headline
+    hbm_latency = (deck.of(slides.memory_latency).by or {}).get("HBM")
+    atlas = deck.of(slides.atlas).summary
     fp8 = fp8_line(deck.of(slides.fp8), gaps["deepgemm"])
     l2 = deck.of(slides.l2)
     headline = best if best and best["baseline"] else None
@@ -361,7 +361,7 @@ def recap(deck, gaps: dict) -> dict:
             "error_said": ": larger, and why (how each rounds the operands to TF32, or the order it accumulates in) is not "
                           "measured here" if headline and headline["check"]["rel_error"] > headline["baseline"]["error"] else "",
             "bf16": bf16 if bf16 and bf16["baseline"] else None, "fp8": fp8, "shapes": shapes(atlas),
-            "l2_said": f"; L2 reads {l2['read_vs_hbm']:,.1f}× that" if l2["rows"] and l2["read_vs_hbm"] else "",
+            "l2_said": f"; L2 reads {l2.read_vs_hbm:,.1f}× that" if l2.rows and l2.read_vs_hbm else "",
             "nvlink": nvlink(deck.of(slides.multigpu), deck.of(slides.overlap)),
             "unpromoted": unpromoted, "worst": worst,
             "hbm_wait": f"A load from HBM waits {hbm_latency['ns']:,.0f} ns." if hbm_latency else "",
@@ -400,13 +400,13 @@ def shapes(summary: list[dict]) -> dict | None:
 def nvlink(multigpu: dict, overlap: dict) -> dict | None:
     """The node's line: NVLink's copy bandwidth (its share of the link), and the GEMMs' share of the
     ideal overlapped with NCCL; None where no copy engine copy was measured."""
-    first = multigpu["p2p"]["first"] if multigpu["measured"] else None
+    first = multigpu.p2p["first"] if multigpu.measured else None
     if not (first and "copy_engine" in first["kinds"]):
         return None
-    return {"n": multigpu["n"], "gbps": first["kinds"]["copy_engine"],
+    return {"n": multigpu.n, "gbps": first["kinds"]["copy_engine"],
             "of_link": f"({first['pct_link']['copy_engine']:,.0f}% of the link)" if first["pct_link"] else "",
-            "overlapped": f"; overlapped with NCCL, our best GEMMs keep {100 * overlap['best_range'][0]:,.0f}–"
-                          f"{100 * overlap['best_range'][-1]:,.0f}% of the ideal" if overlap["measured"] else ""}
+            "overlapped": f"; overlapped with NCCL, our best GEMMs keep {100 * overlap.best_range[0]:,.0f}–"
+                          f"{100 * overlap.best_range[-1]:,.0f}% of the ideal" if overlap.measured else ""}
 
 
 # --- the section ------------------------------------------------------------------------------------

@@ -433,7 +433,7 @@ def context(deck) -> Multigpu:
         if not r["measured"]:
             deck.missing.setdefault(f"Past One GPU: {doc['node']['gpu_count']} GPUs", []).append(bid)
     c = _built_from(path, lambda: section(doc, detailed))
-    rate = gemm_rate(deck.of(slides.precision)["headline"])
+    rate = gemm_rate(deck.of(slides.precision).headline)
     sizes = scaling([_built_from(p, lambda: node_size(d, records(d)["multigpu.nccl"])) for p, d in deck.nodes])
     moe = c.moe
     if moe is None:        # the all-to-all of the node of most GPUs that measured it, where this one did not

@@ -64,7 +64,7 @@ class Peaks(Context):
 
 def context(deck) -> Peaks:
     device = deck.of(slides.device)
-    rows = [peak_row(device, p, rate, deck.of(slides.gemm)["cublas_rows"]) for p, rate in (device.rates or {}).items()]
+    rows = [peak_row(device, p, rate, deck.of(slides.gemm).cublas_rows) for p, rate in (device.rates or {}).items()]
     by = {row["precision"]: row for row in rows}
     tensor = [row for row in rows if row["precision"] != "fp32"]
     clocks = [row["clock_mhz"] for row in tensor if row["clock_mhz"]]

@@ -4,7 +4,6 @@ another's context by importing its module: ``deck.of(slides.gemm)``. Nothing her
 slides/deck.py assembles the deck from it."""
 from __future__ import annotations
 
-from dataclasses import fields
 from pathlib import Path
 from types import ModuleType
 
@@ -22,17 +21,7 @@ class BuildError(Exception):
 
 class Context:
     """The base of a section's context: a frozen dataclass whose fields its template reads
-    (``hbm.rows``), and other sections' modules too (``deck.of(slides.hbm).rows``).
-    TRANSITIONAL: until every reader uses attributes, it also reads as a mapping."""
-
-    def __getitem__(self, key: str):
-        return getattr(self, key)
-
-    def get(self, key: str, default=None):
-        return getattr(self, key, default)
-
-    def keys(self):
-        return [f.name for f in fields(self)]
+    (``hbm.rows``), and other sections' modules too (``deck.of(slides.hbm).rows``)."""
 
 
 class Records:

@@ -69,14 +69,14 @@ def per_clock_verdict(per_clock: float, spread: float) -> str:
 
 def context(deck) -> Regimes:
     gemm = deck.of(slides.gemm)
-    shape = gemm["shape"]["dims"] if gemm["shape"] else None
+    shape = gemm.shape["dims"] if gemm.shape else None
     bid = catalogue.cublas_id(PRECISION, LAYOUT)
     (alone,) = deck.need("One cuBLAS, Several Figures", bid)
     rows = []
     if alone["tflops"] and not alone["failed"]:
         rows.append(_row("alone", "nothing: its own record", [alone["tflops"]], [alone["clock_mhz"]],
                          alone["clock_measured"], [_power(alone["record"])]))
-    paired = [v for s in gemm["steps"] for v in s["variants"] if v["baseline"] and v["baseline"]["id"] == bid]
+    paired = [v for s in gemm.steps for v in s.variants if v["baseline"] and v["baseline"]["id"] == bid]
     if paired:
         rows.append(_row("in turns", f"each of {len(paired)} kernels (and the kernel before it)",
                          [v["baseline_tflops"] for v in paired], [v["clock_mhz"] for v in paired],

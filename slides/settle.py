@@ -45,14 +45,14 @@ def context(deck) -> Settle:
     rounds = max(1, round(1e3 * rule["round_s"] / rec["params"]["sample_ms"]))     # a harness round, in this run's samples
     width = max(SPREAD_SAMPLES, rounds)
     kernel_id = rec["params"]["kernel"]
-    title = next((s["title"] for s in gemm["steps"] if any(v["id"] == kernel_id for v in s["variants"])), kernel_id)
+    title = next((s.title for s in gemm.steps if any(v["id"] == kernel_id for v in s.variants)), kernel_id)
     runs = [run_from_rest(name, series, width, rounds, rule, rec["params"]["duration_s"], title) for name, series in rec["series"].items()]
     kernel = deck.record(kernel_id)
     measured = kernel["record"] if kernel["measured"] else {}
     gemm_spread = spread(measured["time_ms"]) if measured.get("time_ms") else None
     return Settle(result=r, runs=runs, kernel=next(run for run in runs if run["name"] == "kernel"),
                   params=rec["params"], rule=rule, title=title, window=width,
-                  kernel_named="headline kernel" if gemm["headline"] and title == gemm["headline"]["to_title"] else "last step's kernel",
+                  kernel_named="headline kernel" if gemm.headline and title == gemm.headline["to_title"] else "last step's kernel",
                   gemm_spread=gemm_spread, gemm_spread_side="under" if gemm_spread is not None and gemm_spread < SETTLE_SPREAD else "above",
                   gemm_steady=steady_said(measured["settle"]) if measured.get("settle") else None)
 

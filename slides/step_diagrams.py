@@ -20,8 +20,8 @@ BUFFERS = (PALETTE[4], PALETTE[5], PALETTE[6], PALETTE[7])    # the epilogue's s
 HALO = {"stroke": "white", "stroke_width": 3, "paint_order": "stroke"}   # a label over lines stays legible
 
 
-def _resources(step: dict) -> tuple[dict, dict]:
-    res = step["best"]["resources"]
+def _resources(step) -> tuple[dict, dict]:
+    res = step.best["resources"]
     return res, res["tile"]
 
 
@@ -83,7 +83,7 @@ def _waves(dwg, x0, unit, top, row_h, counts: list[int], waves: int):
                          stroke_width=1.5))
 
 
-def producer_ring(step: dict, shape: dict) -> str:
+def producer_ring(step, shape: dict) -> str:
     """The CTA's warpgroups by role around the ring of STAGES shared stages, then the ring over time,
     a row per stage: the producer's TMA load of K-tile k fills stage k mod STAGES, full[s] hands it to
     the consumers' wgmma, and its end (empty[s]) lets the load of k + STAGES in, STAGES K-tiles ahead."""
@@ -158,7 +158,7 @@ def producer_ring(step: dict, shape: dict) -> str:
     return [d.tostring() for d in (ring, over_time)]
 
 
-def multicast(step: dict, shape: dict) -> str:
+def multicast(step, shape: dict) -> str:
     """A cluster's CTAs on vertically adjacent tiles of C, which share B's tile: each CTA loads its own
     A and one slice of B (its TMA box) and multicasts the slice into every CTA of the cluster, so L2
     serves B's tile once per cluster; beside it, the bytes one CTA reads from L2 per K-step."""
@@ -221,7 +221,7 @@ def multicast(step: dict, shape: dict) -> str:
     return [d.tostring() for d in (geometry, landing, l2)]
 
 
-def tile_schedule(step: dict, shape: dict) -> str:
+def tile_schedule(step, shape: dict) -> str:
     """The persistent schedule: as many CTAs as the GPU holds at once, one thin row each, walking the
     output tiles cta, cta + grid, ... until none is left, so the last wave leaves SMs idle; beside it,
     one CTA's tile boundary, where the producer loads the next tile while the consumers store C."""
@@ -288,7 +288,7 @@ def _last_wave(res: dict, t: dict, shape: dict) -> tuple[dict, bool]:
             "left": units % clusters, "helpers": 0, "rounds": 0, "split": k_tiles}, False
 
 
-def split_tail(step: dict, shape: dict) -> str:
+def split_tail(step, shape: dict) -> str:
     """The split last wave, a thin row per cluster: the full waves (drawn compressed), then the last
     wave zoomed, in K-tiles: the `left` owner clusters compute K-tiles [0, split) of their unit, the
     helper clusters compute [split, k_tiles) of those units, one after another, and leave partial sums
@@ -360,7 +360,7 @@ def split_tail(step: dict, shape: dict) -> str:
     return [d.tostring() for d in (base, share)]
 
 
-def staged_store(step: dict, shape: dict) -> str:
+def staged_store(step, shape: dict) -> str:
     """One consumer warpgroup's epilogue: its BM/WARPGROUPS_M x BN accumulators, drawn to scale, leave
     in chunks of EPILOGUE_N columns, each written from registers into one of EPILOGUE_BUFFERS shared
     staging buffers in turn and stored by TMA while the warpgroup writes the next chunk; after the
@@ -423,12 +423,12 @@ def staged_store(step: dict, shape: dict) -> str:
     return dwg.tostring()
 
 
-def lean_loop(step: dict, shape: dict) -> str:
+def lean_loop(step, shape: dict) -> str:
     """The main loop's instructions per K-tile, as the compiler built it, for this step and the step
     before (the same kernel but for its loop), split into the wgmmas and everything else; beside each,
     the clock the SMs ran at while it was timed."""
-    before = step.get("loop_before")
-    rows = [*([(before["title"], before["variant"])] if before else []), (step.get("title", "This step"), step["best"])]
+    before = step.loop_before
+    rows = [*([(before["title"], before["variant"])] if before else []), (step.title, step.best)]
     loops = []
     for title, variant in rows:
         res = variant["resources"] or {}

@@ -113,13 +113,13 @@ def tiles(record: dict, rows: list[dict], device: dict) -> dict:
     if len(tiles) > 1:        # the sizes where the catalogue picked the small tile
         big, small = tile_label(tiles[0]), tile_label(tiles[1])
         at = [size_label(r["shape"]) for r in record["rows"] if r.get("tile") and tile_label(r["tile"]) == small]
-        return {"small": None, "small_tile": {"tile": small, "big": big, "at": at, "sms": device["sm_count"],
+        return {"small": None, "small_tile": {"tile": small, "big": big, "at": at, "sms": device.sm_count,
                                               "below_pct": 100 * record["params"]["small_tile_below_sms"]}}
     if tiles and rows:        # one tile: what it leaves idle at the smallest size
         n, tile = rows[0]["shape"], tiles[0]
         count = plan.ctas(tile, n[0], n[1])
-        if count < device["sm_count"]:
-            return {"small": {"size": size_label(n), "tiles": count, "sms": device["sm_count"], "tile": tile_label(tile)},
+        if count < device.sm_count:
+            return {"small": {"size": size_label(n), "tiles": count, "sms": device.sm_count, "tile": tile_label(tile)},
                     "small_tile": None}
     return {"small": None, "small_tile": None}
 
@@ -146,25 +146,25 @@ def context(deck) -> Sweep:
     """Each step's best kernel across sizes (bench/gemm/sweep.py), cuBLAS timed in turns beside it, and
     how close the headline kernel stays to cuBLAS from WITHIN_FROM up; then the BF16 headline's."""
     gemm, device = deck.of(slides.gemm), deck.of(slides.device)
-    recs = deck.need("GEMM Across Sizes", *(s["sweep_id"] for s in gemm["steps"]))
-    measured = [(s, r) for s, r in zip(gemm["steps"], recs) if r["measured"] and "rows" in r["record"]]
+    recs = deck.need("GEMM Across Sizes", *(s.sweep_id for s in gemm.steps))
+    measured = [(s, r) for s, r in zip(gemm.steps, recs) if r["measured"] and "rows" in r["record"]]
     bf16 = _bf16(deck)
     if not measured:
         return Sweep(bf16=bf16)
     top_step, top_record = next(((s, r["record"]) for s, r in measured
-                                 if gemm["headline"] and s["title"] == gemm["headline"]["to_title"]), (None, None))
-    headline = gemm["headline"] and gemm["headline"]["to"].get("baseline")
-    best = summary(top_step["title"], top_record, device, TF32_CUBLAS, headline and headline["error"],
-                   gemm["shape"] and gemm["shape"]["dims"]) if top_step else None
+                                 if gemm.headline and s.title == gemm.headline["to_title"]), (None, None))
+    headline = gemm.headline and gemm.headline["to"].get("baseline")
+    best = summary(top_step.title, top_record, device, TF32_CUBLAS, headline and headline["error"],
+                   gemm.shape and gemm.shape["dims"]) if top_step else None
     steps = [step_row(s, r, best["small_tile"] if s is top_step else None) for s, r in measured]
     top = next((s for s in steps if s["step"] is top_step), None)
     correct_everywhere = [s["title"] for s in steps if all(r["outcome"] == "correct" for r in s["record"]["rows"])]
     sizes = [size_label(row["shape"]) for row in steps[0]["record"]["rows"]]
     return Sweep(bf16=bf16, steps=steps, sizes=sizes,
-                 top=top, best=best, precision=top["step"]["precision"] if top else "tf32",
+                 top=top, best=best, precision=top["step"].precision if top else "tf32",
                  held=best["held"] if best else "", cublas_rows=cublas_rows(top, sizes) if top else [],
                  small_tile=best["small_tile"] if best and best["small_tile"] and best["small_tile"]["at"] else None,
-                 findings=findings(best, correct_everywhere, gemm["headline"]) if best else [],
+                 findings=findings(best, correct_everywhere, gemm.headline) if best else [],
                  ranged_over_ran=any(s["shares"] and s["shares"]["refused"] for s in steps))
 
 
@@ -172,14 +172,14 @@ def step_row(step: dict, r: dict, small_tile: dict | None) -> dict:
     """A step's row of the table: its record, its cells by size (the small tile marked where it ran),
     and its lowest and highest share of cuBLAS."""
     by_size = cells(r["record"], small_tile)
-    return {"title": step["title"], "key": step["key"], "sweep_id": step["sweep_id"], "step": step, "result": r,
+    return {"title": step.title, "key": step.key, "sweep_id": step.sweep_id, "step": step, "result": r,
             "record": r["record"], "cells": by_size, "shares": share_range(by_size)}
 
 
 def cublas_rows(top: dict, sizes: list[str]) -> list[dict]:
     """The cuBLAS the headline's step took turns with, on both layouts: its TFLOPS at each of ``sizes``
     (None where the kernel did not run correctly)."""
-    precision, cells = top["step"]["precision"].upper(), top["cells"]
+    precision, cells = top["step"].precision.upper(), top["cells"]
     return [{"name": f"cuBLAS {precision}, {layout}",
              "tflops": [cells[size]["tflops"][key] if cells[size]["outcome"] == "correct" else None for size in sizes]}
             for key, layout in (("cublas_b_kmajor", "B K-major"), ("cublas_b_row", "B row-major"))]
@@ -216,7 +216,7 @@ def _bf16(deck) -> Bf16Sweep:
         return Bf16Sweep(result=r)
     headline = deck.of(slides.precision).headline
     best = summary(step.title_of(step.best), r["record"], deck.of(slides.device), BF16_CUBLAS,
-                   headline and headline["baseline"]["error"], deck.of(slides.gemm)["shape"] and deck.of(slides.gemm)["shape"]["dims"])
+                   headline and headline["baseline"]["error"], deck.of(slides.gemm).shape and deck.of(slides.gemm).shape["dims"])
     return Bf16Sweep(result=r, best=best, sizes_said=[size_said(size, c) for size, c in cells(r["record"], best["small_tile"]).items()])
 
 

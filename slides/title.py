@@ -21,15 +21,15 @@ class Title(Context):
 
 def context(deck) -> Title:
     gemm = deck.of(slides.gemm)
-    headline = gemm["headline"]
+    headline = gemm.headline
     if not headline:
         return Title()
     to = headline["to"]
-    shape = gemm["shape"]
+    shape = gemm.shape
     return Title(standing=standing(headline["standing"], to["pct_cublas"]),
                  against=f"cuBLAS at {shape['m']}×{shape['n']}×{shape['k']}" if shape else "cuBLAS",
                  pace="the power cap" if headline["power_capped"] else "the clock it holds",
-                 clock=f", its SMs at {to['clock_mhz']:,.0f} of {deck.of(slides.device)['sm_clock_max_mhz']:,.0f} MHz"
+                 clock=f", its SMs at {to['clock_mhz']:,.0f} of {deck.of(slides.device).sm_clock_max_mhz:,.0f} MHz"
                  if to["clock_mhz"] else "",
                  clock_note=clock_note(to, headline["power_capped"]))
 

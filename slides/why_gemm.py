@@ -62,13 +62,13 @@ class WhyGemm(Context):
 
 
 def context(deck) -> WhyGemm:
-    device, hbm, shape = deck.of(slides.device), deck.of(slides.hbm), deck.of(slides.gemm)["shape"]
-    rows = deck.of(slides.peaks)["rows"]
-    tf32 = deck.of(slides.peaks)["by"].get("tf32")
+    device, hbm, shape = deck.of(slides.device), deck.of(slides.hbm), deck.of(slides.gemm).shape
+    rows = deck.of(slides.peaks).rows
+    tf32 = deck.of(slides.peaks).by.get("tf32")
     if not (tf32 and shape):
         return WhyGemm(lacking="the rate" if shape else "the shape")
     measured = bool(hbm.rows)
-    gbps = hbm.best["gbps"] if measured else device["hbm_peak_gbps"]
+    gbps = hbm.best["gbps"] if measured else device.hbm_peak_gbps
     balance = 1000 * tf32["tflops_max_clock"] / gbps
     margin = shape["intensity_fp32"] / balance
     gemv = gemv_intensity(shape["m"], shape["k"])
@@ -124,4 +124,4 @@ def roofline_figure(w: WhyGemm, shape: dict, clock_mhz: float) -> str:
 def draw(own: WhyGemm, deck) -> dict[str, str]:
     if not own.balance:
         return {}
-    return {"roofline.svg": roofline_figure(own, deck.of(slides.gemm)["shape"], deck.of(slides.device)["sm_clock_max_mhz"])}
+    return {"roofline.svg": roofline_figure(own, deck.of(slides.gemm).shape, deck.of(slides.device).sm_clock_max_mhz)}

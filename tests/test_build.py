@@ -5,6 +5,7 @@ import dataclasses
 import io
 import math
 import re
+from types import SimpleNamespace
 
 import pytest
 
@@ -204,7 +205,7 @@ def test_a_step_below_an_earlier_one_on_its_climb_says_why_in_its_notes(fixture_
     b[early.best.id]["tflops"] = 1.05 * max(b[s.best.id]["tflops"] for s in steps)
     ctx = build.build(write_results(fixture_doc), tmp_path)
     s = slides_of((tmp_path / "slides.md").read_text())
-    names = {step["key"]: step["name"] for step in ctx["gemm"]["steps"]}
+    names = {step.key: step.name for step in ctx["gemm"].steps}
     notes = lambda step: s[f"Kernel {catalogue.STEPS.index(step) + 1}: {step.title} — Performance"].split("<!--")[1]
     assert f"On the climb, {names[early.key]} stands higher, {b[early.best.id]['tflops']:,.1f} TFLOPS" in notes(late)
     assert "the comparison is the pair with the step before, timed in turns" in notes(late)
@@ -600,9 +601,9 @@ def test_naive_diagram_follows_the_recorded_launch(fixture_doc, write_results, t
 def test_cute_diagram_follows_the_compiled_tile():
     """Drawn from the tile constants a CuTe kernel was compiled with: other constants, other figure."""
     def draw(bm, bk, smem):
-        step = {"best": {"resources": {"threads_per_block": 128, "smem_static_bytes": smem, "smem_dynamic_bytes": 0,
+        step = SimpleNamespace(best={"resources": {"threads_per_block": 128, "smem_static_bytes": smem, "smem_dynamic_bytes": 0,
                 "grid": [4096 // bm, 8192 // 128], "tile": {"BM": bm, "BN": 128, "BK": bk, "MMA_ATOM": "SM80_16x8x8_F32TF32TF32F32_TN",
-                         "WARPS_M": 2, "WARPS_N": 2, "atom_mnk": [16, 8, 8]}}}}
+                         "WARPS_M": 2, "WARPS_N": 2, "atom_mnk": [16, 8, 8]}}})
         return diagrams.cute_diagram(step, {"m": 4096, "n": 8192, "k": 16384})
     small, big = draw(64, 8, 0), draw(128, 32, 36832)
     assert "C tile 64×128: 4×16 MMA atoms" in small and "512 steps" not in small and "2048 steps of 8" in small
@@ -628,7 +629,7 @@ def test_wgmma_diagram_follows_the_compiled_tile(fixture_doc):
     shape = {"m": 4096, "n": 8192, "k": 16384}
     tma = fixture_doc["benchmarks"]["gemm.wgmma_tma_128x256"]["resources"]
     pipe = copy.deepcopy(fixture_doc["benchmarks"]["gemm.wgmma_pipe"]["resources"])
-    draw = lambda res: diagrams.wgmma_diagram({"best": {"resources": res}}, shape)
+    draw = lambda res: diagrams.wgmma_diagram(SimpleNamespace(best={"resources": res}), shape)
     t = draw(tma)
     assert "3 shared stages × 48 KiB" in t and "full[2]" in t and "one thread → TMA" in t
     assert "empty[" not in t and "the 8th to count refills stage s" in t     # no empty barriers: the last reader refills
@@ -764,15 +765,15 @@ def test_the_steps_past_the_reference_deck_are_pictured_against_their_cublas(dec
     from slides import missing as closing
     s = slides_of(deck["md"])
     main = s["Past the Reference Deck"]
-    story = [st for st in slides_gemm_context(deck)["story"]]
-    first, last = story[0]["best"], story[-1]["best"]
-    said = [closing.verdict(st["best"]) for st in story[1:]]
+    story = [st for st in slides_gemm_context(deck).story]
+    first, last = story[0].best, story[-1].best
+    said = [closing.verdict(st.best) for st in story[1:]]
     assert "past_reference.svg" in main and "|" not in main.split("<!--")[0] and prose_words(main) <= 60
-    assert (f"The reference deck stopped at **{story[0]['name']}**, {first['pct_cublas']:.1f}% of cuBLAS TF32. Built here one on top "
+    assert (f"The reference deck stopped at **{story[0].name}**, {first['pct_cublas']:.1f}% of cuBLAS TF32. Built here one on top "
             f"of the other, {len(story) - 1} steps take it to **{last['pct_cublas']:.1f}%**: {said.count('gained')} gained in turns "
             f"with the step before, {said.count('tie')} tied, {said.count('slower')} slower.") in main
     svg = (figures_dir(deck["dir"]) / "past_reference.svg").read_text()
-    assert all(f">{st['best']['pct_cublas']:.1f}%<" in svg for st in story)
+    assert all(f">{st.best['pct_cublas']:.1f}%<" in svg for st in story)
 
 
 def slides_gemm_context(deck) -> dict:
@@ -793,7 +794,7 @@ def test_still_on_the_table_draws_each_tracks_share_of_its_library_and_its_peak(
         peak = pct_of_peak(device, precision.lower(), r["tflops"], clock_during(r))
         assert f">{peak:,.1f}  (at {clock_during(r):,.0f} MHz)<" in svg
     clock = clock_during(b[catalogue.HEADLINE])
-    assert f">{100 * clock / device['sm_clock_max_mhz']:,.1f}  ({clock:,.0f} of {device['sm_clock_max_mhz']:,.0f} MHz" in svg
+    assert f">{100 * clock / device.sm_clock_max_mhz:,.1f}  ({clock:,.0f} of {device.sm_clock_max_mhz:,.0f} MHz" in svg
 
 
 def test_the_takeaways_are_lessons_each_with_its_number(deck):
@@ -826,9 +827,9 @@ def test_each_lesson_takes_its_other_wording_or_drops_out(fixture_doc, write_res
     # small M: its worst cell below the larger sizes' worst, or not
     summary = [{"precision": "TF32", "small": {"pct": 60.0, "where": "X, M = 64", "to": 256},
                 "large": {"pct": 90.0, "from": 512}}]
-    assert closing.small_m({"summary": summary})["loses"]
+    assert closing.small_m(SimpleNamespace(summary=summary))["loses"]
     summary[0]["large"]["pct"] = 50.0
-    assert not closing.small_m({"summary": summary})["loses"] and closing.small_m({"summary": []}) is None
+    assert not closing.small_m(SimpleNamespace(summary=summary))["loses"] and closing.small_m(SimpleNamespace(summary=[])) is None
 
 
 def test_split_wave_schedule_gives_every_cluster_one_piece_of_the_last_wave():
@@ -867,7 +868,7 @@ def test_stream_k_plan_gives_every_cluster_one_run_of_k_tiles_within_one_of_the_
 
 def test_sweep_slides_follow_the_data(fixture_doc, write_results, tmp_path):
     ctx = build.build(write_results(fixture_doc), tmp_path)
-    step = ctx["sweep"]["top"]          # the headline kernel's step
+    step = ctx["sweep"].top          # the headline kernel's step
     top = fixture_doc["benchmarks"][step["sweep_id"]]
     rows = [r for r in top["rows"] if r["outcome"] == "correct" and min(r["shape"]) >= sweep.WITHIN_FROM]
     worst = min(rows, key=lambda r: r["ratio_same_layout"])
@@ -878,7 +879,7 @@ def test_sweep_slides_follow_the_data(fixture_doc, write_results, tmp_path):
     assert (f"within {math.ceil(round(100 - pct, 6))}% of cuBLAS at every size" if pct >= 90
             else f"down to {pct:.0f}% of cuBLAS at {size}") in md["GEMM Across Sizes"]
     # the headline takes ragged sizes, and runs its small tile where the catalogue picks it
-    everywhere = [s["title"] for s in ctx["sweep"]["steps"] if all(r["outcome"] == "correct" for r in s["record"]["rows"])]
+    everywhere = [s["title"] for s in ctx["sweep"].steps if all(r["outcome"] == "correct" for r in s["record"]["rows"])]
     assert step["title"] in everywhere and f"Correct at every size, ragged ones included: {', '.join(everywhere)}" in md["GEMM Across Sizes"]
     small = [sweep.size_label(r["shape"]) for r in top["rows"] if r["tile"]["BN"] != top["params"]["tiles"][0]["BN"]]
     assert small and f"At {', '.join(small)} it runs" in md["GEMM Across Sizes"]
@@ -1200,7 +1201,7 @@ def test_the_peer_figure_draws_each_runs_interval_and_the_call_from_them(fixture
     if apart:          # this project's run's interval wholly below (faster than) fast.cu's
         t = shape["fastcu"]["time_ms"]
         shape["ours_bf16_out"]["time_ms"] = {**t, "median": 0.9 * t["ci"][0], "ci": [0.85 * t["ci"][0], 0.95 * t["ci"][0]]}
-    svg = peer_figure(Deck(fixture_doc).of(slides.precision)["peer"])
+    svg = peer_figure(Deck(fixture_doc).of(slides.precision).peer)
     t, tflops = shape["fastcu"]["time_ms"], shape["fastcu"]["tflops"]
     assert "fast.cu kernel 12, C in BF16" in svg and "this project's, C in BF16" in svg
     assert f"{tflops:,.1f}<" in svg

@@ -101,7 +101,7 @@ def test_the_fp8_picture_puts_each_kernel_at_its_error_over_its_cublass(fixture_
     for bid in (catalogue.HEADLINE, catalogue.HEADLINE_BF16, catalogue.HEADLINE_FP8):
         r = b[bid]
         assert f"{r['tflops']:,.0f} TFLOPS, {100 * r['tflops'] / r['cublas']['tflops']:.1f}% of cuBLAS" in svg
-    promoted = b[fp8["promoted"]["id"]]
+    promoted = b[fp8.promoted["id"]]
     drop = b[catalogue.HEADLINE_FP8]["check"]["rel_error"] / promoted["check"]["rel_error"]
     assert f"sums promoted: error {drop:.0f}× smaller" in svg
     # no picture without an FP8 kernel to put in it: the slide says so in one line, the table stays

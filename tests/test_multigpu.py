@@ -724,7 +724,7 @@ def test_the_data_parallel_slide_pictures_the_all_reduce_beside_the_backward_pas
     s = slides_of(node_deck["md"])
     main, table = s["What It Means for Data-Parallel Training"], s["What It Means for Data-Parallel Training — Table"]
     doc = node_deck["doc"]
-    rate = Deck(copy.deepcopy(_fixture_results())).of(slides.precision)["headline"]["baseline_tflops"]
+    rate = Deck(copy.deepcopy(_fixture_results())).of(slides.precision).headline["baseline_tflops"]
     assert rate == _fixture_results()["benchmarks"][catalogue.HEADLINE_BF16]["cublas"]["tflops"]
     model = section.all_reduce_model(doc["benchmarks"]["multigpu.nccl"]["rows"], doc["node"]["gpu_count"],
                                      doc["device"]["memory_bytes"])

@@ -91,16 +91,16 @@ def test_deck_of_a_non_hopper_gpu_says_why_kernels_are_missing(cc, fixture_doc, 
     assert f"# CUDA Performance Study\n\n## {name} ({'Ampere' if cc == '8.0' else 'Ada Lovelace'}, sm_{cc.replace('.', '')})" in deck
     assert f"{OTHER_GPUS[cc]['sm_count']} SMs" in deck
     why = f"needs compute capability 9.0+, this GPU is {cc}"
-    for step in ctx["gemm"]["steps"]:
-        skipped = all(v["id"] in HOPPER_ONLY for v in step["variants"])
+    for step in ctx["gemm"].steps:
+        skipped = all(v["id"] in HOPPER_ONLY for v in step.variants)
         for slide in ("Diagram", "Performance"):
-            text = deck.split(f"# {step['slide_title']} — {slide}")[1].split("\n---")[0]
+            text = deck.split(f"# {step.slide_title} — {slide}")[1].split("\n---")[0]
             assert (why in text) == skipped, (step["title"], slide)
-        measured_table = f"# {step['slide_title']} — Results" in deck        # a measured step's table, one click on
+        measured_table = f"# {step.slide_title} — Results" in deck        # a measured step's table, one click on
         assert measured_table != skipped, step["title"]
     # the headline and the peaks are this GPU's
-    head = ctx["gemm"]["headline"]
+    head = ctx["gemm"].headline
     assert head["to"]["id"] == "gemm.cute_smem_k32"
-    tf32 = ctx["peaks"]["by"]["tf32"]
+    tf32 = ctx["peaks"].by["tf32"]
     assert tf32["tflops_max_clock"] == pytest.approx(
         OTHER_GPUS[cc]["sm_count"] * PER_SM_FLOP_PER_CLK[cc]["tf32"] * OTHER_GPUS[cc]["sm_clock_max_mhz"] / 1e6)

@@ -5,6 +5,7 @@ import copy
 import itertools
 import re
 import xml.etree.ElementTree as ET
+from types import SimpleNamespace
 
 import pytest
 
@@ -32,9 +33,14 @@ def resources(recorded, kind: str) -> dict:
     return copy.deepcopy(recorded[kind])
 
 
+def a_step(best: dict) -> SimpleNamespace:
+    """What a diagram reads of a GEMM step (slides.gemm.Step): its best kernel, its title, no step before."""
+    return SimpleNamespace(best=best, title="This step", loop_before=None)
+
+
 def draw(kind: str, res: dict, shape: dict = SHAPE) -> str:
     """The diagram as its last click shows it: a figure in layers, each drawn over the one before."""
-    drawn = step_diagrams.IDEAS[kind]({"best": {"resources": res}}, shape)
+    drawn = step_diagrams.IDEAS[kind](a_step({"resources": res}), shape)
     if isinstance(drawn, str):
         return drawn
     base = ET.fromstring(drawn[0])
@@ -189,7 +195,7 @@ def test_the_lean_loop_sets_its_main_loop_beside_the_step_before():
             res = copy.deepcopy(doc[bid]["resources"])
             res["sass"]["main_loop"] = {"instructions": n, "mma": 8}
             variants.append({"resources": res, "clock_mhz": 1400.0})
-        return {"title": lean.title, "best": variants[1], "loop_before": {"title": "Before", "variant": variants[0]}}
+        return SimpleNamespace(title=lean.title, best=variants[1], loop_before={"title": "Before", "variant": variants[0]})
 
     per_tile = lambda n: n * 4 / 8          # 8 wgmmas in the loop, 4 a K-tile
     svg = step_diagrams.lean_loop(step((145, 96)), SHAPE)
@@ -202,7 +208,7 @@ def test_the_lean_loop_sets_its_main_loop_beside_the_step_before():
 def test_a_diagram_in_layers_has_a_sentence_for_each_click(recorded, kind):
     """Every layer after the first is one click, which the notes speak to (REVEALS); the layers are
     the same size, and only the first paints a background (the others lie over it)."""
-    drawn = step_diagrams.IDEAS[kind]({"best": {"resources": resources(recorded, kind)}}, SHAPE)
+    drawn = step_diagrams.IDEAS[kind](a_step({"resources": resources(recorded, kind)}), SHAPE)
     assert len(drawn) == 1 + len(step_diagrams.REVEALS[kind])
     roots = [ET.fromstring(svg) for svg in drawn]
     assert len({r.get("viewBox") for r in roots}) == 1
