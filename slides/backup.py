@@ -54,8 +54,13 @@ def context(deck) -> Backup:
         gaps.append(("gpu-benches beside the memory slides", [deck.of(slides.gpu_benches).id], deck.of(slides.gpu_benches).id))
     if not deck.of(slides.atlas).measured:
         gaps.append(("the shape atlas", deck.of(slides.atlas).ids, "atlas"))
-    return Backup(gaps=[{"what": what, "ids": ids} for what, ids, _ in gaps], contents=contents(deck),
+    return Backup(gaps=[gap(what, ids) for what, ids, _ in gaps], contents=contents(deck),
                   only=sorted({only for _, _, only in gaps if only}), from_node=any(only is None for _, _, only in gaps))
+
+
+def gap(what: str, ids: list[str]) -> dict:
+    """What the results leave out, with the ids of its records, as the divider's line names it."""
+    return {"what": what, "ids": ids, "said": f"{what} ({', '.join(ids)})"}
 
 
 OTHERS_NAMED = 3     # slides past the gaps named one by one; of more, a count and the first results
@@ -69,11 +74,11 @@ def others(gaps: list[dict], missing: dict[str, list[str]]) -> list[dict]:
     rest = {slide: list(dict.fromkeys(b for b in ids if b not in named)) for slide, ids in missing.items()
             if not set(ids) <= named}
     if len(rest) <= OTHERS_NAMED:
-        return [{"what": slide, "ids": ids} for slide, ids in rest.items()]
+        return [gap(slide, ids) for slide, ids in rest.items()]
     ids = list(dict.fromkeys(b for slide_ids in rest.values() for b in slide_ids))
     shown = ids[:OTHERS_NAMED]
-    return [{"what": f"{len(rest)} more slides, {len(ids)} results",
-             "ids": [*shown, *([f"and {len(ids) - len(shown)} more"] if len(ids) > len(shown) else [])]}]
+    return [gap(f"{len(rest)} more slides, {len(ids)} results",
+                [*shown, *([f"and {len(ids) - len(shown)} more"] if len(ids) > len(shown) else [])])]
 
 
 def contents(deck) -> list[str]:

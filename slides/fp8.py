@@ -42,6 +42,7 @@ class Peer(Context):
     ours_output: str = ""
     ours_scaling: str = ""                  # what ran as "ours": the FP8 headline (a scale a tensor) or step 14
     ours_in_fp32: bool = False
+    c_said: str = "C in BF16"               # the type of C each row writes, as the method note says it
     errors_alike: str | None = None         # the one error all three print, where they print alike
     commit: str = ""
     version: str = ""
@@ -274,6 +275,7 @@ def _peer(deck) -> Peer:
     return Peer(result=r, shapes=shapes, ours_range=ours_range, ours_own=ours_own,
                 ours_name=catalogue.step_of(params["ours"]).title, ours_output=params["outputs"]["ours"].upper(),
                 ours_scaling=ours_scaling, ours_in_fp32=params["outputs"]["ours"] == "fp32",
+                c_said="C in BF16" + (" but this project's, FP32" if params["outputs"]["ours"] == "fp32" else ""),
                 errors_alike=printed.pop() if len(printed) == 1 else None, commit=params["commit"], version=params["version"],
                 block=params["block"], counts={c: called.count(c) for c in ("ahead", "tie", "behind")},
                 wrong=[name for s in r["record"]["shapes"] for name in ("deepgemm", "cublaslt_blocks", "cublaslt_bf16_out", "ours")

@@ -16,6 +16,7 @@ from markupsafe import Markup
 from bench.gemm import catalogue, plan
 from bench.core.stats import spread
 from slides.diagrams import DIAGRAMS
+from slides.fmt import fmt_change, fmt_num
 from slides.kit import layer_name
 from slides.step_diagrams import REVEALS
 from slides.kit import ACCENT, Bar, Line, MISSING, REF, bar_chart, climb
@@ -486,6 +487,17 @@ def cublas_clauses(r: dict) -> dict:
                             if r["ratio_spread"] is not None else "")}
 
 
+
+def ratio_said(ratio: float, in_percent: bool, digits: int = 1) -> str:
+    """A ratio as a change says it: a signed percentage where it is small (+3.2%), else a multiple (2.1×)."""
+    return f"{fmt_change(ratio)}%" if in_percent else f"{fmt_num(ratio, digits)}×"
+
+
+def interval_said(ci: list[float], in_percent: bool) -> str:
+    """An interval of a ratio, as ratio_said says its point: -0.4 to +1.2%, or 1.95× to 2.03×."""
+    low, high = ci
+    return f"{fmt_change(low)} to {fmt_change(high)}%" if in_percent else f"{fmt_num(low, 2)}× to {fmt_num(high, 2)}×"
+
 def against_before(best: dict, prev: Step, precision: str) -> dict:
     """A step's best against ``prev``'s best, the step before that ran to a figure: its speedup (timed in
     turns with it where the record holds the pair), whether its error moved with the step and why,
@@ -507,7 +519,9 @@ def against_before(best: dict, prev: Step, precision: str) -> dict:
                   "within_noise": abs(speedup - 1) < noise, "slower": speedup < 1}
     # under a tenth, a ratio to one decimal reads 1.0x: the change is said in percent
     in_percent = abs(speedup - 1) < PERCENT_BELOW
-    change = {**change, "in_percent": in_percent, "versus": "against" if in_percent else "over", **change_said(change)}
+    change = {**change, "in_percent": in_percent, "versus": "against" if in_percent else "over", **change_said(change),
+              "point": ratio_said(speedup, in_percent),
+              "interval": interval_said(change["ci"], in_percent) if change["in_turns"] else None}
     before = prev.best["check"]
     error_before = before["rel_error"] if before and best["check"] else None
     # the error moved with the step where it changed by more than ERROR_MOVED either way

@@ -11,6 +11,7 @@ import numpy as np
 
 from bench.core.schema import BUS_FACTOR, COLLECTIVES, one_line
 from slides import kit as fig
+from slides.fmt import fmt_range
 from slides.kit import fmt_bytes
 from slides.records import BuildError, Context, Records, span
 import slides.precision
@@ -26,6 +27,7 @@ PEER_COPY_TARGET = 0.85          # a peer copy's share of the NVLink bandwidth p
 NVBANDWIDTH_WITHIN = 0.03        # a copy engine's bandwidth within this of nvbandwidth's matching test case
 COPIES = ("copy_engine", "copy_engine_both_ways")      # what that target holds to nvbandwidth
 NVBANDWIDTH_LATENCY_BYTES = 2 << 20     # the buffer its latency case chases through (nvbandwidth.cpp)
+EXTRAPOLATED_MARK = "†"         # a time the α–β fit gives past the largest all-reduce measured
 PEER_MODE = "launch"             # the nccl-tests mode the targets compare with: plain launches, as ours
 
 
@@ -150,9 +152,11 @@ def data_parallel(measured: list[tuple[int, float]], fit: dict | None, memory_by
         full, full_from = collective_ms(measured, fit, BUCKET_BYTES)
         last, last_from = collective_ms(measured, fit, nbytes - (buckets - 1) * BUCKET_BYTES)
         rows.append({"params": params, "label": f"{params / 1e9:g}B", "bytes": nbytes, "one_ms": one, "one_from": how,
-                     "one_how": ONE_HOW[how], "buckets": buckets, "bucketed_ms": (buckets - 1) * full + last,
+                     "one_how": ONE_HOW[how], "one_mark": EXTRAPOLATED_MARK if how == "fit" else "",
+                     "buckets": buckets, "bucketed_ms": (buckets - 1) * full + last,
                      # "fit" where a bucket passes the largest all-reduce measured: extrapolated
                      "bucketed_from": "fit" if "fit" in (full_from, last_from) else "measured",
+                     "bucketed_mark": EXTRAPOLATED_MARK if "fit" in (full_from, last_from) else "",
                      "training_bytes": params * TRAINING_BYTES_PER_PARAM})
     return rows
 
@@ -288,7 +292,8 @@ def against_nvbandwidth(rows: list[dict], peer: dict) -> dict:
     met = bool(gaps) and max(gaps) <= NVBANDWIDTH_WITHIN
     return {"rec": peer, "measured": bool(gaps), "pairs": pairs, "first": pairs[0] if pairs else None,
             # each case's ratio ours / nvbandwidth, lowest and highest over the pairs
-            "ratios": {k: span([p["kinds"][k]["ratio"] for p in pairs if k in p["kinds"]]) for k in kinds},
+            "ratios_said": [f"{P2P_KINDS.get(k, 'load latency')} {fmt_range(span([p['kinds'][k]['ratio'] for p in pairs if k in p['kinds']]), 2)}"
+                            for k in kinds],
             "within": NVBANDWIDTH_WITHIN, "worst": max(gaps, default=None),
             "met": met, "met_said": met_said(met), "version": peer["record"]["params"]["version"],
             "latency_bytes": NVBANDWIDTH_LATENCY_BYTES,
@@ -389,7 +394,7 @@ class Multigpu(Context):
     joins_said: list[str] | None = None     # the notes' sentences on the links and the PCIe paths
     link_gbps: float | None = None          # the slowest NVLink per direction (None: no NVLink)
     multicast: str = ""                     # NVLink multicast: off, on or not recorded
-    multicast_off: bool = False
+    multicast_note: str = ""                # what multicast off leaves NCCL, after its state
     multicast_said: str = ""
     nccl_version: str = ""
     p2p: dict | None = None
@@ -514,7 +519,7 @@ def section(doc: dict, records: dict) -> Multigpu:
         measured=True, device=doc["device"], node=node, n=n,
         links=[{**g, "named": link_named(g, n)} for g in links],
         joins_said=[*map(link_said, links), *(path_said(path, ps, len(paths) == 1) for path, ps in paths.items())],
-        link_gbps=link_gbps(node), multicast_off=nvls == "0", multicast_said=multicast_said(nvls),
+        link_gbps=link_gbps(node), multicast_note=": NCCL uses its ring and tree algorithms" if nvls == "0" else "", multicast_said=multicast_said(nvls),
         multicast="not recorded" if nvls is None else "off" if nvls == "0" else "on",
         nccl_version=nccl["record"]["params"]["nccl"] if nccl["measured"] and not nccl["failed"] else "not measured",
         p2p=_p2p(records["multigpu.p2p"], records["multigpu.nvbandwidth"]), nccl=nccl, peer=peer,

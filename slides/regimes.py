@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from statistics import median_high
 
 from bench.gemm import catalogue
+from slides.fmt import fmt_range
 from slides.records import Context, clock_during, span
 from slides.device import tflops_of
 from slides.kit import PALETTE, Bar, bar_chart
@@ -43,6 +44,9 @@ def _power(rec: dict) -> float | None:
     return during["power_w"]["median"] if during else None
 
 
+NONE_SAID = "—"     # a table's cell where the run recorded nothing
+
+
 def _row(regime: str, beside: str, tflops: list[float], clocks: list[float | None], measured: bool,
          power: list[float | None]) -> dict:
     # the clock each end of the range ran at, where every figure has its clock
@@ -52,9 +56,12 @@ def _row(regime: str, beside: str, tflops: list[float], clocks: list[float | Non
             "lo_at_mhz": at.get(min(tflops)), "hi_at_mhz": at.get(max(tflops)),
             # as the table prints them: a range where a regime has several figures, else one
             "tflops": {"low": min(tflops), "high": max(tflops) if len(tflops) > 1 else min(tflops)},
-            "clocks": span(clocks), "clock_measured": measured,
+            "clock_measured": measured,
+            # the table's cells: a range, NVML's where the SMs' clock was not measured, or a dash
+            "clocks_said": f"{fmt_range(span(clocks), 0)}{'' if measured else ' (NVML)'}" if clocks else NONE_SAID,
             # the power's range where its ends are more than half a watt apart
-            "power": {"low": min(power), "high": max(power) if max(power) > min(power) + 0.5 else min(power)} if power else None,
+            "power_said": fmt_range({"low": min(power), "high": max(power) if max(power) > min(power) + 0.5 else min(power)}, 0)
+            if power else NONE_SAID,
             "per_mhz": [t / c for t, c in zip(tflops, clocks)] if len(clocks) == len(tflops) else []}
 
 

@@ -12,7 +12,8 @@ import pytest
 import build
 from bench.gemm import catalogue
 from slides import diagrams, gemm, kit, l2, memory_latency, settle, sweep
-from slides.deck import code_block, fmt_range, fmt_sig
+from slides.deck import code_block
+from slides.fmt import fmt_range, fmt_sig
 from slides.records import ROOT, SLIDES_DIR, BuildError, clock_during
 from slides.outline import SECTIONS
 from slides.device import occupancy
