@@ -42,11 +42,22 @@ A section added by CONTRIBUTING's recipe: the copy bandwidth the HBM benchmark r
 -->
 '''
 NEW_MODULE = '''"""A section added by CONTRIBUTING's recipe."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from slides.records import Context
 
 
-def context(deck) -> dict:
+@dataclass(frozen=True)
+class RecipeNote(Context):
+    """The copy bandwidth the HBM benchmark recorded (None: not measured)."""
+    gbps: float | None
+
+
+def context(deck) -> RecipeNote:
     (rec,) = deck.need("A Section Added by the Recipe", "hbm.copy_scaling")
-    return {"gbps": rec["record"]["memcpy"]["gbps"] if rec["measured"] and not rec["failed"] else None}
+    return RecipeNote(gbps=rec["record"]["memcpy"]["gbps"] if rec["measured"] and not rec["failed"] else None)
 '''
 
 

@@ -1,8 +1,13 @@
 """The slide sections' structure: each reads another by importing it, so the import graph of slides/
 is the sections' real dependencies, and it has no cycle; only build.py and the tests assemble a deck."""
 import ast
+import dataclasses
 import graphlib
 from pathlib import Path
+
+from slides.deck import Deck, section_module
+from slides.outline import SECTIONS
+from slides.records import Context
 
 SLIDES = Path(__file__).resolve().parent.parent / "slides"
 
@@ -37,3 +42,15 @@ def test_a_section_reads_another_through_its_module_not_a_string_key():
     keyed = [f"{p.name}:{node.lineno}" for p in SLIDES.glob("*.py") for node in ast.walk(ast.parse(p.read_text()))
              if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "deck"]
     assert keyed == []
+
+
+def test_every_section_context_is_a_frozen_dataclass(fixture_doc):
+    """Typed contexts: what a template sees is a frozen Context dataclass, or None where a section has
+    nothing to show (no other GPU to compare with)."""
+    deck = Deck(fixture_doc)
+    for name in SECTIONS:
+        module = section_module(name)
+        if hasattr(module, "context"):
+            ctx = deck.of(module)
+            assert ctx is None or isinstance(ctx, Context) and dataclasses.is_dataclass(ctx), name
+            assert ctx is None or type(ctx).__dataclass_params__.frozen, name
