@@ -63,7 +63,7 @@ def context(deck) -> Precision:
     records = deck.need(STEPS_SLIDE, *(s.best.id for s in catalogue.BF16_STEPS))
     for step, r in zip(catalogue.BF16_STEPS, records):
         twin = tf32[step.key].best if step.key in tf32 else None       # a BF16-only step has no TF32 twin
-        steps.append({**pair_with_cublas({**r}, gemm.cublas_by_id), "name": step.title,
+        steps.append({**pair_with_cublas(r, gemm.cublas_by_id), "name": step.title,
                       "output": catalogue.output_of(step.best.tile).upper(),
                       "error": r["check"]["rel_error"] if r["check"] else None,
                       "over_tf32": r["tflops"] / twin["tflops"] if twin and r["tflops"] and twin["tflops"] else None})
