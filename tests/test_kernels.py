@@ -58,6 +58,21 @@ def _instruction_build(arch):
     return latency.INSTRUCTION_SOURCE, arch, {"OPS_PER_ITER": latency.OPS_PER_ITER}
 
 
+@pytest.mark.parametrize("arch", [pytest.param("90a", marks=builds(_instruction_build("90a")))])
+def test_a_cubins_sass_is_dumped_once_and_read_back_from_beside_it(arch, compile_cu, tmp_path, monkeypatch):
+    """The run dumps each cubin's SASS in its compile threads (cuda.compile_all): a benchmark that
+    disassembles it then reads the dump instead of running cuobjdump again, and finds the same."""
+    import shutil
+    import subprocess
+    from bench.core import sass
+    cubin = tmp_path / "kernel.cubin"
+    shutil.copy(compile_cu(*_instruction_build(arch)), cubin)
+    first = sass.disassemble(cubin)
+    assert cubin.with_suffix(".sass").read_text().count("Function :") == len(first) > 0
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("cuobjdump ran again"))
+    assert sass.disassemble(cubin) == first
+
+
 @pytest.mark.parametrize("arch", [pytest.param(a, marks=builds(_instruction_build(a))) for a in ARCHS])
 def test_sass_evidence_of_the_instruction_kernels(arch, compile_cu):
     """The timed loop of each variant holds the intended instruction once per operation, on

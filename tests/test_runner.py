@@ -108,6 +108,26 @@ def test_select_by_id_family_and_glob(fakes):
         registry.select(fakes, ["nope"])
 
 
+def test_the_run_goes_in_the_order_the_compiles_keep_up_with():
+    """Every benchmark runs, once; those that need no build first; and each one next needs no more
+    new builds than any that comes after it (the compiles run beside the run, in its order), but
+    for those that need a worker of their own, which come last."""
+    from bench.__main__ import build_order
+    chosen = list(registry.discover().values())
+    ordered = build_order(chosen)
+    assert sorted(b.id for b in ordered) == sorted(b.id for b in chosen)
+    own = [b for b in ordered if b.env]
+    assert own and ordered[-len(own):] == own
+    ordered = ordered[:-len(own)]
+    key = lambda build: (build[0], repr(sorted((build[1] or {}).items())))
+    built = set()
+    for i, bench in enumerate(ordered):
+        new = lambda b: len({key(x) for x in b.builds} - built)
+        assert all(new(bench) <= new(later) for later in ordered[i + 1:]), bench.id
+        built |= {key(x) for x in bench.builds}
+    assert not ordered[0].builds and ordered[-1].builds
+
+
 def test_real_registry_has_both_families():
     benches = registry.discover()
     assert {b.family for b in benches.values()} >= {"gemm", "hbm"}

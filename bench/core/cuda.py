@@ -89,12 +89,13 @@ def compile_cu(src: Path, arch: str, defines: dict | None = None) -> Path:
 
 def compile_all(builds, arch: str, workers: int | None = None) -> dict:
     """Compile every (source, defines) of ``builds`` at once (nvcc runs in its own processes; the GPU
-    machine has 16 cores): {build: error message} for those that failed, whose benchmarks then fail
-    with the same error when they compile again."""
+    machine has 16 cores), each cubin's SASS dumped beside it: {build: error message} for those that
+    failed, whose benchmarks then fail with the same error when they compile again."""
     from concurrent.futures import ThreadPoolExecutor
+    from .sass import dump
     unique = list(dict.fromkeys((src, tuple(sorted((defines or {}).items()))) for src, defines in builds))
     with ThreadPoolExecutor(workers or os.cpu_count() or 4) as pool:
-        futures = {b: pool.submit(compile_cu, ROOT / b[0], arch, dict(b[1])) for b in unique}
+        futures = {b: pool.submit(lambda b: dump(compile_cu(ROOT / b[0], arch, dict(b[1]))), b) for b in unique}
     return {b: str(f.exception()).splitlines()[0] for b, f in futures.items() if f.exception()}
 
 

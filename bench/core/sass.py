@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,15 +42,27 @@ def _tool(name: str) -> str:
     raise RuntimeError(f"{name} not found: install the CUDA toolkit or pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm")
 
 
-def disassemble(cubin: Path) -> dict[str, list[Instruction]]:
-    """Every function's SASS in ``cubin``, by name."""
+def dump(cubin: Path) -> str:
+    """cuobjdump's SASS listing of ``cubin``, kept beside it (``.sass``): disassembling takes about half
+    a second, which the run spends in its compile threads (cuda.compile_all) instead of a GEMM's."""
+    kept = cubin.with_suffix(".sass")
+    if kept.exists():
+        return kept.read_text()
     env = {**os.environ, "PATH": os.pathsep.join([str(Path(_tool("nvdisasm")).parent), os.environ.get("PATH", "")])}
     proc = subprocess.run([_tool("cuobjdump"), "-sass", str(cubin)], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"cuobjdump -sass {cubin.name} failed: {proc.stderr.strip()}")
+    tmp = kept.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")     # dumps may run in parallel
+    tmp.write_text(proc.stdout)
+    tmp.replace(kept)
+    return proc.stdout
+
+
+def disassemble(cubin: Path) -> dict[str, list[Instruction]]:
+    """Every function's SASS in ``cubin``, by name."""
     functions: dict[str, list[Instruction]] = {}
     current = None
-    for line in proc.stdout.splitlines():
+    for line in dump(cubin).splitlines():
         m = _FUNCTION.match(line)
         if m:
             current = functions.setdefault(m.group(1), [])

@@ -331,7 +331,7 @@ def checked_cublas(ops: Operands, precision: str | None = None, output: str = "f
 # that sets the power cap's controller swinging for ten seconds (settle.headline), and the next
 # timings would measure the swing. So GEMM benchmarks first queue BUSY_S of cuBLAS and then do their
 # host work while it runs. The first GEMM of a process warms the chip from its rest for FIRST_WARM_S.
-BUSY_S = 0.5        # about what loading a kernel and reading its SASS takes
+BUSY_S = 0.2        # about what loading a kernel and its SASS (dumped as it compiled: sass.dump) takes
 FIRST_WARM_S = 2.0 if quick() else 8.0
 _busy: dict = {}
 
@@ -401,18 +401,22 @@ def time_in_turns(runs, reps: int = REPS, settle_max_s: float = SETTLE_MAX_S,
 # ENERGY_SKIP_S (the change from turns): a line through all of them, as a tick is read up to a
 # poll late and a lone pair of ticks would carry that. NVML's power reading (a trailing average) is
 # kept beside it.
-ENERGY_S = 0.3 if quick() else 1.0
-ENERGY_SKIP_S = 0.1 if quick() else 0.2
+# A quick run measures none: a window short enough for it holds too few ticks (35 of 42 GEMMs had
+# fewer than three in 0.3 s on the H200, 2026-11-29).
+ENERGY_S = None if quick() else 1.0
+ENERGY_SKIP_S = 0.2
 POLL_S = 0.001
 
 
 def energy(run, shape: "Shape", ms: float) -> dict | None:
     """``run`` alone, back to back for about ENERGY_S (``ms`` a run): its mean power from the energy
     counter, the time a run took, the joules a GEMM takes, TFLOPS per watt and the SMs' clock; None
-    where the GPU has no energy counter or the window held fewer than three of its ticks."""
+    where the GPU has no energy counter, the window held fewer than three of its ticks, or the run is quick."""
     import cupy
     import numpy as np
     from ..core.device import energy_counter, telemetry
+    if ENERGY_S is None:
+        return None
     try:
         read = energy_counter()
     except Exception:           # no NVML, or no counter on this GPU
