@@ -542,12 +542,30 @@ def test_the_commit_is_the_projects_own_and_says_dirty(tmp_path, monkeypatch):
     assert registry.git_commit() == "abc"
 
 
+def test_a_first_quick_run_is_estimated_from_a_full_runs_durations_by_its_share(tmp_path):
+    """With no quick run behind it, a quick run's estimates are a full run's durations times
+    QUICK_SHARE; a quick run's own durations, where the file has them, as they are."""
+    from bench.__main__ import QUICK_SHARE, estimated_durations
+    full = schema.load(ROOT / "tests" / "fixtures" / "h100.yaml")["benchmarks"]
+    quick = schema.load(ROOT / "tests" / "fixtures" / "h200-quick.yaml")["benchmarks"]
+    some = next(bid for bid, rec in full.items() if rec.get("duration_s") and not rec.get("quick"))
+    assert estimated_durations({}, ROOT / "tests" / "fixtures" / "h100.yaml", quick=True)[some] == \
+        pytest.approx(QUICK_SHARE * full[some]["duration_s"])
+    assert estimated_durations({}, ROOT / "tests" / "fixtures" / "h100.yaml", quick=False)[some] == full[some]["duration_s"]
+    own = next(bid for bid, rec in quick.items() if rec.get("duration_s"))
+    assert estimated_durations(quick, tmp_path / "none.yaml", quick=True)[own] == quick[own]["duration_s"]
+
+
 def test_the_time_left_follows_this_runs_pace_by_family():
-    """Estimates from a full run, in a run twice as fast (a quick one): each family's own pace, else
-    the run's; a benchmark the last run did not time takes the mean so far."""
+    """Estimates from a run half as fast: a family's own pace once two of it have finished, else the
+    run's; the first benchmark (the worker's start, the first warm-up) is no pace; a benchmark the
+    last run did not time takes the mean so far."""
     bench = lambda bid: registry.Benchmark(id=bid, run=lambda ctx: {}, sources=())
-    estimates = {"gemm.a": 10.0, "gemm.b": 10.0, "gemm.c": 10.0, "hbm.a": 4.0, "hbm.b": 4.0}
-    done = [("gemm.a", 5.0), ("hbm.a", 1.0)]
-    left = runner.time_left(estimates, [bench("gemm.b"), bench("gemm.c"), bench("hbm.b"), bench("new.x")], done)
-    assert left == pytest.approx(5.0 + 5.0 + 1.0 + 3.0)
+    estimates = {"gemm.a": 10.0, "gemm.b": 10.0, "gemm.c": 10.0, "gemm.d": 10.0, "hbm.a": 4.0, "hbm.b": 4.0,
+                 "hbm.c": 4.0}
+    done = [("hbm.a", 9.0), ("gemm.a", 5.0), ("gemm.b", 6.0), ("hbm.b", 1.0)]
+    left = runner.time_left(estimates, [bench("gemm.c"), bench("gemm.d"), bench("hbm.c"), bench("new.x")], done)
+    overall = (5.0 + 6.0 + 1.0) / (10.0 + 10.0 + 4.0)
+    assert left == pytest.approx(5.5 + 5.5 + overall * 4.0 + 21.0 / 4)
+    assert runner.time_left(estimates, [bench("gemm.b")], [("hbm.a", 40.0)]) == 10.0     # only the first: as estimated
     assert runner.time_left(estimates, [bench("gemm.b")], []) == 10.0        # nothing done yet: as estimated

@@ -9,6 +9,7 @@ cuBLASLt's block-scaled mode and the project's kernel, with one scale per tensor
 (its scaling). Its code stays in its checkout."""
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -58,8 +59,15 @@ def build(checkout: Path) -> Path:
         raise RuntimeError("DeepGEMM is a torch extension, and torch is not installed") from None
     key = hashlib.sha256(f"{checkout.resolve()}|{checkout_commit(checkout)}|{torch_version}|{nvcc}".encode()).hexdigest()[:12]
     out = ROOT / ".cache" / "peers" / f"deepgemm-{key}"
-    if any(out.glob("deep_gemm/_C*.so")):
-        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.with_name(out.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)     # the run's build up front and its benchmark's: one builds, one waits
+        if not any(out.glob("deep_gemm/_C*.so")):
+            _build_into(out, checkout, cutlass)
+    return out
+
+
+def _build_into(out: Path, checkout: Path, cutlass: Path) -> None:
     work = out.with_name(out.name + ".building")
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(checkout, work, symlinks=True, ignore=shutil.ignore_patterns(".git", "build"))
@@ -71,14 +79,14 @@ def build(checkout: Path) -> Path:
         shutil.rmtree(dst, ignore_errors=True)
         dst.parent.mkdir(parents=True, exist_ok=True)
         dst.symlink_to(src)
-    env = {**os.environ, "CUDA_HOME": cuda_home(), "DG_USE_LOCAL_VERSION": "0"}
+    # its setup.py imports torch, which needs the loader the benchmark's worker runs with
+    env = {**os.environ, **dict(LOADER_ENV), "CUDA_HOME": cuda_home(), "DG_USE_LOCAL_VERSION": "0"}
     proc = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=work, env=env,
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"building DeepGEMM's extension failed: {(proc.stdout + proc.stderr).strip()[-1500:]}")
     shutil.rmtree(out, ignore_errors=True)
     work.rename(out)
-    return out
 
 
 def peer(built: Path):
@@ -138,9 +146,10 @@ def measure(shape: Shape, theirs, ours_prepare) -> dict:
 
 @register("peers.deepgemm", sources=benchmarks.kernel_sources(STEP),
           kernels=catalogue.definitions(("block_scaled",)),
-          # built in its worker, not up front: run from the runner's process, its setup.py failed to
-          # load torch (oneMKL: cannot load libtorch_cpu.so) on both GPUs' machines
-          builds=benchmarks.builds(STEP, OURS), title="DeepGEMM (FP8, block scales), the peer", timeout_s=900,
+          # its extension built up front, beside the run (a minute and more on a fresh machine); its
+          # kernels by its JIT, in its worker
+          builds=benchmarks.builds(STEP, OURS), prebuild=lambda: build(Path(os.environ[PEER_ENV])),
+          title="DeepGEMM (FP8, block scales), the peer", timeout_s=900,
           min_cc=catalogue.HOPPER, peer=PEER_ENV, env=LOADER_ENV)
 def deepgemm(ctx) -> dict:
     checkout = Path(os.environ[PEER_ENV])
