@@ -557,15 +557,16 @@ def test_a_first_quick_run_is_estimated_from_a_full_runs_durations_by_its_share(
 
 
 def test_the_time_left_follows_this_runs_pace_by_family():
-    """Estimates from a run half as fast: a family's own pace once two of it have finished, else the
-    run's; the first benchmark (the worker's start, the first warm-up) is no pace; a benchmark the
-    last run did not time takes the mean so far."""
+    """Estimates from a run half as fast: a family's own pace once PACED of it have finished, else the
+    run's once PACED have; the first benchmark (the worker's start, the first warm-up) is no pace; a
+    benchmark the last run did not time takes the mean so far."""
+    assert runner.PACED == 3
     bench = lambda bid: registry.Benchmark(id=bid, run=lambda ctx: {}, sources=())
-    estimates = {"gemm.a": 10.0, "gemm.b": 10.0, "gemm.c": 10.0, "gemm.d": 10.0, "hbm.a": 4.0, "hbm.b": 4.0,
-                 "hbm.c": 4.0}
-    done = [("hbm.a", 9.0), ("gemm.a", 5.0), ("gemm.b", 6.0), ("hbm.b", 1.0)]
-    left = runner.time_left(estimates, [bench("gemm.c"), bench("gemm.d"), bench("hbm.c"), bench("new.x")], done)
-    overall = (5.0 + 6.0 + 1.0) / (10.0 + 10.0 + 4.0)
-    assert left == pytest.approx(5.5 + 5.5 + overall * 4.0 + 21.0 / 4)
-    assert runner.time_left(estimates, [bench("gemm.b")], [("hbm.a", 40.0)]) == 10.0     # only the first: as estimated
+    estimates = {**{f"gemm.{x}": 10.0 for x in "abcde"}, **{f"hbm.{x}": 4.0 for x in "abc"}}
+    done = [("hbm.a", 9.0), ("gemm.a", 5.0), ("gemm.b", 6.0), ("gemm.c", 4.0), ("hbm.b", 1.0)]
+    left = runner.time_left(estimates, [bench("gemm.d"), bench("gemm.e"), bench("hbm.c"), bench("new.x")], done)
+    overall = (5.0 + 6.0 + 4.0 + 1.0) / (30.0 + 4.0)
+    assert left == pytest.approx(5.0 + 5.0 + overall * 4.0 + 25.0 / 5)
+    # two after the first: too few for a pace, as estimated
+    assert runner.time_left(estimates, [bench("gemm.d")], done[:3]) == 10.0
     assert runner.time_left(estimates, [bench("gemm.b")], []) == 10.0        # nothing done yet: as estimated

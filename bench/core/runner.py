@@ -247,20 +247,26 @@ def _keep_record(bid: str, rec: dict, log_dir: Path) -> str:
     return "no folder that could be written: it is lost"
 
 
+# Finished benchmarks a pace is taken from: fewer swung the estimate by a fifth and more on the H200's
+# logs of 2026-11-29 (one benchmark's duration differs from its last by a few seconds either way).
+PACED = 3
+
+
 def time_left(estimates: dict, remaining: list[Benchmark], done: list[tuple[str, float]]) -> float:
     """About how many seconds the remaining benchmarks take: their durations in the last run of this
     kind, scaled by how this run's finished ones compared with theirs (a hotter or cooler card, a
-    slower host): by a family's own pace once two of it have finished, else by the run's. The run's
-    first benchmark is left out of the pace: it also carries the worker's start and the chip's first
-    warm-up, whichever benchmark comes first. A benchmark without a duration takes the mean so far."""
+    slower host): by a family's own pace once PACED of it have finished, else by the run's once PACED
+    have. The run's first benchmark is left out of the pace: it also carries the worker's start and
+    the chip's first warm-up, whichever benchmark comes first. A benchmark without a duration takes
+    the mean so far."""
     took, expected, counted = {}, {}, {}     # by family, of the finished benchmarks the last run timed too
     for bid, seconds in done[1:]:
         if estimates.get(bid):
             family = bid.split(".", 1)[0]
             took[family], expected[family] = took.get(family, 0.0) + seconds, expected.get(family, 0.0) + estimates[bid]
             counted[family] = counted.get(family, 0) + 1
-    overall = sum(took.values()) / sum(expected.values()) if expected else 1.0
-    pace = {family: took[family] / expected[family] for family in expected if counted[family] >= 2}
+    overall = sum(took.values()) / sum(expected.values()) if sum(counted.values()) >= PACED else 1.0
+    pace = {family: took[family] / expected[family] for family in expected if counted[family] >= PACED}
     typical = sum(t for _, t in done) / len(done) if done else 10.0
     return sum(pace.get(b.family, overall) * estimates[b.id] if estimates.get(b.id) else typical for b in remaining)
 
