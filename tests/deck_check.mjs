@@ -2,27 +2,33 @@
 // every click state (a magic-move's morph, a highlight), and prints, as JSON, what a room would not see: elements past the slide's edges, code blocks that
 // scroll or clip, text under 12 px (code 11), figure text under 10 px at the size it is shown, and
 // titles that wrap; and what data must never become: an element with an event handler, a page title
-// changed by script. Usage: node deck_check.mjs <base url> <slides> <chromium>
+// changed by script. Usage: node deck_check.mjs <base url> <slides> <chromium> [first]
+// "first": each slide's first state only (a deck whose click states another walk has checked).
 import { chromium } from 'playwright-chromium';
 
-const [base, count, executablePath] = process.argv.slice(2);
+const [base, count, executablePath, walk] = process.argv.slice(2);
 const browser = await chromium.launch({ executablePath });
 const page = await browser.newPage({ viewport: { width: 980, height: 552 } });
 const problems = [];
 let clicked = 0;                 // click states walked past the first of each slide
 // A click moves the route to #/<n>?clicks=<k> while it stays on slide n; past its last click, to #/<n+1>.
-const NEXT_MS = 150;             // for the route to change
+const ROUTE_MS = 2000;           // at most, for the route to change (it does not past the last slide)
 const SETTLE_MS = 5000;          // at most, for a click's transitions (a magic-move's morph) to end
 const MAX_CLICKS = 20;
+// what takes clicks on a slide (v-click and v-clicks, a magic-move, lines lit by click): a slide with
+// none has one state, and the walk does not press through it
+const CLICKABLE = '.slidev-vclick-target, .slidev-code-magic-move, .slidev-code-highlighted';
 for (let n = 1; n <= Number(count); n++) {
   await page.goto(`${base}/#/${n}`, { waitUntil: 'load' });
   await page.waitForSelector(`.slidev-page-${n}`, { state: 'visible' });
   await page.evaluate(() => Promise.all([document.fonts.ready,
     ...[...document.images].map((i) => i.complete ? null : new Promise((r) => { i.onload = i.onerror = r; }))]));
   problems.push(...await check(n, 0));
+  if (walk === 'first' || !(await page.$(`.slidev-page-${n} :is(${CLICKABLE})`))) continue;
   for (let k = 1; k <= MAX_CLICKS; k++) {
+    const before = await page.evaluate(() => location.hash);
     await page.keyboard.press('ArrowRight');
-    await page.waitForTimeout(NEXT_MS);
+    await page.waitForFunction((h) => location.hash !== h, before, { timeout: ROUTE_MS, polling: 'raf' }).catch(() => null);
     if (!(await page.evaluate(() => location.hash)).startsWith(`#/${n}?`)) break;
     await page.waitForFunction(() => document.getAnimations().every((a) => a.playState !== 'running'), null,
                                { timeout: SETTLE_MS, polling: 100 });

@@ -47,12 +47,15 @@ def deck_dir(tmp_path_factory):
     mine = folder / "hostile.yaml"                               # data that looks like markup, shown as text
     doc = hostile_doc(fixture_doc_copy(), HOSTILE)
     mine.write_text(yaml.safe_dump(doc, sort_keys=False))
-    from tests.conftest import NODE_FIXTURE                      # and the multi-GPU section (the node's own GPU
-    node = yaml.safe_load(NODE_FIXTURE.read_text())              # name, which the section's title shows)
-    node["device"]["slug"] = doc["device"]["slug"]
-    (folder / "node.yaml").write_text(yaml.safe_dump(node, sort_keys=False))
+    from tests.conftest import NODE_FIXTURES, _fixture_results   # and the multi-GPU section: nodes of 2 to 8 GPUs
+    nodes = []                                                   # (tests/make_node_fixtures.py), each under this GPU
+    for n, path in NODE_FIXTURES.items():
+        node = _fixture_results(path)
+        node["device"]["slug"] = doc["device"]["slug"]
+        nodes.append(folder / f"hostile-x{n}.yaml")
+        nodes[-1].write_text(yaml.safe_dump(node, sort_keys=False))
     assert build.main(["--results", str(mine), "--out-dir", str(out), "--compare", str(other),
-                       "--node", str(folder / "node.yaml")]) == 0
+                       "--node", *map(str, nodes)]) == 0
     yield out
     shutil.rmtree(out, ignore_errors=True)
 
@@ -99,15 +102,15 @@ class _Site(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def _assert_every_slide_fits(site: Path, slides_md: Path) -> None:
+def _assert_every_slide_fits(site: Path, slides_md: Path, clicks: bool = True) -> None:
     """Each slide opened in Chromium at Slidev's 980 x 552 canvas: no text or image past its edges,
-    no code block that scrolls or clips (tests/deck_check.mjs)."""
+    no code block that scrolls or clips (tests/deck_check.mjs); ``clicks``: in every click state too."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Site, directory=str(site)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         proc = subprocess.run([shutil.which("node"), str(ROOT / "tests" / "deck_check.mjs"),
                                f"http://127.0.0.1:{server.server_address[1]}", str(len(headings(slides_md.read_text()))),
-                               CHROMIUM], cwd=ROOT, capture_output=True, text=True, timeout=600)
+                               CHROMIUM, *([] if clicks else ["first"])], cwd=ROOT, capture_output=True, text=True, timeout=600)
     finally:
         server.shutdown()
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -116,7 +119,7 @@ def _assert_every_slide_fits(site: Path, slides_md: Path) -> None:
     assert not problems, "\n".join(f"slide {p['slide']}{'.' + str(p['click']) if 'click' in p else ''} ({p['title']}): "
                                     f"{p['what']}" for p in problems)
     # every click the speaker's notes mark was walked, each state checked like a slide's first
-    assert walked["clicked"] >= slides_md.read_text().count("[click]"), walked["clicked"]
+    assert walked["clicked"] >= slides_md.read_text().count("[click]") if clicks else not walked["clicked"], walked["clicked"]
 
 
 def test_a_plain_static_host_serves_a_slide_and_the_presenter_view_by_url(site, deck_dir):
@@ -176,35 +179,24 @@ def test_pdf_export_has_one_page_per_slide(site, deck_dir):
 
 @pytest.mark.parametrize("results", ["nvidia-h100-80gb-hbm3.yaml", "nvidia-h200.yaml"])
 def test_the_committed_decks_fit_on_the_canvas_in_chromium(results):
-    """The decks of the committed results, each beside the other and its node's section, in Chromium."""
+    """The decks of the committed results, each beside the other and its node's section, in Chromium:
+    each slide as it opens. What clicks reveal (the code walk's steps from kernels/, the same in every
+    deck; a diagram's layers, drawn at its size over it) is walked click by click in the fixture's deck."""
     out = ROOT / f".deck-test-{Path(results).stem}"
     shutil.rmtree(out, ignore_errors=True)
     try:
         assert build.main(["--results", str(ROOT / "results" / results), "--out-dir", str(out)]) == 0
         _slidev("build", "slides.md", "--out", str(out / "dist"), cwd=out)
-        _assert_every_slide_fits(out / "dist", out / "slides.md")
+        _assert_every_slide_fits(out / "dist", out / "slides.md", clicks=False)
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
 
-def test_a_deck_with_an_eight_gpu_node_fits_on_the_canvas_in_chromium(tmp_path):
-    """The node fixtures of every size beside one GPU's (8 GPUs the largest, tests/make_node_fixtures.py):
-    the section's slides, drawing and listing every GPU and pair of the 8 and setting the sizes side by
-    side, fit in Chromium as a 2-GPU node's do."""
-    import yaml
-    from tests.conftest import NODE_FIXTURES, _fixture_results, fixture_doc_copy
-    out = ROOT / ".deck-test-x8"
-    shutil.rmtree(out, ignore_errors=True)
-    try:
-        mine = fixture_doc_copy()
-        node = _fixture_results(NODE_FIXTURES[max(NODE_FIXTURES)])
-        mine["device"].update(name=node["device"]["name"], slug=node["device"]["slug"])
-        (tmp_path / "gpu.yaml").write_text(yaml.safe_dump(mine, sort_keys=False))
-        for n, path in NODE_FIXTURES.items():
-            (tmp_path / f"gpu-x{n}.yaml").write_text(yaml.safe_dump(_fixture_results(path), sort_keys=False))
-        assert build.main(["--results", str(tmp_path / "gpu.yaml"), "--out-dir", str(out), "--no-compare"]) == 0
-        assert "NCCL Across Node Sizes" in headings((out / "slides.md").read_text())
-        _slidev("build", "slides.md", "--out", str(out / "dist"), cwd=out)
-        _assert_every_slide_fits(out / "dist", out / "slides.md")
-    finally:
-        shutil.rmtree(out, ignore_errors=True)
+def test_the_checked_deck_holds_every_node_size_up_to_eight_gpus(deck_dir):
+    """The deck every slide of which is checked in Chromium (test_every_slide_fits_on_the_canvas_in_chromium)
+    holds the node fixtures of every size: the section's slides, drawing and listing every GPU and pair
+    of 8 and setting the sizes side by side, fit as a 2-GPU node's do."""
+    from tests.conftest import NODE_FIXTURES
+    titles = headings((deck_dir / "slides.md").read_text())
+    assert max(NODE_FIXTURES) == 8 and "NCCL Across Node Sizes" in titles and "NCCL Beside nccl-tests" in titles
+    assert "8 GPUs" in (deck_dir / "slides.md").read_text()
