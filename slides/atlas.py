@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from statistics import median
 
 from bench.gemm import catalogue, plan
-from slides.gemm import code_view, gain_in_turns
+from slides.gemm import code_view, gain_in_turns, standing
 from slides.kit import Cell, heatmap
 from slides.records import Context
 from slides.step_diagrams import stream_k_diagram, stream_k_runs
@@ -222,9 +222,8 @@ def _tile_said(tile: dict) -> str:
 
 def _call(pair: dict) -> str:
     """Stream-K against the headline at the reference shape, from their turns' interval."""
-    if pair["ci"][1] < 1:
-        return "slower, so stream-K runs only where one cluster's column of tiles covers all of M, and the headline everywhere else"
-    return "faster even there" if pair["ci"][0] > 1 else "a tie"
+    return {"behind": "slower, so stream-K runs only where one cluster's column of tiles covers all of M, and the headline everywhere else",
+            "ahead of": "faster even there", "level with": "a tie"}[standing(pair)]
 
 
 def context(deck) -> Atlas:
