@@ -3,7 +3,7 @@ step's constants, their TMA descriptors, persistent grids and split-wave plans; 
 kernel. ``prepare(step, variant, device)`` gives prepare(a, b, c) -> harness.Launch."""
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from . import catalogue
 from .catalogue import Step, Variant
@@ -106,134 +106,205 @@ def exported(module, name: str, count: int = 1) -> list[int]:
     return [int(v) for v in cupy.ndarray((count,), cupy.int32, memptr=module.get_global(name)).get()]
 
 
-def _cute_prepare(step: Step, variant: Variant, device: dict):
-    """prepare() for a CuTe kernel with a CTA tile of tile["BM"] x tile["BN"] x tile["BK"],
-    compiled with the variant's constants; refuses shapes that are not whole tiles. Its SASS must
-    hold each of the step's instructions (HMMA, HGMMA, UTMALDG), or it is on a slower path.
+@dataclass(frozen=True)
+class Built:
+    """A CuTe kernel as nvcc built it with a variant's constants, and the geometry the kernel worked out
+    from them and exports (its threads, shared memory, TMA boxes, a split tile's scratch): Python plans
+    only the grid and how persistent clusters share K (geometry()).
 
-    SM80 kernels (WARPS_M x WARPS_N warps) take (A, B, C, M, N, K) on an (M/BM, N/BN) grid;
-    SM90 kernels (WARPGROUPS_M consumer warpgroups, after PRODUCER_WARPGROUPS) take a 1-D grid,
-    the order of its tiles being the kernel's (one CTA a tile, or as many as fit at once when
-    PERSISTENT), and dynamic shared memory of the size the kernel exports as SMEM_BYTES, for a
-    ring of the depth it exports as RING_STAGES; kernels that must hold UTMALDG take tensor maps
-    of A and B in place of the pointers (B's box is 1/CLUSTER_M of its tile: each CTA of a cluster
-    loads that slice for all of them), and those with EPILOGUE_N one of C, stored through shared
-    memory a chunk at a time; SPLIT_WAVE kernels also take scratch for the partial sums of split
-    tiles, their ready flags, and the plan of the last wave (split_wave); STREAM_K kernels the same
-    scratch and where each cluster's run of K-tiles starts (stream_k); EPILOGUE_N kernels last
-    take alpha, C = alpha A B (prepare's alpha: FP8's per-tensor scales), or, with SCALE_BLOCK, A's
-    and B's block scales and the row length of B's (prepare's scales, cublaslt.block_scales)."""
-    import cupy
-    import numpy as np
-    from ..core.cuda import load_module
-    from ..core.registry import ROOT
+    SM80 kernels (WARPS_M x WARPS_N warps) take (A, B, C, M, N, K) on an (M/BM, N/BN) grid; SM90
+    kernels (WARPGROUPS_M consumer warpgroups, after PRODUCER_WARPGROUPS) a 1-D grid of tiles in the
+    kernel's order, and SMEM_BYTES of dynamic shared memory for a ring RING_STAGES deep."""
+    step: Step
+    tile: dict                  # the variant's constants, with STAGES and the MMA atom as built
+    kernel: object              # the cupy function
+    threads: int
+    smem_dynamic: int
+    boxes: dict                 # operand -> (rows, cols, element) of its TMA box (a, b: loads; c: stores)
+    tail_slot: list | None      # a CTA's scratch for a split tile: floats of partial sums, ready flags
+    resident: int | None        # CTAs the GPU holds at once: a persistent kernel's grid
+    sass: dict                  # its instructions as the record lists them
+
+    @property
+    def name(self) -> str:
+        return self.step.function
+
+    @property
+    def hopper(self) -> bool:
+        return "WARPGROUPS_M" in self.tile
+
+    @property
+    def cluster(self) -> int:
+        return self.tile.get("CLUSTER_M", 1)
+
+    @property
+    def output(self) -> str:
+        return catalogue.output_of(self.tile)
+
+    @property
+    def blocks(self) -> int | None:
+        """FP8 block scales' block (SCALE_BLOCK): A's and B's scales follow C's pointer or tensor map."""
+        return self.tile.get("SCALE_BLOCK")
+
+    @property
+    def streamed(self) -> bool:
+        return bool(self.tile.get("STREAM_K"))
+
+    @property
+    def takes_alpha(self) -> bool:
+        """The TMA-store epilogue writes C = alpha A B (FP8's per-tensor scales), unless block-scaled."""
+        return "c" in self.boxes and not self.blocks
+
+    @property
+    def ragged(self) -> bool:
+        """TMA in and out: zeros are read past a ragged edge, and nothing is stored there."""
+        return "a" in self.boxes and "c" in self.boxes
+
+
+def _sass(step: Step, cubin) -> dict:
+    """The kernel's SASS as a record lists it, once it holds each of the step's instructions (HMMA,
+    HGMMA, UTMALDG; else a slower path was compiled) and its tensor-core instructions are all of the
+    step's type (HGMMA.64x256x16.F32.BF16 names the operands' type and the atom)."""
     from ..core.sass import MMA, disassemble, histogram, mma_loop
-
-    tile, name = variant.tile, step.function
-    module, cubin = load_module(ROOT / step.source, device, tile)
+    name = step.function
     instructions = disassemble(cubin)[name]
     counts = histogram(instructions)
     missing = [op for op in step.sass if not counts[op]]
     if missing:
         raise RuntimeError(f"{name}: no {', '.join(missing)} in its SASS: a slower path was compiled")
-    # the tensor-core instructions name the operands' type and the atom: HGMMA.64x256x16.F32.BF16
     mma = sorted({i.opcode for i in instructions if i.mnemonic in MMA})
-    loop = mma_loop(instructions)
     sass_type = catalogue.SASS_TYPES[step.precision]
     if any(not op.endswith("." + sass_type) for op in mma):
         raise RuntimeError(f"{name}: its tensor-core instructions {mma} are not all {sass_type}")
-    kernel = module.get_function(name)
-    hopper = "WARPGROUPS_M" in tile
-    # the kernel's geometry as it worked it out from its constants: its threads, its TMA boxes, a
-    # split tile's scratch; Python plans only the grid and the split wave
+    loop = mma_loop(instructions)
+    return {**{op: counts[op] for op in step.sass}, "instructions": sum(counts.values()), "mma": mma,
+            # its main loop: every instruction in it, and the tensor-core ones
+            **({"main_loop": {"instructions": len(loop), "mma": sum(i.mnemonic in MMA for i in loop)}} if loop else {})}
+
+
+def build(step: Step, variant: Variant, device: dict) -> Built:
+    """A CuTe kernel of the catalogue loaded for ``device``, its SASS checked (_sass), its exports read."""
+    from ..core.cuda import load_module
+    from ..core.registry import ROOT
+    module, cubin = load_module(ROOT / step.source, device, variant.tile)
+    sass = _sass(step, cubin)
+    kernel = module.get_function(step.function)
+    tile = {**variant.tile, "atom_mnk": exported(module, "ATOM_MNK", 3)}
     [threads] = exported(module, "BLOCK_THREADS")
-    cluster = tile.get("CLUSTER_M", 1)
-    smem_dynamic, compiled = 0, dict(tile)
-    if hopper:
+    smem_dynamic = 0
+    if "WARPGROUPS_M" in tile:
         [smem_dynamic] = exported(module, "SMEM_BYTES")
-        [compiled["STAGES"]] = exported(module, "RING_STAGES")    # STAGES 0 asks for the deepest that fits
+        [tile["STAGES"]] = exported(module, "RING_STAGES")        # STAGES 0 asks for the deepest that fits
         kernel.max_dynamic_shared_size_bytes = smem_dynamic
-    compiled["atom_mnk"] = exported(module, "ATOM_MNK", 3)
-    uses_tma = "UTMALDG" in step.sass
-    # (rows, cols, element): the operands in the step's precision, the result in its output type
-    output = catalogue.output_of(tile)
     boxes = {}
-    if uses_tma:                     # B's box is the slice each CTA of a cluster loads for all of them
+    if "UTMALDG" in step.sass:       # B's box is 1/CLUSTER_M of its tile: each CTA of a cluster loads that slice for all
         load = exported(module, "LOAD_BOXES", 4)
         boxes = {"a": (*load[:2], step.precision), "b": (*load[2:], step.precision)}
-    if tile.get("EPILOGUE_N"):       # C leaves in chunks of EPILOGUE_N columns of a warpgroup's rows
-        boxes["c"] = (*exported(module, "STORE_BOX", 2), output)
-    streamed = bool(tile.get("STREAM_K"))
-    tail_slot = exported(module, "TAIL_SLOT", 2) if tile.get("SPLIT_WAVE") or streamed else None
-    resident = resident_ctas(kernel, threads, smem_dynamic, cluster) if tile.get("PERSISTENT") else None
-    # TMA in and out: zeros are read past a ragged edge, and nothing is stored there
-    ragged = uses_tma and "c" in boxes
-    blocks = tile.get("SCALE_BLOCK")
-    takes_alpha = "c" in boxes and not blocks     # the TMA-store epilogue writes C = alpha A B
+    if tile.get("EPILOGUE_N"):       # C leaves through shared memory in chunks of EPILOGUE_N columns of a warpgroup's rows
+        boxes["c"] = (*exported(module, "STORE_BOX", 2), catalogue.output_of(tile))
+    split = tile.get("SPLIT_WAVE") or tile.get("STREAM_K")
+    return Built(step=step, tile=tile, kernel=kernel, threads=threads, smem_dynamic=smem_dynamic, boxes=boxes,
+                 tail_slot=exported(module, "TAIL_SLOT", 2) if split else None,
+                 resident=resident_ctas(kernel, threads, smem_dynamic, tile.get("CLUSTER_M", 1))
+                 if tile.get("PERSISTENT") else None, sass=sass)
+
+
+def refuse(built: Built, a, c, alpha: float, scales) -> None:
+    """Refused (or, for block scales of the wrong shape, ValueError) where ``built`` cannot run C = A B
+    on these operands: C of another type, scales it does not take, or a shape it does not tile."""
+    (m, k), n, name, tile, blocks = a.shape, c.shape[1], built.name, built.tile, built.blocks
+    if c.dtype != OUTPUT_DTYPES[built.output]:
+        raise Refused(f"{name} writes C in {built.output}: not into {c.dtype} (C's type is the kernel's, as cuBLAS's is)")
+    if alpha != 1.0 and not built.takes_alpha:
+        raise Refused(f"{name} takes no alpha (the per-tensor scales of {alpha:g})")
+    if (scales is None) == bool(blocks):
+        raise Refused(f"{name} takes {'block scales' if blocks else 'no block scales'}")
+    if blocks:
+        sfa, sfb = scales
+        want = (-(-k // blocks), m), -(-n // blocks)
+        if sfa.shape != want[0] or sfb.shape[0] != want[1] or sfb.shape[1] < want[0][0]:
+            raise ValueError(f"{name}: block scales {sfa.shape} and {sfb.shape} do not fit {m}x{n}x{k} "
+                             f"in blocks of {blocks} (A's {want[0]}, B's {want[1]} rows of at least {want[0][0]})")
+    if built.ragged:
+        misaligned = [f"{what} = {count} elements of {size} bytes" for what, count, size in
+                      (("K", k, a.itemsize), ("N", n, c.itemsize)) if count * size % 16]
+        if misaligned:
+            raise Refused(f"{name} reads and writes through TMA, whose rows are multiples of 16 bytes: "
+                          f"{' and '.join(misaligned)} are not")
+    elif m % (tile["BM"] * built.cluster) or n % tile["BN"] or k % tile["BK"]:
+        raise Refused(f"{name} takes whole {tile['BM'] * built.cluster}×{tile['BN']}×{tile['BK']} tiles only"
+                      f"{' (a cluster of ' + str(built.cluster) + ' tiles over M)' if built.cluster > 1 else ''}; "
+                      f"{m}×{n}×{k} is not")
+
+
+def geometry(built: Built, m: int, n: int, k: int) -> tuple[tuple, dict | None]:
+    """(grid, plan): SM80's (M/BM, N/BN); SM90's tiles in whole clusters, at most as many as fit at once
+    for a persistent kernel, and a split-wave kernel's plan of its last wave or a stream-K kernel's runs."""
+    tile, cluster = built.tile, built.cluster
+    if not built.hopper:
+        return (m // tile["BM"], n // tile["BN"]), None
+    units, k_tiles = ctas(tile, m, n) // cluster, -(-k // tile["BK"])
+    if built.streamed:
+        plan = stream_k(units, built.resident // cluster, k_tiles)
+        return (plan["clusters"] * cluster,), plan
+    clusters = min(built.resident // cluster, units) if built.resident else units
+    plan = split_wave(units, clusters, k_tiles) if built.tail_slot else None
+    return (clusters * cluster,), plan
+
+
+def scratch(built: Built, grid: tuple, plan: dict | None) -> tuple:
+    """A split tile's arguments: a slot per CTA (one tile's partial sums, a ready flag per consumer
+    thread), then stream-K's runs or the split wave's plan."""
+    import cupy
+    import numpy as np
+    if not built.tail_slot:
+        return ()
+    floats, flags = built.tail_slot
+    slots = (cupy.empty(grid[0] * floats, cupy.float32), cupy.zeros(grid[0] * flags, cupy.int32))
+    if built.streamed:
+        return (*slots, cupy.asarray(plan["runs"], cupy.int32))
+    return (*slots, *(np.int32(plan[key]) for key in ("full_units", "left", "split")))
+
+
+def resources(built: Built, grid: tuple, plan: dict | None) -> dict:
+    """What a launch occupies on the GPU, as its record lists it."""
+    attrs = built.kernel.attributes
+    out = {"threads_per_block": built.threads, "grid": list(grid),
+           "grid_axes": "tiles, in the kernel's order" if built.hopper else "x over M, y over N",
+           "regs_per_thread": int(attrs["num_regs"]),
+           "smem_static_bytes": int(attrs["shared_size_bytes"]), "smem_dynamic_bytes": built.smem_dynamic,
+           "local_bytes": int(attrs["local_size_bytes"]), "tile": built.tile, "sass": built.sass}
+    if "a" in built.boxes:
+        out["tma"] = {operand: tensor_map_args(*box) for operand, box in built.boxes.items()}
+    if built.resident:
+        out["resident_ctas"] = built.resident
+    if plan:
+        out["stream_k" if built.streamed else "split_wave"] = plan
+    return out
+
+
+def _cute_prepare(step: Step, variant: Variant, device: dict):
+    """prepare() for a CuTe kernel (build): C = alpha A B on whole tiles, or through TMA on any shape
+    whose rows are whole 16 bytes (refuse). Its arguments: A and B (or their tensor maps), C (or its
+    tensor map), M, N, K; then a split tile's scratch (scratch); alpha where it takes one; A's and B's
+    block scales and the row length of B's (prepare's scales: cublaslt.block_scales) where it takes those."""
+    import numpy as np
+    built = build(step, variant, device)
 
     def prepare(a, b, c, alpha: float = 1.0, scales=None):
+        refuse(built, a, c, alpha, scales)
         (m, k), n = a.shape, c.shape[1]
-        if c.dtype != OUTPUT_DTYPES[output]:
-            raise Refused(f"{name} writes C in {output}: not into {c.dtype} (C's type is the kernel's, as cuBLAS's is)")
-        if alpha != 1.0 and not takes_alpha:
-            raise Refused(f"{name} takes no alpha (the per-tensor scales of {alpha:g})")
-        if (scales is None) == bool(blocks):
-            raise Refused(f"{name} takes {'block scales' if blocks else 'no block scales'}")
-        if blocks:
-            sfa, sfb = scales
-            want = (-(-k // blocks), m), -(-n // blocks)
-            if sfa.shape != want[0] or sfb.shape[0] != want[1] or sfb.shape[1] < want[0][0]:
-                raise ValueError(f"{name}: block scales {sfa.shape} and {sfb.shape} do not fit {m}x{n}x{k} "
-                                 f"in blocks of {blocks} (A's {want[0]}, B's {want[1]} rows of at least {want[0][0]})")
-        if ragged:
-            misaligned = [f"{what} = {count} elements of {size} bytes" for what, count, size in
-                          (("K", k, a.itemsize), ("N", n, c.itemsize)) if count * size % 16]
-            if misaligned:
-                raise Refused(f"{name} reads and writes through TMA, whose rows are multiples of 16 bytes: "
-                              f"{' and '.join(misaligned)} are not")
-        elif m % (tile["BM"] * cluster) or n % tile["BN"] or k % tile["BK"]:
-            raise Refused(f"{name} takes whole {tile['BM'] * cluster}×{tile['BN']}×{tile['BK']} tiles only"
-                          f"{' (a cluster of ' + str(cluster) + ' tiles over M)' if cluster > 1 else ''}; "
-                          f"{m}×{n}×{k} is not")
-        units = ctas(tile, m, n) // cluster
-        k_tiles = -(-k // tile["BK"])
-        plan = stream_k(units, resident // cluster, k_tiles) if streamed else None
-        grid = ((plan["clusters"] if plan else min(resident // cluster, units) if resident else units) * cluster,) if hopper \
-            else (m // tile["BM"], n // tile["BN"])
-        operands = (tensor_map(a, *boxes["a"]), tensor_map(b, *boxes["b"])) if uses_tma else (a, b)
-        args = (*operands, tensor_map(c, *boxes["c"]) if "c" in boxes else c, np.int32(m), np.int32(n), np.int32(k))
-        if tail_slot:                    # a slot per CTA: one tile's partial sums, a ready flag per consumer thread
-            floats, flags = tail_slot
-            args += (cupy.empty(grid[0] * floats, cupy.float32), cupy.zeros(grid[0] * flags, cupy.int32))
-            if streamed:
-                args += (cupy.asarray(plan["runs"], cupy.int32),)
-            else:
-                plan = split_wave(units, grid[0] // cluster, k_tiles)
-                args += tuple(np.int32(plan[key]) for key in ("full_units", "left", "split"))
-        if takes_alpha:
+        grid, plan = geometry(built, m, n, k)
+        maps = {name: tensor_map(x, *built.boxes[name]) for name, x in (("a", a), ("b", b), ("c", c)) if name in built.boxes}
+        args = (maps.get("a", a), maps.get("b", b), maps.get("c", c), np.int32(m), np.int32(n), np.int32(k),
+                *scratch(built, grid, plan))
+        if built.takes_alpha:
             args += (np.float32(alpha),)
-        if blocks:
+        if built.blocks:
+            sfa, sfb = scales
             args += (sfa, sfb, np.int32(sfb.shape[1]))
-        run = lambda: kernel(grid, (threads,), args, shared_mem=smem_dynamic)
-        attrs = kernel.attributes
-        resources = {"threads_per_block": threads, "grid": list(grid),
-                     "grid_axes": "tiles, in the kernel's order" if hopper else "x over M, y over N",
-                     "regs_per_thread": int(attrs["num_regs"]),
-                     "smem_static_bytes": int(attrs["shared_size_bytes"]), "smem_dynamic_bytes": smem_dynamic,
-                     "local_bytes": int(attrs["local_size_bytes"]),
-                     "tile": compiled,
-                     "sass": {**{op: counts[op] for op in step.sass}, "instructions": sum(counts.values()),
-                              "mma": mma,
-                              # its main loop: every instruction in it, and the tensor-core ones
-                              **({"main_loop": {"instructions": len(loop), "mma": sum(i.mnemonic in MMA for i in loop)}}
-                                 if loop else {})}}
-        if uses_tma:
-            resources["tma"] = {operand: tensor_map_args(*box) for operand, box in boxes.items()}
-        if resident:
-            resources["resident_ctas"] = resident
-        if plan:
-            resources["stream_k" if streamed else "split_wave"] = plan
-        return Launch(run, resources)
+        return Launch(lambda: built.kernel(grid, (built.threads,), args, shared_mem=built.smem_dynamic),
+                      resources(built, grid, plan))
     return prepare
 
 
