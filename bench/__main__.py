@@ -165,12 +165,12 @@ def build_order(chosen: list) -> list:
     registry order of those). A fresh machine's compiles (a minute on 16 cores) then run under
     cuBLAS and the steps rather than ahead of the atlas, which needs 14 builds at once. Those that
     need a worker of their own (a peer's loader) come last, so the others share one."""
-    key = lambda build: (build[0], tuple(sorted((build[1] or {}).items())))
+    from .core.cuda import build_key
     pending, built, ordered = [b for b in chosen if not b.env], set(), []
     while pending:
-        bench = min(pending, key=lambda b: len({key(x) for x in b.builds} - built))
+        bench = min(pending, key=lambda b: len({build_key(*x) for x in b.builds} - built))
         pending.remove(bench)
-        built |= {key(x) for x in bench.builds}
+        built |= {build_key(*x) for x in bench.builds}
         ordered.append(bench)
     return ordered + [b for b in chosen if b.env]
 
@@ -258,7 +258,9 @@ def profile_all(chosen, out: Path, device: dict) -> int:
             print(f"[{i}/{len(ids)}] {bid}: profile failed: {e}", file=sys.stderr)
             failures += 1
             continue
-        results.merge(out, device, software, {bid: {**recorded[bid], "profile": prof}})
+        of = {"of": results.launch_fingerprint(recorded[bid].get("resources")), "measured_at": schema.now_iso(),
+              "git_commit": registry.git_commit()}
+        results.merge(out, device, software, {bid: {**recorded[bid], "profile": {**prof, **of}}})
         print("    " + ", ".join(f"{prof['names'][m]} {v:.3g}" for m, v in prof["metrics"].items()), flush=True)
     return 1 if failures else 0
 

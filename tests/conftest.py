@@ -97,7 +97,7 @@ def builds(*configurations):
 
 
 def _key(src, arch, defines):
-    return str(src), arch, tuple(sorted((defines or {}).items()))
+    return cuda.build_key(src, defines) + (arch,)
 
 
 RUN_CACHE = "GPU_PERF_TEST_CUBINS"      # the run's cubin folder, chosen by the controller for its workers

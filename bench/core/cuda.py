@@ -87,13 +87,18 @@ def compile_cu(src: Path, arch: str, defines: dict | None = None) -> Path:
     return out
 
 
+def build_key(source, defines: dict | None) -> tuple:
+    """One build of a source, whatever order its defines were given in (hashable)."""
+    return str(source), tuple(sorted((defines or {}).items()))
+
+
 def compile_all(builds, arch: str, workers: int | None = None) -> dict:
     """Compile every (source, defines) of ``builds`` at once (nvcc runs in its own processes; the GPU
     machine has 16 cores), each cubin's SASS dumped beside it: {build: error message} for those that
     failed, whose benchmarks then fail with the same error when they compile again."""
     from concurrent.futures import ThreadPoolExecutor
     from .sass import dump
-    unique = list(dict.fromkeys((src, tuple(sorted((defines or {}).items()))) for src, defines in builds))
+    unique = list(dict.fromkeys(build_key(src, defines) for src, defines in builds))
     with ThreadPoolExecutor(workers or os.cpu_count() or 4) as pool:
         futures = {b: pool.submit(lambda b: dump(compile_cu(ROOT / b[0], arch, dict(b[1]))), b) for b in unique}
     return {b: str(f.exception()).splitlines()[0] for b, f in futures.items() if f.exception()}
