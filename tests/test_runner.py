@@ -72,6 +72,21 @@ def test_a_rerun_that_measured_nothing_keeps_the_measured_record(fakes, tmp_path
     assert results.merge(out, FAKE_DEVICE, SOFTWARE, {"fake.new": skipped})["benchmarks"]["fake.new"] == skipped
 
 
+def test_a_remeasured_kernel_keeps_its_profile_while_it_launches_what_was_profiled():
+    """python -m bench --profile is a run of its own; a later re-measure of the same kernel (a change
+    to the harness, say) keeps its counters, a kernel built or launched otherwise drops them."""
+    resources = {"regs_per_thread": 168, "grid": [132], "tile": {"BM": 128, "BN": 256}, "sass": {"instructions": 900}}
+    profile = {"metrics": {"m": 1.0}, "names": {"m": "M"}, "of": results.launch_fingerprint(resources)}
+    old = {"status": "ok", "resources": resources, "profile": profile, "tflops": 1.0}
+    again = {"status": "ok", "resources": {**resources, "tile": {"BN": 256, "BM": 128}}, "tflops": 2.0}
+    assert results.kept_or_new(old, again) == {**again, "profile": profile}
+    for launched in ({**resources, "regs_per_thread": 154}, {**resources, "grid": [66]}, None):
+        rebuilt = {"status": "ok", "resources": launched, "tflops": 2.0}
+        assert "profile" not in results.kept_or_new(old, rebuilt)
+    assert "profile" not in results.kept_or_new({**old, "resources": None, "profile": {**profile, "of": None}},
+                                                {"status": "ok", "tflops": 2.0})
+
+
 def test_each_record_is_written_as_soon_as_it_exists(fakes, tmp_path):
     out = tmp_path / "r.yaml"
     seen = []

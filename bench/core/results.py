@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -83,14 +85,26 @@ def locked(path: Path):
 ATTEMPT_FIELDS = ("status", "reason", "measured_at", "git_commit")     # what last_attempt keeps of a rerun
 
 
+def launch_fingerprint(resources: dict | None) -> str | None:
+    """What identifies a kernel's launch in its record: its resources (registers, shared memory, grid,
+    tile, SASS counts), hashed; None for a record without them."""
+    if not resources:
+        return None
+    return hashlib.sha256(json.dumps(resources, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def kept_or_new(old: dict | None, new: dict) -> dict:
     """The record a file keeps for one id: the new one, unless it measured nothing (skipped, or
     failed before its check: no peer checkout, a build or a process that failed) where the file
     holds a measured one. That one stays, the attempt noted in its ``last_attempt``: a rerun on a
     machine that lacks something never loses what was measured (build.py says so, and flags the
-    record stale where the code has changed since)."""
+    record stale where the code has changed since). A new record takes the old one's Nsight Compute
+    ``profile`` (python -m bench --profile) where it launched the kernel that was profiled (its ``of``)."""
     if old and old.get("status") == "ok" and new.get("status") != "ok" and "check" not in new:
         return {**old, "last_attempt": {k: new[k] for k in ATTEMPT_FIELDS if k in new}}
+    profile, launched = (old or {}).get("profile"), launch_fingerprint(new.get("resources"))
+    if profile and "profile" not in new and launched and profile.get("of") == launched:
+        return {**new, "profile": profile}
     return new
 
 

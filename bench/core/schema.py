@@ -188,7 +188,8 @@ def _gemm(tile: dict = _SM90_TILE) -> dict:
             "energy?": _ENERGY,
             "odd_shape?": {"outcome": str, "shape": [int]},
             "settle?": {"seconds": NUM, "settled": bool},
-            "profile?": {"metrics": dict, "names": dict}}
+            # python -m bench --profile's counters, and the launch they were read from (results.launch_fingerprint)
+            "profile?": {"metrics": dict, "names": dict, "of?": str}}
 
 
 RECORDS = {
