@@ -159,16 +159,28 @@ def _main(argv=None) -> int:
     return 1 if bad else 0
 
 
+def _includes_cute(source: str) -> bool:
+    from .core.cuda import local_includes
+    return any("#include <cute/" in (ROOT / path).read_text() for path in (source, *local_includes(source)))
+
+
 def build_order(chosen: list) -> list:
     """The benchmarks in the order the compiles, which run beside them in that order, can keep up
-    with: next, always the one needing the fewest builds that none before it needs (the first in
-    registry order of those). A fresh machine's compiles (a minute on 16 cores) then run under
-    cuBLAS and the steps rather than ahead of the atlas, which needs 14 builds at once. Those that
-    need a worker of their own (a peer's loader) come last, so the others share one."""
+    with: next, always the one needing the fewest builds that none before it needs and, of those,
+    the fewest that include CuTe (the first in registry order of those). A CuTe kernel takes nvcc
+    about 40 s beside 13 others, a plain one a few: the micro-benchmarks run while the first GEMM
+    kernels compile, and a fresh machine's compiles (a minute on 16 cores) run under cuBLAS and the
+    steps rather than ahead of the atlas, which needs 14 builds at once. Those that need a worker
+    of their own (a peer's loader) come last, so the others share one."""
     from .core.cuda import build_key
+    cute = {build_key(*b): _includes_cute(b[0]) for bench in chosen for b in bench.builds}
     pending, built, ordered = [b for b in chosen if not b.env], set(), []
+
+    def cost(bench) -> tuple[int, int]:
+        new = {build_key(*x) for x in bench.builds} - built
+        return len(new), sum(cute[b] for b in new)
     while pending:
-        bench = min(pending, key=lambda b: len({build_key(*x) for x in b.builds} - built))
+        bench = min(pending, key=cost)
         pending.remove(bench)
         built |= {build_key(*x) for x in bench.builds}
         ordered.append(bench)

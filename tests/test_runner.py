@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from bench.gemm import catalogue
-from bench.core import registry, results, runner, schema, stats, timing
+from bench.core import cuda, registry, results, runner, schema, stats, timing
 from tests.conftest import ROOT
 
 FAKE_DEVICE = {"name": "Fake GPU", "slug": "fake-gpu", "compute_capability": "9.0", "sm_count": 4,
@@ -125,22 +125,28 @@ def test_select_by_id_family_and_glob(fakes):
 
 def test_the_run_goes_in_the_order_the_compiles_keep_up_with():
     """Every benchmark runs, once; those that need no build first; and each one next needs no more
-    new builds than any that comes after it (the compiles run beside the run, in its order), but
-    for those that need a worker of their own, which come last."""
+    new builds than any that comes after it (the compiles run beside the run, in its order), and of
+    as many no more that include CuTe (nvcc's slow builds), but for those that need a worker of
+    their own, which come last. The micro-benchmarks run while the first CuTe kernel compiles."""
     from bench.__main__ import build_order
+    from bench.core.cuda import build_key
     chosen = list(registry.discover().values())
     ordered = build_order(chosen)
     assert sorted(b.id for b in ordered) == sorted(b.id for b in chosen)
     own = [b for b in ordered if b.env]
     assert own and ordered[-len(own):] == own
     ordered = ordered[:-len(own)]
-    key = lambda build: (build[0], repr(sorted((build[1] or {}).items())))
+    cute = lambda source: "<cute/" in "".join((ROOT / p).read_text() for p in (source, *cuda.local_includes(source)))
     built = set()
     for i, bench in enumerate(ordered):
-        new = lambda b: len({key(x) for x in b.builds} - built)
+        def new(b):
+            fresh = {build_key(*x) for x in b.builds} - built
+            return len(fresh), sum(cute(source) for source, _ in fresh)
         assert all(new(bench) <= new(later) for later in ordered[i + 1:]), bench.id
-        built |= {key(x) for x in bench.builds}
+        built |= {build_key(*x) for x in bench.builds}
     assert not ordered[0].builds and ordered[-1].builds
+    first_cute = next(i for i, b in enumerate(ordered) if any(cute(source) for source, _ in b.builds))
+    assert {"l2.bandwidth_scaling", "latency.memory"} <= {b.id for b in ordered[:first_cute]}
 
 
 def test_real_registry_has_both_families():
