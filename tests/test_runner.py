@@ -72,6 +72,26 @@ def test_a_rerun_that_measured_nothing_keeps_the_measured_record(fakes, tmp_path
     assert results.merge(out, FAKE_DEVICE, SOFTWARE, {"fake.new": skipped})["benchmarks"]["fake.new"] == skipped
 
 
+def test_a_skipped_benchmark_does_not_split_the_worker(fakes, monkeypatch, tmp_path):
+    """A benchmark skipped between two that run (a peer not fetched, a node's benchmark on one GPU)
+    is said first; the two share one worker, which a fresh one would have to warm up again."""
+    batches = []
+
+    def worker(batch, device, workdir, log_dir, starting):
+        batches.append([b.id for b in batch])
+        for bench in batch:
+            starting(bench)
+            yield bench, {"status": "ok"}
+    monkeypatch.setattr(runner, "_worker", worker)
+    monkeypatch.setattr(runner, "skip_reason", lambda bench, device: "no checkout" if bench.id == "fake.raises" else None)
+    chosen = registry.select(fakes, ["fake.ok", "fake.raises", "fake.wrong"])
+    assert [b.id for b in chosen] == ["fake.ok", "fake.raises", "fake.wrong"]
+    begun = []
+    ran = [(b.id, r["status"]) for b, r in runner.run_session(chosen, FAKE_DEVICE, tmp_path, starting=lambda b: begun.append(b.id))]
+    assert ran == [("fake.raises", "skipped"), ("fake.ok", "ok"), ("fake.wrong", "ok")]
+    assert begun == ["fake.raises", "fake.ok", "fake.wrong"] and batches == [["fake.ok", "fake.wrong"]]
+
+
 def test_a_remeasured_kernel_keeps_its_profile_while_it_launches_what_was_profiled():
     """python -m bench --profile is a run of its own; a later re-measure of the same kernel (a change
     to the harness, say) keeps its counters, a kernel built or launched otherwise drops them."""

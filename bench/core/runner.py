@@ -174,20 +174,23 @@ def _worker(batch: list[Benchmark], device: dict, workdir: Path, log_dir: Path |
 
 def run_session(benchmarks: list[Benchmark], device: dict, workdir: Path, log_dir: Path | None = None,
                 starting=lambda bench: None):
-    """Yield (benchmark, record) for each of ``benchmarks``, in order: skipped ones at once, the
-    others run by as few worker processes as faults allow. ``starting(bench)`` is called as each
-    begins. A fault, a hang or an unreadable record becomes a failed record."""
-    pending = list(benchmarks)
-    while pending:
-        reason = skip_reason(pending[0], device)
+    """Yield (benchmark, record) for each of ``benchmarks``: the skipped ones first (a worker
+    between two of them would end, and the next would start cold: a second of warm-up and its
+    operands again), then the others in order, run by as few worker processes as faults and
+    environments allow. ``starting(bench)`` is called as each begins. A fault, a hang or an
+    unreadable record becomes a failed record."""
+    pending = []
+    for bench in benchmarks:
+        reason = skip_reason(bench, device)
         if reason:
-            starting(pending[0])
-            yield pending[0], skipped(pending[0], reason)
-            pending.pop(0)
-            continue
+            starting(bench)
+            yield bench, skipped(bench, reason)
+        else:
+            pending.append(bench)
+    while pending:
         batch = []
         for bench in pending:
-            if skip_reason(bench, device) or bench.env != pending[0].env:
+            if bench.env != pending[0].env:
                 break
             batch.append(bench)
         for bench, record in _worker(batch, device, workdir, log_dir, starting):
@@ -287,13 +290,14 @@ def run_all(benchmarks: list[Benchmark], out: Path, device: dict, software: dict
     log_dir = Path(out).with_name(Path(out).stem + ".logs")
     in_main_thread = threading.current_thread() is threading.main_thread()     # where Python runs handlers
     previous = {s: signal.signal(s, _raise_interrupted) for s in STOP_SIGNALS} if in_main_thread else {}
-    index = {b.id: i for i, b in enumerate(benchmarks, 1)}
+    index = {}      # by id: the how-manieth begun (the skipped ones begin first: run_session)
     current, durations, t0 = [None], [], [time.monotonic()]
 
     def starting(bench):
         current[0], t0[0] = bench, time.monotonic()
-        left = _left(estimates or {}, [b for b in benchmarks[index[bench.id] - 1:] if not skip_reason(b, device)],
-                     durations)
+        index[bench.id] = len(index) + 1
+        left = _left(estimates or {}, [b for b in benchmarks if (b.id not in index or b is bench)
+                                       and not skip_reason(b, device)], durations)
         log(f"[{index[bench.id]}/{len(benchmarks)}] {bench.id} (limit {bench.timeout_s:g} s; {left}) ...", flush=True)
 
     try:
