@@ -187,9 +187,9 @@ def build_order(chosen: list) -> list:
     return ordered + [b for b in chosen if b.env]
 
 
-# A quick run's benchmark time over a full run's, for the same records: 155 s over 744 on the H200
-# (2026-11-29, at 28b65bf): a first quick run's estimate, from a full run's durations.
-QUICK_SHARE = 0.21
+# A quick run's benchmark time over a full run's, for the same records: 113 s over 712 on the H200
+# (2026-11-29, at 52eb7a3): a first quick run's estimate, from a full run's durations.
+QUICK_SHARE = 0.16
 
 
 def estimated_durations(earlier: dict, committed: Path, quick: bool) -> dict:
