@@ -233,6 +233,8 @@ def _p2p(rec: dict, peer: dict) -> dict:
             "met": met, "met_said": met_said(met), "peer": against_nvbandwidth(rows, peer), "over_pairs": over_pairs(rows),
             # the first pair as the slide and its notes say it
             "copy_engine": first and first_copy(first), "latency": first and first.get("latency_ns"),
+            # its chase's working set: the local figure is this node's GPU, not the single card's of the latency slides
+            "chase_bytes": rec["record"].get("params", {}).get("chase_bytes"),
             "first_said": first_pair_said(first) if first else []}
 
 
