@@ -63,10 +63,15 @@ def node_doc():
     return copy.deepcopy(_fixture_results(NODE_FIXTURE))
 
 
+def node_docs_copy() -> dict:
+    """A fresh copy of every node fixture, by GPU count, for a test to change as it likes (the parsed
+    ones are shared by every test of a worker)."""
+    return {n: copy.deepcopy(_fixture_results(path)) for n, path in sorted(NODE_FIXTURES.items())}
+
+
 @pytest.fixture
 def node_docs():
-    """A fresh copy of every node fixture, by GPU count."""
-    return {n: copy.deepcopy(_fixture_results(path)) for n, path in sorted(NODE_FIXTURES.items())}
+    return node_docs_copy()
 
 
 def dump_results(doc) -> str:
@@ -167,9 +172,14 @@ def _nvcc_or_fail():
 
 
 def pytest_collection_modifyitems(items):
-    """Compile tests last: the other tests run while their builds are under way; timed tests after
+    """Long tests first (Slidev's builds and browsers, the recipe's copy: minutes each), so that
+    under pytest-xdist they start at once on workers of their own while the others share the rest
+    (--no-loadscope-reorder keeps this order; by default xdist starts the files with the most tests);
+    compile tests last: the other tests run while their builds are under way; timed tests after
     them, on a machine the builds have left."""
-    items.sort(key=lambda item: (item.get_closest_marker("timed") is not None, item.get_closest_marker("nvcc") is not None))
+    long = lambda item: any(item.get_closest_marker(m) for m in ("slidev", "long"))
+    items.sort(key=lambda item: (not long(item), item.get_closest_marker("timed") is not None,
+                                 item.get_closest_marker("nvcc") is not None))
 
 
 def pytest_collection_finish(session):

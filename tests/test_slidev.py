@@ -47,10 +47,9 @@ def deck_dir(tmp_path_factory):
     mine = folder / "hostile.yaml"                               # data that looks like markup, shown as text
     doc = hostile_doc(fixture_doc_copy(), HOSTILE)
     mine.write_text(yaml.safe_dump(doc, sort_keys=False))
-    from tests.conftest import NODE_FIXTURES, _fixture_results   # and the multi-GPU section: nodes of 2 to 8 GPUs
+    from tests.conftest import node_docs_copy                     # and the multi-GPU section: nodes of 2 to 8 GPUs
     nodes = []                                                   # (tests/make_node_fixtures.py), each under this GPU
-    for n, path in NODE_FIXTURES.items():
-        node = _fixture_results(path)
+    for n, node in node_docs_copy().items():
         node["device"]["slug"] = doc["device"]["slug"]
         nodes.append(folder / f"hostile-x{n}.yaml")
         nodes[-1].write_text(yaml.safe_dump(node, sort_keys=False))
