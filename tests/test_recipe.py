@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 
 from tests.conftest import ROOT
 
@@ -78,6 +79,7 @@ def _run(args, cwd, timeout=900):
     return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
+@pytest.mark.long
 def test_a_step_and_a_section_added_by_the_recipes_build_and_the_suite_stays_green(tmp_path):
     repo = tmp_path / "repo"
     _copy_of_the_repository(repo)
