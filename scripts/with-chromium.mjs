@@ -1,7 +1,7 @@
 // Runs Slidev with a Chromium for the PDF it prints (npm run build, npm run export):
 // $CHROMIUM when set, else the first of the usual places that exists. Usage: node with-chromium.mjs <slidev args>
 import { existsSync } from 'node:fs';
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const USUAL = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome-stable', '/usr/bin/google-chrome',
@@ -18,5 +18,24 @@ if (!chromium) {
   process.exit(1);
 }
 const slidev = fileURLToPath(new URL('../node_modules/.bin/slidev', import.meta.url));
-const run = spawnSync(slidev, [...process.argv.slice(2), '--executable-path', chromium], { stdio: 'inherit' });
-process.exit(run.status ?? 1);
+const args = [...process.argv.slice(2), '--executable-path', chromium];
+
+// Slidev's output passed through as it comes, its tail kept to read why it failed
+function slidevRun() {
+  return new Promise((resolve) => {
+    const child = spawn(slidev, args, { stdio: ['inherit', 'pipe', 'pipe'] });
+    let tail = '';
+    for (const [from, to] of [[child.stdout, process.stdout], [child.stderr, process.stderr]]) {
+      from.on('data', (chunk) => { to.write(chunk); tail = (tail + chunk).slice(-20000); });
+    }
+    child.on('close', (code) => resolve({ code: code ?? 1, tail }));
+  });
+}
+
+let run = await slidevRun();
+// The print page's load can be aborted on a loaded machine (slidevjs/slidev#397): once more, said so
+if (run.code !== 0 && run.tail.includes('net::ERR_ABORTED')) {
+  console.error("with-chromium: the PDF export's page load was aborted (net::ERR_ABORTED, Slidev's export on a loaded machine): running it once more");
+  run = await slidevRun();
+}
+process.exit(run.code);
