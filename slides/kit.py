@@ -105,6 +105,7 @@ class Chart:
     height: int = 400
     legend: str | None = "right"  # "right", "below" (a narrow chart) or None
     y_from: float = 0.0           # the y axis's first tick: above 0 where a small gap between lines is the point
+    x_to: float | None = None     # a linear x axis's end where it is a count (132 SMs), not the next round tick
 
 
 def text_width(s: str, size: float) -> float:
@@ -182,7 +183,10 @@ def line_chart(c: Chart) -> str:
         x_of = lambda x: left + (w - left - right) * (math.log2(x) - x0) / ((x1 - x0) or 1)
     else:
         xt = nice_ticks(max(xs))
-        x_of = lambda x: left + (w - left - right) * x / xt[-1]
+        if c.x_to is not None:
+            xt = [t for t in xt if t <= c.x_to]
+        end = c.x_to if c.x_to is not None else xt[-1]
+        x_of = lambda x: left + (w - left - right) * x / end
     if c.y_log:
         yt = [10.0 ** e for e in range(math.floor(math.log10(min(ys))), math.ceil(math.log10(max(ys))) + 1)]
         y0, y1 = math.log10(yt[0]), math.log10(yt[-1])

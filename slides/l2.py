@@ -163,20 +163,29 @@ def l2_scaling(l2: L2, hbm: slides.hbm.Hbm) -> str:
 
 
 def partition_map(m: dict) -> str:
-    """Each SM's latency (by SM number) to the lines in the half of L2 beside it and to those in the
-    other half, as halves() grouped them: the median over each set of lines; one line of medians
-    where no halves were found."""
+    """Where halves() found two: each SM's latency to the lines of each half of L2 (the median over
+    them), the SMs near the first half first, then those near the second, each group by number, so
+    that the two groups show as two blocks whose lines cross; else each SM's median over every line.
+    The x axis ends at the SM count, the y axis just under the lowest median."""
     cycles = np.array(m["cycles"])
     groups = np.array(m["line_group"])
     if m["split"]:
-        near = [(sm, float(np.median(row[groups == g]))) for sm, row, g in zip(m["sms"], cycles, m["near_line_of_sm"])]
-        far = [(sm, float(np.median(row[groups != g]))) for sm, row, g in zip(m["sms"], cycles, m["near_line_of_sm"])]
-        series = [Series("lines in the SM's half of L2", near, ACCENT), Series("lines in the other half", far, REF)]
+        first = groups[0]            # the half the first line lies in is "half 1"
+        order = sorted(range(len(m["sms"])), key=lambda i: (m["near_line_of_sm"][i] != first, m["sms"][i]))
+        halves = [(first, ACCENT), (not first, REF)]
+        series = [Series(f"lines in half {n} of L2 ({int((groups == half).sum())} lines)",
+                         [(x, float(np.median(cycles[i][groups == half]))) for x, i in enumerate(order)], color)
+                  for n, (half, color) in enumerate(halves, 1)]
+        near_first = sum(near == first for near in m["near_line_of_sm"])
+        lines = [Line("x", near_first - 0.5, f"{near_first} SMs near half 1 | {len(order) - near_first} near half 2")]
+        x_label = f"the {len(order)} SMs, those near half 1 of L2 first (each group in SM order)"
     else:
         series = [Series("median over the lines", [(sm, float(np.median(row))) for sm, row in zip(m["sms"], cycles)])]
+        lines, x_label = [], "SM (by number)"
     low = min(y for x in series for _, y in x.points)
-    return line_chart(Chart("SM (by number)", "cycles a load (median over the lines)", series, x_log=False,
-                            width=760, height=280, legend="below", y_from=10 * math.floor(0.9 * low / 10)))
+    return line_chart(Chart(x_label, "cycles a load (median over the lines)", series, lines, x_log=False,
+                            width=760, height=280, legend="below", y_from=10 * math.floor((low - 5) / 10),
+                            x_to=len(m["sms"])))
 
 
 def working_set_chart(p: dict) -> str:
