@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from bench.gemm import catalogue
 from bench.core.stats import overlap
 from slides.device import tflops_of
-from slides.kit import ACCENT, Bar, INK, Line, REF, bar_chart
+from slides.kit import Cell, heatmap
 from slides.records import Context
 
 
@@ -116,20 +116,31 @@ def stages_space(params: dict) -> list[str]:
 
 # --- figures --------------------------------------------------------------------------------------
 
-def tune_label(trial: dict, bm: int) -> str:
-    config = trial["config"]
-    return f"{bm}×{config['BN']}, {trial['stages']} stages, cluster {config['CLUSTER_M']}, band {config['GROUP_M']}"
+def tuner_grid(tune: Tune) -> str:
+    """Every configuration the tuner tried, one cell each: a row per tile and ring depth, a column per
+    cluster size and swizzle band, its share of cuBLAS timed in turns with it (what failed says so);
+    the winner outlined, the hand-picked one marked."""
+    bm, space = tune.params["bm"], tune.params["space"]
+    rows = [(bn, st) for bn in space["BN"] for st in space["STAGES"]]
+    columns = [(cl, band) for cl in space["CLUSTER_M"] for band in space["GROUP_M"]]
+    by = {(t["config"]["BN"], t["config"]["STAGES"], t["config"]["CLUSTER_M"], t["config"]["GROUP_M"]): t
+          for t in tune.trials}
 
+    def cell(t: dict | None) -> Cell:
+        if t is None:
+            return Cell(None, "—")
+        if "ratio" not in t:
+            return Cell(None, t["outcome"])
+        return Cell(t["ratio"], f"{100 * t['ratio']:.1f}", marked=t["winner"], noted=t["hand_picked"])
 
-def tuner_bars(tune: Tune) -> str:
-    """Every configuration the tuner timed, best first, as % of cuBLAS timed in turns with it."""
-    bars = [Bar(tune_label(t, tune.params["bm"]), 100 * t["ratio"],
-                REF if t["winner"] else (ACCENT if not t["hand_picked"] else "#059669"),
-                "winner" if t["winner"] else ("hand-picked" if t["hand_picked"] else ""))
-            for t in tune.ranked]
-    return bar_chart(bars, "% of cuBLAS TF32, each trial in turns", [Line("x", 100, "cuBLAS", INK)],
-                     width=440, height=430)
+    def row_label(bn: int, st: int) -> str:
+        stages = tune.params["stages_max"].get(str(bn)) if st == catalogue.DEEPEST else st
+        return f"{bm}×{bn}, {stages} stages" + (" (max)" if st == catalogue.DEEPEST else "")
+    return heatmap([row_label(*r) for r in rows], [f"{cl} · {band}" for cl, band in columns],
+                   [[cell(by.get((*r, *c))) for c in columns] for r in rows],
+                   "% of cuBLAS TF32, in turns", "cluster size · swizzle band",
+                   marked="the winner", footnote="the hand-picked configuration", span=0.5, width=440)
 
 
 def draw(own: Tune, deck) -> dict[str, str]:
-    return {"tuner.svg": tuner_bars(own)} if own.trials else {}
+    return {"tuner.svg": tuner_grid(own)} if own.trials else {}
