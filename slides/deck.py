@@ -67,6 +67,7 @@ class Deck(Records):
         why_stale = self.stale()
         stale = list(why_stale)
         here = stale_line(stale, self.doc)
+        quick = quick_line(self.doc)
         # past LISTED in all, the backup divider counts them by file (its notes name them)
         if len(stale) + sum(b["count"] for b in beside) > LISTED:
             here, beside = {**here, "ids": [], "more": here["count"]}, [{**b, "ids": [], "more": b["count"]} for b in beside]
@@ -76,7 +77,9 @@ class Deck(Records):
                 "stale_lines": ([stale_here(here, len(benchmarks))] if stale else []) + [stale_beside(b) for b in beside],
                 # the notes name a few; build.py prints them all
                 "stale_named": Listing(ids=named["ids"], tail=more(named["more"], " (python build.py names them all)")) if named["ids"] else None,
-                "quick": quick_said(quick_line(self.doc)),
+                "quick": quick_said(quick),
+                # every result from a quick refresh: the title says so, as its figures rest on fewer samples
+                "quick_run": bool(quick and quick["all"]),
                 "failed": [{"id": bid, "reason": rec["reason"]} for bid, rec in benchmarks.items()
                            if rec["status"] == "failed"],
                 "kept": [{"id": bid, **rec["last_attempt"], "measured_at": rec["measured_at"]}

@@ -121,10 +121,13 @@ def quick_run(doc: dict) -> dict:
     return doc
 
 
-def test_a_quick_run_builds_its_deck_and_says_quick_on_the_backup_divider(monkeypatch):
+def test_a_quick_run_builds_its_deck_and_says_quick_on_the_title_and_the_backup_divider(monkeypatch):
     deck, text = deck_text(quick_run(fixture_doc_copy()))
     assert_whole(deck, text)
     assert "Every result measured comes from it." in slides_of(text)["Backup Slides"]
+    assert "A quick refresh" in slides_of(text)["CUDA Performance Study"]
+    _, full = deck_text(fixture_doc_copy())
+    assert "A quick refresh" not in slides_of(full)["CUDA Performance Study"]
 
 
 def test_a_quick_rerun_of_some_records_is_named_on_the_backup_divider_in_a_line():
@@ -146,7 +149,7 @@ def test_a_real_quick_run_builds_its_deck_and_says_quick_on_the_backup_divider(t
     text = (tmp_path / "slides.md").read_text()
     deck, _ = deck_text(schema.load(QUICK_RUN))
     assert_whole(deck, text)
-    assert "quick" in slides_of(text)["Backup Slides"].lower()
+    assert "quick" in slides_of(text)["Backup Slides"].lower() and "A quick refresh" in slides_of(text)["CUDA Performance Study"]
     assert "Traceback" not in capsys.readouterr().err
 
 
