@@ -173,12 +173,12 @@ def build_order(chosen: list) -> list:
     steps rather than ahead of the atlas, which needs 14 builds at once. Those that need a worker
     of their own (a peer's loader) come last, so the others share one."""
     from .core.cuda import build_key
-    cute = {build_key(*b): _includes_cute(b[0]) for bench in chosen for b in bench.builds}
+    cute = {source: _includes_cute(source) for source in {str(b[0]) for bench in chosen for b in bench.builds}}
     pending, built, ordered = [b for b in chosen if not b.env], set(), []
 
     def cost(bench) -> tuple[int, int]:
         new = {build_key(*x) for x in bench.builds} - built
-        return len(new), sum(cute[b] for b in new)
+        return len(new), sum(cute[source] for source, _ in new)
     while pending:
         bench = min(pending, key=cost)
         pending.remove(bench)

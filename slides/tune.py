@@ -41,11 +41,7 @@ def context(deck) -> Tune:
     if "trials" not in r["record"]:
         return Tune(result=r)
     rec = r["record"]
-    deepest = rec["params"]["stages_max"]          # by tile width: what STAGES DEEPEST came to
-
-    def stages(config: dict) -> int | None:
-        return deepest.get(str(config["BN"])) if config["STAGES"] == catalogue.DEEPEST else config["STAGES"]
-
+    stages = lambda config: ring_depth(rec["params"], config["BN"], config["STAGES"])
     trials = [{**t, "stages": stages(t["config"]), "winner": i == rec["winner"], "hand_picked": i == rec["hand_picked"]}
               for i, t in enumerate(rec["trials"])]
     final = {name: {**f, "stages": stages(f["config"])} if "config" in f else f for name, f in rec["final"].items()}
@@ -108,6 +104,12 @@ def error_said(errors: list[float], cublas: float | None) -> str:
     return said if cublas is None else f"{said}, cuBLAS's {cublas:.1e}"
 
 
+def ring_depth(params: dict, bn: int, stages: int) -> int | None:
+    """The stages a configuration's ring held: its STAGES, or for DEEPEST what that came to at its
+    tile width (the record's stages_max)."""
+    return params["stages_max"].get(str(bn)) if stages == catalogue.DEEPEST else stages
+
+
 def stages_space(params: dict) -> list[str]:
     """Each STAGES the tuner tried: a count, or as many as fit at each tile width."""
     fit = ", ".join(f"{n} at {bn}" for bn, n in params["stages_max"].items())
@@ -134,8 +136,7 @@ def tuner_grid(tune: Tune) -> str:
         return Cell(t["ratio"], f"{100 * t['ratio']:.1f}", marked=t["winner"], noted=t["hand_picked"])
 
     def row_label(bn: int, st: int) -> str:
-        stages = tune.params["stages_max"].get(str(bn)) if st == catalogue.DEEPEST else st
-        return f"{bm}×{bn}, {stages} stages" + (" (max)" if st == catalogue.DEEPEST else "")
+        return f"{bm}×{bn}, {ring_depth(tune.params, bn, st)} stages" + (" (max)" if st == catalogue.DEEPEST else "")
     return heatmap([row_label(*r) for r in rows], [f"{cl} · {band}" for cl, band in columns],
                    [[cell(by.get((*r, *c))) for c in columns] for r in rows],
                    "% of cuBLAS TF32, in turns", "cluster size · swizzle band",
