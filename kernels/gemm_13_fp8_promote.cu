@@ -35,13 +35,16 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
         Epilogue epilogue(alpha);
         static_assert(decltype(size(tCrC))::value == FRAGMENT);
         uint32_t stage = 0, phase = 0;
+        Skew skew;
         Piece p;
         for (int i = 0; schedule.piece(i, p); ++i) {
             clear(sums);
             for (int k = p.k0; k < p.k1; ++k) {
                 wait_barrier(smem.full[stage], phase);
+                skew.before_first();
                 mma_k_tile_alone(mma, tCrA(_, _, _, stage), tCrB(_, _, _, stage), tCrC);
                 warpgroup_wait<0>();             // the K-tile's sums are in tCrC; the other warpgroup's wgmmas run meanwhile
+                skew.after_first();
                 release_stage(smem, stage);
                 CUTE_UNROLL
                 for (int j = 0; j < size(sums); ++j) sums(j) += tCrC(j);     // promoted: added in FP32

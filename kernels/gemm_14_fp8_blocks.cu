@@ -65,15 +65,17 @@ __device__ inline void add_scaled(Frag& sums, Frag const& acc, float const (&sca
 template <int FIRST, class TiledMma, class FragA, class FragB, class FragC>
 __device__ inline void promote_piece(SharedStorage& smem, TiledMma& mma, FragA const& tCrA, FragB const& tCrB,
                                      FragC& acc, FragC& sums, Piece p, int r, int M, const float* b_first,
-                                     const float* b_second, uint32_t& stage, uint32_t& phase) {
+                                     const float* b_second, uint32_t& stage, uint32_t& phase, Skew& skew) {
     clear(sums);
     for (int k = p.k0; k < p.k1; ++k) {
         wait_barrier(smem.full[stage], phase);
+        skew.before_first();
         mma_k_tile_alone(mma, tCrA(_, _, _, stage), tCrB(_, _, _, stage), acc);
         const float* a = a_scale_ring[stage] + scale_skew(k, M) + r;
         const float a0 = a[0], a1 = a[8], b0 = __ldg(b_first + k), b1 = __ldg(b_second + k);
         const float scale[2][2] = {{a0 * b0, a0 * b1}, {a1 * b0, a1 * b1}};
         warpgroup_wait<0>();
+        skew.after_first();
         release_stage(smem, stage);
         add_scaled<FIRST>(sums, acc, scale);     // promoted and scaled: added in FP32
         if (++stage == RING) stage = 0, phase ^= 1;
@@ -107,6 +109,7 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
         Epilogue epilogue(1.0f);                                 // the scales are in the sums
         static_assert(decltype(size(acc))::value == FRAGMENT);
         uint32_t stage = 0, phase = 0;
+        Skew skew;
         Piece p;
         for (int i = 0; schedule.piece(i, p); ++i) {
             auto [tm, tn] = cta_tile(M, N, p.unit * CLUSTER_M + rank);
@@ -115,9 +118,9 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
                         *b_second = block + 1 < ceil_div(N, SCALE_BLOCK) ? b_first + ldb : b_first;
             // the tile's groups of 64 columns in B's first block: as many as it holds, or one where the tile starts 64 into it
             if (tn * BN % SCALE_BLOCK == 0)
-                promote_piece<SCALE_BLOCK / 64>(smem, mma, tCrA, tCrB, acc, sums, p, r, M, b_first, b_second, stage, phase);
+                promote_piece<SCALE_BLOCK / 64>(smem, mma, tCrA, tCrB, acc, sums, p, r, M, b_first, b_second, stage, phase, skew);
             else
-                promote_piece<1>(smem, mma, tCrA, tCrB, acc, sums, p, r, M, b_first, b_second, stage, phase);
+                promote_piece<1>(smem, mma, tCrA, tCrB, acc, sums, p, r, M, b_first, b_second, stage, phase, skew);
             const TailSums tail(partials, ready, p.unit - schedule.full_units);
             if (p.k0 > 0) {                                      // a helper: leave the tail's sums
                 tail.leave(sums);
