@@ -135,7 +135,9 @@ def test_the_shapes_kernels_are_on_no_track_and_timed_in_turns_with_their_precis
     benches = registry.discover()
     on_tracks = tuple(s for track in catalogue.TRACKS.values() for s in track)
     assert catalogue.all_steps() == (*on_tracks, *catalogue.SHAPE_STEPS)
-    assert {s.precision for s in catalogue.SHAPE_STEPS} == set(atlas.ATLAS)      # one for each atlas
+    # one for each atlas whose kernel is its precision's headline
+    assert {s.against for s in catalogue.SHAPE_STEPS} == {catalogue.resolve(role) for role, _ in atlas.ATLAS.values()
+                                                          if catalogue.resolve(role) in catalogue.HEADLINES.values()}
     for step in catalogue.SHAPE_STEPS:
         assert step not in on_tracks and catalogue.step_named(step.name) is step
         headline = catalogue.HEADLINES[step.precision]
@@ -158,8 +160,11 @@ def test_the_atlas_rule_runs_stream_k_where_its_clusters_tiles_span_m():
             tile = catalogue.tile_for(step, m, 2112, sms)
             assert tile == {**step.best.tile, **rows} and tile in step.tiles
             assert catalogue.spans(tile, m) == (m <= span)
-            assert catalogue.kernel_for(step.precision, m, 2112, sms) == (
-                step.best.id if m <= span else catalogue.HEADLINES[step.precision])
+            assert catalogue.kernel_for(step.against, m, 2112, sms) == (
+                step.best.id if m <= span else step.against)
+    # a kernel with no shape step is its own at every M
+    for bid in (catalogue.PROMOTED_FP8, catalogue.BLOCK_SCALED):
+        assert catalogue.streamed_for(bid) is None and catalogue.kernel_for(bid, 64, 2112, sms) == bid
 
 
 def _records(path: Path):

@@ -1,13 +1,16 @@
 """The shape atlas: each precision's kernels beside cuBLAS of its precision over the shapes models
-run, not one reference shape and squares: the one the catalogue's rule picks for the shape
-(catalogue.kernel_for: stream-K for a few hundred rows, else the headline), and the headline in the
-same turns where the rule picked stream-K.
+run, not one reference shape and squares. Each atlas runs one kernel of the catalogue (ATLAS, by its
+role), or where it has a shape step the one the catalogue's rule picks (catalogue.kernel_for:
+stream-K for a few hundred rows, else the headline), with the headline in the same turns where the
+rule picked stream-K. FP8 has two: the kernel that sums in FP32 with a scale a tensor, against
+cuBLASLt's accurate mode, and the block-scaled one writing BF16, against cuBLASLt given the same
+block scales.
 
 A cell is M tokens through one projection of a real model: N its output features, K its input
 features, M from single-batch decoding (64) to a long prefill (16384). Each cell is measured as the
 sweep measures a size (bench/gemm/sweep.py): checked against a float64 GEMM of its own operands, then
-timed in short turns with cuBLAS on both B layouts, warm from the cell before; the kernel and the
-tile the catalogue picked for the shape (catalogue.tile_for) are recorded with it."""
+timed in short turns with cuBLAS on each B layout it takes, warm from the cell before; the kernel and
+the tile the catalogue picked for the shape (catalogue.tile_for) are recorded with it."""
 from __future__ import annotations
 
 from . import benchmarks, catalogue, launch, sweep
@@ -27,49 +30,57 @@ PROJECTIONS = (
     ("DeepSeek-V3", "q_b", 24576, 1536),
     ("DeepSeek-V3", "o", 7168, 16384),
 )
-if quick():
-    PROJECTIONS = PROJECTIONS[:1] + PROJECTIONS[5:6]
-ATLAS = {"tf32": "headline", "bf16": "headline_bf16"}     # each precision's headline, by its role (catalogue.ROLES)
+if quick():    # two cells an atlas: M of decoding and of a prefill through the first projection
+    PROJECTIONS = PROJECTIONS[:1]
+# Each atlas's kernel by its role (catalogue.ROLES), and what its records and slides call it
+ATLAS = {"tf32": ("headline", "TF32"), "bf16": ("headline_bf16", "BF16"),
+         "fp8": ("promoted_fp8", "FP8 promoted"), "fp8_blocks": ("block_scaled", "FP8 block-scaled")}
 
 
-def atlas_id(precision: str) -> str:
-    return f"atlas.{precision}"
+def atlas_id(name: str) -> str:
+    return f"atlas.{name}"
 
 
-def _register_atlas(precision: str) -> None:
-    headline = catalogue.HEADLINES[precision]
-    streamed = next(s for s in catalogue.SHAPE_STEPS if s.precision == precision)
-    steps = {bid: catalogue.step_of(bid) for bid in (headline, streamed.best.id)}
-    routes = (ATLAS[precision], f"best:{streamed.name}")
+def _register_atlas(name: str) -> None:
+    role, label = ATLAS[name]
+    kernel = catalogue.resolve(role)
+    streamed = catalogue.streamed_for(kernel)
+    step = catalogue.step_of(kernel)
+    steps = {bid: catalogue.step_of(bid) for bid in (kernel, *([streamed.best.id] if streamed else []))}
+    routes = (role, *([f"best:{streamed.name}"] if streamed else []))
+    rule = ("stream-K where its tile for M spans M in one cluster (catalogue.kernel_for), else the headline" if streamed
+            else "its tile by M (catalogue.tile_for)")
 
-    @register(atlas_id(precision), sources=tuple(dict.fromkeys(
+    @register(atlas_id(name), sources=tuple(dict.fromkeys(
                   (*(f for s in steps.values() for f in benchmarks.kernel_sources(s)), "bench/gemm/sweep.py"))),
               kernels=catalogue.definitions(routes), builds=tuple(b for s in steps.values() for b in sweep.tile_builds(s)),
-              timeout_s=900, min_cc=streamed.min_cc, title=f"{precision.upper()} over the shapes models run")
+              timeout_s=900, min_cc=step.min_cc, title=f"{label} over the shapes models run")
     def run(ctx) -> dict:
-        prepares = {bid: launch.prepare_by_shape(step, ctx.device) for bid, step in steps.items()}
+        prepares = {bid: launch.prepare_by_shape(s, ctx.device) for bid, s in steps.items()}
 
         def pick(shape: Shape):
-            """The rule's kernel for the shape, and the headline beside it where the rule picked another."""
-            bid = catalogue.kernel_for(precision, shape.m, shape.n, ctx.device["sm_count"])
-            partner = ("headline", steps[headline], prepares[headline]) if bid != headline else None
+            """The rule's kernel for the shape, and the atlas's own beside it where the rule picked another."""
+            bid = catalogue.kernel_for(kernel, shape.m, shape.n, ctx.device["sm_count"])
+            partner = ("headline", step, prepares[kernel]) if bid != kernel else None
             return steps[bid], prepares[bid], shape, partner
 
         cells = [(f"{model} {projection} {m}×{n}×{k}", {"model": model, "projection": projection}, Shape(m, n, k))
                  for model, projection, n, k in PROJECTIONS for m in MS]
         rows, wrong = sweep.measure_all(ctx, cells, pick)
-        return {"params": {"kernels": list(steps), "rule": "stream-K where its tile for M spans M in one cluster "
-                                                             "(catalogue.kernel_for), else the headline",
-                           "layout": "b_kmajor", "precision": precision, "ms": list(MS),
+        return {"params": {"kernels": list(steps), "rule": rule,
+                           "layout": step.layout, "precision": step.precision, "ms": list(MS),
                            "projections": [{"model": m, "projection": p, "n": n, "k": k} for m, p, n, k in PROJECTIONS],
-                           "tiles": {bid: list(step.tiles) for bid, step in steps.items()},
+                           "tiles": {bid: list(s.tiles) for bid, s in steps.items()},
                            "small_tile_below_sms": catalogue.SMALL_TILE_BELOW,
-                           "cublas": f"{precision}, both layouts, same operands",
+                           "cublas": f"{step.precision}, {' and '.join(catalogue.cublas_layouts(step.precision))}, same operands"
+                                     + (", same scales" if step.precision == "fp8" else ""),
+                           **({"scaling": step.scaling, "output": catalogue.output_of(step.best.tile)}
+                              if step.precision == "fp8" else {}),
                            "warm_s": sweep.WARM_S, "timed_s": sweep.TIMED_S},
                 "check": {"passed": not wrong, "method": "each cell against a float64 GEMM of its operands",
                           **({"detail": "; ".join(wrong)} if wrong else {})},
                 "rows": rows}
 
 
-for _precision in ATLAS:
-    _register_atlas(_precision)
+for _name in ATLAS:
+    _register_atlas(_name)

@@ -176,6 +176,16 @@ _BF16_C = {"EPILOGUE_N": 64, "C_ELEMENT": C_ELEMENTS["bf16"]}
 # the step ran 9-12% slower in turns (H100, 4096x8192x16384 and 4096x7168x16384), its CTAs reading
 # from L2 about 40 KB a K-tile instead of 28
 _BLOCK_SCALED = {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS}
+# FP8's tiles by M (tile_for), where 128 x 192 tiles in clusters of two leave most SMs idle: the
+# fastest of six tilings at most of the FP8 atlas's projections at each M (H200, in turns with
+# cuBLASLt; at M = 64, 128 x 192 ran at 42-56% of it, 64 x 64 at 51-112%). A 64-row tile is one
+# consumer warpgroup's. Block scales name their ring's depth: A's scales in each stage do not fit
+# beside as deep a ring as the shared memory would otherwise hold.
+_FP8_ROWS = ((64, {"BM": 64, "WARPGROUPS_M": 1, "BN": 64, "CLUSTER_M": 1}),
+             (128, {"BM": 64, "WARPGROUPS_M": 1, "BN": 128, "CLUSTER_M": 1}),
+             (256, {"BN": 128, "CLUSTER_M": 2}))
+_BLOCK_STAGES = {64: 10, 128: 6, 256: 5}        # at most 160 KiB of A and B tiles, by the rows each tile is for
+_FP8_BLOCK_ROWS = tuple((rows, {**change, "STAGES": _BLOCK_STAGES[rows]}) for rows, change in _FP8_ROWS)
 
 
 def output_of(tile: dict | None) -> str:
@@ -297,12 +307,13 @@ FP8_STEPS = (
     *(in_precision(s, "fp8") for s in STEPS if "fp8" in s.also_in),
     Step(key="fp8_promote", title="FP32 Promotion",
          technique="+ each K-tile's wgmmas start from zero and their sums, in the FP8 tensor cores' own precision, "
-                   "are added into FP32 registers; the tile narrows (128 x 128, 128 x 192) so that both fit in registers",
+                   "are added into FP32 registers; the tile narrows (128 x 128, 128 x 192) so that both fit in registers; "
+                   "the two consumer warpgroups run half a K-tile apart, so that one promotes while the other's wgmmas run",
          source="kernels/gemm_13_fp8_promote.cu", function="gemm_fp8_promote",
          diagram="lean_loop", sass=(*_FP8_TMA, "UTMASTG"), min_cc=HOPPER,
          variants=(Variant("gemm.fp8_promote_128x128", "128x128 tile", {**sm90(128, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]}),
                    Variant("gemm.fp8_promote", "128x192 tile", {**sm90(192, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]})),
-         beyond=True, precision="fp8"),
+         beyond=True, precision="fp8", rows_tiles=_FP8_ROWS),
     Step(key="fp8_blocks", title="Block Scales",
          technique="+ DeepSeek-V3's scales: A's per 1 x 128 of a row, B's per 128 x 128 block; a K-tile is one block "
                    "along K, so each K-tile's sums are multiplied by their row's and their column block's scales as "
@@ -311,14 +322,14 @@ FP8_STEPS = (
          source="kernels/gemm_14_fp8_blocks.cu", function="gemm_fp8_blocks",
          diagram="lean_loop", sass=(*_FP8_TMA, "UTMASTG", "UBLKCP"), min_cc=HOPPER,
          variants=(Variant("gemm.fp8_blocks", "128x192 tile", _BLOCK_SCALED),),
-         beyond=True, precision="fp8", scaling="blocks"),
+         beyond=True, precision="fp8", scaling="blocks", rows_tiles=_FP8_BLOCK_ROWS),
     Step(key="fp8_bf16_out", title="BF16 C",
          technique="+ C written in BF16, as DeepGEMM and a model write it: the FP32 sums rounded "
                    "to BF16 as they are staged, half the bytes to store",
          source="kernels/gemm_14_fp8_blocks.cu", function="gemm_fp8_blocks",
          diagram="lean_loop", sass=(*_FP8_TMA, "UTMASTG", "UBLKCP"), min_cc=HOPPER,
          variants=(Variant("gemm.fp8_blocks_bf16_out", "BF16 C", {**_BLOCK_SCALED, **_BF16_C}),),
-         beyond=True, precision="fp8", scaling="blocks"),
+         beyond=True, precision="fp8", scaling="blocks", rows_tiles=_FP8_BLOCK_ROWS),
 )
 TRACKS = {"tf32": STEPS, "bf16": BF16_STEPS, "fp8": FP8_STEPS}
 # A track whose first kernel is timed against the same step on the track of wider operands: the
@@ -331,11 +342,12 @@ HEADLINE = "gemm.lean_loop"            # the talk's headline; the settling run's
 HEADLINE_BF16 = "gemm.lean_loop_bf16"  # the BF16 track's headline: its sweep, and beside fast.cu (bench/peers/fastcu.py)
 BF16_C = "gemm.bf16_out"               # the BF16 kernel writing C in BF16: beside fast.cu, which writes BF16 too
 HEADLINE_FP8 = "gemm.lean_loop_fp8"    # the FP8 track's headline
+PROMOTED_FP8 = "gemm.fp8_promote"      # FP8 summed in FP32, a scale a tensor: the FP8 atlas's kernel (bench/gemm/atlas.py)
 BLOCK_SCALED = "gemm.fp8_blocks_bf16_out"   # FP8 with DeepSeek-V3's block scales, C in BF16: beside DeepGEMM (bench/peers/deepgemm.py)
 TUNED = "gemm.persistent"              # the kernel the tuner searches around (bench/gemm/tune.py)
 HEADLINES = {"tf32": HEADLINE, "bf16": HEADLINE_BF16, "fp8": HEADLINE_FP8}
 ROLES = {"headline": HEADLINE, "headline_bf16": HEADLINE_BF16, "bf16_c": BF16_C, "headline_fp8": HEADLINE_FP8,
-         "block_scaled": BLOCK_SCALED, "tuned": TUNED}
+         "promoted_fp8": PROMOTED_FP8, "block_scaled": BLOCK_SCALED, "tuned": TUNED}
 # Kernels for the shapes the talk's steps were not tuned for, run by the shape atlas (bench/gemm/atlas.py)
 # where kernel_for picks them; each timed against its precision's headline at the reference shape.
 # Stream-K's tiles by M: a cluster's column of tiles spans all of M (BM x CLUSTER_M >= M), so each
@@ -360,11 +372,17 @@ def spans(tile: dict, m: int) -> bool:
     return tile["BM"] * tile.get("CLUSTER_M", 1) >= m
 
 
-def kernel_for(precision: str, m: int, n: int, sm_count: int) -> str:
-    """The kernel the atlas runs an M x N output of a precision with: stream-K where its tile for M
-    spans M (each column of B read once), else the precision's headline."""
-    streamed = next(s for s in SHAPE_STEPS if s.precision == precision)
-    return streamed.best.id if spans(tile_for(streamed, m, n, sm_count), m) else HEADLINES[precision]
+def streamed_for(kernel: str) -> Step | None:
+    """The shape step that stands in for ``kernel`` where its tiles are few (stream-K, for its
+    precision's headline), None for a kernel that has none."""
+    return next((s for s in SHAPE_STEPS if s.against == kernel), None)
+
+
+def kernel_for(kernel: str, m: int, n: int, sm_count: int) -> str:
+    """The kernel the atlas runs an M x N output with in place of ``kernel``: its shape step where
+    that one's tile for M spans M (each column of B read once), else ``kernel`` itself."""
+    streamed = streamed_for(kernel)
+    return streamed.best.id if streamed and spans(tile_for(streamed, m, n, sm_count), m) else kernel
 
 
 # across sizes: every step of the talk, the BF16 headline and the FP8 track
