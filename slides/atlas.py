@@ -5,10 +5,12 @@ kernel for the few-row shapes: its code, its plan for one cell, and its speed ov
 same turns."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from statistics import median
 
 from bench.gemm import catalogue, plan
+from bench.gemm.catalogue import ATLASES, atlas_id
 from slides.gemm import code_view, gain_in_turns, standing
 from slides.kit import Cell, heatmap
 from slides.records import Context
@@ -21,19 +23,22 @@ HELD_LARGE = 0.95
 SMALL_M = 256          # ... and up to this M, to HELD_SMALL
 HELD_SMALL = 0.90
 ERROR_HELD = 1.25      # a cell's error is held to this many times cuBLAS's on the same operands
-SLIDES = {"tf32": "Shape Atlas — TF32", "bf16": "Shape Atlas — BF16"}
+SLIDES = {name: "Shape Atlas — " + re.sub(r"\b[a-z]", lambda c: c.group().upper(), label) for name, (_, label) in ATLASES.items()}
+ANSWER = "bf16"
 STREAM_K = catalogue.STREAM_K.title          # its slides' titles begin so
 
 
 @dataclass(frozen=True)
 class Atlas(Context):
-    """The shape atlas's slides: each precision's heatmap of the kernels over real models' projections
-    against cuBLAS in turns (a dict each, rows None where not measured), where they hold cuBLAS and
-    where they fall behind, and stream-K's code and plan beside them (None without an atlas)."""
-    tf32: dict
-    bf16: dict
+    """The shape atlas's slides: each atlas's heatmap of its kernels over real models' projections
+    against cuBLAS in turns (``maps``, by the atlas's name: a dict each, rows None where not measured),
+    where they hold cuBLAS and where they fall behind, and stream-K's code and plan beside them (None
+    without an atlas)."""
+    maps: dict
+    answer: str                         # the atlas whose slide answers the sizes section's question
     measured: bool                      # an atlas has figures: without one the section shows nothing
     ids: list[str]
+    streamed_ids: list[str]             # the atlases whose small shapes stream-K may run
     summary: list[dict]                 # the takeaways' line: each precision whose atlas has figures
     stream_k: dict | None
 
@@ -91,7 +96,7 @@ def _versus_headline(streamed: list[dict]) -> str:
             + (f", slower in {slower}" if slower else "") + (f", a tie in {tie}" if tie else ""))
 
 
-def _errors(correct: list[dict]) -> str | None:
+def _errors(correct: list[dict], versus: str) -> str | None:
     """Each cell's error over cuBLAS's on its operands, as the slide says it: whether all are held to
     ERROR_HELD, else how many and the worst; None where no cell has cuBLAS's."""
     ratios = [(x["check"]["rel_error"] / x["cublas_check"]["rel_error"], x) for x in correct
@@ -100,17 +105,17 @@ def _errors(correct: list[dict]) -> str | None:
         return None
     worst, at = max(ratios, key=lambda r: r[0])
     if worst <= ERROR_HELD:
-        return f"within {ERROR_HELD:,.2f}× cuBLAS's in every cell"
+        return f"within {ERROR_HELD:,.2f}× {versus}'s in every cell"
     held = sum(r <= ERROR_HELD for r, _ in ratios)
-    return f"within {ERROR_HELD:,.2f}× cuBLAS's in {held} of {len(ratios)} cells; worst {worst:,.1f}×, {_where(at)}"
+    return f"within {ERROR_HELD:,.2f}× {versus}'s in {held} of {len(ratios)} cells; worst {worst:,.1f}×, {_where(at)}"
 
 
-def _large(row: dict) -> dict:
+def _large(row: dict, versus: str) -> dict:
     """The worst cell from LARGE_M up, against the share of cuBLAS the kernel is held to there."""
     pct = 100 * row["ratio_same_layout"]
     return {"from": LARGE_M, "pct": pct, "where": _where(row),
-            "said": f"at least {100 * HELD_LARGE:,.0f}% of cuBLAS everywhere" if row["ratio_same_layout"] >= HELD_LARGE else
-                    f"down to {pct:,.1f}% of cuBLAS at {_where(row)}, under the {100 * HELD_LARGE:,.0f}% it is held to"}
+            "said": f"at least {100 * HELD_LARGE:,.0f}% of {versus} everywhere" if row["ratio_same_layout"] >= HELD_LARGE else
+                    f"down to {pct:,.1f}% of {versus} at {_where(row)}, under the {100 * HELD_LARGE:,.0f}% it is held to"}
 
 
 def _small(row: dict, sm_count: int) -> dict:
@@ -144,13 +149,30 @@ def _worst_said(row: dict, sm_count: int) -> str:
     return f"; the worst, {100 * row['ratio_same_layout']:,.1f}% at {_where(row)}, {why}"
 
 
-def one(deck, precision: str, sm_count: int) -> dict:
-    """One precision's atlas: its record (result), its cells, and what its slide and notes say of them."""
-    (r,) = deck.need(SLIDES[precision], atlas_id(precision))
+def _baseline(params: dict) -> dict:
+    """What an atlas's cells are divided by: the library (versus), as the heatmap's title names it
+    (baseline), and as the notes say it (baseline_said); FP8's cuBLASLt in the mode the record names."""
+    precision = params["precision"]
+    if precision != "fp8":
+        return {"versus": "cuBLAS", "baseline": f"cuBLAS {precision.upper()} (same layout, in turns)",
+                "baseline_said": f"cuBLAS {precision.upper()}"}
+    mode, said = (("same block scales", "given the same block scales") if params.get("scaling") == "blocks"
+                  else ("accurate mode", "in its accurate mode, which promotes its sums too"))
+    output = params.get("output", "fp32").upper()
+    return {"versus": "cuBLASLt", "baseline": f"cuBLASLt FP8 ({mode}, {output} C, in turns)",
+            "baseline_said": f"cuBLASLt FP8 {said} ({output} C)"}
+
+
+def one(deck, name: str, sm_count: int) -> dict:
+    """One atlas: its record (result), its cells, and what its slide and notes say of them."""
+    (r,) = deck.need(SLIDES[name], atlas_id(name))
+    label = ATLASES[name][1]
     if not r["measured"] or r["failed"] and "rows" not in r["record"]:
-        return {"result": r, "rows": None, "precision": precision.upper()}
+        return {"result": r, "rows": None, "precision": label, "title": SLIDES[name]}
     rec = r["record"]
     params, rows = rec["params"], rec["rows"]
+    named = _baseline(params)
+    versus = named["versus"]
     correct = [x for x in rows if x["outcome"] == "correct"]
     ratios = [x["ratio_same_layout"] for x in correct]
     large = [x for x in correct if x["shape"][0] >= LARGE_M]
@@ -158,22 +180,19 @@ def one(deck, precision: str, sm_count: int) -> dict:
     low = lambda part: min(part, key=lambda x: x["ratio_same_layout"]) if part else None
     worst, worst_large, worst_small = low(correct), low(large), low(small)
     streamed = [x for x in correct if x.get("kernel") in STREAMED]
-    return {"result": r, "precision": precision.upper(), "rows": rows, "params": params, "correct": len(correct),
+    return {"result": r, "precision": label, "title": SLIDES[name], **named,
+            "rows": rows, "params": params, "correct": len(correct),
             "median_pct": 100 * median(ratios) if ratios else None,
             "worst": worst and {"where": _where(worst), "pct": 100 * worst["ratio_same_layout"]},
             "worst_said": _worst_said(worst, sm_count) if worst else "",
-            "large": worst_large and _large(worst_large), "small": worst_small and _small(worst_small, sm_count),
-            "above": sum(x >= 1 for x in ratios), "error": _errors(correct), "narrow": _narrow(correct),
+            "large": worst_large and _large(worst_large, versus), "small": worst_small and _small(worst_small, sm_count),
+            "above": sum(x >= 1 for x in ratios), "error": _errors(correct, versus), "narrow": _narrow(correct),
             "streamed": {"cells": len(streamed), "up_to": max(x["shape"][0] for x in streamed),
                          "versus": _versus_headline(streamed)} if streamed else None,
             "wrong": [_where(x) for x in rows if x["outcome"] == "wrong"]}
 
 
 STREAMED = {s.best.id for s in catalogue.SHAPE_STEPS}
-
-
-def atlas_id(precision: str) -> str:
-    return f"atlas.{precision}"
 
 
 def _example(atlases: dict) -> tuple[dict, dict] | None:
@@ -228,12 +247,14 @@ def _call(pair: dict) -> str:
 
 def context(deck) -> Atlas:
     sms = deck.of(slides.device).sm_count
-    both = {precision: one(deck, precision, sms) for precision in ("tf32", "bf16")}
-    measured = any(a["rows"] for a in both.values())
+    maps = {name: one(deck, name, sms) for name in ATLASES}
+    measured = any(a["rows"] for a in maps.values())
     # stream-K's slides, and its backup pages, only beside an atlas (they are the atlas's kernel)
-    return Atlas(**both, measured=measured, ids=[a["result"]["id"] for a in both.values()],
-                 summary=[a for a in both.values() if a["rows"] and a["median_pct"] is not None],
-                 stream_k=stream_k(deck, both) if measured else None)
+    return Atlas(maps=maps, answer=ANSWER, measured=measured, ids=[a["result"]["id"] for a in maps.values()],
+                 streamed_ids=[atlas_id(name) for name, (role, _) in ATLASES.items()
+                               if catalogue.streamed_for(catalogue.resolve(role))],
+                 summary=[a for a in maps.values() if a["rows"] and a["median_pct"] is not None],
+                 stream_k=stream_k(deck, maps) if measured else None)
 
 
 def atlas_map(a: dict) -> str:
@@ -261,13 +282,12 @@ def atlas_map(a: dict) -> str:
     # the title states the finding: the median cell and the lowest, and where
     finding = (f": median {a['median_pct']:.1f}%, lowest {a['worst']['pct']:.1f}% at {a['worst']['where']}"
                if a["median_pct"] is not None and a["worst"] else "")
-    return heatmap(labels, [f"{m:,}" for m in params["ms"]], grid,
-                   f"{a['precision']}: % of cuBLAS {a['precision']} (same layout, in turns){finding}",
+    return heatmap(labels, [f"{m:,}" for m in params["ms"]], grid, f"{a['precision']}: % of {a['baseline']}{finding}",
                    "M, the rows of A (tokens); rows: projections (N×K)", marked, footnote=footnote)
 
 
 def draw(own: Atlas, deck) -> dict[str, str]:
-    out = {f"atlas_{a['precision'].lower()}.svg": atlas_map(a) for a in (own.tf32, own.bf16) if a["rows"]}
+    out = {f"atlas_{name}.svg": atlas_map(a) for name, a in own.maps.items() if a["rows"]}
     sk = own.stream_k
     if sk and sk["cell"]:
         out[sk["diagram"]] = stream_k_diagram(sk["cell"])

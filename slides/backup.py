@@ -52,8 +52,12 @@ def context(deck) -> Backup:
         gaps.append(("L2's placement and working set", [PLACE_ID], "l2"))
     if not deck.of(slides.gpu_benches).peer:
         gaps.append(("gpu-benches beside the memory slides", [deck.of(slides.gpu_benches).id], deck.of(slides.gpu_benches).id))
-    if not deck.of(slides.atlas).measured:
-        gaps.append(("the shape atlas", deck.of(slides.atlas).ids, "atlas"))
+    atlases = deck.of(slides.atlas)
+    absent = [a for a in atlases.maps.values() if not a["rows"]]
+    if absent:      # an atlas without figures has no slide
+        gaps.append(("the shape atlas" if not atlases.measured else
+                     "the shape atlas in " + ", ".join(a["precision"] for a in absent),
+                     [a["result"]["id"] for a in absent], "atlas"))
     return Backup(gaps=[gap(what, ids) for what, ids, _ in gaps], contents=contents(deck),
                   only=sorted({only for _, _, only in gaps if only}), from_node=any(only is None for _, _, only in gaps))
 

@@ -388,14 +388,17 @@ def heatmap(rows: list[str], columns: list[str], cells: list[list[Cell]], title:
     """A grid of ratios around 1: white at 1, the accent deeper above it, the reference colour
     deeper below, full at ``span`` away; each cell's label written in it, missing cells grey; below
     it, what an outline means (``marked``) and what a dagger means (``footnote``)."""
-    size, top, row_h, legend_h = 11, 56, 24, 20
+    size, row_h, legend_h, line_h = 11, 24, 20, 16
     left = max(text_width(r, size) for r in rows) + 16
+    titles = wrap(title, 12, width - left - 10, 2)         # a title that states a finding may take two lines
+    top = 56 + line_h * (len(titles) - 1)
     col_w = (width - left - 10) / len(columns)
     legends = [line for line in (marked, footnote) if line]
     h = top + row_h * len(rows) + 14 + legend_h * max(1, len(legends))
     dwg = drawing(width, h)
-    text(dwg, (left, 16), title, size=12, color=MUTED)
-    text(dwg, (left, 34), column_title, size=11, color=MUTED)
+    for i, line in enumerate(titles):
+        text(dwg, (left, 16 + line_h * i), line, size=12, color=MUTED)
+    text(dwg, (left, top - 22), column_title, size=11, color=MUTED)
     for j, c in enumerate(columns):
         text(dwg, (left + (j + 0.5) * col_w, top - 6), c, size=size, anchor="middle")
     for i, (r, line) in enumerate(zip(rows, cells)):

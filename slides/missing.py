@@ -388,9 +388,14 @@ def fp8_line(fp8: dict, deepgemm: dict | None) -> dict | None:
 
 
 def shapes(summary: list[dict]) -> dict | None:
-    """The model shapes' line: each precision's median share of cuBLAS (its worst), over how many shapes."""
+    """The model shapes' line: each precision's median share of cuBLAS (its worst), over how many
+    shapes; of a precision with two atlases (FP8's block scales), the first."""
     if not summary:
         return None
+    first = {}
+    for at in summary:
+        first.setdefault(at["params"]["precision"], at)
+    summary = list(first.values())
     counts = {at["correct"] for at in summary}
     return {"lead": f"{summary[0]['correct']} model shapes" if len(counts) == 1 else "Model shapes",
             "each": [f"{at['precision']} {at['median_pct']:,.1f}%" + (f" ({at['worst']['pct']:,.0f}%)" if at["worst"] else "")

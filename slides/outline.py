@@ -18,7 +18,8 @@ _CLOSING = ("Past One GPU: *", "NCCL: Bus Bandwidth by Message Size", "Hiding Co
             "Still on the Table", "Takeaways")
 TALKS = {
     "default": (*_OPENING, "Hopper SM Architecture", "Kernel *: * — Performance", "wgmma Alone: Rate Against N",
-                "TMA Alone: What One Thread Can Issue", "Bursts From a Rest", "GEMM Across Sizes", "Shape Atlas — *",
+                "TMA Alone: What One Thread Can Issue", "Bursts From a Rest", "GEMM Across Sizes", "Shape Atlas — BF16",
+                "Shape Atlas — FP8 Block-Scaled",
                 "Timing Under the Power Cap", "BF16: Each Step Against cuBLAS BF16", "BF16 Beside fast.cu", "FP8: Three Precisions Side by Side",
                 "FP8: Sums Promoted to FP32", "FP8: Block Scales",
                 "FP8 Beside DeepGEMM", "Mixture of Experts: the All-to-All", "What It Means for Data-Parallel Training",

@@ -17,6 +17,10 @@ from tests.test_build import (assert_spoken_first, deck, fixture_outline, headin
                               slides_of)
 
 STREAMED = {s.precision: s.best.id for s in catalogue.SHAPE_STEPS}
+KERNEL = {name: catalogue.resolve(role) for name, (role, _) in catalogue.ATLASES.items()}    # each atlas's own kernel
+# the atlases stream-K stands in for at small M (their kernel is a headline), and the others (FP8's)
+WITH_STREAM_K = [name for name, kernel in KERNEL.items() if catalogue.streamed_for(kernel)]
+VERSUS = {name: "cuBLASLt" if catalogue.step_of(kernel).precision == "fp8" else "cuBLAS" for name, kernel in KERNEL.items()}
 OUTLINED = f'stroke="{kit.INK}"'          # a cell the heatmap outlines, and the legend's swatch
 
 
@@ -40,21 +44,24 @@ def planned(kernel: str, m: int, n: int, k: int, sm_count: int) -> tuple[dict, d
             {"kind": kind, **{key: made[key] for key in ("units", "clusters", "k_tiles")}})
 
 
-def atlas_record(doc: dict, precision: str, ratio, versus=faster, rule=catalogue.kernel_for) -> dict:
-    """An atlas record of ``precision`` in the shape bench/gemm/atlas.py writes: each cell run by the
+def atlas_record(doc: dict, name: str, ratio, versus=faster, rule=catalogue.kernel_for) -> dict:
+    """The atlas ``name``'s record in the shape bench/gemm/atlas.py writes: each cell run by the
     kernel ``rule`` picks (the catalogue's), with its tile and plan, at ``ratio(m, n, k)`` of cuBLAS;
-    where that was stream-K, the headline beside it in the same turns, stream-K's speed over it
-    ``versus(m, n, k)``. The rest of each row is the fixture's sweep row of the headline at its first
-    correct size."""
+    where that was stream-K, the atlas's own kernel beside it in the same turns, stream-K's speed over
+    it ``versus(m, n, k)``. The rest of each row is the fixture's sweep row of the kernel (else of
+    another kernel of its precision) at its first correct size."""
     sms = doc["device"]["sm_count"]
-    headline = catalogue.HEADLINES[precision]
-    sweep = doc["benchmarks"][catalogue.step_of(headline).sweep_id]
+    headline = KERNEL[name]
+    step = catalogue.step_of(headline)
+    precision = step.precision
+    sweep = doc["benchmarks"][next(sid for sid in (step.sweep_id, *(s.sweep_id for s in catalogue.SWEPT if s.precision == precision))
+                                   if sid in doc["benchmarks"])]
     template = next(r for r in sweep["rows"] if r["outcome"] == "correct")
     error = {"passed": True, "rel_error": template["check"]["rel_error"]}
     rows = []
     for model, projection, n, k in atlas.PROJECTIONS:
         for m in atlas.MS:
-            kernel = rule(precision, m, n, sms)
+            kernel = rule(headline, m, n, sms)
             tile, launched = planned(kernel, m, n, k, sms)
             row = {**copy.deepcopy(template), "model": model, "projection": projection, "shape": [m, n, k],
                    "kernel": kernel, "tile": tile, "plan": launched, "cublas_check": dict(error),
@@ -65,12 +72,13 @@ def atlas_record(doc: dict, precision: str, ratio, versus=faster, rule=catalogue
                                    "check": dict(error), "ratio": speed, "ci": ci}
                 row["tflops"]["headline"] = row["tflops"]["kernel"] / speed
             rows.append(row)
-    bid = atlas.atlas_id(precision)
+    bid = catalogue.atlas_id(name)
     bench = registry.discover()[bid]
-    kernels = (headline, STREAMED[precision])
+    kernels = (headline, *([STREAMED[precision]] if name in WITH_STREAM_K else []))
     return {**copy.deepcopy(sweep), "family": "atlas", "title": bench.title, **bench.provenance(),
             "params": {"kernels": list(kernels), "rule": "catalogue.kernel_for", "layout": "b_kmajor",
                        "precision": precision, "ms": list(atlas.MS),
+                       **({"scaling": step.scaling, "output": catalogue.output_of(step.best.tile)} if precision == "fp8" else {}),
                        "projections": [{"model": m, "projection": p, "n": n, "k": k} for m, p, n, k in atlas.PROJECTIONS],
                        "tiles": {kid: list(catalogue.step_of(kid).tiles) for kid in kernels},
                        "small_tile_below_sms": catalogue.SMALL_TILE_BELOW, "cublas": sweep["params"]["cublas"],
@@ -79,8 +87,8 @@ def atlas_record(doc: dict, precision: str, ratio, versus=faster, rule=catalogue
 
 
 def with_atlases(doc: dict, ratio, **kw) -> dict:
-    for precision in atlas.ATLAS:
-        doc["benchmarks"][atlas.atlas_id(precision)] = atlas_record(doc, precision, ratio, **kw)
+    for name in catalogue.ATLASES:
+        doc["benchmarks"][catalogue.atlas_id(name)] = atlas_record(doc, name, ratio, **kw)
     return doc
 
 
@@ -105,13 +113,19 @@ def test_each_cell_is_its_ratio_and_stream_k_is_outlined(fixture_doc, write_resu
     ratio = lambda m, n, k: 0.5 + m / 16384          # 0.5 at the smallest M, 1.5 at the largest
     s, out = built(with_atlases(fixture_doc, ratio), write_results, tmp_path)
     sms = fixture_doc["device"]["sm_count"]
-    for precision, title in SLIDES.items():
+    for name, title in SLIDES.items():
         svg = svg_of(s[title], out)
         for m in atlas.MS:
             assert f">{100 * ratio(m, 1, 1):.0f}<" in svg
+        large = min(m for m in atlas.MS if m >= 512)
+        assert f"down to {100 * ratio(large, 1, 1):.1f}% of {VERSUS[name]}" in s[title]
+        if name not in WITH_STREAM_K:      # FP8's: its own kernel in every cell, nothing outlined
+            assert svg.count(OUTLINED) == 0 and "outlined" not in svg
+            continue
+        precision = catalogue.step_of(KERNEL[name]).precision
         # stream-K's cells, where its cluster's tiles span M: every projection up to M = 512
         streamed = [(n, m) for _, _, n, _ in atlas.PROJECTIONS for m in atlas.MS
-                    if catalogue.kernel_for(precision, m, n, sms) == STREAMED[precision]]
+                    if catalogue.kernel_for(KERNEL[name], m, n, sms) == STREAMED[precision]]
         assert {m for _, m in streamed} == {m for m in atlas.MS if m <= 512}
         assert len(streamed) == len(atlas.PROJECTIONS) * len({m for _, m in streamed})
         assert svg.count(OUTLINED) == len(streamed) + 1 and "outlined: stream-K ran" in svg
@@ -123,8 +137,6 @@ def test_each_cell_is_its_ratio_and_stream_k_is_outlined(fixture_doc, write_resu
         assert (f"- Up to M = 256: down to {100 * ratio(m, 1, 1):.1f}% at {model} {projection}, M = {m}: {tiles} "
                 f"tiles for {sms} SMs, their K-tiles shared by {launched['clusters']} clusters.") in s[title]
         assert f"where stream-K shared its {tiles} tiles' K-tiles among {launched['clusters']} clusters" in s[title]
-        large = min(m for m in atlas.MS if m >= 512)
-        assert f"down to {100 * ratio(large, 1, 1):.1f}% of cuBLAS" in s[title]
 
 
 CIS = {"faster everywhere": lambda m, n, k: (1.2, [1.1, 1.3]),
@@ -140,8 +152,9 @@ def test_stream_k_is_weighed_against_the_headline_in_the_same_turns(fixture_doc,
     ratio = lambda m, n, k: 0.8 if m <= 256 else 0.9        # neither held: every bullet at its longest
     doc = with_atlases(fixture_doc, ratio, versus=CIS[case])
     s, _ = built(doc, write_results, tmp_path)
-    for precision, title in SLIDES.items():
-        pairs = [r["headline"] for r in doc["benchmarks"][atlas.atlas_id(precision)]["rows"] if "headline" in r]
+    for name in WITH_STREAM_K:
+        title = SLIDES[name]
+        pairs = [r["headline"] for r in doc["benchmarks"][catalogue.atlas_id(name)]["rows"] if "headline" in r]
         ratios = sorted(p["ratio"] for p in pairs)
         median = (ratios[(len(ratios) - 1) // 2] + ratios[len(ratios) // 2]) / 2
         up, down = sum(p["ci"][0] > 1 for p in pairs), sum(p["ci"][1] < 1 for p in pairs)
@@ -160,42 +173,48 @@ def test_each_cells_error_is_held_against_cublas_on_its_operands(fixture_doc, wr
     """The error bullet: every cell within ERROR_HELD of cuBLAS's error, or how many are, the worst
     and where; a cell whose error is ``worse`` times cuBLAS's at M = 64 of the first projection."""
     doc = with_atlases(fixture_doc, lambda m, n, k: 1.0)
-    for precision in atlas.ATLAS:
-        row = doc["benchmarks"][atlas.atlas_id(precision)]["rows"][0]
+    for name in catalogue.ATLASES:
+        row = doc["benchmarks"][catalogue.atlas_id(name)]["rows"][0]
         row["check"] = {**row["check"], "rel_error": worse * row["cublas_check"]["rel_error"]}
     s, _ = built(doc, write_results, tmp_path)
     model, projection, _, _ = atlas.PROJECTIONS[0]
     cells = len(atlas.PROJECTIONS) * len(atlas.MS)
-    for title in SLIDES.values():
+    for name, title in SLIDES.items():
         assert bullet(s[title], "- Error") == (
-            "- Error within 1.25× cuBLAS's in every cell." if worse <= slides_atlas.ERROR_HELD else
-            f"- Error within 1.25× cuBLAS's in {cells - 1} of {cells} cells; worst {worse:.1f}×, "
+            f"- Error within 1.25× {VERSUS[name]}'s in every cell." if worse <= slides_atlas.ERROR_HELD else
+            f"- Error within 1.25× {VERSUS[name]}'s in {cells - 1} of {cells} cells; worst {worse:.1f}×, "
             f"{model} {projection}, M = {min(atlas.MS)}.")
         assert prose_words(s[title]) <= 80, prose_words(s[title])
 
 
-@pytest.mark.parametrize("precisions", [("tf32",), ("tf32", "bf16")])
-def test_the_takeaways_give_each_atlas_median_and_worst(fixture_doc, write_results, tmp_path, precisions):
-    """One line for the atlases measured, each precision's median and worst: not only the better one."""
-    ratios_of = {"tf32": lambda m, n, k: 0.5 + m / 16384, "bf16": lambda m, n, k: 0.4 + m / 32768}
-    for precision in precisions:
-        fixture_doc["benchmarks"][atlas.atlas_id(precision)] = atlas_record(fixture_doc, precision, ratios_of[precision])
+@pytest.mark.parametrize("names", [("tf32",), ("tf32", "bf16"), tuple(catalogue.ATLASES)])
+def test_the_takeaways_give_each_atlas_median_and_worst(fixture_doc, write_results, tmp_path, names):
+    """One line for the atlases measured, each precision's median and worst (its first atlas's): not
+    only the better one; the notes name each atlas's worst shape."""
+    ratio_of = lambda at: lambda m, n, k: 0.5 - at / 10 + m / 16384 / (1 + at)
+    for at, name in enumerate(names):
+        fixture_doc["benchmarks"][catalogue.atlas_id(name)] = atlas_record(fixture_doc, name, ratio_of(at))
     s, _ = built(fixture_doc, write_results, tmp_path)
     cells = len(atlas.PROJECTIONS) * len(atlas.MS)
-    parts = []
-    for precision in precisions:
-        ratio = ratios_of[precision]
+    parts, precisions = [], set()
+    for at, name in enumerate(names):
+        precision = catalogue.step_of(KERNEL[name]).precision
+        if precision in precisions:          # a precision's first atlas speaks for it
+            continue
+        precisions.add(precision)
+        ratio = ratio_of(at)
         ratios = sorted(ratio(m, 1, 1) for _ in atlas.PROJECTIONS for m in atlas.MS)
         median = (ratios[(cells - 1) // 2] + ratios[cells // 2]) / 2
-        parts.append(f"{precision.upper()} {100 * median:.1f}% ({100 * ratio(min(atlas.MS), 1, 1):.0f}%)")
+        parts.append(f"{catalogue.ATLASES[name][1]} {100 * median:.1f}% ({100 * ratio(min(atlas.MS), 1, 1):.0f}%)")
     assert f"- {cells} model shapes, median (worst) of cuBLAS: {', '.join(parts)}." in s["Takeaways — The Figures"]
-    for precision in precisions:
+    for name in names:
         model, projection, _, _ = atlas.PROJECTIONS[0]
-        assert f"The worst model shape in {precision.upper()}: {model} {projection}, M = {min(atlas.MS)}." in s["Takeaways — The Figures"]
+        assert (f"The worst model shape in {catalogue.ATLASES[name][1]}: {model} {projection}, M = {min(atlas.MS)}."
+                in s["Takeaways — The Figures"])
 
 
 def test_a_small_shape_that_fills_the_sms_is_not_blamed_on_idle_sms(fixture_doc, write_results, tmp_path):
-    fixture_doc["benchmarks"][atlas.atlas_id("tf32")] = atlas_record(
+    fixture_doc["benchmarks"][catalogue.atlas_id("tf32")] = atlas_record(
         fixture_doc, "tf32", lambda m, n, k: 0.5 if (m, n) == (256, 28672) else 1.0)
     s, _ = built(fixture_doc, write_results, tmp_path)
     slide = s["Shape Atlas — TF32"]
@@ -204,12 +223,15 @@ def test_a_small_shape_that_fills_the_sms_is_not_blamed_on_idle_sms(fixture_doc,
 
 
 def test_a_kernel_that_holds_cuBLAS_everywhere_is_said_to(fixture_doc, write_results, tmp_path):
-    fixture_doc["benchmarks"][atlas.atlas_id("tf32")] = atlas_record(fixture_doc, "tf32", lambda m, n, k: 1.01)
+    fixture_doc["benchmarks"][catalogue.atlas_id("tf32")] = atlas_record(fixture_doc, "tf32", lambda m, n, k: 1.01)
     s, _ = built(fixture_doc, write_results, tmp_path)
     slide = s["Shape Atlas — TF32"]
     assert "at least 95% of cuBLAS everywhere" in slide and "Up to M = 256: at least 90% everywhere" in slide
     assert f"median over all {len(atlas.MS) * len(atlas.PROJECTIONS)} cells 101.0%" in slide
-    assert "Not measured on this GPU: atlas.bf16" in s["Shape Atlas — BF16"]
+    # the others have no slide: the backup divider names them
+    assert "Shape Atlas — BF16" not in s
+    assert ("the shape atlas in BF16, FP8 promoted, FP8 block-scaled (atlas.bf16, atlas.fp8, atlas.fp8_blocks)"
+            in s["Backup Slides"])
 
 
 @pytest.mark.parametrize("outcome", ["refused", "wrong"])
@@ -224,7 +246,7 @@ def test_a_cell_without_a_figure_says_why(fixture_doc, write_results, tmp_path, 
     if outcome == "wrong":
         rec["status"], rec["reason"] = "failed", "check failed"
         rec["check"] = {"passed": False, "detail": "wrong at one cell"}
-    fixture_doc["benchmarks"][atlas.atlas_id("tf32")] = rec
+    fixture_doc["benchmarks"][catalogue.atlas_id("tf32")] = rec
     s, out = built(fixture_doc, write_results, tmp_path)
     assert f">{outcome}<" in svg_of(s["Shape Atlas — TF32"], out)
     if outcome == "wrong":
@@ -255,7 +277,7 @@ def test_stream_k_draws_its_plan_for_the_first_cell_it_ran(fixture_doc, write_re
     slide = s["Stream-K — Diagram"]
     svg = svg_of(slide, out)
     m, (model, projection, n, k) = min(atlas.MS), atlas.PROJECTIONS[0]
-    row = next(r for r in doc["benchmarks"][atlas.atlas_id("bf16")]["rows"] if r["shape"] == [m, n, k])
+    row = next(r for r in doc["benchmarks"][catalogue.atlas_id("bf16")]["rows"] if r["shape"] == [m, n, k])
     assert row["kernel"] == STREAMED["bf16"]
     runs = plan.stream_k(row["plan"]["units"], row["plan"]["clusters"], row["plan"]["k_tiles"])
     lo, hi = runs["run_k_tiles"]
@@ -289,25 +311,27 @@ def test_without_a_stream_k_cell_the_grid_is_blamed_and_no_plan_is_drawn(fixture
     """An atlas whose every cell the headline ran (measured before stream-K joined it): nothing
     outlined, the small shapes' few tiles leave SMs idle, and the diagram slide says there is none."""
     ratio = lambda m, n, k: 0.5 + m / 16384
-    rule = lambda precision, m, n, sms: catalogue.HEADLINES[precision]
+    rule = lambda kernel, m, n, sms: kernel
     s, out = built(with_atlases(fixture_doc, ratio, rule=rule), write_results, tmp_path)
     sms = fixture_doc["device"]["sm_count"]
-    for title in SLIDES.values():
+    for name, title in SLIDES.items():
         svg = svg_of(s[title], out)
         assert svg.count(OUTLINED) == 0 and "outlined" not in svg and "- Outlined" not in s[title]
         m, (_, _, n, _) = min(atlas.MS), atlas.PROJECTIONS[0]
-        tiles = plan.ctas({**catalogue.tile_for(catalogue.step_of(catalogue.HEADLINE), m, n, sms), "CLUSTER_M": 1}, m, n)
-        assert f"M = {m}: only {tiles} tiles for {sms} SMs." in s[title]
-        assert f"where its {tiles} tiles leave SMs idle" in s[title]
+        tiles = plan.ctas({**catalogue.tile_for(catalogue.step_of(KERNEL[name]), m, n, sms), "CLUSTER_M": 1}, m, n)
+        if tiles < sms:
+            assert f"M = {m}: only {tiles} tiles for {sms} SMs." in s[title]
+            assert f"where its {tiles} tiles leave SMs idle" in s[title]
     slide = s["Stream-K — Diagram"]
-    assert "Not measured on this GPU: atlas.tf32, atlas.bf16 (no atlas cell ran stream-K)" in slide
+    ids = ", ".join(catalogue.atlas_id(name) for name in WITH_STREAM_K)
+    assert f"Not measured on this GPU: {ids} (no atlas cell ran stream-K)" in slide
     assert "<img" not in slide and not list(out.glob("svgs/**/stream_k.svg"))
     assert_spoken_first((out / "slides.md").read_text())
 
 
 def test_without_an_atlas_the_talk_shows_no_slide_of_it_and_the_backup_says_so(deck):
     assert not [t for t in headings(deck["md"]) if t.startswith(("Shape Atlas", catalogue.STREAM_K.title))]
-    assert "the shape atlas (atlas.tf32, atlas.bf16)" in slides_of(deck["md"])["Backup Slides"]
+    assert f"the shape atlas ({', '.join(map(catalogue.atlas_id, catalogue.ATLASES))})" in slides_of(deck["md"])["Backup Slides"]
 
 
 def test_a_cell_the_headline_ran_at_a_narrower_width_has_a_dagger_and_the_notes_count_them(fixture_doc, write_results, tmp_path):
@@ -317,10 +341,12 @@ def test_a_cell_the_headline_ran_at_a_narrower_width_has_a_dagger_and_the_notes_
     sms = fixture_doc["device"]["sm_count"]
     doc = with_atlases(fixture_doc, lambda m, n, k: 1.0)
     s, out = built(doc, write_results, tmp_path)
-    for precision, title in SLIDES.items():
-        step = catalogue.step_of(catalogue.HEADLINES[precision])
+    widened = [name for name in SLIDES if catalogue.step_of(KERNEL[name]).widths]
+    assert widened, "an atlas whose kernel has other widths"
+    for name in widened:
+        title, step = SLIDES[name], catalogue.step_of(KERNEL[name])
         narrow = [(m, n) for _, _, n, _ in atlas.PROJECTIONS for m in atlas.MS
-                  if catalogue.kernel_for(precision, m, n, sms) == step.best.id
+                  if catalogue.kernel_for(KERNEL[name], m, n, sms) == step.best.id
                   and catalogue.tile_for(step, m, n, sms)["BN"] in step.widths]
         assert narrow, "an atlas projection whose N a narrower width pads less"
         n, width = narrow[0][1], catalogue.tile_for(step, *narrow[0], sms)["BN"]
@@ -328,9 +354,9 @@ def test_a_cell_the_headline_ran_at_a_narrower_width_has_a_dagger_and_the_notes_
         assert svg.count("†") == len(narrow) + 1 and "that width pads N less" in svg      # the cells and the footnote
         assert (f"The {len(narrow)} cells with a dagger ran the headline at {step.best.tile['BM']}×{width}: "
                 f"N = {n:,} makes {-(-n // width)} tiles of {width}") in s[title]
-    for precision in atlas.ATLAS:          # the other outcome: every cell at the best's width
-        for row in doc["benchmarks"][atlas.atlas_id(precision)]["rows"]:
-            if row["kernel"] == catalogue.HEADLINES[precision]:
+    for name in catalogue.ATLASES:          # the other outcome: every cell at the best's width
+        for row in doc["benchmarks"][catalogue.atlas_id(name)]["rows"]:
+            if row["kernel"] == KERNEL[name]:
                 row["tile"]["BN"] = catalogue.step_of(row["kernel"]).best.tile["BN"]
     s, out = built(doc, write_results, tmp_path)
     for title in SLIDES.values():

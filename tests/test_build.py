@@ -11,7 +11,7 @@ import pytest
 
 import build
 from bench.gemm import catalogue
-from slides import diagrams, gemm, kit, l2, memory_latency, settle, sweep
+from slides import atlas as slides_atlas, diagrams, gemm, kit, l2, memory_latency, settle, sweep
 from slides.deck import code_block
 from slides.fmt import fmt_range, fmt_sig
 from slides.records import ROOT, SLIDES_DIR, BuildError, clock_during
@@ -93,8 +93,9 @@ def fixture_outline(held=None) -> list[str]:
             titles += written[:1] + CODE_PAGES + (SHAPE_PAGES if _fixture_measures("atlas", held) else [])
         elif name in ("atlas", "machinery", "clusters", "tma") and not _fixture_measures(name, held):
             continue                                 # not measured: one line on the backup divider
-        elif name == "atlas":                        # its slides, then stream-K's
-            titles += [t.replace("[[ sk.title ]]", catalogue.STREAM_K.title) for t in written]
+        elif name == "atlas":                        # a slide each atlas, then stream-K's
+            titles += [title for t in written for title in
+                       (list(slides_atlas.SLIDES.values()) if t == "[[ a.title ]]" else [t.replace("[[ sk.title ]]", catalogue.STREAM_K.title)])]
         elif name == "l2" and l2.MAP_ID not in held:
             titles += [t for t in written if t != l2.MAP_SLIDE]
         elif name not in ("multigpu", "overlap", "compare"):   # no node's or other GPU's file beside the fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.gemm import atlas, catalogue, benchmarks, plan
+from bench.gemm import catalogue, benchmarks, plan
 from bench.core import registry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,7 +136,7 @@ def test_the_shapes_kernels_are_on_no_track_and_timed_in_turns_with_their_precis
     on_tracks = tuple(s for track in catalogue.TRACKS.values() for s in track)
     assert catalogue.all_steps() == (*on_tracks, *catalogue.SHAPE_STEPS)
     # one for each atlas whose kernel is its precision's headline
-    assert {s.against for s in catalogue.SHAPE_STEPS} == {catalogue.resolve(role) for role, _ in atlas.ATLAS.values()
+    assert {s.against for s in catalogue.SHAPE_STEPS} == {catalogue.resolve(role) for role, _ in catalogue.ATLASES.values()
                                                           if catalogue.resolve(role) in catalogue.HEADLINES.values()}
     for step in catalogue.SHAPE_STEPS:
         assert step not in on_tracks and catalogue.step_named(step.name) is step

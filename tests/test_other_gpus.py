@@ -6,7 +6,7 @@ import os
 import pytest
 
 import build
-from bench.gemm import atlas, catalogue
+from bench.gemm import catalogue
 from bench.core import cuda, registry, runner
 from slides.device import PER_SM_FLOP_PER_CLK
 from tests.conftest import builds
@@ -28,7 +28,7 @@ OTHER_GPUS = {
 # and bursts that use them, the BF16 and FP8 peers that run beside them, and Hopper's machinery measured alone.
 HOPPER_ONLY = ({bid for bid, (s, v) in catalogue.KERNELS.items() if s.min_cc == catalogue.HOPPER}
                | {s.sweep_id for s in catalogue.SWEPT if s.min_cc == catalogue.HOPPER}
-               | {atlas.atlas_id(precision) for precision in atlas.ATLAS}
+               | {catalogue.atlas_id(precision) for precision in catalogue.ATLASES}
                | {"tune.persistent", "settle.headline", "burst.gemm", "peers.fastcu", "peers.deepgemm"}
                | {bid for bid in registry.discover() if bid.startswith("machinery.")})
 

@@ -1,5 +1,5 @@
 """The shape atlas: each precision's kernels beside cuBLAS of its precision over the shapes models
-run, not one reference shape and squares. Each atlas runs one kernel of the catalogue (ATLAS, by its
+run, not one reference shape and squares. Each atlas runs one kernel of the catalogue (ATLASES, by its
 role), or where it has a shape step the one the catalogue's rule picks (catalogue.kernel_for:
 stream-K for a few hundred rows, else the headline), with the headline in the same turns where the
 rule picked stream-K. FP8 has two: the kernel that sums in FP32 with a scale a tensor, against
@@ -32,17 +32,8 @@ PROJECTIONS = (
 )
 if quick():    # two cells an atlas: M of decoding and of a prefill through the first projection
     PROJECTIONS = PROJECTIONS[:1]
-# Each atlas's kernel by its role (catalogue.ROLES), and what its records and slides call it
-ATLAS = {"tf32": ("headline", "TF32"), "bf16": ("headline_bf16", "BF16"),
-         "fp8": ("promoted_fp8", "FP8 promoted"), "fp8_blocks": ("block_scaled", "FP8 block-scaled")}
-
-
-def atlas_id(name: str) -> str:
-    return f"atlas.{name}"
-
-
 def _register_atlas(name: str) -> None:
-    role, label = ATLAS[name]
+    role, label = catalogue.ATLASES[name]
     kernel = catalogue.resolve(role)
     streamed = catalogue.streamed_for(kernel)
     step = catalogue.step_of(kernel)
@@ -51,7 +42,7 @@ def _register_atlas(name: str) -> None:
     rule = ("stream-K where its tile for M spans M in one cluster (catalogue.kernel_for), else the headline" if streamed
             else "its tile by M (catalogue.tile_for)")
 
-    @register(atlas_id(name), sources=tuple(dict.fromkeys(
+    @register(catalogue.atlas_id(name), sources=tuple(dict.fromkeys(
                   (*(f for s in steps.values() for f in benchmarks.kernel_sources(s)), "bench/gemm/sweep.py"))),
               kernels=catalogue.definitions(routes), builds=tuple(b for s in steps.values() for b in sweep.tile_builds(s)),
               timeout_s=900, min_cc=step.min_cc, title=f"{label} over the shapes models run")
@@ -82,5 +73,5 @@ def _register_atlas(name: str) -> None:
                 "rows": rows}
 
 
-for _name in ATLAS:
+for _name in catalogue.ATLASES:
     _register_atlas(_name)
