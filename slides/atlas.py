@@ -157,15 +157,14 @@ def _baseline(params: dict) -> dict:
         return {"versus": "cuBLAS", "baseline": f"cuBLAS {precision.upper()} (same layout, in turns)",
                 "baseline_said": f"cuBLAS {precision.upper()}"}
     mode, said = (("same block scales", "given the same block scales") if params.get("scaling") == "blocks"
-                  else ("accurate mode", "in its accurate mode, which promotes its sums too"))
-    output = params.get("output", "fp32").upper()
-    return {"versus": "cuBLASLt", "baseline": f"cuBLASLt FP8 ({mode}, {output} C, in turns)",
-            "baseline_said": f"cuBLASLt FP8 {said} ({output} C)"}
+                  else ("accurate mode", "in its accurate mode"))
+    return {"versus": "cuBLASLt", "baseline": f"cuBLASLt FP8 ({mode}, {params.get('output', 'fp32').upper()} C, in turns)",
+            "baseline_said": f"cuBLASLt FP8 {said}"}
 
 
 def one(deck, name: str, sm_count: int) -> dict:
     """One atlas: its record (result), its cells, and what its slide and notes say of them."""
-    r = deck.record(atlas_id(name))      # not deck.need: without figures it has no slide, and the backup divider names it
+    (r,) = deck.need(SLIDES[name], atlas_id(name))
     label = ATLASES[name][1]
     if not r["measured"] or r["failed"] and "rows" not in r["record"]:
         return {"result": r, "rows": None, "precision": label, "title": SLIDES[name]}

@@ -734,8 +734,8 @@ def test_missing_slide_tells_what_each_step_past_the_reference_added(deck):
     assert f"{tiles:,} tiles on {at_once} CTAs at a time make {tiles / at_once:.2f} waves" in still
     cublas = b[top]["cublas"]
     assert (f"**{b[top]['tflops']:,.1f} TFLOPS**, **{100 * b[top]['tflops'] / cublas['tflops']:.1f}%** of cuBLAS TF32, "
-            f"same operands and layout ({cublas['tflops']:,.1f} TFLOPS, in turns); error {b[top]['check']['rel_error']:.1e} "
-            f"against double precision, cuBLAS's {cublas['check']['rel_error']:.1e}.") in closing
+            f"same operands and layout ({cublas['tflops']:,.1f} TFLOPS, in turns); error against FP64 "
+            f"{b[top]['check']['rel_error']:.1e}, cuBLAS's {cublas['check']['rel_error']:.1e}.") in closing
     # past the GEMM: the BF16 headline and the memory, each from its own record
     bf16 = b[catalogue.HEADLINE_BF16]
     assert f"BF16: **{bf16['tflops']:,.1f} TFLOPS**, {100 * bf16['tflops'] / bf16['cublas']['tflops']:.1f}% of cuBLAS BF16" in closing
