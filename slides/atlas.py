@@ -11,12 +11,14 @@ from statistics import median
 
 from bench.gemm import catalogue, plan
 from bench.gemm.catalogue import ATLASES, atlas_id
+from slides.fmt import fmt_range
 from slides.gemm import code_view, gain_in_turns, standing
 from slides.kit import Cell, heatmap
 from slides.records import Context
 from slides.step_diagrams import stream_k_diagram, stream_k_runs
 from slides.sweep import tile_label
 import slides.device
+import slides.hbm
 
 LARGE_M = 512          # from this M up, the kernel is held to HELD_LARGE of cuBLAS ...
 HELD_LARGE = 0.95
@@ -149,6 +151,34 @@ def _worst_said(row: dict, sm_count: int) -> str:
     return f"; the worst, {100 * row['ratio_same_layout']:,.1f}% at {_where(row)}, {why}"
 
 
+def _floor_share(row: dict, params: dict, device, copy_gbps: float | None) -> float | None:
+    """Where a cell is bound by memory (its least bytes, A and B read once and C written once, at the
+    measured HBM copy's rate take longer than its FLOPs at the tensor cores' dense peak at the clock
+    it ran at): the kernel's share of that floor, the HBM roofline; None where compute bounds it, or
+    without a copy, a rate or a clock."""
+    rate = (device.rates or {}).get(params["precision"])
+    timed = row["time_ms"]["kernel"]
+    if not (rate and copy_gbps and timed.get("sm_clock_mhz")):
+        return None
+    m, n, k = row["shape"]
+    moved = (m + n) * k * catalogue.ELEMENT_BYTES[params["precision"]] + m * n * (2 if params.get("output") == "bf16" else 4)
+    floor_ms = moved / copy_gbps / 1e6
+    compute_ms = 2 * m * n * k / slides.device.peak_tflops(device, rate, timed["sm_clock_mhz"]) / 1e9
+    return floor_ms / timed["median"] if floor_ms > compute_ms else None
+
+
+def _memory(correct: list[dict], params: dict, device, copy: dict | None) -> dict | None:
+    """The cells bound by memory (_floor_share), each by (model, projection, M), and the kernel's
+    shares of the HBM roofline there; None where no cell is."""
+    shares = {(x["model"], x["projection"], x["shape"][0]): share for x in correct
+              if (share := _floor_share(x, params, device, copy and copy["gbps"])) is not None}
+    if not shares:
+        return None
+    return {"cells": shares, "up_to": max(m for _, _, m in shares), "gbps": copy["gbps"],
+            "range": fmt_range({"low": 100 * min(shares.values()), "high": 100 * max(shares.values())}, 0),
+            "median": 100 * median(shares.values())}
+
+
 def _baseline(params: dict) -> dict:
     """What an atlas's cells are divided by: the library (versus), as the heatmap's title names it
     (baseline), and as the notes say it (baseline_said); FP8's cuBLASLt in the mode the record names."""
@@ -162,7 +192,7 @@ def _baseline(params: dict) -> dict:
             "baseline_said": f"cuBLASLt FP8 {said}"}
 
 
-def one(deck, name: str, sm_count: int) -> dict:
+def one(deck, name: str, device, copy: dict | None) -> dict:
     """One atlas: its record (result), its cells, and what its slide and notes say of them."""
     (r,) = deck.need(SLIDES[name], atlas_id(name))
     label = ATLASES[name][1]
@@ -183,8 +213,9 @@ def one(deck, name: str, sm_count: int) -> dict:
             "rows": rows, "params": params, "correct": len(correct),
             "median_pct": 100 * median(ratios) if ratios else None,
             "worst": worst and {"where": _where(worst), "pct": 100 * worst["ratio_same_layout"]},
-            "worst_said": _worst_said(worst, sm_count) if worst else "",
-            "large": worst_large and _large(worst_large, versus), "small": worst_small and _small(worst_small, sm_count),
+            "worst_said": _worst_said(worst, device.sm_count) if worst else "",
+            "large": worst_large and _large(worst_large, versus), "small": worst_small and _small(worst_small, device.sm_count),
+            "memory": _memory(correct, params, device, copy),
             "above": sum(x >= 1 for x in ratios), "error": _errors(correct, versus), "narrow": _narrow(correct),
             "streamed": {"cells": len(streamed), "up_to": max(x["shape"][0] for x in streamed),
                          "versus": _versus_headline(streamed)} if streamed else None,
@@ -245,8 +276,7 @@ def _call(pair: dict) -> str:
 
 
 def context(deck) -> Atlas:
-    sms = deck.of(slides.device).sm_count
-    maps = {name: one(deck, name, sms) for name in ATLASES}
+    maps = {name: one(deck, name, deck.of(slides.device), deck.of(slides.hbm).best) for name in ATLASES}
     measured = any(a["rows"] for a in maps.values())
     # stream-K's slides, and its backup pages, only beside an atlas (they are the atlas's kernel)
     return Atlas(maps=maps, answer=ANSWER, measured=measured, ids=[a["result"]["id"] for a in maps.values()],
@@ -259,7 +289,8 @@ def context(deck) -> Atlas:
 def atlas_map(a: dict) -> str:
     """Rows the projections, columns M; each cell the % of cuBLAS (same layout, in turns) of the kernel
     the catalogue's rule picked, outlined where that was stream-K."""
-    params, by = a["params"], {}
+    params, by, memory = a["params"], {}, a["memory"]
+    bound = memory["cells"] if memory else {}
     for row in a["rows"]:
         by[(row["model"], row["projection"], row["shape"][0])] = row
     labels, grid = [], []
@@ -272,7 +303,8 @@ def atlas_map(a: dict) -> str:
                 line.append(Cell(None, row["outcome"] if row else "—"))
                 continue
             ratio = row["ratio_same_layout"]
-            line.append(Cell(ratio, f"{100 * ratio:.0f}", row.get("kernel") in STREAMED, _ran_narrow(row)))
+            line.append(Cell(ratio, f"{100 * ratio:.0f}", row.get("kernel") in STREAMED, _ran_narrow(row),
+                             (p["model"], p["projection"], m) in bound))
         grid.append(line)
     marked = "outlined: stream-K ran (the catalogue's rule: its cluster's tiles span M)" if a["streamed"] else ""
     narrow = a["narrow"]
@@ -281,8 +313,10 @@ def atlas_map(a: dict) -> str:
     # the title states the finding: the median cell and the lowest, and where
     finding = (f": median {a['median_pct']:.1f}%, lowest {a['worst']['pct']:.1f}% at {a['worst']['where']}"
                if a["median_pct"] is not None and a["worst"] else "")
+    dotted = (f"bound by memory: {memory['range']}% of the HBM roofline ({memory['gbps']:,.0f} GB/s, the measured copy)"
+              if memory else "")
     return heatmap(labels, [f"{m:,}" for m in params["ms"]], grid, f"{a['precision']}: % of {a['baseline']}{finding}",
-                   "M, the rows of A (tokens); rows: projections (N×K)", marked, footnote=footnote)
+                   "M, the rows of A (tokens); rows: projections (N×K)", marked, footnote=footnote, dotted=dotted)
 
 
 def draw(own: Atlas, deck) -> dict[str, str]:

@@ -381,23 +381,24 @@ class Cell:
     label: str = ""               # written in the cell (its value, or why there is none)
     marked: bool = False          # drawn with a dark outline (what the legend says it means)
     noted: bool = False           # its label followed by a dagger (what the footnote says it means)
+    dotted: bool = False          # a dot in its corner (what the legend's dot says it means)
 
 
 def heatmap(rows: list[str], columns: list[str], cells: list[list[Cell]], title: str, column_title: str,
-            marked: str = "", span: float = 0.25, width: int = 860, footnote: str = "") -> str:
+            marked: str = "", span: float = 0.25, width: int = 860, footnote: str = "", dotted: str = "") -> str:
     """A grid of ratios around 1: white at 1, the accent deeper above it, the reference colour
     deeper below, full at ``span`` away; each cell's label written in it, missing cells grey; below
-    it, what an outline means (``marked``) and what a dagger means (``footnote``)."""
+    it, what an outline means (``marked``), a dagger (``footnote``) and a dot (``dotted``)."""
     size, row_h, legend_h, line_h = 11, 24, 20, 16
     left = max(text_width(r, size) for r in rows) + 16
-    titles = wrap(title, 12, width - left - 10, 2)         # a title that states a finding may take two lines
+    titles = wrap(title, 12, width - 14, 2)                # over the whole figure; a finding may take two lines
     top = 56 + line_h * (len(titles) - 1)
     col_w = (width - left - 10) / len(columns)
-    legends = [line for line in (marked, footnote) if line]
+    legends = [line for line in (marked, footnote, dotted) if line]
     h = top + row_h * len(rows) + 14 + legend_h * max(1, len(legends))
     dwg = drawing(width, h)
     for i, line in enumerate(titles):
-        text(dwg, (left, 16 + line_h * i), line, size=12, color=MUTED)
+        text(dwg, (4, 16 + line_h * i), line, size=12, color=MUTED)
     text(dwg, (left, top - 22), column_title, size=11, color=MUTED)
     for j, c in enumerate(columns):
         text(dwg, (left + (j + 0.5) * col_w, top - 6), c, size=size, anchor="middle")
@@ -416,6 +417,8 @@ def heatmap(rows: list[str], columns: list[str], cells: list[list[Cell]], title:
             dark = cell.value is not None and abs(cell.value - 1) > 0.6 * span
             text(dwg, (x + col_w / 2, y + row_h / 2 + size * 0.35), cell.label + ("†" if cell.noted else ""),
                  size=size, color="#ffffff" if dark else INK, anchor="middle")
+            if cell.dotted:
+                dwg.add(dwg.circle((x + col_w - 7, y + 7), 2.5, fill="#ffffff" if dark else INK))
     ly = top + row_h * len(rows) + 22
     if marked:
         dwg.add(dwg.rect((left, ly - 10), (12, 12), fill="none", stroke=INK, stroke_width=1.5))
@@ -424,6 +427,10 @@ def heatmap(rows: list[str], columns: list[str], cells: list[list[Cell]], title:
     if footnote:
         text(dwg, (left + 6, ly), "†", size=11, color=MUTED, anchor="middle")
         text(dwg, (left + 18, ly), footnote, size=11, color=MUTED)
+        ly += legend_h
+    if dotted:
+        dwg.add(dwg.circle((left + 6, ly - 4), 2.5, fill=INK))
+        text(dwg, (left + 18, ly), dotted, size=11, color=MUTED)
     return dwg.tostring()
 
 

@@ -361,3 +361,23 @@ def test_a_cell_the_headline_ran_at_a_narrower_width_has_a_dagger_and_the_notes_
     s, out = built(doc, write_results, tmp_path)
     for title in SLIDES.values():
         assert "†" not in svg_of(s[title], out) and "dagger" not in s[title]
+
+
+def test_cells_bound_by_memory_carry_a_dot_and_their_share_of_the_hbm_roofline(fixture_doc, write_results, tmp_path):
+    """A cell whose least bytes (A and B read once, C written once) at the measured copy's rate take
+    longer than its FLOPs at the tensor cores' peak is dotted, and the legend and the notes give the
+    kernel's share of that floor; a cell bound by compute is not dotted."""
+    doc = with_atlases(fixture_doc, lambda m, n, k: 1.0)
+    gbps = max(row["gbps"] for row in doc["benchmarks"]["hbm.copy_scaling"]["rows"])
+    rec = doc["benchmarks"][catalogue.atlas_id("tf32")]
+    for row in rec["rows"]:       # every cell at its floor's pace divided by 0.4: those bound by memory at 40% of it
+        m, n, k = row["shape"]
+        floor_ms = ((m + n) * k * 4 + m * n * 4) / gbps / 1e6
+        row["time_ms"]["kernel"] = {**row["time_ms"]["kernel"], "median": floor_ms / 0.4, "sm_clock_mhz": 1500.0}
+    s, out = built(doc, write_results, tmp_path)
+    svg = svg_of(s[SLIDES["tf32"]], out)
+    dots = svg.count("<circle") - 1                      # the legend's dot
+    assert 0 < dots < len(rec["rows"])                   # the small M are bound by memory, the large not
+    assert f"bound by memory: 40% of the HBM roofline ({gbps:,.0f} GB/s, the measured copy)" in svg
+    notes = s[SLIDES["tf32"]].split("<!--")[1]
+    assert f"The {dots} dotted cells" in notes and "reaches 40% of that floor, median 40%." in notes
