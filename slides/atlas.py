@@ -41,6 +41,8 @@ class Atlas(Context):
     measured: bool                      # an atlas has figures: without one the section shows nothing
     ids: list[str]
     streamed_ids: list[str]             # the atlases whose small shapes stream-K may run
+    parts: list[str]                    # the slides in order: each atlas with figures by name, "stream_k" after the last
+                                        # of those stream-K may run in (its code and plan: the backup beside that atlas)
     summary: list[dict]                 # the takeaways' line: each precision whose atlas has figures
     stream_k: dict | None
 
@@ -278,12 +280,16 @@ def _call(pair: dict) -> str:
 def context(deck) -> Atlas:
     maps = {name: one(deck, name, deck.of(slides.device), deck.of(slides.hbm).best) for name in ATLASES}
     measured = any(a["rows"] for a in maps.values())
-    # stream-K's slides, and its backup pages, only beside an atlas (they are the atlas's kernel)
+    streamed = [name for name, (role, _) in ATLASES.items() if catalogue.streamed_for(catalogue.resolve(role))]
+    parts = [name for name, a in maps.items() if a["rows"]]
+    # stream-K's slides, and its backup pages, only beside an atlas it may run in (they are that atlas's kernel)
+    beside = [name for name in parts if name in streamed]
+    if beside:
+        parts.insert(parts.index(beside[-1]) + 1, "stream_k")
     return Atlas(maps=maps, answer=ANSWER, measured=measured, ids=[a["result"]["id"] for a in maps.values()],
-                 streamed_ids=[atlas_id(name) for name, (role, _) in ATLASES.items()
-                               if catalogue.streamed_for(catalogue.resolve(role))],
+                 streamed_ids=[atlas_id(name) for name in streamed], parts=parts,
                  summary=[a for a in maps.values() if a["rows"] and a["median_pct"] is not None],
-                 stream_k=stream_k(deck, maps) if measured else None)
+                 stream_k=stream_k(deck, maps) if beside else None)
 
 
 def atlas_map(a: dict) -> str:

@@ -293,7 +293,7 @@ def small_m(atlas) -> dict | None:
         return None
     at, small, large = min(cells, key=lambda c: c[1]["pct"])
     loses = small["pct"] < large["pct"]
-    return {"precision": at["precision"], "pct": small["pct"], "where": small["where"], "to": small["to"],
+    return {"precision": at["precision"], "versus": at["versus"], "pct": small["pct"], "where": small["where"], "to": small["to"],
             "large_pct": large["pct"], "large_from": large["from"], "loses": loses,
             "lead": "Small M is where a GEMM loses" if loses else "Small M holds up",
             "tail": "" if loses else f", no lower than from M = {large['from']} up"}

@@ -230,7 +230,7 @@ def test_a_kernel_that_holds_cuBLAS_everywhere_is_said_to(fixture_doc, write_res
     assert f"median over all {len(atlas.MS) * len(atlas.PROJECTIONS)} cells 101.0%" in slide
     # the others have no slide: the backup divider names them
     assert "Shape Atlas — BF16" not in s
-    assert ("the shape atlas in BF16, FP8, FP8 block-scaled (atlas.bf16, atlas.fp8, atlas.fp8_blocks)"
+    assert ("the shape atlas in BF16, FP8 block-scaled, FP8 (atlas.bf16, atlas.fp8_blocks, atlas.fp8)"
             in s["Backup Slides"])
 
 

@@ -93,9 +93,12 @@ def fixture_outline(held=None) -> list[str]:
             titles += written[:1] + CODE_PAGES + (SHAPE_PAGES if _fixture_measures("atlas", held) else [])
         elif name in ("atlas", "machinery", "clusters", "tma") and not _fixture_measures(name, held):
             continue                                 # not measured: one line on the backup divider
-        elif name == "atlas":                        # a slide each atlas, then stream-K's
-            titles += [title for t in written for title in
-                       (list(slides_atlas.SLIDES.values()) if t == "[[ a.title ]]" else [t.replace("[[ sk.title ]]", catalogue.STREAM_K.title)])]
+        elif name == "atlas":                        # the atlases stream-K may run in, its two slides, the others
+            names = [n for n in catalogue.ATLASES if catalogue.atlas_id(n) in held]
+            streamed = [n for n in names if catalogue.streamed_for(catalogue.resolve(catalogue.ATLASES[n][0]))]
+            stream_k = [t.replace("[[ sk.title ]]", catalogue.STREAM_K.title) for t in written if "[[ sk.title ]]" in t]
+            titles += [slides_atlas.SLIDES[n] for n in streamed] + (stream_k if streamed else []) + \
+                      [slides_atlas.SLIDES[n] for n in names if n not in streamed]
         elif name == "l2" and l2.MAP_ID not in held:
             titles += [t for t in written if t != l2.MAP_SLIDE]
         elif name not in ("multigpu", "overlap", "compare"):   # no node's or other GPU's file beside the fixture
@@ -827,7 +830,7 @@ def test_each_lesson_takes_its_other_wording_or_drops_out(fixture_doc, write_res
     main = slides_of((tmp_path / "slides.md").read_text())["Takeaways"]
     assert "The power cap" not in main and "with no throttle reason." in main and "FP8" not in main
     # small M: its worst cell below the larger sizes' worst, or not
-    summary = [{"precision": "TF32", "small": {"pct": 60.0, "where": "X, M = 64", "to": 256},
+    summary = [{"precision": "TF32", "versus": "cuBLAS", "small": {"pct": 60.0, "where": "X, M = 64", "to": 256},
                 "large": {"pct": 90.0, "from": 512}}]
     assert closing.small_m(SimpleNamespace(summary=summary))["loses"]
     summary[0]["large"]["pct"] = 50.0

@@ -370,7 +370,7 @@ KERNELS.update({v.id: (s, v) for s in SHAPE_STEPS for v in s.variants})
 # The shape atlas (bench/gemm/atlas.py): each atlas's kernel by its role, and what its records and
 # slides call it. Where the kernel has a shape step (streamed_for), that one runs the few-row shapes.
 ATLASES = {"tf32": ("headline", "TF32"), "bf16": ("headline_bf16", "BF16"),
-           "fp8": ("promoted_fp8", "FP8"), "fp8_blocks": ("block_scaled", "FP8 block-scaled")}
+           "fp8_blocks": ("block_scaled", "FP8 block-scaled"), "fp8": ("promoted_fp8", "FP8")}
 
 
 def atlas_id(name: str) -> str:
