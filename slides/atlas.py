@@ -159,8 +159,8 @@ def _floor_share(row: dict, params: dict, device, copy_gbps: float | None) -> fl
     it ran at): the kernel's share of that floor, the HBM roofline; None where compute bounds it, or
     without a copy, a rate or a clock."""
     rate = (device.rates or {}).get(params["precision"])
-    timed = row["time_ms"]["kernel"]
-    if not (rate and copy_gbps and timed.get("sm_clock_mhz")):
+    timed = (row.get("time_ms") or {}).get("kernel") or {}      # the schema does not promise a row's timings
+    if not (rate and copy_gbps and timed.get("median") and timed.get("sm_clock_mhz")):
         return None
     m, n, k = row["shape"]
     moved = (m + n) * k * catalogue.ELEMENT_BYTES[params["precision"]] + m * n * (2 if params.get("output") == "bf16" else 4)
