@@ -236,8 +236,12 @@ def changed_lines(before: str, after: str) -> dict | None:
     commented = [(lo, hi) for lo, hi in runs if any(_comment(line) for line in lines[lo - 1:hi])]
     lo, hi = max(commented or runs, key=lambda run: run[1] - run[0])
     shown = lines[lo - 1:min(hi, lo + CHANGED_LINES - 1)]
-    return {"text": textwrap.dedent("\n".join(shown)), "first": lo, "last": lo + len(shown) - 1,
-            "added": sum(hi - lo + 1 for lo, hi in runs)}
+    added, last = sum(hi - lo + 1 for lo, hi in runs), lo + len(shown) - 1
+    # how the slide says what it quotes: "2 of the 10 lines it adds to", "The line it adds to"
+    said = (f"{len(shown)} of the {added} lines" if len(shown) < added else
+            "The line" if added == 1 else f"The {added} lines") + " it adds to"
+    return {"text": textwrap.dedent("\n".join(shown)), "first": lo, "last": last, "added": added,
+            "said": said, "where": f"line {lo}" if last == lo else f"lines {lo}–{last}"}
 
 
 def highlight_of(clicks: list[dict]) -> str:

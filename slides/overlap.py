@@ -116,7 +116,8 @@ def with_elsewhere(largest: dict, others: list[dict]) -> dict:
 def against(best: dict, cublas: dict) -> dict:
     """Our best against cuBLAS's overlap: the points between their shares of the ideal, and level where
     their intervals meet, else ahead or behind."""
-    return {"points": f"{100 * (best['of_ideal'] - cublas['of_ideal']):+.0f}".replace("-", "−"),
+    points = round(100 * (best["of_ideal"] - cublas["of_ideal"]))
+    return {"points": f"{points:+d} point{'' if abs(points) == 1 else 's'}".replace("-", "−"),
             "call": ("level with" if intervals_overlap(best["of_ideal_by_sample"], cublas["of_ideal_by_sample"])
                      else "ahead of" if best["of_ideal"] > cublas["of_ideal"] else "behind")}
 
