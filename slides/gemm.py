@@ -228,7 +228,7 @@ CHANGED_LINES = 4
 def changed_lines(before: str, after: str) -> dict | None:
     """What a step adds, as its main slide quotes it: the longest run of added lines that holds a
     comment (the author's words for the idea), else the longest run, at most CHANGED_LINES of it, and
-    how many lines the step adds in all; None where it adds none."""
+    how many of the lines the step adds in all that is; None where it adds none."""
     runs = added_runs(before, after)
     if not runs:
         return None
@@ -236,12 +236,11 @@ def changed_lines(before: str, after: str) -> dict | None:
     commented = [(lo, hi) for lo, hi in runs if any(_comment(line) for line in lines[lo - 1:hi])]
     lo, hi = max(commented or runs, key=lambda run: run[1] - run[0])
     shown = lines[lo - 1:min(hi, lo + CHANGED_LINES - 1)]
-    added, last = sum(hi - lo + 1 for lo, hi in runs), lo + len(shown) - 1
-    # how the slide says what it quotes: "2 of the 10 lines it adds to", "The line it adds to"
-    said = (f"{len(shown)} of the {added} lines" if len(shown) < added else
-            "The line" if added == 1 else f"The {added} lines") + " it adds to"
-    return {"text": textwrap.dedent("\n".join(shown)), "first": lo, "last": last, "added": added,
-            "said": said, "where": f"line {lo}" if last == lo else f"lines {lo}–{last}"}
+    added = sum(hi - lo + 1 for lo, hi in runs)
+    # how the slide says what it quotes, before the step it is new since: "2 of 10 lines new since"
+    said = (f"{len(shown)} of {added} lines" if len(shown) < added else
+            "The line" if added == 1 else f"The {added} lines") + " new since"
+    return {"text": textwrap.dedent("\n".join(shown)), "said": said}
 
 
 def highlight_of(clicks: list[dict]) -> str:
