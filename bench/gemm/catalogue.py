@@ -177,8 +177,8 @@ _BF16_C = {"EPILOGUE_N": 64, "C_ELEMENT": C_ELEMENTS["bf16"]}
 # from L2 about 40 KB a K-tile instead of 28
 _BLOCK_SCALED = {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS}
 # FP8's tiles by M (tile_for), where 128 x 192 tiles in clusters of two leave most SMs idle: the
-# fastest of six tilings at most of the FP8 atlas's projections at each M (H200, in turns with
-# cuBLASLt; at M = 64, 128 x 192 ran at 42-56% of it, 64 x 64 at 51-112%). A 64-row tile is one
+# fastest of six tilings at most of five of the FP8 atlas's projections at each M (H200, in turns
+# with cuBLASLt; promoted, at M = 64: 128 x 192 at 27-56% of it, 64 x 64 at 38-112%). A 64-row tile is one
 # consumer warpgroup's. Block scales name their ring's depth: A's scales in each stage do not fit
 # beside as deep a ring as the shared memory would otherwise hold.
 _FP8_ROWS = ((64, {"BM": 64, "WARPGROUPS_M": 1, "BN": 64, "CLUSTER_M": 1}),
