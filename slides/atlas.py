@@ -39,7 +39,6 @@ class Atlas(Context):
     maps: dict
     answer: str                         # the atlas whose slide answers the sizes section's question
     measured: bool                      # an atlas has figures: without one the section shows nothing
-    ids: list[str]
     streamed_ids: list[str]             # the atlases whose small shapes stream-K may run
     parts: list[str]                    # the slides in order: each atlas with figures by name, "stream_k" after the last
                                         # of those stream-K may run in (its code and plan: the backup beside that atlas)
@@ -286,8 +285,7 @@ def context(deck) -> Atlas:
     beside = [name for name in parts if name in streamed]
     if beside:
         parts.insert(parts.index(beside[-1]) + 1, "stream_k")
-    return Atlas(maps=maps, answer=ANSWER, measured=measured, ids=[a["result"]["id"] for a in maps.values()],
-                 streamed_ids=[atlas_id(name) for name in streamed], parts=parts,
+    return Atlas(maps=maps, answer=ANSWER, measured=measured, streamed_ids=[atlas_id(name) for name in streamed], parts=parts,
                  summary=[a for a in maps.values() if a["rows"] and a["median_pct"] is not None],
                  stream_k=stream_k(deck, maps) if beside else None)
 
