@@ -70,7 +70,7 @@ def waves(resources: dict, occupancy_: dict | None, device: dict, shape: dict) -
            "last_wave_ctas": tiles - (math.ceil(n) - 1) * at_once, "idle_pct": 100 * (1 - n / math.ceil(n)),
            "split": None}
     split = resources.get("split_wave")
-    if split and split["left"]:
+    if split and split["left"] and split["split"] < split["k_tiles"]:       # a plan may leave it whole
         # the last wave lasts as long as an owner's part or a helper's run of tails, whichever is longer
         k = split["k_tiles"]
         last = max(split["split"], split["rounds"] * (k - split["split"])) / k

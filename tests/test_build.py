@@ -745,7 +745,7 @@ def test_missing_slide_tells_what_each_step_past_the_reference_added(deck):
     copy = max(r["gbps"] for r in b["hbm.copy_scaling"]["rows"])
     assert f"Memory: copies at **{copy:,.0f} GB/s**" in closing
     split = b[top]["resources"].get("split_wave")
-    if split:     # split along K: the last wave lasts an owner's part (or a helper's run of tails) of a tile
+    if split and split["left"] and split["split"] < split["k_tiles"]:     # split along K: the last wave lasts an owner's part (or a helper's run of tails) of a tile
         last = max(split["split"], split["rounds"] * (split["k_tiles"] - split["split"])) / split["k_tiles"]
         idle = 100 * (1 - (tiles / at_once) / (split["full_waves"] + last))
         assert f"the last wave lasts {last:.2f} of a tile's time and {idle:.1f}% is idle" in still
@@ -839,15 +839,23 @@ def test_each_lesson_takes_its_other_wording_or_drops_out(fixture_doc, write_res
 
 def test_split_wave_schedule_gives_every_cluster_one_piece_of_the_last_wave():
     """bench.gemm.plan.split_wave, the plan the kernel's Schedule follows: owners' parts and helpers'
-    runs of tails cover each last-wave tile's K exactly once, and neither outlasts a whole tile."""
-    from bench.gemm.plan import split_wave
-    for units, clusters, k in ((512, 66, 512), (1024, 66, 256), (64, 66, 64), (128, 66, 128), (66, 66, 32)):
+    runs of tails cover each last-wave tile's K exactly once; a helper's run, each tail charged its
+    fix-up, ends no later than its owner's part, which is shorter than a whole tile; and where no such
+    split exists the last wave stays whole."""
+    from bench.gemm.plan import TAIL_FIXUP_K_TILES as fixup, split_wave
+    for units, clusters, k in ((512, 66, 512), (1024, 66, 256), (64, 66, 64), (128, 66, 128), (66, 66, 32),
+                               (128, 66, 32), (384, 132, 12), (88, 66, 8), (88, 66, 9)):
         s = split_wave(units, clusters, k)
         assert s["full_waves"] * clusters + s["left"] == units
         if s["left"]:
             tails = [len(range(h, s["left"], s["helpers"])) for h in range(s["helpers"])]
             assert sum(tails) == s["left"] and max(tails) == s["rounds"]
-            assert max(tails) * (k - s["split"]) <= s["split"] < k
+            if s["split"] < k:
+                assert s["rounds"] * (k - s["split"] + fixup) <= s["split"]
+            else:               # not even a one-K-tile tail ends before its owner's part
+                assert s["rounds"] * (1 + fixup) > k - 1
+        else:
+            assert s["split"] == k
 
 
 def test_stream_k_plan_gives_every_cluster_one_run_of_k_tiles_within_one_of_the_others():

@@ -10,7 +10,7 @@ from .catalogue import Step, Variant
 from ..core.registry import register
 
 HARNESS_SOURCES = ("bench/gemm/harness.py", "bench/gemm/cublas.py", "bench/gemm/cublaslt.py")
-CUTE_SOURCES = ("bench/gemm/launch.py", "bench/core/cuda.py", "bench/core/sass.py")
+CUTE_SOURCES = ("bench/gemm/launch.py", "bench/gemm/plan.py", "bench/core/cuda.py", "bench/core/sass.py")
 
 
 def _register_cublas(precision: str, layout: str):

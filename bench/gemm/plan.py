@@ -10,19 +10,28 @@ def ctas(tile: dict, m: int, n: int) -> int:
     return -(-rows // tile.get("CLUSTER_M", 1)) * tile.get("CLUSTER_M", 1) * -(-n // tile["BN"])
 
 
+# What a helper's tail costs beyond its K-tiles, in K-tiles: leaving its partial sums, the owner
+# waiting for them and adding them. Measured as the plan that charges it (H200, 2026-11-30, each
+# plan in turns with cuBLAS on every atlas cell that splits): of 0, 2, 4 and 8, 8 was fastest where the
+# helpers run two or more tails (over 96 cells a mean of 100.0% of cuBLAS's speed against 93.0% charging
+# none; FP8 at Llama-3 8B's QKV, M = 1,024, 54% against 100%) and tied with 4 where they run one. A K-tile is 128 bytes of K in every precision,
+# so a tail's partial sums cost about the same K-tiles in each.
+TAIL_FIXUP_K_TILES = 8
+
+
 def split_wave(units: int, clusters: int, k_tiles: int) -> dict:
     """The plan of a split-wave kernel's last wave, which the kernel is given: ``units`` cluster
     tiles on ``clusters`` persistent clusters; the ``left`` units past the full waves each have an
     owner that computes K-tiles [0, split) and a helper (a cluster with no unit left) that computes
-    the rest, up to ``rounds`` tails one after another. The split balances an owner's part
-    against a helper's run of tails."""
+    the rest, up to ``rounds`` tails one after another. The split balances an owner's part against
+    a helper's run of tails, each charged TAIL_FIXUP_K_TILES; where that run could not end before a
+    whole unit would, the last wave is not split (split = k_tiles)."""
     left = units % clusters
     helpers = clusters - left
     rounds = -(-left // helpers)
-    split = -(-rounds * k_tiles // (rounds + 1))
+    split = min(k_tiles, -(-rounds * (k_tiles + TAIL_FIXUP_K_TILES) // (rounds + 1))) if left else k_tiles
     return {"units": units, "clusters": clusters, "k_tiles": k_tiles, "full_waves": units // clusters,
-            "full_units": units - left, "left": left, "helpers": helpers, "rounds": rounds,
-            "split": split if left else k_tiles}
+            "full_units": units - left, "left": left, "helpers": helpers, "rounds": rounds, "split": split}
 
 
 def stream_k(units: int, clusters: int, k_tiles: int) -> dict:
