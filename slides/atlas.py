@@ -143,12 +143,12 @@ def _worst_said(row: dict, sm_count: int) -> str:
     """The worst cell of all and why it lost, as the notes go on to say it."""
     grid = _grid(row, sm_count)
     if grid["idle"]:
-        why = f"where its {grid['tiles']} tiles leave SMs idle: a kernel for such shapes has yet to be written"
+        why = f"where its {grid['tiles']} tiles leave SMs idle, a shape still without its kernel"
     elif grid["shared_by"]:
-        why = (f"where stream-K shared its {grid['tiles']} tiles' K-tiles among {grid['shared_by']} clusters: "
-               "its loss is the kernel's, not the grid's")
+        why = (f"where stream-K split its {grid['tiles']} tiles' K among {grid['shared_by']} clusters: "
+               "the kernel's loss, not the grid's")
     else:
-        why = f"with {grid['tiles']} tiles, enough for every SM: its loss is the kernel's, not the grid's"
+        why = f"with {grid['tiles']} tiles, enough for every SM: the kernel's loss, not the grid's"
     return f"; the worst, {100 * row['ratio_same_layout']:,.1f}% at {_where(row)}, {why}"
 
 

@@ -227,15 +227,20 @@ CHANGED_LINES = 4
 
 def changed_lines(before: str, after: str) -> dict | None:
     """What a step adds, as its main slide quotes it: the longest run of added lines that holds a
-    comment (the author's words for the idea), else the longest run, at most CHANGED_LINES of it, and
-    how many of the lines the step adds in all that is; None where it adds none."""
+    comment (the author's words for the idea), else the longest run, at most CHANGED_LINES of it, from
+    its first line of code (not a brace the diff counts as added) to the last line that ends a
+    statement; and how many of the lines the step adds in all that is. None where it adds none."""
     runs = added_runs(before, after)
     if not runs:
         return None
     lines = after.splitlines()
     commented = [(lo, hi) for lo, hi in runs if any(_comment(line) for line in lines[lo - 1:hi])]
     lo, hi = max(commented or runs, key=lambda run: run[1] - run[0])
-    shown = lines[lo - 1:min(hi, lo + CHANGED_LINES - 1)]
+    run = lines[lo - 1:hi]
+    first = next((i for i, line in enumerate(run) if line.strip() not in ("", "}", "};")), 0)
+    shown = run[first:first + CHANGED_LINES]
+    ends = [i for i, line in enumerate(shown, 1) if _code_of(line) and _ends_statement(line)]
+    shown = shown[:ends[-1]] if ends else shown
     added = sum(hi - lo + 1 for lo, hi in runs)
     # how the slide says what it quotes, before the step it is new since: "2 of 10 lines new since"
     said = (f"{len(shown)} of {added} lines" if len(shown) < added else

@@ -136,7 +136,7 @@ def test_each_cell_is_its_ratio_and_stream_k_is_outlined(fixture_doc, write_resu
         assert tiles < sms
         assert (f"- Up to M = 256: down to {100 * ratio(m, 1, 1):.1f}% at {model} {projection}, M = {m}: {tiles} "
                 f"tiles for {sms} SMs, their K-tiles shared by {launched['clusters']} clusters.") in s[title]
-        assert f"where stream-K shared its {tiles} tiles' K-tiles among {launched['clusters']} clusters" in s[title]
+        assert f"where stream-K split its {tiles} tiles' K among {launched['clusters']} clusters" in s[title]
 
 
 CIS = {"faster everywhere": lambda m, n, k: (1.2, [1.1, 1.3]),
@@ -219,7 +219,7 @@ def test_a_small_shape_that_fills_the_sms_is_not_blamed_on_idle_sms(fixture_doc,
     s, _ = built(fixture_doc, write_results, tmp_path)
     slide = s["Shape Atlas — TF32"]
     assert re.search(r"M = 256: \d+ tiles for \d+ SMs, enough to fill them", slide)
-    assert "its loss is the kernel's, not the grid's" in slide and "leave SMs idle" not in slide
+    assert "the kernel's loss, not the grid's" in slide and "leave SMs idle" not in slide
 
 
 def test_a_kernel_that_holds_cuBLAS_everywhere_is_said_to(fixture_doc, write_results, tmp_path):

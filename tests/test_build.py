@@ -1580,3 +1580,15 @@ def test_the_results_table_notes_say_each_reference_steps_error(deck):
             rec = records.get(v.id) or {}
             if rec.get("status") == "ok" and rec.get("cublas") and "rel_error" in rec.get("check", {}):
                 assert step.title in said and f"erred by {rec['check']['rel_error']:.1e}" in said, (v.id, said)
+
+
+def test_a_step_quotes_its_new_lines_from_code_to_the_end_of_a_statement():
+    """The main slide's quote of a step starts at a line of code, not at a closing brace the diff
+    counts as added, and ends where a statement does, not inside a signature."""
+    from slides.gemm import changed_lines
+    before = "void f() {\n    a();\n}\n"
+    closer = changed_lines(before, "void f() {\n    a();\n}\n}\nsync();   // why\n")
+    assert closer["text"] == "sync();   // why" and closer["said"] == "1 of 2 lines new since"
+    signature = changed_lines(before, before + "struct Ring {\n    int stage = 0;\n    template <class T>\n"
+                                                "    void piece(T& a,\n               T& b) {\n")
+    assert signature["text"] == "struct Ring {\n    int stage = 0;" and signature["said"] == "2 of 5 lines new since"
