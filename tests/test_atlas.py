@@ -32,14 +32,14 @@ def faster(m, n, k):
 def planned(kernel: str, m: int, n: int, k: int, sm_count: int) -> tuple[dict, dict]:
     """The tile the catalogue picks for a kernel at an M x N x K cell, as a row records it, and the plan
     the launcher gives it there (bench/gemm/launch.py): stream-K's runs over its persistent clusters,
-    or the headline's split last wave, on no more clusters than it has units."""
+    or the headline's split last wave, whose plan says how many of the resident clusters launch."""
     tile = catalogue.tile_for(catalogue.step_of(kernel), m, n, sm_count)
     cluster = tile["CLUSTER_M"]
     units, k_tiles = plan.ctas(tile, m, n) // cluster, -(-k // tile["BK"])
     if tile.get("STREAM_K"):
         kind, made = "stream_k", plan.stream_k(units, sm_count // cluster, k_tiles)
     else:
-        kind, made = "split_wave", plan.split_wave(units, min(sm_count // cluster, units), k_tiles)
+        kind, made = "split_wave", plan.split_wave(units, sm_count // cluster, k_tiles)
     return ({key: tile[key] for key in ("BM", "BN", "CLUSTER_M")},
             {"kind": kind, **{key: made[key] for key in ("units", "clusters", "k_tiles")}})
 

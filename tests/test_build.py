@@ -844,8 +844,10 @@ def test_split_wave_schedule_gives_every_cluster_one_piece_of_the_last_wave():
     split exists the last wave stays whole."""
     from bench.gemm.plan import TAIL_FIXUP_K_TILES as fixup, split_wave
     for units, clusters, k in ((512, 66, 512), (1024, 66, 256), (64, 66, 64), (128, 66, 128), (66, 66, 32),
-                               (128, 66, 32), (384, 132, 12), (88, 66, 8), (88, 66, 9)):
+                               (128, 66, 32), (384, 132, 12), (88, 66, 8), (88, 66, 9), (22, 66, 56), (64, 66, 224)):
         s = split_wave(units, clusters, k)
+        clusters = s["clusters"]        # a lone wave left whole launches only its units' clusters
+        assert clusters == units or s["full_waves"] or s["split"] < k
         assert s["full_waves"] * clusters + s["left"] == units
         if s["left"]:
             tails = [len(range(h, s["left"], s["helpers"])) for h in range(s["helpers"])]

@@ -247,9 +247,11 @@ def geometry(built: Built, m: int, n: int, k: int) -> tuple[tuple, dict | None]:
     if built.streamed:
         plan = stream_k(units, built.resident // cluster, k_tiles)
         return (plan["clusters"] * cluster,), plan
+    if built.tail_slot:             # the split wave's plan says how many clusters launch
+        plan = split_wave(units, built.resident // cluster, k_tiles)
+        return (plan["clusters"] * cluster,), plan
     clusters = min(built.resident // cluster, units) if built.resident else units
-    plan = split_wave(units, clusters, k_tiles) if built.tail_slot else None
-    return (clusters * cluster,), plan
+    return (clusters * cluster,), None
 
 
 def scratch(built: Built, grid: tuple, plan: dict | None) -> tuple:

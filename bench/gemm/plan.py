@@ -21,15 +21,19 @@ TAIL_FIXUP_K_TILES = 8
 
 def split_wave(units: int, clusters: int, k_tiles: int) -> dict:
     """The plan of a split-wave kernel's last wave, which the kernel is given: ``units`` cluster
-    tiles on ``clusters`` persistent clusters; the ``left`` units past the full waves each have an
-    owner that computes K-tiles [0, split) and a helper (a cluster with no unit left) that computes
-    the rest, up to ``rounds`` tails one after another. The split balances an owner's part against
-    a helper's run of tails, each charged TAIL_FIXUP_K_TILES; where that run could not end before a
-    whole unit would, the last wave is not split (split = k_tiles)."""
+    tiles on up to ``clusters`` persistent clusters (as many as fit at once); the ``left`` units past
+    the full waves each have an owner that computes K-tiles [0, split) and a helper (a cluster with no
+    unit left) that computes the rest, up to ``rounds`` tails one after another. The split balances an
+    owner's part against a helper's run of tails, each charged TAIL_FIXUP_K_TILES; where that run
+    could not end before a whole unit would, the last wave is not split (split = k_tiles). Units
+    fewer than the clusters are a lone last wave: the idle clusters help it, or where it is not
+    split, only its units' clusters launch."""
     left = units % clusters
     helpers = clusters - left
     rounds = -(-left // helpers)
     split = min(k_tiles, -(-rounds * (k_tiles + TAIL_FIXUP_K_TILES) // (rounds + 1))) if left else k_tiles
+    if units < clusters and split == k_tiles:
+        return split_wave(units, units, k_tiles)
     return {"units": units, "clusters": clusters, "k_tiles": k_tiles, "full_waves": units // clusters,
             "full_units": units - left, "left": left, "helpers": helpers, "rounds": rounds, "split": split}
 
