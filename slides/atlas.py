@@ -256,8 +256,8 @@ def stream_k(deck, atlases: dict) -> dict:
                 "plan": runs, **stream_k_runs(runs)}
     return {"title": STREAM_K, "slide_title": STREAM_K, "technique": step.technique, "code": code_view(step.code, step.focus, deck.out_dir),
             "cell": cell, "diagram": "stream_k.svg" if cell else None, "at_reference": at_reference,
-            # its tiles by M, smallest first: each up to the rows its cluster's column spans
-            "tiles": [_tile_said(tile) for tile in sorted(step.tiles, key=_rows_spanned)]}
+            # the tiles the atlas runs it with, by M, smallest first: each up to the rows its cluster's column spans
+            "tiles": [_tile_said({**step.best.tile, **change}) for _, change in step.rows_tiles]}
 
 
 def _rows_spanned(tile: dict) -> int:
@@ -310,7 +310,7 @@ def atlas_map(a: dict) -> str:
             line.append(Cell(ratio, f"{100 * ratio:.0f}", row.get("kernel") in STREAMED, _ran_narrow(row),
                              (p["model"], p["projection"], m) in bound))
         grid.append(line)
-    marked = "outlined: stream-K ran (the catalogue's rule: its cluster's tiles span M)" if a["streamed"] else ""
+    marked = f"outlined: stream-K ran (up to M = {a['streamed']['up_to']:,})" if a["streamed"] else ""
     narrow = a["narrow"]
     footnote = (f"the headline's {narrow['tile']} tile ran, not its {narrow['best']}: that width pads N less"
                 if narrow else "")

@@ -61,7 +61,7 @@ def atlas_record(doc: dict, name: str, ratio, versus=faster, rule=catalogue.kern
     rows = []
     for model, projection, n, k in atlas.PROJECTIONS:
         for m in atlas.MS:
-            kernel = rule(headline, m, n, sms)
+            kernel = rule(headline, m)
             tile, launched = planned(kernel, m, n, k, sms)
             row = {**copy.deepcopy(template), "model": model, "projection": projection, "shape": [m, n, k],
                    "kernel": kernel, "tile": tile, "plan": launched, "cublas_check": dict(error),
@@ -123,10 +123,10 @@ def test_each_cell_is_its_ratio_and_stream_k_is_outlined(fixture_doc, write_resu
             assert svg.count(OUTLINED) == 0 and "outlined" not in svg
             continue
         precision = catalogue.step_of(KERNEL[name]).precision
-        # stream-K's cells, where its cluster's tiles span M: every projection up to M = 512
+        # stream-K's cells, as far as its tiles by M go: every projection up to M = 256
         streamed = [(n, m) for _, _, n, _ in atlas.PROJECTIONS for m in atlas.MS
-                    if catalogue.kernel_for(KERNEL[name], m, n, sms) == STREAMED[precision]]
-        assert {m for _, m in streamed} == {m for m in atlas.MS if m <= 512}
+                    if catalogue.kernel_for(KERNEL[name], m) == STREAMED[precision]]
+        assert {m for _, m in streamed} == {m for m in atlas.MS if m <= 256}
         assert len(streamed) == len(atlas.PROJECTIONS) * len({m for _, m in streamed})
         assert svg.count(OUTLINED) == len(streamed) + 1 and "outlined: stream-K ran" in svg
         # the worst of the small shapes ran stream-K: its few tiles left no SM idle
@@ -263,8 +263,9 @@ def test_stream_k_shows_its_code_beside_the_atlas_and_the_whole_of_it_in_the_bac
     slide = s[f"{step.title} — Code"]
     assert view["shown"].splitlines()[0] in slide and view["shown"].splitlines()[-1] in slide
     assert f"Lines {view['first']}–{view['last']} of the kernel's {view['lines']} in {step.code}" in slide
-    # the notes: its tile by M, each up to the rows its cluster's column spans
-    for tile in step.tiles:
+    # the notes: the tiles the atlas runs it with, by M, each up to the rows its cluster's column spans
+    for _, change in step.rows_tiles:
+        tile = {**step.best.tile, **change}
         assert f"{tile['BM']}×{tile['BN']}" in slide and f"up to {tile['BM'] * tile['CLUSTER_M']} rows" in slide
     pages = [f"{step.title} — Code ({j}/{len(view['pages'])})" for j in range(1, len(view["pages"]) + 1)]
     assert view["pages"] and headings((out / "slides.md").read_text())[-len(pages):] == pages
@@ -311,7 +312,7 @@ def test_without_a_stream_k_cell_the_grid_is_blamed_and_no_plan_is_drawn(fixture
     """An atlas whose every cell the headline ran (measured before stream-K joined it): nothing
     outlined, the small shapes' few tiles leave SMs idle, and the diagram slide says there is none."""
     ratio = lambda m, n, k: 0.5 + m / 16384
-    rule = lambda kernel, m, n, sms: kernel
+    rule = lambda kernel, m: kernel
     s, out = built(with_atlases(fixture_doc, ratio, rule=rule), write_results, tmp_path)
     sms = fixture_doc["device"]["sm_count"]
     for name, title in SLIDES.items():
@@ -346,7 +347,7 @@ def test_a_cell_the_headline_ran_at_a_narrower_width_has_a_dagger_and_the_notes_
     for name in widened:
         title, step = SLIDES[name], catalogue.step_of(KERNEL[name])
         narrow = [(m, n) for _, _, n, _ in atlas.PROJECTIONS for m in atlas.MS
-                  if catalogue.kernel_for(KERNEL[name], m, n, sms) == step.best.id
+                  if catalogue.kernel_for(KERNEL[name], m) == step.best.id
                   and catalogue.tile_for(step, m, n, sms)["BN"] in step.widths]
         assert narrow, "an atlas projection whose N a narrower width pads less"
         n, width = narrow[0][1], catalogue.tile_for(step, *narrow[0], sms)["BN"]

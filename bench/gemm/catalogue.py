@@ -377,22 +377,26 @@ def atlas_id(name: str) -> str:
     return f"atlas.{name}"
 
 
-def spans(tile: dict, m: int) -> bool:
-    """Whether a cluster's column of the tile covers all M rows."""
-    return tile["BM"] * tile.get("CLUSTER_M", 1) >= m
-
-
 def streamed_for(kernel: str) -> Step | None:
     """The shape step that stands in for ``kernel`` where its tiles are few (stream-K, for its
     precision's headline), None for a kernel that has none."""
     return next((s for s in SHAPE_STEPS if s.against == kernel), None)
 
 
-def kernel_for(kernel: str, m: int, n: int, sm_count: int) -> str:
-    """The kernel the atlas runs an M x N output with in place of ``kernel``: its shape step where
-    that one's tile for M spans M (each column of B read once), else ``kernel`` itself."""
+def streamed_rows(step: Step) -> int:
+    """The most rows a shape step runs the atlas's shapes for: those its tiles by M take."""
+    return max(rows for rows, _ in step.rows_tiles)
+
+
+# The atlas runs stream-K only as far as its tiles by M go (256 rows): at 512, on its reference
+# tile, the headline beat it at 15 of 22 cells, its lone last wave split with the idle clusters
+# (TF32 and BF16, the eight projections and three other widths; H200, 2026-11-30, in turns with
+# cuBLAS); at 256 rows at 11 of 22, at 128 and 64 at none.
+def kernel_for(kernel: str, m: int) -> str:
+    """The kernel the atlas runs an output of M rows with in place of ``kernel``: its shape step where
+    one of that step's tiles by M takes M, else ``kernel`` itself."""
     streamed = streamed_for(kernel)
-    return streamed.best.id if streamed and spans(tile_for(streamed, m, n, sm_count), m) else kernel
+    return streamed.best.id if streamed and m <= streamed_rows(streamed) else kernel
 
 
 # across sizes: every step of the talk, the BF16 headline and the FP8 track
