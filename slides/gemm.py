@@ -71,9 +71,10 @@ def waves(resources: dict, occupancy_: dict | None, device: dict, shape: dict) -
            "split": None}
     split = resources.get("split_wave")
     if split and split["left"] and split["split"] < split["k_tiles"]:       # a plan may leave it whole
-        # the last wave lasts as long as an owner's part or a helper's run of tails, whichever is longer
-        k = split["k_tiles"]
-        last = max(split["split"], split["rounds"] * (k - split["split"])) / k
+        # the last wave lasts as long as an owner's part or a helper's run of tails, whichever is longer,
+        # each tail charged what its plan charged for its partial sums (none, in plans from before the charge)
+        k, fixup = split["k_tiles"], split.get("fixup_k_tiles", 0)
+        last = max(split["split"], split["rounds"] * (k - split["split"] + fixup)) / k
         out["split"] = {**split, "last_wave": last, "split_pct": 100 * split["split"] / k,
                         "idle_pct": 100 * (1 - n / (split["full_waves"] + last))}
     return out

@@ -212,13 +212,16 @@ def last_wave(waves: dict) -> dict:
         return {"idle": f"{waves['idle_pct']:,.1f}% of the SM time idle",
                 "said": f"The last wave leaves {waves['idle_pct']:,.1f}% of the SM time idle.",
                 "split": "Splitting the last tiles along K spreads it (the split-wave step)."}
-    return {"idle": f"{waves['idle_pct']:,.1f}% of the SM time idle unsplit, {split['idle_pct']:,.1f}% split along K "
-                    "before the partial sums' cost",
+    # a plan that charges each tail for its partial sums counts them in the last wave; an older one did not
+    fixup = split.get("fixup_k_tiles")
+    cost = "with the partial sums' cost as its plan charges it" if fixup else "before the partial sums' cost"
+    return {"idle": f"{waves['idle_pct']:,.1f}% of the SM time idle unsplit, {split['idle_pct']:,.1f}% split along K {cost}",
             "said": f"Split along K as the headline does, the last wave leaves {split['idle_pct']:,.1f}% of the SM time "
-                    "idle, before the partial sums' cost.",
+                    f"idle, {cost}.",
             "split": f"Split along K (owners compute {split['split_pct']:,.0f}% of each, {split['helpers']} helper clusters "
                      f"the rest), the last wave lasts {split['last_wave']:,.2f} of a tile's time and {split['idle_pct']:,.1f}% "
-                     "is idle, counting K-tiles alone: leaving and adding the partial sums comes on top."}
+                     + (f"is idle, each tail charged {fixup} K-tiles for its partial sums, as its plan counts them." if fixup
+                        else "is idle, counting K-tiles alone: leaving and adding the partial sums comes on top.")}
 
 
 def clock_words(headline: dict, power_limit_w: float) -> dict:

@@ -292,10 +292,12 @@ def split_tail(step, shape: dict) -> str:
     """The split last wave, a thin row per cluster: the full waves (drawn compressed), then the last
     wave zoomed, in K-tiles: the `left` owner clusters compute K-tiles [0, split) of their unit, the
     helper clusters compute [split, k_tiles) of those units, one after another, and leave partial sums
-    for the owners; a dashed outline shows the unsplit last wave that the split shortens."""
+    for the owners, each tail followed by the K-tiles its plan charged for them; a dashed outline shows
+    the unsplit last wave that the split shortens."""
     res, t = _resources(step)
     plan, recorded = _last_wave(res, t, shape)
     clusters, k, split = plan["clusters"], plan["k_tiles"], plan["split"]
+    fixup = plan.get("fixup_k_tiles", 0)         # what a tail's partial sums cost, as the plan charged it
     left, full = plan["left"], plan["full_waves"]
     helpers = plan["helpers"] if left and split < k else 0
     base, share = layers(W, H, 2)               # the waves; then how the last wave's units are shared out
@@ -330,9 +332,11 @@ def split_tail(step, shape: dict) -> str:
             dwg.add(dwg.rect((zx0, y), (split * kx, h), fill=MMA, fill_opacity=0.55))
         elif helpers:                           # a helper: the tails [split, k) of units c - left, + helpers, ...
             for i in range(len(range(c - left, left, helpers))):
-                dwg.add(dwg.rect((zx0 + i * (k - split) * kx, y), ((k - split) * kx - 1.5, h), fill=HELP,
-                                 fill_opacity=0.55))
-    finish = max(split, plan["rounds"] * (k - split)) if helpers else k
+                x = zx0 + i * (k - split + fixup) * kx
+                dwg.add(dwg.rect((x, y), ((k - split) * kx, h), fill=HELP, fill_opacity=0.55))
+                if fixup:                       # then its partial sums, as the plan charged them
+                    dwg.add(dwg.rect((x + (k - split) * kx, y), (fixup * kx - 1.5, h), fill=MUTED, fill_opacity=0.55))
+    finish = max(split, plan["rounds"] * (k - split + fixup)) if helpers else k
     for at, color, anchor, dx, on in ((finish, MMA, "end", -4, share), (k, INK, "start", 4, base)):
         on.add(on.line((zx0 + at * kx, top - 4), (zx0 + at * kx, bottom + 4), stroke=color, stroke_dasharray="2,2"))
         if at < k or color == INK:
@@ -342,6 +346,7 @@ def split_tail(step, shape: dict) -> str:
         items = [(MMA, f"{left} owners: K-tiles 0–{split - 1}", True),
                  (HELP, f"{helpers} helpers: {split}–{k - 1}", True),
                  (None, f"at most {_count(plan['rounds'], 'unit')} each, in turn", True),
+                 *([(MUTED, f"+ {fixup} K-tiles a run: its sums", True)] if fixup else []),
                  (INK, "unsplit last wave", False)]
     else:
         items = [(MMA, f"{left} clusters: a whole unit", True), (None, f"{clusters - left} clusters idle", True)]
@@ -351,8 +356,9 @@ def split_tail(step, shape: dict) -> str:
     text(dwg, (640, y + 18), f"K-tile times ({100 * (1 - finish / k):.0f}% shorter)" if finish < k
          else "K-tile times", size=12, color=MUTED)
     if helpers:
-        _caption(dwg, [f"Split at K-tile {split} of {k}: an owner's {split} K-tiles take as long as a helper's "
-                       f"{_count(plan['rounds'], 'run')} of {k - split},",
+        charged = f" + {fixup} for its sums" if fixup else ""
+        _caption(dwg, [f"Split at K-tile {split} of {k}: an owner's {split} K-tiles take at least a helper's "
+                       f"{_count(plan['rounds'], 'run')} of {k - split}{charged},",
                        "then each owner adds its helper's partial sums from global memory and stores the unit."])
     else:
         _caption(dwg, ["No split plan recorded for this run: its last wave drawn unsplit." if not recorded

@@ -746,7 +746,8 @@ def test_missing_slide_tells_what_each_step_past_the_reference_added(deck):
     assert f"Memory: copies at **{copy:,.0f} GB/s**" in closing
     split = b[top]["resources"].get("split_wave")
     if split and split["left"] and split["split"] < split["k_tiles"]:     # split along K: the last wave lasts an owner's part (or a helper's run of tails) of a tile
-        last = max(split["split"], split["rounds"] * (split["k_tiles"] - split["split"])) / split["k_tiles"]
+        k, fixup = split["k_tiles"], split.get("fixup_k_tiles", 0)
+        last = max(split["split"], split["rounds"] * (k - split["split"] + fixup)) / k
         idle = 100 * (1 - (tiles / at_once) / (split["full_waves"] + last))
         assert f"the last wave lasts {last:.2f} of a tile's time and {idle:.1f}% is idle" in still
         assert f"{split['helpers']} helper clusters the rest" in still

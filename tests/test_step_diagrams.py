@@ -152,6 +152,13 @@ def test_the_split_wave_draws_the_recorded_plan(recorded):
     res["split_wave"] = {**plan, "left": 0, "helpers": 66, "rounds": 0, "split": 512}
     svg = legible("split_tail", res)
     assert "no last wave to split" in svg
+    # a plan that charges each tail for its partial sums draws the charge, and its owners finish last
+    from bench.gemm.plan import split_wave
+    res["split_wave"] = charged = split_wave(plan["units"], plan["clusters"], plan["k_tiles"])
+    svg = legible("split_tail", res)
+    fixup = charged["fixup_k_tiles"]
+    assert f"+ {fixup} K-tiles a run: its sums" in svg and f"runs of {charged['k_tiles'] - charged['split']} + {fixup} for its sums" in svg
+    assert f"last wave: {charged['split']} of {charged['k_tiles']}" in svg
 
 
 def test_the_epilogue_follows_its_chunks_and_buffers(recorded):

@@ -180,7 +180,8 @@ def _gemm(tile: dict = _SM90_TILE) -> dict:
                            "sass?": {"main_loop?": {"instructions": POS_INT, "mma": int}},
                            "tma?": {"a": {"box": [POS_INT]}, "b": {"box": [POS_INT]}},
                            "split_wave?": {"full_waves": int, "k_tiles": POS_INT, "left": int, "rounds": int,
-                                           "split": int, "helpers": int, "units": POS_INT, "clusters": POS_INT}},
+                                           "split": int, "helpers": int, "units": POS_INT, "clusters": POS_INT,
+                                           "fixup_k_tiles?": int}},
             "cublas": {"id": str, "time_ms": _TIMED, "tflops": POS, "ratio": NUM, "ratio_by_sample?": _RATIO,
                        "check": _CHECKED, "energy?": _ENERGY},
             # the step before it, in the same turns

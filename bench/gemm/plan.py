@@ -38,7 +38,8 @@ def split_wave(units: int, clusters: int, k_tiles: int) -> dict:
     if units < clusters and split == k_tiles:
         return split_wave(units, units, k_tiles)
     return {"units": units, "clusters": clusters, "k_tiles": k_tiles, "full_waves": units // clusters,
-            "full_units": units - left, "left": left, "helpers": helpers, "rounds": rounds, "split": split}
+            "full_units": units - left, "left": left, "helpers": helpers, "rounds": rounds, "split": split,
+            "fixup_k_tiles": TAIL_FIXUP_K_TILES}
 
 
 def stream_k(units: int, clusters: int, k_tiles: int) -> dict:
