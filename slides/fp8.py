@@ -128,7 +128,7 @@ def context(deck) -> Fp8:
     rates = deck.of(slides.device).rates or {}
     # the picture: each precision's headline and the FP8 kernels after it that write C in FP32, each
     # where it was measured with its cuBLAS's error to divide by (none where cuBLAS's is exact)
-    shown = ((catalogue.HEADLINE, "TF32"), (catalogue.HEADLINE_BF16, "BF16"), (catalogue.HEADLINE_FP8, "FP8, a scale a tensor"),
+    shown = ((catalogue.HEADLINE, "TF32"), (catalogue.HEADLINE_BF16, "BF16"), (catalogue.HEADLINE_FP8, "FP8, sums not promoted"),
              (promoted["id"], "FP8, sums promoted"), (BLOCKS_STEP.best.id, "FP8, block scales"))
     pictured = [{**by[i], "label": label} for i, label in shown if by[i]["usable"] and by[i]["error_ratio"]]
     headline_tile = catalogue.KERNELS[catalogue.HEADLINE_FP8][1].tile
@@ -289,7 +289,7 @@ def _peer(deck) -> Peer:
 # --- figures --------------------------------------------------------------------------------------
 
 # each pictured kernel's colour, by its label: the unpromoted FP8 in the reference red, its promoted self in the accent
-COLORS = {"TF32": PALETTE[2], "BF16": PALETTE[3], "FP8, a scale a tensor": REF, "FP8, sums promoted": ACCENT,
+COLORS = {"TF32": PALETTE[2], "BF16": PALETTE[3], "FP8, sums not promoted": REF, "FP8, sums promoted": ACCENT,
           "FP8, block scales": PALETTE[4]}
 
 
@@ -309,7 +309,7 @@ def precisions_figure(fp8: Fp8) -> str:
         # clock, while promotion's cost is the two kernels' pair in turns, which the slide's text gives
         arrows.append((ids.index(catalogue.HEADLINE_FP8), ids.index(fp8.promoted["id"]),
                        f"sums promoted: error {p['error_drop']:.0f}× smaller"))
-    return scatter(points, "error ÷ its cuBLAS's error on the same operands (log scale)", "TFLOPS, C in FP32",
+    return scatter(points, "error ÷ its cuBLAS's error on the same operands (log scale)", "TFLOPS in its own run, C in FP32",
                    [Line("x", 1.0, "its cuBLAS's error")], arrows, height=330)
 
 

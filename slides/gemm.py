@@ -230,7 +230,8 @@ def changed_lines(before: str, after: str) -> dict | None:
     """What a step adds, as its main slide quotes it: the longest run of added lines that holds a
     comment (the author's words for the idea), else the longest run, at most CHANGED_LINES of it, from
     its first line of code (not a brace the diff counts as added) to the last line that ends a
-    statement; and how many of the lines the step adds in all that is. None where it adds none."""
+    statement or closes a block (not one that opens one); and how many of the lines the step adds in
+    all that is. None where it adds none."""
     runs = added_runs(before, after)
     if not runs:
         return None
@@ -240,7 +241,7 @@ def changed_lines(before: str, after: str) -> dict | None:
     run = lines[lo - 1:hi]
     first = next((i for i, line in enumerate(run) if line.strip() not in ("", "}", "};")), 0)
     shown = run[first:first + CHANGED_LINES]
-    ends = [i for i, line in enumerate(shown, 1) if _code_of(line) and _ends_statement(line)]
+    ends = [i for i, line in enumerate(shown, 1) if _code_of(line).endswith((";", "}"))]     # not on an open brace
     shown = shown[:ends[-1]] if ends else shown
     added = sum(hi - lo + 1 for lo, hi in runs)
     # how the slide says what it quotes, before the step it is new since: "2 of 10 lines new since"
@@ -719,16 +720,18 @@ def gemm_progression(gemm: Gemm) -> str:
 TITLE_CLIMB = "climb_title.svg"
 
 
-def climb_of(gemm: Gemm, at: int, width: int = CLIMB_WIDTH, height: int = CLIMB_HEIGHT) -> str:
+def climb_of(gemm: Gemm, at: int, width: int = CLIMB_WIDTH, height: int = CLIMB_HEIGHT, detail: bool = True) -> str:
     """Where step ``at`` (0-based) stands on the climb: every step's best TFLOPS, this one's partner
-    cuBLAS (in turns with it) across, with the clock the SMs ran at in those turns."""
+    cuBLAS (in turns with it) across; with ``detail``, its caption says that a gain is a pair in turns
+    and the clock the SMs ran at in this step's."""
     best = gemm.steps[at].best
     values = [s.best["tflops"] if has_figure(s.best) else None for s in gemm.steps]
-    clock = f"; this step's turns with cuBLAS at {best['clock_mhz']:,.0f} MHz" if best["clock_mhz"] else ""
+    clock = f"; this step with cuBLAS at {best['clock_mhz']:,.0f} MHz" if best["clock_mhz"] else ""
+    caption = "TFLOPS, each bar its own run and clock" + (f"; gains: pairs in turns{clock}" if detail else "")
     # the baseline named whole (precision and layout): on a main slide the climb is the comparison's table
     layout = best['baseline']['layout_name'].split(" (")[0]          # B K-major, B row-major: its short name
     label = f"cuBLAS {best['baseline']['precision']}, {layout}, in turns: {best['baseline_tflops']:,.1f}"
-    return climb(values, at, Line("y", best["baseline_tflops"], label, REF), f"TFLOPS, each step's best at its own run's clock{clock}", width=width, height=height)
+    return climb(values, at, Line("y", best["baseline_tflops"], label, REF), caption, width=width, height=height)
 
 
 def draw(own: Gemm, deck) -> dict[str, str]:
@@ -737,7 +740,7 @@ def draw(own: Gemm, deck) -> dict[str, str]:
         if step.climb:
             svgs[step.climb] = climb_of(own, at)
     if (headline := own.headline) and headline["climb"]:
-        svgs[headline["climb"]] = climb_of(own, headline["climb_at"], TITLE_CLIMB_WIDTH, TITLE_CLIMB_HEIGHT)
+        svgs[headline["climb"]] = climb_of(own, headline["climb_at"], TITLE_CLIMB_WIDTH, TITLE_CLIMB_HEIGHT, detail=False)
     for step in own.steps:
         if step.diagram:
             drawn = DIAGRAMS[step.draw](step, own.shape)

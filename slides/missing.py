@@ -288,10 +288,21 @@ def feeding(gemm: dict) -> dict | None:
             "gained": gained, "first": on[0].title, **words}
 
 
+def first_per_precision(summary: list[dict]) -> list[dict]:
+    """Of a precision with two atlases (FP8's block scales and its scale a tensor), the first: the one
+    the talk shows."""
+    first = {}
+    for at in summary:
+        first.setdefault(at["params"]["precision"], at)
+    return list(first.values())
+
+
 def small_m(atlas) -> dict | None:
-    """The atlas's worst cell at small M, over the precisions measured, and whether it is below the
-    worst from the larger sizes up in its precision (small M is where the GEMM loses)."""
-    cells = [(at, at["small"], at["large"]) for at in atlas.summary or [] if at.get("small") and at.get("large")]
+    """The atlas's worst cell at small M, over the precisions measured (each its first atlas), and
+    whether it is below the worst from the larger sizes up in its precision (small M is where the
+    GEMM loses)."""
+    cells = [(at, at["small"], at["large"]) for at in first_per_precision(atlas.summary or [])
+             if at.get("small") and at.get("large")]
     if not cells:
         return None
     at, small, large = min(cells, key=lambda c: c[1]["pct"])
@@ -392,13 +403,10 @@ def fp8_line(fp8: dict, deepgemm: dict | None) -> dict | None:
 
 def shapes(summary: list[dict]) -> dict | None:
     """The model shapes' line: each precision's median share of cuBLAS (its worst), over how many
-    shapes; of a precision with two atlases (FP8's block scales), the first."""
+    shapes; each precision's first atlas."""
     if not summary:
         return None
-    first = {}
-    for at in summary:
-        first.setdefault(at["params"]["precision"], at)
-    summary = list(first.values())
+    summary = first_per_precision(summary)
     counts = {at["correct"] for at in summary}
     return {"lead": f"{summary[0]['correct']} model shapes" if len(counts) == 1 else "Model shapes",
             "each": [f"{at['precision']} {at['median_pct']:,.1f}%" + (f" ({at['worst']['pct']:,.0f}%)" if at["worst"] else "")

@@ -143,7 +143,7 @@ def test_overlap_calls_the_target_per_node_size_and_ours_against_cublas():
     assert c.measured and c.sizes == [2, 4] and c.largest["n"] == 4
     assert c.met_on == [{"n": 2, "all": True}, {"n": 4, "all": False}] and not c.met_everywhere
     # the best of ours (a CTA a tile, 70%) against cuBLAS (80%), the same every sample: behind by 10 points
-    assert all(v == {"points": "−10 points", "call": "behind"} for v in c.against_cublas.values())
+    assert all(v == {"points": "−10.0 points", "call": "behind"} for v in c.against_cublas.values())
     row = c.largest["patterns"][0]["runs"][0]
     assert row["label"] == "persistent" and row["elsewhere"] == [{"n": 2, "of_ideal": pytest.approx(0.85)}]
     # overlapped at 1/0.6 ms against 1.4 ms one after the other: slower, and listed as such
