@@ -11,14 +11,15 @@ def ctas(tile: dict, m: int, n: int) -> int:
 
 
 # What a helper's tail costs beyond its K-tiles, in K-tiles: leaving its partial sums, the owner
-# waiting for them and adding them. Measured as the plan that charges it (H200, 2026-11-30, each
-# plan in turns with cuBLAS on every atlas cell that splits): of 0, 2, 4 and 8, 8 was fastest where the
-# helpers run two or more tails (over 96 cells a mean of 100.0% of cuBLAS's speed against 93.0% charging
-# none; FP8 at Llama-3 8B's QKV, M = 1,024, 54% against 100%) and tied with 4 where they run one. A K-tile is 128 bytes of K in every precision,
-# so a tail's partial sums cost about the same K-tiles in each. The same rule splits a lone wave
-# (fewer units than clusters) with the idle clusters as helpers: over the 63 such cells of the
-# atlases and of three widths outside them (H200, 2026-11-30, in turns), 72.1% of cuBLAS's speed on
-# average launching only the units' clusters, 87.8% split.
+# waiting for them and adding them. Measured as the plan that charges it (H200, 2026-11-30, each plan
+# in turns with cuBLAS on every atlas cell that splits): of 0, 2, 4 and 8, 8 was fastest where the
+# helpers run two or more tails (over 96 cells a mean of 100.0% of cuBLAS's speed against 93.0%
+# charging none; FP8 at Llama-3 8B's QKV, M = 1,024, 54% against 100%) and tied with 4 where they run
+# one. A K-tile is 128 bytes of K in every precision, so a tail's partial sums cost about the same
+# K-tiles in each. The same rule splits a lone wave (fewer units than clusters) with the idle
+# clusters as helpers: over the 63 such cells of the atlases and of three widths outside them (H200,
+# 2026-11-30, in turns), 72.1% of cuBLAS's speed on average launching only the units' clusters,
+# 87.8% split.
 TAIL_FIXUP_K_TILES = 8
 
 
