@@ -132,7 +132,8 @@ def bursts_figure(b: Bursts, width: int = 860) -> str:
     top, row_h, bottom, size = 58, 36, 30, 12
     h = top + row_h * len(rows) + bottom
     dwg = drawing(width, h)
-    left = max(text_width(r["title"], size) for r in rows) + 24
+    named = lambda r: f"{r['title']}, {'×'.join(map(str, r['shape']))}"       # the shape: rows differ in it
+    left = max(text_width(named(r), size) for r in rows) + 24
     burst_label = lambda r: (f"{r['tflops']:,.1f}{_clock(r['clock'])}"
                              + (f", {100 * (r['gain'] - 1):+.1f}%" if r["gain"] else ", no sustained run")
                              + ("  check failed" if not r["check"]["passed"] else ""))
@@ -165,7 +166,7 @@ def bursts_figure(b: Bursts, width: int = 860) -> str:
         text(dwg, (x_of(t), h - bottom + 18), f"{t:,.0f}", size=11, color=MUTED, anchor="middle")
     for i, r in enumerate(rows):
         y = top + (i + 0.5) * row_h
-        text(dwg, (left - 12, y + 4), r["title"], size=size, anchor="end")
+        text(dwg, (left - 12, y + 4), named(r), size=size, anchor="end")
         dots = ends(r)
         if len(dots) == 2:
             dwg.add(dwg.line((x_of(dots[0][0]), y), (x_of(dots[1][0]), y), stroke=GROUP, stroke_width=4))

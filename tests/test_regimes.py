@@ -28,6 +28,7 @@ def test_each_burst_stands_beside_the_same_gemm_sustained(fixture_doc, write_res
         assert (f"| {row['title']} | {'×'.join(map(str, row['shape']))} | **{row['tflops']:,.1f}** (" in table
                 and f"| **{sustained['tflops']:,.1f}** | {sustained['sm_clock_mhz']:,.0f} | {sustained['watts']:,.0f} "
                     f"| {gain:+.1f}% |" in table), row["title"]
+        assert f">{row['title']}, {'×'.join(map(str, row['shape']))}<" in svg
         assert f">{sustained['tflops']:,.1f} at {sustained['sm_clock_mhz']:,.0f} MHz<" in svg
         assert f">{row['tflops']:,.1f} at " in svg and f" MHz, {gain:+.1f}%<" in svg
     gains = [r["tflops"] / r["sustained"]["tflops"] for r in rows]
