@@ -135,6 +135,30 @@ def test_stream_k_sums_every_tile_cut_between_runs_once_and_in_order(step, devic
         assert bool(cupy.array_equal(first, c)), f"M = {rows - 7}: the sums changed from run to run"
 
 
+@pytest.mark.parametrize("role", [role for role, _ in catalogue.ATLASES.values()])
+def test_a_lone_wave_is_split_with_the_idle_clusters(role, device):
+    """Each atlas kernel at a shape whose cluster tiles are fewer than the resident clusters (44
+    units of 1024 x 2112 for 66 clusters): the plan splits that lone wave with the idle clusters as
+    helpers, and the result is correct and the same bits run after run (each owner adds its helper's
+    sums once, whenever they arrive)."""
+    import cupy
+    from bench.gemm import launch
+    from bench.gemm.harness import Shape, checked_launch
+    step = catalogue.step_of(catalogue.resolve(role))
+    prepare = launch.prepare_by_shape(step, device)
+    launch_, check, _, c = checked_launch(Shape(1024, 2112, 7168), step.layout, step.precision, prepare, step.scaling,
+                                          catalogue.output_of(step.best.tile))
+    plan = launch_.resources["split_wave"]
+    assert check["passed"], check
+    assert plan["full_waves"] == 0 and plan["left"] == plan["units"] < plan["clusters"], plan
+    assert plan["split"] < plan["k_tiles"], plan
+    first = c.copy()
+    for _ in range(3):
+        launch_.run()
+    cupy.cuda.get_current_stream().synchronize()
+    assert bool(cupy.array_equal(first, c)), "the sums changed from run to run"
+
+
 @pytest.mark.parametrize("unroll", [1, 4])
 def test_copy_kernel_copies_every_element_including_the_tail(device, unroll):
     import cupy
