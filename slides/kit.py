@@ -106,6 +106,7 @@ class Chart:
     legend: str | None = "right"  # "right", "below" (a narrow chart) or None
     y_from: float = 0.0           # the y axis's first tick: above 0 where a small gap between lines is the point
     x_to: float | None = None     # a linear x axis's end where it is a count (132 SMs), not the next round tick
+    x_ticks: tuple = ()           # a log axis's ticks where they are the sizes measured (a sweep's), not powers of two
 
 
 def text_width(s: str, size: float) -> float:
@@ -176,7 +177,7 @@ def line_chart(c: Chart) -> str:
     xs = [x for s in c.series for x, _ in s.points] + [l.value for l in c.lines if l.axis == "x"]
     ys = [y for s in c.series for _, y in s.points] + [l.value for l in c.lines if l.axis == "y"]
     if c.x_log:
-        xt = log_ticks(min(xs), max(xs))
+        xt = sorted(c.x_ticks) or log_ticks(min(xs), max(xs))
         if len(xt) > 12:
             xt = xt[:: math.ceil(len(xt) / 12)]
         x0, x1 = math.log2(xt[0]), math.log2(max(xt[-1], max(xs)))

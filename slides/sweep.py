@@ -247,7 +247,9 @@ def gemm_sweep(top: dict | None, others: list[dict]) -> str:
         series += [Series(top["title"], square(rows, "kernel"), ACCENT),
                    Series(f"cuBLAS {precision}, B K-major", square(rows, "cublas_b_kmajor"), INK, marks=False),
                    Series(f"cuBLAS {precision}, B row-major", square(rows, "cublas_b_row"), INK, marks=False, dash="6,4")]
-    return line_chart(Chart("M = N = K (log scale)", "TFLOPS", [s for s in series if s.points], height=300))
+    drawn = [s for s in series if s.points]
+    return line_chart(Chart("M = N = K (log scale)", "TFLOPS", drawn, height=300,
+                            x_ticks=tuple({x for s in drawn for x, _ in s.points})))      # every size measured
 
 
 def draw(own: Sweep, deck) -> dict[str, str]:
