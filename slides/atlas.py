@@ -17,6 +17,7 @@ from slides.kit import Cell, heatmap
 from slides.records import Context
 from slides.step_diagrams import stream_k_diagram, stream_k_runs
 from slides.sweep import tile_label
+from slides.why_gemm import ELEMENT_BYTES, gemm_intensity
 import slides.device
 import slides.hbm
 
@@ -162,9 +163,10 @@ def _floor_share(row: dict, params: dict, device, copy_gbps: float | None) -> fl
     if not (rate and copy_gbps and timed.get("median") and timed.get("sm_clock_mhz")):
         return None
     m, n, k = row["shape"]
-    moved = (m + n) * k * catalogue.ELEMENT_BYTES[params["precision"]] + m * n * (2 if params.get("output") == "bf16" else 4)
-    floor_ms = moved / copy_gbps / 1e6
-    compute_ms = 2 * m * n * k / slides.device.peak_tflops(device, rate, timed["sm_clock_mhz"]) / 1e9
+    flops = 2 * m * n * k
+    intensity = gemm_intensity(m, n, k, ELEMENT_BYTES[params["precision"]], ELEMENT_BYTES[params.get("output", "fp32")])
+    floor_ms = flops / intensity / copy_gbps / 1e6
+    compute_ms = flops / slides.device.peak_tflops(device, rate, timed["sm_clock_mhz"]) / 1e9
     return floor_ms / timed["median"] if floor_ms > compute_ms else None
 
 
@@ -277,7 +279,8 @@ def _call(pair: dict) -> str:
 
 
 def context(deck) -> Atlas:
-    maps = {name: one(deck, name, deck.of(slides.device), deck.of(slides.hbm).best) for name in ATLASES}
+    device, copy = deck.of(slides.device), deck.of(slides.hbm).best
+    maps = {name: one(deck, name, device, copy) for name in ATLASES}
     measured = any(a["rows"] for a in maps.values())
     streamed = [name for name, (role, _) in ATLASES.items() if catalogue.streamed_for(catalogue.resolve(role))]
     parts = [name for name, a in maps.items() if a["rows"]]

@@ -116,8 +116,8 @@ def with_elsewhere(largest: dict, others: list[dict]) -> dict:
 def against(best: dict, cublas: dict) -> dict:
     """Our best against cuBLAS's overlap: the points between their shares of the ideal, and level where
     their intervals meet, else ahead or behind."""
-    points = 100 * (best["of_ideal"] - cublas["of_ideal"])           # to the figure's tenth of a point
-    return {"points": f"{points:+.1f} point{'' if f'{abs(points):.1f}' == '1.0' else 's'}".replace("-", "−"),
+    points = f"{100 * (best['of_ideal'] - cublas['of_ideal']):+.1f}"      # to the figure's tenth of a point
+    return {"points": f"{points} point{'' if points[1:] == '1.0' else 's'}".replace("-", "−"),
             "call": ("level with" if intervals_overlap(best["of_ideal_by_sample"], cublas["of_ideal_by_sample"])
                      else "ahead of" if best["of_ideal"] > cublas["of_ideal"] else "behind")}
 

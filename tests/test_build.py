@@ -745,7 +745,8 @@ def test_missing_slide_tells_what_each_step_past_the_reference_added(deck):
     copy = max(r["gbps"] for r in b["hbm.copy_scaling"]["rows"])
     assert f"Memory: copies at **{copy:,.0f} GB/s**" in closing
     split = b[top]["resources"].get("split_wave")
-    if split and split["left"] and split["split"] < split["k_tiles"]:     # split along K: the last wave lasts an owner's part (or a helper's run of tails) of a tile
+    # split along K: the last wave lasts an owner's part (or a helper's run of tails) of a tile
+    if split and split["left"] and split["split"] < split["k_tiles"]:
         k, fixup = split["k_tiles"], split.get("fixup_k_tiles", 0)
         last = max(split["split"], split["rounds"] * (k - split["split"] + fixup)) / k
         idle = 100 * (1 - (tiles / at_once) / (split["full_waves"] + last))
