@@ -136,8 +136,16 @@ def in_precision(step: Step, precision: str) -> Step:
     return replace(step, precision=precision, variants=(retyped,), also_in=(), track=f"_{precision}", sass=sass)
 
 
-# The small tile runs where the best tile's CTAs would number fewer than this share of the SMs.
-SMALL_TILE_BELOW = 0.5
+# The small tile runs where the best tile's CTAs would number fewer than this share of the SMs. A
+# lone wave of the best tile is split with the idle clusters (plan.split_wave), so its CTAs keep up to
+# twice their number of SMs busy; the small tile does about 0.72 of its work a second (fitted at
+# M = 512 where the rule then picked it, Llama-3 8B down and DeepSeek-V3 q_a+kv_a): it pays where
+# 2 x CTAs < 0.72 x SMs. At M = 512 (H200, 2026-11-30, TF32 and BF16 in turns with cuBLAS, the two
+# projections and six widths outside the list) it picked the faster of the two in 13 of 16 pairs, a
+# tie (within 1%) in one; it missed by 6% (N = 2,560, TF32) and 11% (3,072, BF16). Under the old
+# share, 0.5, 8B down ran the small tile at 74% of cuBLAS's speed, against 99% (TF32) and 92% (BF16)
+# on the best tile.
+SMALL_TILE_BELOW = 0.36
 
 
 def tile_for(step: Step, m: int, n: int, sm_count: int) -> dict:
