@@ -53,13 +53,21 @@ def _where(row: dict) -> str:
 
 def _grid(row: dict, sm_count: int) -> dict:
     """The output tiles the tile that ran made of the cell's C (the CTAs with work: a cluster's
-    partner past the last row has none), and whether they leave SMs idle: fewer tiles than SMs do,
-    unless stream-K ran, whose clusters share the tiles' K-tiles (``shared_by``: how many)."""
+    partner past the last row has none); where they are fewer than the SMs, how many clusters shared
+    their K-tiles (``shared_by``: stream-K's, or a lone last wave split with the idle clusters, whose
+    plan launched more clusters than units) or else the SMs they left ``idle``."""
     m, n, _ = row["shape"]
     tiles = plan.ctas({**row["tile"], "CLUSTER_M": 1}, m, n)
-    streamed = (row.get("plan") or {}).get("kind") == "stream_k"
+    launched = row.get("plan") or {}
     few = tiles < sm_count
-    return {"tiles": tiles, "idle": few and not streamed, "shared_by": row["plan"]["clusters"] if few and streamed else None}
+    shared = few and launched.get("clusters", 0) > launched.get("units", 0)
+    return {"tiles": tiles, "idle": sm_count - tiles if few and not shared else 0, "streamed": launched.get("kind") == "stream_k",
+            "shared_by": launched["clusters"] if shared else None}
+
+
+def _idle_explains(grid: dict, row: dict, sm_count: int) -> bool:
+    """Whether the idle SMs account for at least half of what the cell fell short of cuBLAS by."""
+    return grid["idle"] / sm_count >= (1 - row["ratio_same_layout"]) / 2
 
 
 def _ran_narrow(row: dict) -> bool:
@@ -128,13 +136,15 @@ def _small(row: dict, sm_count: int) -> dict:
     pct = 100 * row["ratio_same_layout"]
     return {"to": SMALL_M, "pct": pct, "where": _where(row),
             "said": f"at least {100 * HELD_SMALL:,.0f}% everywhere" if row["ratio_same_layout"] >= HELD_SMALL else
-                    f"down to {pct:,.1f}% at {_where(row)}: {_tiles_said(_grid(row, sm_count), sm_count)}"}
+                    f"down to {pct:,.1f}% at {_where(row)}: {_tiles_said(row, sm_count)}"}
 
 
-def _tiles_said(grid: dict, sm_count: int) -> str:
-    """A cell's tiles against the SMs: too few, shared by stream-K's clusters, or enough."""
+def _tiles_said(row: dict, sm_count: int) -> str:
+    """A cell's tiles against the SMs: too few, shared by more clusters, a few SMs idle, or enough."""
+    grid = _grid(row, sm_count)
     if grid["idle"]:
-        return f"only {grid['tiles']} tiles for {sm_count} SMs"
+        return (f"only {grid['tiles']} tiles for {sm_count} SMs" if _idle_explains(grid, row, sm_count) else
+                f"{grid['tiles']} tiles for {sm_count} SMs, {grid['idle']} of them idle")
     if grid["shared_by"]:
         return f"{grid['tiles']} tiles for {sm_count} SMs, their K-tiles shared by {grid['shared_by']} clusters"
     return f"{grid['tiles']} tiles for {sm_count} SMs, enough to fill them"
@@ -143,13 +153,17 @@ def _tiles_said(grid: dict, sm_count: int) -> str:
 def _worst_said(row: dict, sm_count: int) -> str:
     """The worst cell of all and why it lost, as the notes go on to say it."""
     grid = _grid(row, sm_count)
-    if grid["idle"]:
+    kernels_loss = "the kernel's loss, not the grid's"
+    if grid["idle"] and _idle_explains(grid, row, sm_count):
         why = f"where its {grid['tiles']} tiles leave SMs idle, a shape still without its kernel"
+    elif grid["idle"]:
+        why = f"with {grid['tiles']} tiles for {sm_count} SMs, {grid['idle']} of them idle: the kernel's loss more than the grid's"
     elif grid["shared_by"]:
-        why = (f"where stream-K split its {grid['tiles']} tiles' K among {grid['shared_by']} clusters: "
-               "the kernel's loss, not the grid's")
+        shared = (f"stream-K split its {grid['tiles']} tiles' K among {grid['shared_by']} clusters" if grid["streamed"] else
+                  f"{grid['shared_by']} clusters, the idle ones helping, shared its {grid['tiles']} tiles' K")
+        why = f"where {shared}: {kernels_loss}"
     else:
-        why = f"with {grid['tiles']} tiles, enough for every SM: the kernel's loss, not the grid's"
+        why = f"with {grid['tiles']} tiles, enough for every SM: {kernels_loss}"
     return f"; the worst, {100 * row['ratio_same_layout']:,.1f}% at {_where(row)}, {why}"
 
 

@@ -308,12 +308,23 @@ def test_stream_k_at_the_reference_shape_is_told_from_its_turns_with_the_headlin
             f"same turns: {said[verdict]}") in s["Stream-K — Diagram"]
 
 
+def launching_only_the_units(doc: dict) -> dict:
+    """The atlases as measured before a lone last wave was split with the idle clusters: each plan
+    launched only its units' clusters."""
+    for name in catalogue.ATLASES:
+        for row in doc["benchmarks"][catalogue.atlas_id(name)]["rows"]:
+            if row["plan"]["kind"] == "split_wave":
+                row["plan"]["clusters"] = min(row["plan"]["clusters"], row["plan"]["units"])
+    return doc
+
+
 def test_without_a_stream_k_cell_the_grid_is_blamed_and_no_plan_is_drawn(fixture_doc, write_results, tmp_path):
-    """An atlas whose every cell the headline ran (measured before stream-K joined it): nothing
-    outlined, the small shapes' few tiles leave SMs idle, and the diagram slide says there is none."""
+    """An atlas whose every cell the headline ran, each lone wave on its units' clusters only
+    (measured before stream-K joined it and before such a wave was split): nothing outlined, the
+    small shapes' few tiles leave SMs idle, and the diagram slide says there is none."""
     ratio = lambda m, n, k: 0.5 + m / 16384
     rule = lambda kernel, m: kernel
-    s, out = built(with_atlases(fixture_doc, ratio, rule=rule), write_results, tmp_path)
+    s, out = built(launching_only_the_units(with_atlases(fixture_doc, ratio, rule=rule)), write_results, tmp_path)
     sms = fixture_doc["device"]["sm_count"]
     for name, title in SLIDES.items():
         svg = svg_of(s[title], out)
@@ -382,3 +393,36 @@ def test_cells_bound_by_memory_carry_a_dot_and_their_share_of_the_hbm_roofline(f
     assert f"bound by memory: 40% of the HBM roofline ({gbps:,.0f} GB/s, the measured copy)" in svg
     notes = s[SLIDES["tf32"]].split("<!--")[1]
     assert f"The {dots} dotted cells" in notes and "reaches 40% of that floor, median 40%." in notes
+
+
+def test_a_lone_wave_split_with_the_idle_clusters_is_not_blamed_on_idle_sms(fixture_doc, write_results, tmp_path):
+    """The headline in every cell, a lone last wave split with the idle clusters as the launcher plans
+    it: the worst cell's few tiles had their K shared by every cluster, the kernel's loss."""
+    ratio = lambda m, n, k: 0.5 + m / 16384
+    s, _ = built(with_atlases(fixture_doc, ratio, rule=lambda kernel, m: kernel), write_results, tmp_path)
+    sms = fixture_doc["device"]["sm_count"]
+    m, (model, projection, n, k) = min(atlas.MS), atlas.PROJECTIONS[0]
+    tile, launched = planned(KERNEL["tf32"], m, n, k, sms)
+    tiles = plan.ctas({**tile, "CLUSTER_M": 1}, m, n)
+    assert tiles < sms and launched["clusters"] > launched["units"]
+    slide = s[SLIDES["tf32"]]
+    assert f"M = {m}: {tiles} tiles for {sms} SMs, their K-tiles shared by {launched['clusters']} clusters." in slide
+    assert (f"where {launched['clusters']} clusters, the idle ones helping, shared its {tiles} tiles' K: "
+            "the kernel's loss, not the grid's") in slide
+    assert "leave SMs idle" not in slide
+
+
+def test_a_few_idle_sms_are_not_blamed_for_a_larger_loss(fixture_doc, write_results, tmp_path):
+    """A worst cell whose tiles leave a few SMs idle, far fewer than its loss would need: the slide
+    counts them and calls the loss the kernel's."""
+    sms = fixture_doc["device"]["sm_count"]
+    m, n, k = 1024, 2112, 7168
+    doc = launching_only_the_units(with_atlases(fixture_doc, lambda m_, n_, k_: 0.6 if (m_, n_) == (m, n) else 1.0))
+    row = next(r for r in doc["benchmarks"][catalogue.atlas_id("tf32")]["rows"] if r["shape"] == [m, n, k])
+    row["tile"] = {**row["tile"], "BN": 2112 * 8 // (sms - 4), "CLUSTER_M": 1}      # tiles enough for all but a few SMs
+    tiles = plan.ctas(row["tile"], m, n)
+    assert sms - 10 < tiles < sms
+    s, _ = built(doc, write_results, tmp_path)
+    slide = s[SLIDES["tf32"]]
+    assert f"with {tiles} tiles for {sms} SMs, {sms - tiles} of them idle: the kernel's loss more than the grid's" in slide
+    assert "leave SMs idle" not in slide
