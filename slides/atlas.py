@@ -144,7 +144,7 @@ def _tiles_said(row: dict, sm_count: int) -> str:
     grid = _grid(row, sm_count)
     if grid["idle"]:
         return (f"only {grid['tiles']} tiles for {sm_count} SMs" if _idle_explains(grid, row, sm_count) else
-                f"{grid['tiles']} tiles for {sm_count} SMs, {grid['idle']} of them idle")
+                f"{grid['tiles']} tiles for {sm_count} SMs, {grid['idle']} idle")
     if grid["shared_by"]:
         return f"{grid['tiles']} tiles for {sm_count} SMs, their K-tiles shared by {grid['shared_by']} clusters"
     return f"{grid['tiles']} tiles for {sm_count} SMs, enough to fill them"
@@ -157,7 +157,7 @@ def _worst_said(row: dict, sm_count: int) -> str:
     if grid["idle"] and _idle_explains(grid, row, sm_count):
         why = f"where its {grid['tiles']} tiles leave SMs idle, a shape still without its kernel"
     elif grid["idle"]:
-        why = f"with {grid['tiles']} tiles for {sm_count} SMs, {grid['idle']} of them idle: the kernel's loss more than the grid's"
+        why = f"with {grid['tiles']} tiles for {sm_count} SMs, {grid['idle']} idle: mostly the kernel's loss"
     elif grid["shared_by"]:
         shared = (f"stream-K split its {grid['tiles']} tiles' K among {grid['shared_by']} clusters" if grid["streamed"] else
                   f"{grid['shared_by']} clusters, the idle ones helping, shared its {grid['tiles']} tiles' K")

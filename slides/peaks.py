@@ -60,6 +60,7 @@ class Peaks(Context):
     run_pct: dict | None                # the span of cuBLAS's shares of the tensor cores' peak at its clock
     hbm_copy: dict | None               # the best HBM copy (slides/hbm.py), the table's HBM row
     hierarchy: list[dict] | None        # each level's latency and the bandwidth measured there, said (None: not measured)
+    layouts_said: str                   # the B layout each precision's cuBLAS figure ran with ("" where none ran)
 
 
 def context(deck) -> Peaks:
@@ -79,7 +80,8 @@ def context(deck) -> Peaks:
         bar_notes=[*([tf32_said(tf32)] if tf32 and tf32["tflops_run_clock"] else []), *([OUT_OF_REACH] if below_max else [])],
         tensor_clocks=span(clocks), clock_against_max=CLOCK_AGAINST_MAX[against_max], table_note=TABLE_NOTE[against_max],
         run_pct=span(row["pct_of_run_peak"] for row in tensor if row["tflops_run_clock"]),
-        hbm_copy=deck.of(slides.hbm).best, hierarchy=hierarchy(deck))
+        hbm_copy=deck.of(slides.hbm).best, hierarchy=hierarchy(deck),
+        layouts_said="; ".join(f"{row['precision'].upper()}, {row['measured']['layout_name']}" for row in tensor if row["measured"]))
 
 
 def peak_row(device: slides.device.Device, precision: str, rate: int, cublas_rows: list[dict]) -> dict:

@@ -94,7 +94,7 @@ def table_figure(final: dict, versus: dict | None) -> dict | None:
         return None
     agree = overlap(final["hand_picked"]["ratio_by_sample"], versus["ratio_by_sample"])
     return {"pct": 100 * versus["ratio"], "cublas_tflops": versus["tflops"],
-            "verdict": "one figure, the intervals overlap" if agree else "their intervals do not overlap: the two timings disagree"}
+            "verdict": "one figure, the intervals overlap" if agree else "intervals apart: the two timings disagree"}
 
 
 def error_said(errors: list[float], cublas: float | None) -> str:
