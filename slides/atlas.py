@@ -127,7 +127,7 @@ def _large(row: dict, versus: str) -> dict:
     pct = 100 * row["ratio_same_layout"]
     return {"from": LARGE_M, "pct": pct, "where": _where(row),
             "said": f"at least {100 * HELD_LARGE:,.0f}% of {versus} everywhere" if row["ratio_same_layout"] >= HELD_LARGE else
-                    f"down to {pct:,.1f}% of {versus} at {_where(row)}, under the {100 * HELD_LARGE:,.0f}% it is held to"}
+                    f"down to {pct:,.1f}% of {versus} at {_where(row)}, under the {100 * HELD_LARGE:,.0f}% target"}
 
 
 def _small(row: dict, sm_count: int) -> dict:
@@ -144,7 +144,7 @@ def _tiles_said(row: dict, sm_count: int) -> str:
     grid = _grid(row, sm_count)
     if grid["idle"]:
         return (f"only {grid['tiles']} tiles for {sm_count} SMs" if _idle_explains(grid, row, sm_count) else
-                f"{grid['tiles']} tiles for {sm_count} SMs, {grid['idle']} idle")
+                f"{grid['tiles']} tiles for {sm_count} SMs, the {grid['idle']} idle too few to explain it")
     if grid["shared_by"]:
         return f"{grid['tiles']} tiles for {sm_count} SMs, their K-tiles shared by {grid['shared_by']} clusters"
     return f"{grid['tiles']} tiles for {sm_count} SMs, enough to fill them"

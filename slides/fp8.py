@@ -142,7 +142,7 @@ def context(deck) -> Fp8:
                block=catalogue.SCALE_BLOCK, peer=_peer(deck),
                spoken=_spoken(fp8, promoted, over_bf16), table_spoken=_table_spoken(promoted, over_bf16),
                targets=_targets(fp8, promoted),
-               cost_said=f"; against the kernel without, {cost['said']}" if cost else "",
+               cost_said=f"; against the kernel without, in the same turns, {cost['said']}" if cost else "",
                peak_said=(f"Peak: {deck.of(slides.device).sm_count} SMs × FP8's {rates['fp8']:,.0f} FLOP a clock, "
                           "at each kernel's measured clock.") if rates.get("fp8") else "")
 

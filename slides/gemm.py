@@ -504,9 +504,13 @@ def ratio_said(ratio: float, in_percent: bool, digits: int = 1) -> str:
 
 
 def interval_said(ci: list[float], in_percent: bool) -> str:
-    """An interval of a ratio, as ratio_said says its point: -0.4 to +1.2%, or 1.95× to 2.03×."""
+    """An interval of a ratio, as ratio_said says its point: -0.4 to +1.2%, or 1.95× to 2.03×, a
+    multiple's bounds to as many decimals (up to four) as keep them apart: 2.917× to 2.923×."""
     low, high = ci
-    return f"{fmt_change(low)} to {fmt_change(high)}%" if in_percent else f"{fmt_num(low, 2)}× to {fmt_num(high, 2)}×"
+    if in_percent:
+        return f"{fmt_change(low)} to {fmt_change(high)}%"
+    digits = next((d for d in (2, 3) if fmt_num(low, d) != fmt_num(high, d)), 4)
+    return f"{fmt_num(low, digits)}× to {fmt_num(high, digits)}×"
 
 def against_before(best: dict, prev: Step, precision: str) -> dict:
     """A step's best against ``prev``'s best, the step before that ran to a figure: its speedup (timed in

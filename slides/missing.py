@@ -329,8 +329,8 @@ def promotion_cost(cost: dict | None) -> str:
     if not cost:
         return ""
     pct = 100 * abs(1 - cost["gain"])
-    return f", for {pct:,.1f}% of the speed" if cost["slower"] else f", and run {pct:,.1f}% faster" if cost["faster"] \
-        else ", at no measured cost"
+    return f", for {pct:,.1f}% of the speed in turns" if cost["slower"] else f", and run {pct:,.1f}% faster in turns" \
+        if cost["faster"] else ", at no measured cost"
 
 
 def lessons(deck, gaps: dict) -> dict:

@@ -4,6 +4,7 @@ by what it ran beside, at what clock and power. This slide puts them side by sid
 other slide's cuBLAS figure reads against the rest."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from statistics import median_high
 
@@ -17,6 +18,8 @@ import slides.gemm
 PRECISION, LAYOUT = "tf32", "b_kmajor"      # the Hopper kernels' operands: the cuBLAS most slides divide by
 # the figures' spread per MHz of the SMs' clock under this: the clock accounts for the spread
 PER_CLOCK_SAME = 0.03
+# ... and under this share of the spread it takes away, the clock accounts for little of it
+CLOCK_SHARE_SAID = 0.1
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,7 @@ class Regimes(Context):
     lo: float | None = None             # the slowest and fastest figure of all the regimes
     hi: float | None = None
     spread_pct: float | None = None
-    per_clock_pct: float | None = None  # their spread per MHz of the SMs' clock, where every figure has its clock
+    per_clock_pct: float | None = None  # the spread per MHz of the SMs' clock of the figures drawn (each regime's ends, at their clocks)
     per_clock_verdict: str = ""         # whether the clock accounts for the spread
     layout_name: str = catalogue.LAYOUTS[LAYOUT]
     precision: str = PRECISION.upper()
@@ -62,16 +65,20 @@ def _row(regime: str, beside: str, tflops: list[float], clocks: list[float | Non
             # the power's range where its ends are more than half a watt apart
             "power_said": fmt_range({"low": min(power), "high": max(power) if max(power) > min(power) + 0.5 else min(power)}, 0)
             if power else NONE_SAID,
-            "per_mhz": [t / c for t, c in zip(tflops, clocks)] if len(clocks) == len(tflops) else []}
+            # the work per MHz of the figures the picture draws, its two ends at their clocks
+            "per_mhz": [t / at[t] for t in {min(tflops), max(tflops)}] if at else []}
 
 
 def per_clock_verdict(per_clock: float, spread: float) -> str:
-    """Whether the SMs' clock accounts for a spread in TFLOPS, from the spread per MHz."""
+    """Whether the SMs' clock accounts for a spread in TFLOPS, from the spread per MHz: the share of
+    the spread (on a log scale) that the clock's differences take away."""
     if per_clock < PER_CLOCK_SAME:
         return "the clock the power cap left accounts for most of it"
     if per_clock > spread:          # per MHz further apart than in TFLOPS: the clock would explain the other way
         return "further apart than in TFLOPS, so the clock does not explain it"
-    return "the clock does not account for all of it"
+    share = 1 - math.log1p(per_clock) / math.log1p(spread)
+    return f"the clock accounts for about {100 * share:,.0f}% of it" if share >= CLOCK_SHARE_SAID else \
+        "the clock accounts for little of it"
 
 
 def context(deck) -> Regimes:
@@ -118,7 +125,7 @@ def context(deck) -> Regimes:
         return Regimes(result=alone)
     lo, hi = min(r["lo"] for r in rows), max(r["hi"] for r in rows)
     per_mhz = [x for r in rows for x in r["per_mhz"]]
-    per_clock = (max(per_mhz) / min(per_mhz) - 1) if len(per_mhz) == sum(r["count"] for r in rows) else None
+    per_clock = (max(per_mhz) / min(per_mhz) - 1) if all(r["per_mhz"] for r in rows) else None
     return Regimes(result=alone, rows=rows, shape=shape, lo=lo, hi=hi, spread_pct=100 * (hi / lo - 1),
                    per_clock_pct=per_clock and 100 * per_clock,
                    per_clock_verdict=per_clock_verdict(per_clock, hi / lo - 1) if per_clock is not None else "",

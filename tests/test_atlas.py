@@ -416,13 +416,16 @@ def test_a_few_idle_sms_are_not_blamed_for_a_larger_loss(fixture_doc, write_resu
     """A worst cell whose tiles leave a few SMs idle, far fewer than its loss would need: the slide
     counts them and calls the loss the kernel's."""
     sms = fixture_doc["device"]["sm_count"]
-    m, n, k = 1024, 2112, 7168
-    doc = launching_only_the_units(with_atlases(fixture_doc, lambda m_, n_, k_: 0.6 if (m_, n_) == (m, n) else 1.0))
-    row = next(r for r in doc["benchmarks"][catalogue.atlas_id("tf32")]["rows"] if r["shape"] == [m, n, k])
-    row["tile"] = {**row["tile"], "BN": 2112 * 8 // (sms - 4), "CLUSTER_M": 1}      # tiles enough for all but a few SMs
-    tiles = plan.ctas(row["tile"], m, n)
-    assert sms - 10 < tiles < sms
+    n, k = 2112, 7168
+    doc = launching_only_the_units(with_atlases(fixture_doc, lambda m_, n_, k_: 0.6 if (m_, n_) in ((1024, n), (256, n)) else 1.0))
+    rows = {r["shape"][0]: r for r in doc["benchmarks"][catalogue.atlas_id("tf32")]["rows"] if r["shape"][1:] == [n, k]}
+    for m in (1024, 256):       # tiles enough for all but a few SMs, each on its own cluster
+        rows[m]["tile"] = {**rows[m]["tile"], "BN": n * -(-m // 128) // (sms - 4), "CLUSTER_M": 1}
+        rows[m]["plan"]["clusters"] = rows[m]["plan"]["units"]
+    tiles = {m: plan.ctas(rows[m]["tile"], m, n) for m in rows}
+    assert all(sms - 10 < tiles[m] < sms for m in (1024, 256))
     s, _ = built(doc, write_results, tmp_path)
     slide = s[SLIDES["tf32"]]
-    assert f"with {tiles} tiles for {sms} SMs, {sms - tiles} idle: mostly the kernel's loss" in slide
-    assert "leave SMs idle" not in slide
+    assert f"with {tiles[1024]} tiles for {sms} SMs, {sms - tiles[1024]} idle: mostly the kernel's loss" in slide
+    assert f"M = 256: {tiles[256]} tiles for {sms} SMs, the {sms - tiles[256]} idle too few to explain it." in slide
+    assert "leave SMs idle" not in slide and f"only {tiles[256]} tiles" not in slide

@@ -11,7 +11,7 @@ import pytest
 
 import build
 from bench.gemm import catalogue
-from slides import atlas as slides_atlas, diagrams, gemm, kit, l2, memory_latency, settle, sweep
+from slides import atlas as slides_atlas, diagrams, gemm, kit, l2, memory_latency, regimes, settle, sweep
 from slides.deck import code_block
 from slides.fmt import fmt_range, fmt_sig
 from slides.records import ROOT, SLIDES_DIR, BuildError, clock_during
@@ -1335,6 +1335,20 @@ def test_one_slide_puts_every_cublas_figure_of_the_reference_shape_side_by_side(
     build.build(write_results(fixture_doc), tmp_path)
     s = slides_of((tmp_path / "slides.md").read_text())["One cuBLAS, Several Figures"]
     assert "per MHz of the SMs' clock 0.0% apart: the clock the power cap left accounts for most of it" in s
+
+
+def test_the_clock_is_credited_with_the_share_of_the_spread_it_takes_away():
+    """The spread per MHz against the spread in TFLOPS: the clock takes away most of it, a share of
+    it, little of it, or per MHz the figures lie further apart still."""
+    assert regimes.per_clock_verdict(0.01, 0.18) == "the clock the power cap left accounts for most of it"
+    assert regimes.per_clock_verdict(0.123, 0.183) == "the clock accounts for about 31% of it"
+    assert regimes.per_clock_verdict(0.22, 0.221) == "the clock accounts for little of it"
+    assert regimes.per_clock_verdict(0.25, 0.20) == "further apart than in TFLOPS, so the clock does not explain it"
+
+
+def test_a_tight_interval_of_a_multiple_keeps_its_bounds_apart():
+    assert gemm.interval_said([1.95, 2.03], False) == "1.95× to 2.03×"
+    assert gemm.interval_said([2.9171, 2.9234], False) == "2.917× to 2.923×"     # not "2.92× to 2.92×"
 
 
 def test_each_code_slide_walks_from_the_step_befores_code(deck):
