@@ -209,13 +209,13 @@ def last_wave(waves: dict) -> dict:
     """The last wave's idle share of the SM time, unsplit and, where the headline splits it along K, split."""
     split = waves["split"]
     if not split:
-        return {"idle": f"{waves['idle_pct']:,.1f}% of the SM time idle",
+        return {"idle": f"it leaves {waves['idle_pct']:,.1f}% of the SM time idle",
                 "said": f"The last wave leaves {waves['idle_pct']:,.1f}% of the SM time idle.",
                 "split": "Splitting the last tiles along K spreads it (the split-wave step)."}
     # a plan that charges each tail for its partial sums counts them in the last wave; an older one did not
     fixup = split.get("fixup_k_tiles")
-    cost = "with the partial sums' cost as its plan charges it" if fixup else "before the partial sums' cost"
-    return {"idle": f"{waves['idle_pct']:,.1f}% of the SM time idle unsplit, {split['idle_pct']:,.1f}% split along K {cost}",
+    cost = "counting what its partial sums cost" if fixup else "not counting what its partial sums cost"
+    return {"idle": f"it leaves {waves['idle_pct']:,.1f}% of the SM time idle; split along K, {split['idle_pct']:,.1f}%, {cost}",
             "said": f"Split along K as the headline does, the last wave leaves {split['idle_pct']:,.1f}% of the SM time "
                     f"idle, {cost}.",
             "split": f"Split along K (owners compute {split['split_pct']:,.0f}% of each, {split['helpers']} helper clusters "
