@@ -4,7 +4,6 @@ by what it ran beside, at what clock and power. This slide puts them side by sid
 other slide's cuBLAS figure reads against the rest."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from statistics import median_high
 
@@ -18,8 +17,8 @@ import slides.gemm
 PRECISION, LAYOUT = "tf32", "b_kmajor"      # the Hopper kernels' operands: the cuBLAS most slides divide by
 # the figures' spread per MHz of the SMs' clock under this: the clock accounts for the spread
 PER_CLOCK_SAME = 0.03
-# ... and under this share of the spread it takes away, the clock accounts for little of it
-CLOCK_SHARE_SAID = 0.1
+# ... and from this rank correlation of the figures and their clocks up, the clock sets their order
+CLOCK_ORDERED = 0.8
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,7 @@ class Regimes(Context):
     hi: float | None = None
     spread_pct: float | None = None
     per_clock_pct: float | None = None  # the spread per MHz of the SMs' clock of the figures drawn (each regime's ends, at their clocks)
-    per_clock_verdict: str = ""         # whether the clock accounts for the spread
+    clock_said: str = ""                # whether the clock accounts for the spread (clock_said)
     layout_name: str = catalogue.LAYOUTS[LAYOUT]
     precision: str = PRECISION.upper()
     turn_ms: float | None = None        # the turns' length on the GEMM slides
@@ -65,20 +64,31 @@ def _row(regime: str, beside: str, tflops: list[float], clocks: list[float | Non
             # the power's range where its ends are more than half a watt apart
             "power_said": fmt_range({"low": min(power), "high": max(power) if max(power) > min(power) + 0.5 else min(power)}, 0)
             if power else NONE_SAID,
-            # the work per MHz of the figures the picture draws, its two ends at their clocks
-            "per_mhz": [t / at[t] for t in {min(tflops), max(tflops)}] if at else []}
+            # the figures the picture draws, its two ends, each with its clock
+            "drawn": [(t, at[t]) for t in sorted({min(tflops), max(tflops)})] if at else []}
 
 
-def per_clock_verdict(per_clock: float, spread: float) -> str:
-    """Whether the SMs' clock accounts for a spread in TFLOPS, from the spread per MHz: the share of
-    the spread (on a log scale) that the clock's differences take away."""
+def _ranks(xs: list[float]) -> list[int]:
+    order = sorted(range(len(xs)), key=xs.__getitem__)
+    return [order.index(i) for i in range(len(xs))]
+
+
+def clock_said(drawn: list[tuple[float, float]]) -> str:
+    """Whether the SMs' clock accounts for the spread of the figures drawn, (TFLOPS, MHz) each: most
+    of it where their work per MHz is level; where the faster ran at the higher clocks (their ranks
+    agree, Spearman's rho at least CLOCK_ORDERED), that the clock sets the order, not in proportion;
+    else that it does not explain it."""
+    per_mhz = [t / c for t, c in drawn]
+    per_clock = max(per_mhz) / min(per_mhz) - 1
     if per_clock < PER_CLOCK_SAME:
-        return "the clock the power cap left accounts for most of it"
-    if per_clock > spread:          # per MHz further apart than in TFLOPS: the clock would explain the other way
-        return "further apart than in TFLOPS, so the clock does not explain it"
-    share = 1 - math.log1p(per_clock) / math.log1p(spread)
-    return f"the clock accounts for about {100 * share:,.0f}% of it" if share >= CLOCK_SHARE_SAID else \
-        "the clock accounts for little of it"
+        return f"per MHz of the SMs' clock {100 * per_clock:,.1f}% apart: the clock the power cap left accounts for most of it"
+    n, ranks = len(drawn), [_ranks([x[i] for x in drawn]) for i in (0, 1)]
+    rho = 1 - 6 * sum((a - b) ** 2 for a, b in zip(*ranks)) / (n * (n * n - 1)) if n > 1 else 0
+    clocks = [c for _, c in drawn]
+    if rho >= CLOCK_ORDERED:
+        return (f"the faster ran at the higher clocks ({min(clocks):,.0f} to {max(clocks):,.0f} MHz, "
+                f"{100 * (max(clocks) / min(clocks) - 1):,.0f}% apart), though not in proportion: per MHz {100 * per_clock:,.1f}% apart")
+    return f"per MHz of the SMs' clock {100 * per_clock:,.1f}% apart: the clock does not explain it"
 
 
 def context(deck) -> Regimes:
@@ -124,11 +134,11 @@ def context(deck) -> Regimes:
     if not rows:
         return Regimes(result=alone)
     lo, hi = min(r["lo"] for r in rows), max(r["hi"] for r in rows)
-    per_mhz = [x for r in rows for x in r["per_mhz"]]
-    per_clock = (max(per_mhz) / min(per_mhz) - 1) if all(r["per_mhz"] for r in rows) else None
+    drawn = [x for r in rows for x in r["drawn"]] if all(r["drawn"] for r in rows) else []
+    per_mhz = [t / c for t, c in drawn]
     return Regimes(result=alone, rows=rows, shape=shape, lo=lo, hi=hi, spread_pct=100 * (hi / lo - 1),
-                   per_clock_pct=per_clock and 100 * per_clock,
-                   per_clock_verdict=per_clock_verdict(per_clock, hi / lo - 1) if per_clock is not None else "",
+                   per_clock_pct=100 * (max(per_mhz) / min(per_mhz) - 1) if drawn else None,
+                   clock_said=clock_said(drawn) if drawn else "",
                    turn_ms=paired[0]["record"]["params"]["turn_ms"] if paired else None,
                    trials=len(tune["record"].get("trials", [])) if tune["measured"] else None)
 
