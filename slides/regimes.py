@@ -33,8 +33,8 @@ class Regimes(Context):
     lo: float | None = None             # the slowest and fastest figure of all the regimes
     hi: float | None = None
     spread_pct: float | None = None
-    per_clock_pct: float | None = None  # the spread per MHz of the SMs' clock of the figures drawn (each regime's ends, at their clocks)
-    clock_said: str = ""                # whether the clock accounts for the spread (clock_said)
+    per_clock_pct: float | None = None  # the drawn figures' spread per MHz of the SMs' clock (each regime's ends)
+    clock_said: str = ""                # whether the clock accounts for the spread, as the slide says it
     layout_name: str = catalogue.LAYOUTS[LAYOUT]
     precision: str = PRECISION.upper()
     turn_ms: float | None = None        # the turns' length on the GEMM slides
