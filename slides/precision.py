@@ -132,8 +132,8 @@ def bf16_steps_chart(precision: Precision) -> str:
     turns with it and that cuBLAS's own figure (each step's partner is its own), and the headline's
     cuBLAS as a bar."""
     bars = [Bar(s["name"], s["tflops"] if not s["failed"] else None, ACCENT,
-                f"{s['pct_cublas']:.1f}% of cuBLAS's {s['baseline_tflops']:,.0f}" + (f", C in {s['output']}" if s["output"] != "FP32" else "")
-                if s["baseline"] else "")
+                f"({s['pct_cublas']:.1f}% of cuBLAS's {s['baseline_tflops']:,.0f}"
+                + (f", C in {s['output']}" if s["output"] != "FP32" else "") + ")" if s["baseline"] else "")
             for s in precision.steps]
     if precision.headline:
         bars.append(Bar("cuBLAS BF16", precision.headline["baseline_tflops"], REF, f"in turns with {precision.headline['name']}"))
