@@ -68,7 +68,8 @@ def summary(title: str, record: dict, device: dict, cublas: tuple[str, str], cub
                        "held": worst["ratio_same_layout"] >= HELD_TO,
                        # "within N%" rounds up: 90.7% of cuBLAS is within 10%, not 9%
                        "within_pct": math.ceil(round(100 - 100 * worst["ratio_same_layout"], 6))}
-    above = [size_label(r["shape"]) for r in rows if r["ratio_same_layout"] >= 1]
+    # the reference shape by its name: the chart's axis holds the square sizes only
+    above = [size_label(r["shape"]) if r["shape"] != reference else "the reference" for r in rows if r["ratio_same_layout"] >= 1]
     at_reference = next((r for r in rows if r["shape"] == reference), None)     # the GEMM slides' shape
     return {"title": title, "standing": standing(worst, above, cublas), "held": held(title, worst, above, cublas[0]),
             "refused": [size_label(r["shape"]) for r in all_rows if r["outcome"] == "refused"],
@@ -88,7 +89,8 @@ def standing(worst: dict | None, above: list[str], cublas: tuple[str, str]) -> s
                                                else f"down to {worst['pct']:,.0f}% of {of} at {worst['size']}")
     said += "."
     if above:
-        said += f" At or above {above_of} (same layout) at {', '.join(above)}."
+        listed = f"{', '.join(above[:-1])} and {above[-1]}" if len(above) > 1 else above[0]
+        said += f" At or above {above_of} (same layout) at {listed}."
     return said
 
 
