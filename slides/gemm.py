@@ -715,7 +715,7 @@ def gemm_progression(gemm: Gemm) -> str:
                 MISSING if v["failed"] else ACCENT, "check failed" if v["failed"] else "")
             for s in gemm.steps for v in s.variants]
     bars += [Bar(f"cuBLAS TF32, {r['layout_name']}, alone", r["tflops"], REF) for r in gemm.cublas_tf32]
-    return bar_chart(bars, "TFLOPS at the reference shape", height=330)
+    return bar_chart(bars, "TFLOPS at the reference shape", height=318)
 
 
 # The climb's size on a step's performance slide, where it is the slide's picture, and on the
