@@ -18,7 +18,7 @@ from bench.core.stats import spread
 from slides.diagrams import DIAGRAMS
 from slides.fmt import fmt_change, fmt_num
 from slides.kit import layer_name
-from slides.step_diagrams import REVEALS
+from slides.step_diagrams import REVEALS, split_last_wave
 from slides.kit import ACCENT, Bar, Line, MISSING, REF, bar_chart, climb
 from slides.records import ROOT, BuildError, Context
 from slides.device import occupancy
@@ -71,10 +71,8 @@ def waves(resources: dict, occupancy_: dict | None, device: dict, shape: dict) -
            "split": None}
     split = resources.get("split_wave")
     if split and split["left"] and split["split"] < split["k_tiles"]:       # a plan may leave it whole
-        # the last wave lasts as long as an owner's part or a helper's run of tails, whichever is longer,
-        # each tail charged what its plan charged for its partial sums (none, in plans from before the charge)
-        k, fixup = split["k_tiles"], split.get("fixup_k_tiles", 0)
-        last = max(split["split"], split["rounds"] * (k - split["split"] + fixup)) / k
+        k = split["k_tiles"]
+        last = split_last_wave(split) / k
         out["split"] = {**split, "last_wave": last, "split_pct": 100 * split["split"] / k,
                         "idle_pct": 100 * (1 - n / (split["full_waves"] + last))}
     return out

@@ -73,13 +73,18 @@ def _ranks(xs: list[float]) -> list[int]:
     return [order.index(i) for i in range(len(xs))]
 
 
+def per_clock_spread(drawn: list[tuple[float, float]]) -> float:
+    """How far apart the figures drawn, (TFLOPS, MHz) each, lie per MHz of the SMs' clock."""
+    per_mhz = [t / c for t, c in drawn]
+    return max(per_mhz) / min(per_mhz) - 1
+
+
 def clock_said(drawn: list[tuple[float, float]]) -> str:
     """Whether the SMs' clock accounts for the spread of the figures drawn, (TFLOPS, MHz) each: most
     of it where their work per MHz is level; where the faster ran at the higher clocks (their ranks
     agree, Spearman's rho at least CLOCK_ORDERED), that the clock sets the order, not in proportion;
     else that it does not explain it."""
-    per_mhz = [t / c for t, c in drawn]
-    per_clock = max(per_mhz) / min(per_mhz) - 1
+    per_clock = per_clock_spread(drawn)
     if per_clock < PER_CLOCK_SAME:
         return f"per MHz of the SMs' clock {100 * per_clock:,.1f}% apart: the clock the power cap left accounts for most of it"
     n, ranks = len(drawn), [_ranks([x[i] for x in drawn]) for i in (0, 1)]
@@ -135,9 +140,8 @@ def context(deck) -> Regimes:
         return Regimes(result=alone)
     lo, hi = min(r["lo"] for r in rows), max(r["hi"] for r in rows)
     drawn = [x for r in rows for x in r["drawn"]] if all(r["drawn"] for r in rows) else []
-    per_mhz = [t / c for t, c in drawn]
     return Regimes(result=alone, rows=rows, shape=shape, lo=lo, hi=hi, spread_pct=100 * (hi / lo - 1),
-                   per_clock_pct=100 * (max(per_mhz) / min(per_mhz) - 1) if drawn else None,
+                   per_clock_pct=100 * per_clock_spread(drawn) if drawn else None,
                    clock_said=clock_said(drawn) if drawn else "",
                    turn_ms=paired[0]["record"]["params"]["turn_ms"] if paired else None,
                    trials=len(tune["record"].get("trials", [])) if tune["measured"] else None)

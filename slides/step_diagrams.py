@@ -288,6 +288,14 @@ def _last_wave(res: dict, t: dict, shape: dict) -> tuple[dict, bool]:
             "left": units % clusters, "helpers": 0, "rounds": 0, "split": k_tiles}, False
 
 
+def split_last_wave(plan: dict) -> int:
+    """The K-tiles a split plan's last wave lasts: an owner's part or a helper's run of tails, whichever
+    is longer, each tail charged what its plan charged for its partial sums (none, in plans from
+    before the charge)."""
+    k, split = plan["k_tiles"], plan["split"]
+    return max(split, plan["rounds"] * (k - split + plan.get("fixup_k_tiles", 0)))
+
+
 def split_tail(step, shape: dict) -> str:
     """The split last wave, a thin row per cluster: the full waves (drawn compressed), then the last
     wave zoomed, in K-tiles: the `left` owner clusters compute K-tiles [0, split) of their unit, the
@@ -336,7 +344,7 @@ def split_tail(step, shape: dict) -> str:
                 dwg.add(dwg.rect((x, y), ((k - split) * kx, h), fill=HELP, fill_opacity=0.55))
                 if fixup:                       # then its partial sums, as the plan charged them
                     dwg.add(dwg.rect((x + (k - split) * kx, y), (fixup * kx - 1.5, h), fill=MUTED, fill_opacity=0.55))
-    finish = max(split, plan["rounds"] * (k - split + fixup)) if helpers else k
+    finish = split_last_wave(plan) if helpers else k
     for at, color, anchor, dx, on in ((finish, MMA, "end", -4, share), (k, INK, "start", 4, base)):
         on.add(on.line((zx0 + at * kx, top - 4), (zx0 + at * kx, bottom + 4), stroke=color, stroke_dasharray="2,2"))
         if at < k or color == INK:
