@@ -70,11 +70,12 @@ def profile(bench_id: str, timeout_s: float = 600) -> dict:
 def target(bench_id: str) -> None:
     """Launch one kernel once at the reference shape (the process ncu profiles)."""
     from . import launch
-    from .catalogue import KERNELS
+    from .catalogue import KERNELS, output_of
     from ..core.device import collect_device
     from .harness import SHAPE, checked_launch
     step, variant = KERNELS[bench_id]
-    checked_launch(SHAPE, step.layout, step.precision, launch.prepare(step, variant, collect_device()))
+    checked_launch(SHAPE, step.layout, step.precision, launch.prepare(step, variant, collect_device()), step.scaling,
+                   output_of(variant.tile))
 
 
 if __name__ == "__main__":
