@@ -72,7 +72,7 @@ def _idle_explains(grid: dict, row: dict, sm_count: int) -> bool:
 
 def _ran_narrow(row: dict) -> bool:
     """Whether the cell ran the headline at one of its other widths (catalogue.Step.widths): a tile
-    narrower than its best, which tile_for picked because it pads N less."""
+    narrower than its best, which tile_for picked because its waves end first."""
     kernel = row.get("kernel")
     if kernel not in catalogue.KERNELS or kernel in STREAMED:
         return False
@@ -80,18 +80,19 @@ def _ran_narrow(row: dict) -> bool:
     return row["tile"]["BN"] != step.best.tile["BN"] and row["tile"]["BN"] in step.widths
 
 
-def _narrow(correct: list[dict]) -> dict | None:
+def _narrow(correct: list[dict], sm_count: int) -> dict | None:
     """The cells that ran a narrower width of the headline: how many, that tile, and for the first
-    of them the tiles of N each width makes and the columns each leaves empty."""
+    of them the waves each width takes there (catalogue.waves), the narrower's as long as how many of
+    the best's."""
     cells = [x for x in correct if _ran_narrow(x)]
     if not cells:
         return None
     row, best = cells[0], catalogue.step_of(cells[0]["kernel"]).best.tile
-    n = row["shape"][1]
-    tiling = lambda width: {"width": width, "tiles": -(-n // width), "empty": -n % width,
-                            "empty_said": f"with {-n % width} columns empty" if -n % width else "with none empty"}
-    return {"cells": len(cells), "tile": tile_label(row["tile"]), "best": tile_label(best), "n": n,
-            "narrow": tiling(row["tile"]["BN"]), "wide": tiling(best["BN"])}
+    narrow = {**best, "BN": row["tile"]["BN"]}
+    waves = {name: catalogue.waves(tile, *row["shape"], sm_count) for name, tile in (("narrow", narrow), ("wide", best))}
+    return {"cells": len(cells), "tile": tile_label(row["tile"]), "best": tile_label(best), "where": _where(row),
+            "speed_pct": 100 * catalogue.NARROW_SPEED, **waves,
+            "as_wide": waves["narrow"] * narrow["BN"] / best["BN"] / catalogue.NARROW_SPEED}
 
 
 def _versus_headline(streamed: list[dict]) -> str:
@@ -233,7 +234,7 @@ def one(deck, name: str, device, copy: dict | None) -> dict:
             "worst_said": _worst_said(worst, device.sm_count) if worst else "",
             "large": worst_large and _large(worst_large, versus), "small": worst_small and _small(worst_small, device.sm_count),
             "memory": _memory(correct, params, device, copy),
-            "above": sum(x >= 1 for x in ratios), "error": _errors(correct, versus), "narrow": _narrow(correct),
+            "above": sum(x >= 1 for x in ratios), "error": _errors(correct, versus), "narrow": _narrow(correct, device.sm_count),
             "streamed": {"cells": len(streamed), "up_to": max(x["shape"][0] for x in streamed),
                          "versus": _versus_headline(streamed)} if streamed else None,
             "wrong": [_where(x) for x in rows if x["outcome"] == "wrong"]}
@@ -329,7 +330,7 @@ def atlas_map(a: dict) -> str:
         grid.append(line)
     marked = f"outlined: stream-K ran (up to M = {a['streamed']['up_to']:,})" if a["streamed"] else ""
     narrow = a["narrow"]
-    footnote = (f"the headline's {narrow['tile']} tile ran, not its {narrow['best']}: that width pads N less"
+    footnote = (f"the headline's {narrow['tile']} tile ran, not its {narrow['best']}: its waves end first"
                 if narrow else "")
     # the title states the finding: the median cell and the lowest, and where
     finding = (f": median {a['median_pct']:.1f}%, lowest {a['worst']['pct']:.1f}% at {a['worst']['where']}"

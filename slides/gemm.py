@@ -18,7 +18,7 @@ from bench.core.stats import spread
 from slides.diagrams import DIAGRAMS
 from slides.fmt import fmt_change, fmt_num
 from slides.kit import layer_name
-from slides.step_diagrams import REVEALS, split_last_wave
+from slides.step_diagrams import REVEALS
 from slides.kit import ACCENT, Bar, Line, MISSING, REF, bar_chart, climb
 from slides.records import ROOT, BuildError, Context
 from slides.device import occupancy
@@ -72,7 +72,7 @@ def waves(resources: dict, occupancy_: dict | None, device: dict, shape: dict) -
     split = resources.get("split_wave")
     if split and split["left"] and split["split"] < split["k_tiles"]:       # a plan may leave it whole
         k = split["k_tiles"]
-        last = split_last_wave(split) / k
+        last = plan.split_last_wave(split) / k
         out["split"] = {**split, "last_wave": last, "split_pct": 100 * split["split"] / k,
                         "idle_pct": 100 * (1 - n / (split["full_waves"] + last))}
     return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from bench.gemm.plan import ctas as ctas_of
+from bench.gemm.plan import ctas as ctas_of, split_last_wave
 from slides.kit import GROUP, INK, MUTED, PALETTE, REF, arrow, drawing, layers, text, text_width
 
 W, H = 860, 400
@@ -286,14 +286,6 @@ def _last_wave(res: dict, t: dict, shape: dict) -> tuple[dict, bool]:
     k_tiles = -(-shape["k"] // t["BK"])
     return {"units": units, "clusters": clusters, "k_tiles": k_tiles, "full_waves": units // clusters,
             "left": units % clusters, "helpers": 0, "rounds": 0, "split": k_tiles}, False
-
-
-def split_last_wave(plan: dict) -> int:
-    """The K-tiles a split plan's last wave lasts: an owner's part or a helper's run of tails, whichever
-    is longer, each tail charged what its plan charged for its partial sums (none, in plans from
-    before the charge)."""
-    k, split = plan["k_tiles"], plan["split"]
-    return max(split, plan["rounds"] * (k - split + plan.get("fixup_k_tiles", 0)))
 
 
 def split_tail(step, shape: dict) -> str:

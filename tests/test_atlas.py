@@ -33,7 +33,7 @@ def planned(kernel: str, m: int, n: int, k: int, sm_count: int) -> tuple[dict, d
     """The tile the catalogue picks for a kernel at an M x N x K cell, as a row records it, and the plan
     the launcher gives it there (bench/gemm/launch.py): stream-K's runs over its persistent clusters,
     or the headline's split last wave, whose plan says how many of the resident clusters launch."""
-    tile = catalogue.tile_for(catalogue.step_of(kernel), m, n, sm_count)
+    tile = catalogue.tile_for(catalogue.step_of(kernel), m, n, k, sm_count)
     cluster = tile["CLUSTER_M"]
     units, k_tiles = plan.ctas(tile, m, n) // cluster, -(-k // tile["BK"])
     if tile.get("STREAM_K"):
@@ -329,8 +329,8 @@ def test_without_a_stream_k_cell_the_grid_is_blamed_and_no_plan_is_drawn(fixture
     for name, title in SLIDES.items():
         svg = svg_of(s[title], out)
         assert svg.count(OUTLINED) == 0 and "outlined" not in svg and "- Outlined" not in s[title]
-        m, (_, _, n, _) = min(atlas.MS), atlas.PROJECTIONS[0]
-        tiles = plan.ctas({**catalogue.tile_for(catalogue.step_of(KERNEL[name]), m, n, sms), "CLUSTER_M": 1}, m, n)
+        m, (_, _, n, k) = min(atlas.MS), atlas.PROJECTIONS[0]
+        tiles = plan.ctas({**catalogue.tile_for(catalogue.step_of(KERNEL[name]), m, n, k, sms), "CLUSTER_M": 1}, m, n)
         if tiles < sms:
             assert f"M = {m}: only {tiles} tiles for {sms} SMs." in s[title]
             assert f"where its {tiles} tiles leave SMs idle" in s[title]
@@ -347,8 +347,8 @@ def test_without_an_atlas_the_talk_shows_no_slide_of_it_and_the_backup_says_so(d
 
 
 def test_a_cell_the_headline_ran_at_a_narrower_width_has_a_dagger_and_the_notes_count_them(fixture_doc, write_results, tmp_path):
-    """Where tile_for gave the headline one of its other widths (N pads less), the cell's label has a
-    dagger and a footnote says why; the notes count those cells and give the tiles each width makes of N.
+    """Where tile_for gave the headline one of its other widths (its waves end first), the cell's label
+    has a dagger and a footnote says why; the notes count those cells and give the waves of each width.
     Without such a cell: no dagger, no footnote, no sentence."""
     sms = fixture_doc["device"]["sm_count"]
     doc = with_atlases(fixture_doc, lambda m, n, k: 1.0)
@@ -357,15 +357,19 @@ def test_a_cell_the_headline_ran_at_a_narrower_width_has_a_dagger_and_the_notes_
     assert widened, "an atlas whose kernel has other widths"
     for name in widened:
         title, step = SLIDES[name], catalogue.step_of(KERNEL[name])
-        narrow = [(m, n) for _, _, n, _ in atlas.PROJECTIONS for m in atlas.MS
+        narrow = [(model, projection, (m, n, k)) for model, projection, n, k in atlas.PROJECTIONS for m in atlas.MS
                   if catalogue.kernel_for(KERNEL[name], m) == step.best.id
-                  and catalogue.tile_for(step, m, n, sms)["BN"] in step.widths]
-        assert narrow, "an atlas projection whose N a narrower width pads less"
-        n, width = narrow[0][1], catalogue.tile_for(step, *narrow[0], sms)["BN"]
+                  and catalogue.tile_for(step, m, n, k, sms)["BN"] in step.widths]
+        assert narrow, "an atlas cell whose waves a narrower width ends first"
+        model, projection, shape = narrow[0]
+        tile = catalogue.tile_for(step, *shape, sms)
+        waves = {t["BN"]: catalogue.waves(t, *shape, sms) for t in (tile, step.best.tile)}
+        assert waves[tile["BN"]] * tile["BN"] / catalogue.NARROW_SPEED < waves[step.best.tile["BN"]] * step.best.tile["BN"]
         svg = svg_of(s[title], out)
-        assert svg.count("†") == len(narrow) + 1 and "that width pads N less" in svg      # the cells and the footnote
-        assert (f"The {len(narrow)} cells with a dagger ran the headline at {step.best.tile['BM']}×{width}: "
-                f"N = {n:,} makes {-(-n // width)} tiles of {width}") in s[title]
+        assert svg.count("†") == len(narrow) + 1 and "its waves end first" in svg      # the cells and the footnote
+        assert (f"The {len(narrow)} cells with a dagger ran the headline at {tile['BM']}×{tile['BN']}, whose waves end "
+                f"first: at {model} {projection}, M = {shape[0]:,} it takes {waves[tile['BN']]:.2f} waves") in s[title]
+        assert f"which takes {waves[step.best.tile['BN']]:.2f}." in s[title]
     for name in catalogue.ATLASES:          # the other outcome: every cell at the best's width
         for row in doc["benchmarks"][catalogue.atlas_id(name)]["rows"]:
             if row["kernel"] == KERNEL[name]:

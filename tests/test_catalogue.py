@@ -101,30 +101,37 @@ def test_the_small_tile_runs_only_where_the_best_leaves_most_sms_idle():
     step = catalogue.step_of(catalogue.HEADLINE)
     assert step.small_tile, "the headline has a tile for small shapes"
     sms = 132
-    assert catalogue.tile_for(step, 1024, 1024, sms) == step.tiles[1]          # 32 CTAs of 128 x 256
-    assert catalogue.tile_for(step, 2048, 2048, sms) == step.best.tile         # 128 of them
-    assert catalogue.tile_for(step, 1024, 1024, 40) == step.best.tile          # a GPU of 40 SMs
+    assert catalogue.tile_for(step, 1024, 1024, 1024, sms) == step.tiles[1]          # 32 CTAs of 128 x 256
+    assert catalogue.tile_for(step, 2048, 2048, 2048, sms) == step.best.tile         # 128 of them
+    assert catalogue.tile_for(step, 1024, 1024, 1024, 40) == step.best.tile          # a GPU of 40 SMs
     assert plan.ctas(step.best.tile, 3000, 3000) == 24 * 12               # ragged edges, whole clusters
     plain = catalogue.STEPS[0]
     single = next(s for s in catalogue.STEPS if s.cute and not s.small_tile)
-    assert catalogue.tile_for(single, 1024, 1024, sms) == single.best.tile
+    assert catalogue.tile_for(single, 1024, 1024, 1024, sms) == single.best.tile
     assert plain.tiles == (plain.best.tile,)
 
 
-def test_a_step_with_other_widths_takes_the_one_that_pads_n_least_and_its_best_on_a_tie():
-    """tile_for: of the best tile and its other widths, the tile whose last column of tiles is fullest;
-    where two pad N alike, the best's; the small tile still runs where that one's CTAs leave most SMs idle."""
+def test_a_step_with_other_widths_takes_the_one_whose_waves_end_first_and_its_best_on_a_tie():
+    """tile_for: of the best tile and its other widths, the tile whose waves (plan.split_wave's, the
+    last one split or not) times its width end first, a narrower one at NARROW_SPEED; the best where
+    they end alike; the small tile still runs where the best's CTAs leave most SMs idle."""
     sms = 132
     for bid in catalogue.HEADLINES.values():
         step = catalogue.step_of(bid)
-        assert step.widths and {t["BN"] for t in step.tiles} >= {step.best.tile["BN"], *step.widths}
-        for n in (2112, 4096, 7168, 28672, 3000):
-            tile = catalogue.tile_for(step, 16384, n, sms)
-            padding = {w: -n % w for w in (step.best.tile["BN"], *step.widths)}
-            assert -n % tile["BN"] == min(padding.values()) and tile in step.tiles
-            assert tile == step.best.tile or padding[tile["BN"]] < padding[step.best.tile["BN"]]
-        assert catalogue.tile_for(step, 16384, 2112, sms)["BN"] == 192          # 11 x 192, where 9 x 256 pad 192
-        assert catalogue.tile_for(step, 1024, 1024, sms) == step.tiles[1]        # 1024 = 4 x 256 = 5.3 x 192: small
+        best = step.best.tile
+        assert step.widths and {t["BN"] for t in step.tiles} >= {best["BN"], *step.widths}
+        cost = lambda tile, shape: (catalogue.waves(tile, *shape, sms) * tile["BN"]
+                                    / (1 if tile["BN"] == best["BN"] else catalogue.NARROW_SPEED))
+        for shape in ((16384, 2112, 7168), (4096, 8192, 16384), (512, 10240, 8192), (2048, 3000, 3000), (1024, 28672, 4096)):
+            tile = catalogue.tile_for(step, *shape, sms)
+            assert tile in step.tiles
+            assert cost(tile, shape) == min(cost({**best, "BN": w}, shape) for w in (best["BN"], *step.widths))
+        assert catalogue.tile_for(step, 16384, 2112, 7168, sms)["BN"] == 192     # 11 x 192, where 9 x 256 pad 192
+        assert catalogue.tile_for(step, 4096, 8192, 16384, sms) == best           # 7.8 waves of 256, 10.5 of 192
+        # 80 units of 128 x 256 on 66 clusters, a last wave of 14 split, 1.5 waves; 108 of 192, 1.7
+        assert catalogue.tile_for(step, 512, 10240, 8192, sms)["BN"] == 192
+        assert catalogue.tile_for(step, 1024, 1024, 1024, sms) == step.tiles[1]  # 32 CTAs of 128 x 256: small
+        assert 1 < catalogue.waves(best, 512, 10240, 8192, sms) < catalogue.waves({**best, "BN": 192}, 512, 10240, 8192, sms) < 2
     widths = [catalogue.kernel_definition(bid).get("widths") for bid in catalogue.HEADLINES.values()]
     assert all(widths), "the record's kernel names the widths, so a change stales it"
 
@@ -159,7 +166,7 @@ def test_the_atlas_rule_runs_stream_k_as_far_as_its_tiles_by_m_go():
             assert tile in step.tiles and tile["BM"] * tile["CLUSTER_M"] >= rows
         for m in (1, 64, 65, 128, 129, 256, 257, 512, 513, 1024, 16384):
             rows = next((change for bound, change in step.rows_tiles if m <= bound), {})
-            assert catalogue.tile_for(step, m, 2112, sms) == {**step.best.tile, **rows}
+            assert catalogue.tile_for(step, m, 2112, 7168, sms) == {**step.best.tile, **rows}
             assert catalogue.kernel_for(step.against, m) == (step.best.id if m <= most else step.against)
     # a kernel with no shape step is its own at every M
     for bid in (catalogue.PROMOTED_FP8, catalogue.BLOCK_SCALED):

@@ -158,7 +158,7 @@ def test_the_tile_picked_by_shape_is_given_the_scales(monkeypatch):
     pick = launch.prepare_by_shape(step, {"sm_count": 132})
     small = np.zeros((1024, 1024))
     pick(small, small, small, alpha=0.25)
-    assert calls == [(catalogue.tile_for(step, 1024, 1024, 132), {"alpha": 0.25})]
+    assert calls == [(catalogue.tile_for(step, 1024, 1024, 1024, 132), {"alpha": 0.25})]
     assert calls[0][0] == step.tiles[1], "1024 x 1024 leaves most SMs idle with the best tile: the small one runs"
 
 

@@ -228,7 +228,7 @@ def stream_k_cell(precision: str, m: int, n: int, k: int, sm_count: int = 132) -
     its launcher computes (bench/gemm/launch.py), on the clusters that fit the SMs."""
     from bench.gemm import plan
     step = next(s for s in catalogue.SHAPE_STEPS if s.precision == precision)
-    tile = catalogue.tile_for(step, m, n, sm_count)
+    tile = catalogue.tile_for(step, m, n, k, sm_count)
     runs = plan.stream_k(plan.ctas(tile, m, n) // tile["CLUSTER_M"], sm_count // tile["CLUSTER_M"], -(-k // tile["BK"]))
     return {"precision": precision.upper(), "shape": [m, n, k], "tile": tile, "plan": runs,
             **step_diagrams.stream_k_runs(runs)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .plan import ctas
+from .plan import ctas, split_last_wave, split_wave
 
 HOPPER = (9, 0)      # wgmma, TMA, clusters: compute capability 9.0 (sm_90a)
 
@@ -50,7 +50,7 @@ class Step:
     # first that takes M; past the last, the best's tile.
     rows_tiles: tuple[tuple[int, dict], ...] = ()
     # Other widths (BN) its best tile is built in: tile_for takes, of these and the best's, the one
-    # that pads N least (the best's on a tie), so that a ragged N wastes fewer columns of the last tile.
+    # whose waves end first, so that a ragged N or a last wave of few tiles wastes fewer SMs' time.
     widths: tuple[int, ...] = ()
     track: str = ""               # the suffix of its ids on another precision's track ("_bf16")
     # The part of its kernel region the code slide shows when the whole does not fit on a slide: the
@@ -148,16 +148,36 @@ def in_precision(step: Step, precision: str) -> Step:
 SMALL_TILE_BELOW = 0.36
 
 
-def tile_for(step: Step, m: int, n: int, sm_count: int) -> dict:
-    """The tile a step's best kernel runs an M x N output with: the first of its tiles by M that
-    takes M; else, of its best tile and its other widths, the one that pads N least (the best on a
-    tie), unless the step has a small tile and that one's CTAs would leave most SMs with nothing to do."""
-    big = min((step.best.tile, *({**step.best.tile, "BN": width} for width in step.widths)),
-              key=lambda tile: -n % tile["BN"])
+# A narrower width of the best tile does its work at about this share of the best's speed: the median
+# over 22 cells of the TF32 and BF16 atlases where 128 x 192 and 128 x 256 ran in turns, each over
+# what the waves below say (H200, 2026-11-30; 0.91-1.04). Checked in turns on 62 cells (those atlas
+# cells under 97% of cuBLAS and every atlas, sweep and outside-the-list cell where the rule changed
+# the width): from 384 rows up it ran the faster width in 43 of 44 (one miss of 2%); at 256 rows or
+# fewer, where the atlases run stream-K beside it, in 9 of 18 (misses of 2-14%).
+NARROW_SPEED = 0.95
+
+
+def waves(tile: dict, m: int, n: int, k: int, sm_count: int) -> float:
+    """The waves a split-wave launch of ``tile`` takes over an M x N x K GEMM on ``sm_count`` SMs
+    (plan.split_wave): its full waves, and the part of a wave its last one lasts, split or not."""
+    cluster, k_tiles = tile.get("CLUSTER_M", 1), -(-k // tile["BK"])
+    plan = split_wave(ctas(tile, m, n) // cluster, sm_count // cluster, k_tiles)
+    last = split_last_wave(plan) if plan["split"] < k_tiles else k_tiles
+    return plan["full_waves"] + (last / k_tiles if plan["left"] else 0)
+
+
+def tile_for(step: Step, m: int, n: int, k: int, sm_count: int) -> dict:
+    """The tile a step's best kernel runs an M x N x K GEMM with: the first of its tiles by M that
+    takes M; else its small tile, where the best tile's CTAs would leave most SMs with nothing to do;
+    else, of its best tile and its other widths, the one whose waves end first (its waves times its
+    width, a narrower one at NARROW_SPEED; the best on a tie)."""
+    best = step.best.tile
+    big = min((best, *({**best, "BN": width} for width in step.widths)),
+              key=lambda tile: waves(tile, m, n, k, sm_count) * tile["BN"] / (1 if tile is best else NARROW_SPEED))
     for rows, change in step.rows_tiles:
         if m <= rows:
             return {**big, **change}
-    if step.small_tile is None or ctas(big, m, n) >= SMALL_TILE_BELOW * sm_count:
+    if step.small_tile is None or ctas(best, m, n) >= SMALL_TILE_BELOW * sm_count:
         return big
     return step.tiles[1]
 
@@ -203,8 +223,10 @@ def output_of(tile: dict | None) -> str:
 # 128 x 64: at 1024^3 the 128 x 256 tiles number 32 for the H100's 132 SMs, these 128 (the fastest
 # there of six smaller tiles tried on the H100 in turns with cuBLAS)
 _SMALL = {"BN": 64}
-# 128 x 192 beside 128 x 256, for an N that 192 pads less: DeepSeek-V3's 2112 is 11 x 192, where 9
-# tiles of 256 leave 192 of 2304 columns idle (BF16 at M = 1024: 62% -> 80% of cuBLAS, H100, in turns)
+# 128 x 192 beside 128 x 256, where its waves end first (tile_for): DeepSeek-V3's 2112 is 11 x 192, where 9
+# tiles of 256 leave 192 of 2304 columns idle (BF16 at M = 1024: 62% -> 80% of cuBLAS, H100, in turns);
+# at M = 512, Llama-3 70B's QKV (N = 10,240) makes 1.7 waves of 192 against 1.5 of 256, the last split
+# (TF32 1.11x, BF16 1.08x faster in turns, H200)
 _WIDTHS = (192,)
 
 STEPS = (

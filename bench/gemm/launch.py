@@ -323,6 +323,6 @@ def prepare_by_shape(step: Step, device: dict):
     prepares = [prepare(step, replace(step.best, tile=tile), device) for tile in step.tiles]
 
     def pick(a, b, c, **scaling):
-        tile = catalogue.tile_for(step, a.shape[0], c.shape[1], device["sm_count"])
+        tile = catalogue.tile_for(step, a.shape[0], c.shape[1], a.shape[1], device["sm_count"])
         return prepares[step.tiles.index(tile)](a, b, c, **scaling)
     return pick

@@ -43,6 +43,14 @@ def split_wave(units: int, clusters: int, k_tiles: int) -> dict:
             "fixup_k_tiles": TAIL_FIXUP_K_TILES}
 
 
+def split_last_wave(plan: dict) -> int:
+    """The K-tiles a split plan's last wave lasts: an owner's part or a helper's run of tails, whichever
+    is longer, each tail charged what its plan charged for its partial sums (none, in plans from
+    before the charge)."""
+    k, split = plan["k_tiles"], plan["split"]
+    return max(split, plan["rounds"] * (k - split + plan.get("fixup_k_tiles", 0)))
+
+
 def stream_k(units: int, clusters: int, k_tiles: int) -> dict:
     """A stream-K kernel's plan: the K-tiles of ``units`` cluster tiles laid end to end, cut into one
     contiguous run per cluster, as even as whole K-tiles allow; no more clusters than K-tiles, so
