@@ -90,9 +90,10 @@ def _narrow(correct: list[dict], sm_count: int) -> dict | None:
     row, best = cells[0], catalogue.step_of(cells[0]["kernel"]).best.tile
     narrow = {**best, "BN": row["tile"]["BN"]}
     waves = {name: catalogue.waves(tile, *row["shape"], sm_count) for name, tile in (("narrow", narrow), ("wide", best))}
+    wave = narrow["BN"] / best["BN"] / catalogue.NARROW_SPEED       # a narrow wave's length, in wide waves
     return {"cells": len(cells), "tile": tile_label(row["tile"]), "best": tile_label(best), "where": _where(row),
-            "speed_pct": 100 * catalogue.NARROW_SPEED, **waves,
-            "as_wide": waves["narrow"] * narrow["BN"] / best["BN"] / catalogue.NARROW_SPEED}
+            "columns": [narrow["BN"], best["BN"]], "speed_pct": 100 * catalogue.NARROW_SPEED, **waves,
+            "wave_pct": 100 * wave, "as_wide": waves["narrow"] * wave}
 
 
 def _versus_headline(streamed: list[dict]) -> str:

@@ -367,9 +367,10 @@ def test_a_cell_the_headline_ran_at_a_narrower_width_has_a_dagger_and_the_notes_
         assert waves[tile["BN"]] * tile["BN"] / catalogue.NARROW_SPEED < waves[step.best.tile["BN"]] * step.best.tile["BN"]
         svg = svg_of(s[title], out)
         assert svg.count("†") == len(narrow) + 1 and "its waves end first" in svg      # the cells and the footnote
+        wide = f"{step.best.tile['BM']}×{step.best.tile['BN']}"
         assert (f"The {len(narrow)} cells with a dagger ran the headline at {tile['BM']}×{tile['BN']}, whose waves end "
-                f"first: at {model} {projection}, M = {shape[0]:,} it takes {waves[tile['BN']]:.2f} waves") in s[title]
-        assert f"which takes {waves[step.best.tile['BN']]:.2f}." in s[title]
+                f"first: at {model} {projection}, M = {shape[0]:,} its {waves[tile['BN']]:.2f} waves") in s[title]
+        assert f"of a {wide} wave; {wide} needs {waves[step.best.tile['BN']]:.2f}." in s[title]
     for name in catalogue.ATLASES:          # the other outcome: every cell at the best's width
         for row in doc["benchmarks"][catalogue.atlas_id(name)]["rows"]:
             if row["kernel"] == KERNEL[name]:
