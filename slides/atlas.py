@@ -161,7 +161,7 @@ def _worst_said(row: dict, sm_count: int) -> str:
     elif grid["idle"]:
         why = f"with {grid['tiles']} tiles for {sm_count} SMs, {grid['idle']} idle: mostly the kernel's loss"
     elif grid["shared_by"]:
-        shared = (f"stream-K split its {grid['tiles']} tiles' K among {grid['shared_by']} clusters" if grid["streamed"] else
+        shared = (f"stream-K dealt its {grid['tiles']} tiles' K-tiles evenly to {grid['shared_by']} clusters" if grid["streamed"] else
                   f"{grid['shared_by']} clusters, the idle ones helping, shared its {grid['tiles']} tiles' K")
         why = f"where {shared}: {kernels_loss}"
     else:

@@ -136,7 +136,7 @@ def test_each_cell_is_its_ratio_and_stream_k_is_outlined(fixture_doc, write_resu
         assert tiles < sms
         assert (f"- Up to M = 256: down to {100 * ratio(m, 1, 1):.1f}% at {model} {projection}, M = {m}: {tiles} "
                 f"tiles for {sms} SMs, their K-tiles shared by {launched['clusters']} clusters.") in s[title]
-        assert f"where stream-K split its {tiles} tiles' K among {launched['clusters']} clusters" in s[title]
+        assert f"where stream-K dealt its {tiles} tiles' K-tiles evenly to {launched['clusters']} clusters" in s[title]
 
 
 CIS = {"faster everywhere": lambda m, n, k: (1.2, [1.1, 1.3]),
