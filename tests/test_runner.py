@@ -107,6 +107,21 @@ def test_a_remeasured_kernel_keeps_its_profile_while_it_launches_what_was_profil
                                                 {"status": "ok", "tflops": 2.0})
 
 
+def test_the_profiled_launch_is_the_benchmarks_own(monkeypatch):
+    """python -m bench --profile launches each catalogue kernel once for ncu, with its step's scaling and
+    its own output type, as its benchmark does: a BF16-C or block-scaled kernel given an FP32 C and no
+    scales refuses to launch (three did, 2026-11-30)."""
+    from bench.core import device
+    from bench.gemm import harness, launch, profile
+    calls = []
+    monkeypatch.setattr(device, "collect_device", lambda: {"sm_count": 132})
+    monkeypatch.setattr(launch, "prepare", lambda step, variant, dev: (step, variant))
+    monkeypatch.setattr(harness, "checked_launch", lambda shape, layout, precision, prepared, *rest: calls.append((prepared, rest)))
+    for bid, (step, variant) in catalogue.KERNELS.items():
+        profile.target(bid)
+        assert calls.pop() == ((step, variant), (step.scaling, catalogue.output_of(variant.tile))), bid
+
+
 def test_each_record_is_written_as_soon_as_it_exists(fakes, tmp_path):
     out = tmp_path / "r.yaml"
     seen = []
