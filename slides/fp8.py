@@ -154,13 +154,10 @@ def _pairs(rows: list[dict]) -> list[dict]:
     with cuBLASLt, so these differ from the table's: the main slides give the gain alone."""
     pairs = []
     for r in rows:
-        pair = r["record"].get("before") if r["usable"] and r["precision"] == "FP8" else None
-        if not pair:
-            continue
-        said = in_turns(pair)
-        before = catalogue.step_of(pair["id"])
-        pairs.append({**said, "name": r["name"], "against": before.title + (" (BF16)" if before.precision == "bf16" else ""),
-                      "verdict": {"ahead": "faster", "behind": "slower", "tie": "a tie"}[_called(said)]})
+        pair = _pair(r) if r["usable"] and r["precision"] == "FP8" else None
+        if pair:
+            before = catalogue.step_of(catalogue.before(r["id"]))
+            pairs.append({**pair, "name": r["name"], "against": before.title + (" (BF16)" if before.precision == "bf16" else "")})
     return pairs
 
 
@@ -237,7 +234,10 @@ PLACED = {"ahead": "ahead of", "behind": "behind", "tie": "level with"}
 def _pair(r: dict) -> dict | None:
     """A kernel's pair with the step before it, timed in turns, and its wording."""
     pair = gain_in_turns(r, catalogue.before(r["id"]))
-    return pair and {**pair, "words": {"ahead": "faster", "behind": "slower", "tie": "apart: a tie"}[_called(pair)]}
+    if not pair:
+        return None
+    verdict = {"ahead": "faster", "behind": "slower", "tie": "a tie"}[_called(pair)]
+    return {**pair, "verdict": verdict, "words": "apart: a tie" if verdict == "a tie" else verdict}
 
 
 def _blocks(r: dict, bf16_c: dict | None) -> dict | None:
