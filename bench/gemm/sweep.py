@@ -18,7 +18,9 @@ from ..core.registry import register
 from ..core.timing import quick, time_gpu_alternating
 
 SIZES = (2048,) if quick() else (1024, 2048, 3000, 4096, 6000, 8192, 16384)   # 3000, 6000: multiples of no tile
-WARM_S = 0.05 if quick() else 0.2       # each size, before timing: the clock settles where the three GEMMs leave it
+# each size, before timing: the clock settles where the three GEMMs leave it (a tenth of a second: the
+# chip is busy from the size before, and the kernel and cuBLAS meet the same clock in their turns)
+WARM_S = 0.05 if quick() else 0.1
 TIMED_S = 0.1 if quick() else 0.4     # each size's timed loop lasts about this long, whatever the speed
 MIN_REPS, MAX_REPS = 3, 100
 
