@@ -69,6 +69,7 @@ class Fp8(Context):
     promoted: dict                  # the fastest measured kernel with its sums promoted (else the first such step's row)
     promotion: dict | None          # what promoting the sums costs, in turns with the headline, and buys
     over_bf16: dict | None          # the FP8 headline over its BF16 self, in turns (in_turns)
+    pairs: list[dict]               # each FP8 kernel of the table against the step before, in their own turns (_pairs)
     pictured: list[dict]            # the picture's kernels; none without an FP8 kernel among them
     rate: float | None              # FP8's FLOP a clock an SM
     rate_over_bf16: float | None
@@ -134,7 +135,7 @@ def context(deck) -> Fp8:
     headline_tile = catalogue.KERNELS[catalogue.HEADLINE_FP8][1].tile
     cost = promotion and promotion["cost"]
     return Fp8(measured=any(r["usable"] for r in rows if r["precision"] == "FP8"), ids=list(ids), rows=rows,
-               fp8=fp8, bf16=bf16, promoted=promoted, promotion=promotion, over_bf16=over_bf16,
+               fp8=fp8, bf16=bf16, promoted=promoted, promotion=promotion, over_bf16=over_bf16, pairs=_pairs(rows),
                pictured=pictured if any(r["precision"] == "FP8" for r in pictured) else [],
                rate=rates.get("fp8"), rate_over_bf16=rates["fp8"] / rates["bf16"] if "fp8" in rates else None,
                headline_tile=f"{headline_tile['BM']}×{headline_tile['BN']}", held_pct=100 * HELD, error_within=ERROR_WITHIN,
@@ -145,6 +146,22 @@ def context(deck) -> Fp8:
                cost_said=f"; against the kernel without, in the same turns, {cost['said']}" if cost else "",
                peak_said=(f"Peak: {deck.of(slides.device).sm_count} SMs × FP8's {rates['fp8']:,.0f} FLOP a clock, "
                           "at each kernel's measured clock.") if rates.get("fp8") else "")
+
+
+def _pairs(rows: list[dict]) -> list[dict]:
+    """Each FP8 kernel of the table against the kernel of the step before it, the two timed in turns:
+    the gain and its interval, and both TFLOPS in those turns. A kernel's own figure is from its turns
+    with cuBLASLt, so these differ from the table's: the main slides give the gain alone."""
+    pairs = []
+    for r in rows:
+        pair = r["record"].get("before") if r["usable"] and r["precision"] == "FP8" else None
+        if not pair:
+            continue
+        said = in_turns(pair)
+        before = catalogue.step_of(pair["id"])
+        pairs.append({**said, "name": r["name"], "against": before.title + (" (BF16)" if before.precision == "bf16" else ""),
+                      "verdict": {"ahead": "faster", "behind": "slower", "tie": "a tie"}[_called(said)]})
+    return pairs
 
 
 def _promotion(fp8: dict, promoted: dict) -> dict | None:
