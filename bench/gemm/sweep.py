@@ -126,6 +126,7 @@ def _register_sweep(step: Step) -> None:
                                   lambda shape: (step, prepare, shape))
         return {"params": {"kernel": best.id, "label": best.label, "layout": step.layout, "precision": step.precision,
                            "tiles": list(step.tiles), "small_tile_below_sms": catalogue.SMALL_TILE_BELOW,
+                           **({"narrow_speed": catalogue.NARROW_SPEED} if step.widths else {}),
                            "cublas": f"{step.precision}, {' and '.join(catalogue.cublas_layouts(step.precision))}, same operands",
                            "sizes": list(SIZES),
                            "warm_s": WARM_S, "timed_s": TIMED_S, "min_reps": MIN_REPS, "max_reps": MAX_REPS},
