@@ -5,8 +5,10 @@ fast.cu's benchmark (matmul.cu) runs a GEMM once to check it, then times eight b
 between two events, on whatever state the GPU is in: in a run of its own, a GPU at rest. Here each
 GEMM rests REST_S, runs once, and its next BURST_RUNS are timed the same way, with the SMs' clock
 measured over them and NVML's clock and power read right after; BURSTS such bursts give a median
-and a range. Then the same GEMM runs back to back for SUSTAIN_S and is timed alone at that steady
-state, with its power from the energy counter: the sustained figure it is set beside."""
+and a range. After every GEMM's bursts, each runs back to back to its steady state and is timed
+alone there, with its power from the energy counter: the sustained figure it is set beside. The
+first runs SUSTAIN_S from the rest its bursts left; each next starts from the one before's steady
+state and runs until its own rounds settle (harness.settle, at most SUSTAIN_S)."""
 from __future__ import annotations
 
 import os
@@ -84,27 +86,37 @@ def _checked(name: str, shape: Shape, precision: str, prepare):
           builds=(*benchmarks.builds(*TF32), *benchmarks.builds(*BF16)), timeout_s=300, min_cc=catalogue.HOPPER,
           title="GEMMs in bursts from a rest, as public READMEs time them")
 def run(ctx) -> dict:
-    rows, wrong = [], []
+    rows, wrong, runs = [], [], []
     for name, (title, precision, shape, prepare) in _gemms(ctx.device).items():
         fn, check = _checked(name, shape, precision, prepare)
         if not check["passed"]:
             wrong.append(f"{title}: {check.get('detail')}")
         b = burst(fn)
-        sustained = None
-        if harness.ENERGY_S:            # a quick run measures no energy window, so no sustained figure
-            harness.warm(fn, SUSTAIN_S)
-            sustained = harness.energy(fn, shape, b["time_ms"]["median"])
+        runs.append(fn)
         rows.append({"name": name, "title": title, "precision": precision, "shape": shape.dims, "check": check,
-                     **b, "tflops": harness.tflops(shape, b["time_ms"]),
-                     **({"sustained": {**sustained, "tflops": harness.tflops(shape, {"median": sustained["time_ms"]})}}
-                        if sustained else {})})
+                     **b, "tflops": harness.tflops(shape, b["time_ms"])})
         ctx.progress(f"{title} at {shape.m}x{shape.n}x{shape.k}: {rows[-1]['tflops']:.1f} TFLOPS in bursts of "
-                     f"{BURST_RUNS} from a rest, SMs at {b['samples'][-1]['sm_clock_mhz'] or 0:.0f} MHz"
-                     + (f"; sustained {rows[-1]['sustained']['tflops']:.1f} at {sustained['watts']:.0f} W" if sustained else ""))
+                     f"{BURST_RUNS} from a rest, SMs at {b['samples'][-1]['sm_clock_mhz'] or 0:.0f} MHz")
+    if harness.ENERGY_S:            # a quick run measures no energy window, so no sustained figure
+        for i, (row, fn) in enumerate(zip(rows, runs)):
+            _sustain(fn, first=i == 0)
+            sustained = harness.energy(fn, Shape(*row["shape"]), row["time_ms"]["median"])
+            if sustained:
+                row["sustained"] = {**sustained, "tflops": harness.tflops(Shape(*row["shape"]), {"median": sustained["time_ms"]})}
+                ctx.progress(f"{row['title']} sustained: {row['sustained']['tflops']:.1f} TFLOPS at {sustained['watts']:.0f} W")
     if "fastcu" not in {r["name"] for r in rows}:
         ctx.progress(f"fast.cu not timed: ${fastcu.PEER_ENV} names no checkout")
     return {"params": {"rest_s": REST_S, "runs": BURST_RUNS, "bursts": BURSTS, "warmup": 1, "layout": LAYOUT,
-                       "sustain_s": SUSTAIN_S, "energy_s": harness.ENERGY_S,
+                       "sustain_s": SUSTAIN_S, "sustain_settle_rule": harness.SETTLE_RULE, "energy_s": harness.ENERGY_S,
                        "timing": "after a rest, one run, then the runs back to back between two events"},
             "check": {"passed": not wrong, **({"detail": "; ".join(wrong)} if wrong else {})},
             "rows": rows}
+
+
+def _sustain(fn, first: bool) -> None:
+    """Bring ``fn`` to its steady state: the first GEMM from the rest the bursts left, for SUSTAIN_S;
+    each next one from the one before's steady state, until its rounds settle (harness.settle)."""
+    if first:
+        harness.warm(fn, SUSTAIN_S)
+    else:
+        harness.settle([fn], *harness.pace([fn]), max_s=SUSTAIN_S)

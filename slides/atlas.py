@@ -96,6 +96,22 @@ def _narrow(correct: list[dict], sm_count: int) -> dict | None:
             "wave_pct": 100 * wave, "as_wide": waves["narrow"] * wave}
 
 
+def _rule_said(params: dict, kernel: str | None, streamed: bool) -> str:
+    """How the atlas's rule picked the headline's tile, with the constants the record ran with ("" where
+    the record predates them or the kernel has one tile): its small tile where its best tile's CTAs would
+    leave most SMs idle, else the width whose waves end first (catalogue.tile_for)."""
+    if kernel not in catalogue.KERNELS or "narrow_speed" not in params:
+        return ""
+    step = catalogue.step_of(kernel)
+    best = tile_label(step.best.tile)
+    small = (f"its {tile_label(step.tiles[1])} tile where its {best} tiles would number fewer CTAs than "
+             f"{100 * params['small_tile_below_sms']:,.0f}% of the SMs, else " if step.small_tile else "")
+    widths = " or ".join(tile_label({**step.best.tile, "BN": w}) for w in (step.best.tile["BN"], *step.widths))
+    lead = "Past stream-K's rows" if streamed else "In every cell"
+    return (f"{lead} the headline ran {small}{widths}, whichever's waves end first, a narrower tile counted at "
+            f"{100 * params['narrow_speed']:,.0f}% of the speed.")
+
+
 def _versus_headline(streamed: list[dict]) -> str:
     """Stream-K over the headline in the cells where it ran, the two in the same turns, as the notes
     go on to say it: the median and the range of its speed over the headline's, and how many cells
@@ -236,6 +252,7 @@ def one(deck, name: str, device, copy: dict | None) -> dict:
             "large": worst_large and _large(worst_large, versus), "small": worst_small and _small(worst_small, device.sm_count),
             "memory": _memory(correct, params, device, copy),
             "above": sum(x >= 1 for x in ratios), "error": _errors(correct, versus), "narrow": _narrow(correct, device.sm_count),
+            "rule_said": _rule_said(params, params["kernels"][0] if params.get("kernels") else None, bool(streamed)),
             "streamed": {"cells": len(streamed), "up_to": max(x["shape"][0] for x in streamed),
                          "versus": _versus_headline(streamed)} if streamed else None,
             "wrong": [_where(x) for x in rows if x["outcome"] == "wrong"]}

@@ -152,7 +152,7 @@ def bursts_figure(b: Bursts, width: int = 860) -> str:
                 + [(width - 6 - 12 - text_width(ends(r)[-1][1], 11) - left) / ends(r)[-1][0] for r in rows])
     x_of = lambda v: left + v * scale
     text(dwg, (left, 18), "TFLOPS of each GEMM, and its SMs' clock", size=12, color=MUTED)
-    legend = [(MUTED, f"sustained: alone, after {params['sustain_s']:,.0f} s of runs"),
+    legend = [(MUTED, "sustained: alone, at its steady state"),
               (ACCENT, f"burst: after {params['rest_s']:,.0f} s idle, {params['runs']} runs back to back")]
     x = left
     for color, label in legend:

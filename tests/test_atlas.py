@@ -434,3 +434,21 @@ def test_a_few_idle_sms_are_not_blamed_for_a_larger_loss(fixture_doc, write_resu
     assert f"with {tiles[1024]} tiles for {sms} SMs, {sms - tiles[1024]} idle: mostly the kernel's loss" in slide
     assert f"M = 256: {tiles[256]} tiles for {sms} SMs, the {sms - tiles[256]} idle too few to explain it." in slide
     assert "leave SMs idle" not in slide and f"only {tiles[256]} tiles" not in slide
+
+
+def test_the_notes_give_the_rule_that_picked_the_headlines_tile(fixture_doc, write_results, tmp_path):
+    """An atlas record that names its constants (the small tile's share of the SMs, a narrower width's
+    speed) has the rule said in its notes, with them; a record without them, no such sentence."""
+    doc = with_atlases(fixture_doc, lambda m, n, k: 1.0)
+    s, _ = built(doc, write_results, tmp_path)
+    assert not any("whichever's waves end first" in s[title] for title in SLIDES.values())
+    widened = [name for name in SLIDES if catalogue.step_of(KERNEL[name]).widths]
+    for name in widened:
+        doc["benchmarks"][catalogue.atlas_id(name)]["params"]["narrow_speed"] = 0.9
+    s, _ = built(doc, write_results, tmp_path)
+    for name in widened:
+        step, params = catalogue.step_of(KERNEL[name]), doc["benchmarks"][catalogue.atlas_id(name)]["params"]
+        best = f"{step.best.tile['BM']}×{step.best.tile['BN']}"
+        assert (f"the headline ran its {step.tiles[1]['BM']}×{step.tiles[1]['BN']} tile where its {best} tiles would number "
+                f"fewer CTAs than {100 * params['small_tile_below_sms']:.0f}% of the SMs, else {best} or ") in s[SLIDES[name]]
+        assert "whichever's waves end first, a narrower tile counted at 90% of the speed." in s[SLIDES[name]]

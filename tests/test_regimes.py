@@ -78,3 +78,16 @@ def test_records_without_bursts_or_energy_say_so(fixture_doc, write_results, tmp
     s = built(fixture_doc, write_results, tmp_path)
     assert "burst.gemm" in s["Bursts From a Rest"]
     assert "Energy per GEMM is not in these records" in s["Energy per GEMM"]
+
+
+def test_the_table_says_how_each_gemm_reached_its_sustained_state(fixture_doc, write_results, tmp_path):
+    """A record whose sustained runs follow one another (sustain_settle_rule): the first after its
+    seconds of runs, each next once its rounds settle; an older record: every one after those seconds."""
+    params = fixture_doc["benchmarks"]["burst.gemm"]["params"]
+    seconds = f"{params['sustain_s']:,.0f}"
+    table = built(fixture_doc, write_results, tmp_path)["Bursts From a Rest — Table"]
+    assert f"sustained, alone, after {seconds} s of runs." in table and "settle" not in table
+    params["sustain_settle_rule"] = {"round_s": 0.4, "drift": 0.01, "max_s": params["sustain_s"]}
+    table = built(fixture_doc, write_results, tmp_path)["Bursts From a Rest — Table"]
+    assert (f"sustained, alone, at its steady state: the first after {seconds} s of runs, each next once its "
+            "rounds settle.") in table

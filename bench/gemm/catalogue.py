@@ -173,7 +173,7 @@ def tile_for(step: Step, m: int, n: int, k: int, sm_count: int) -> dict:
     width, a narrower one at NARROW_SPEED; the best on a tie)."""
     best = step.best.tile
     big = min((best, *({**best, "BN": width} for width in step.widths)),
-              key=lambda tile: waves(tile, m, n, k, sm_count) * tile["BN"] / (1 if tile is best else NARROW_SPEED))
+              key=lambda tile: waves(tile, m, n, k, sm_count) * tile["BN"] / (1 if tile["BN"] == best["BN"] else NARROW_SPEED))
     for rows, change in step.rows_tiles:
         if m <= rows:
             return {**big, **change}

@@ -18,7 +18,9 @@ from ..core.registry import register
 from ..core.timing import quick, time_gpu_alternating
 
 SIZES = (2048,) if quick() else (1024, 2048, 3000, 4096, 6000, 8192, 16384)   # 3000, 6000: multiples of no tile
-WARM_S = 0.05 if quick() else 0.2       # each size, before timing: the clock settles where the three GEMMs leave it
+# each size, before timing: the clock settles where the three GEMMs leave it (a tenth of a second: the
+# chip is busy from the size before, and the kernel and cuBLAS meet the same clock in their turns)
+WARM_S = 0.05 if quick() else 0.1
 TIMED_S = 0.1 if quick() else 0.4     # each size's timed loop lasts about this long, whatever the speed
 MIN_REPS, MAX_REPS = 3, 100
 
@@ -124,6 +126,7 @@ def _register_sweep(step: Step) -> None:
                                   lambda shape: (step, prepare, shape))
         return {"params": {"kernel": best.id, "label": best.label, "layout": step.layout, "precision": step.precision,
                            "tiles": list(step.tiles), "small_tile_below_sms": catalogue.SMALL_TILE_BELOW,
+                           **({"narrow_speed": catalogue.NARROW_SPEED} if step.widths else {}),
                            "cublas": f"{step.precision}, {' and '.join(catalogue.cublas_layouts(step.precision))}, same operands",
                            "sizes": list(SIZES),
                            "warm_s": WARM_S, "timed_s": TIMED_S, "min_reps": MIN_REPS, "max_reps": MAX_REPS},
