@@ -15,16 +15,27 @@ from .core.registry import ROOT, register
 TESTS = "tests/test_gpu.py"
 COMMAND = ("-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", TESTS)
 LISTED_FAILURES = 20     # failing tests named in the record; past that, a count
+LISTED_SLOWEST = 8       # the slowest tests named in the record with their seconds: where the check's time goes
 
 
 def outcomes(report: Path) -> dict:
     """Each test of a JUnit XML report by its outcome: passed, failed (failures and errors), skipped."""
     out = {"passed": [], "failed": [], "skipped": []}
-    for case in ET.parse(report).getroot().iter("testcase"):
+    for case in _cases(report):
         name = case.get("name", "?")
         tags = {child.tag for child in case}
         out["failed" if tags & {"failure", "error"} else "skipped" if "skipped" in tags else "passed"].append(name)
     return out
+
+
+def _cases(report: Path):
+    return ET.parse(report).getroot().iter("testcase")
+
+
+def slowest(report: Path, count: int = LISTED_SLOWEST) -> list[dict]:
+    """The ``count`` tests of a JUnit XML report that took longest, each with its seconds."""
+    timed = [{"name": case.get("name", "?"), "seconds": float(case.get("time") or 0)} for case in _cases(report)]
+    return sorted(timed, key=lambda t: -t["seconds"])[:count]
 
 
 def _imports(path: Path) -> set[Path]:
@@ -78,13 +89,13 @@ def gpu_tests(ctx) -> dict:
         if not report.exists():
             tail = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or ["no output"]
             raise RuntimeError(f"pytest wrote no report (exit status {proc.returncode}): {tail[0]}")
-        seen = outcomes(report)
+        seen, slow = outcomes(report), slowest(report)
     counts = {k: len(v) for k, v in seen.items()}
     ctx.progress(f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
     failing = seen["failed"][:LISTED_FAILURES]
     passed = counts["failed"] == 0 and counts["passed"] > 0
     return {"params": {"command": "python " + " ".join(COMMAND)},
-            "tests": {**counts, "failures": failing},
+            "tests": {**counts, "failures": failing, "slowest": slow},
             "check": {"passed": passed, "method": "every GPU test passes on this GPU",
                       **({} if passed else {"detail": f"{counts['failed']} of {sum(counts.values())} GPU tests failed"
                                                       + (f": {', '.join(failing[:3])}" if failing else "")})}}

@@ -552,6 +552,14 @@ def test_the_gpu_tests_record_counts_each_outcome_of_the_junit_report(tmp_path):
     assert checks.outcomes(report) == {"passed": ["a"], "failed": ["b", "c"], "skipped": ["d"]}
 
 
+def test_the_gpu_tests_record_names_the_slowest_tests_with_their_seconds(tmp_path):
+    from bench import checks
+    report = tmp_path / "r.xml"
+    report.write_text('<testsuites><testsuite><testcase name="a" time="0.5"/><testcase name="b" time="12.25"/>'
+                      '<testcase name="c"/><testcase name="d" time="3"/></testsuite></testsuites>')
+    assert checks.slowest(report, 2) == [{"name": "b", "seconds": 12.25}, {"name": "d", "seconds": 3.0}]
+
+
 def test_a_measured_clock_above_the_cards_maximum_by_more_than_the_probes_error_is_refused():
     from bench.core import worker
     device = {"sm_clock_max_mhz": 1980}

@@ -194,7 +194,8 @@ def _gemm(tile: dict = _SM90_TILE) -> dict:
 
 
 RECORDS = {
-    "checks.gpu_tests": {"tests": {"passed": int, "failed": int, "skipped": int, "failures": list}},
+    "checks.gpu_tests": {"tests": {"passed": int, "failed": int, "skipped": int, "failures": list,
+                                   "slowest?": [{"name": str, "seconds": NUM}]}},
     "peers.gpu_benches": {"params": {"commit": str, "latency_s": POS},
                           "stream": [{"block": POS_INT, "blocks_per_sm": int, "gbps": {k: NUM for k in (
                               "init", "read", "scale", "triad", "stencil3", "stencil5")}}],
@@ -282,7 +283,8 @@ RECORDS = {
                          "headline?": {"kernel": str, "ratio": POS, "ci": [POS]}}]},
     "sweep.": {"params": {"precision": str, "timed_s": POS}, "rows": [_SWEEP_ROW]},
     "tune.": {"params": {"bm": int, "space": {k: [int] for k in _CONFIG}, "stages_max": dict, "kernel": str, "m": POS_INT,
-                         "n": POS_INT, "k": POS_INT, "trial_reps": POS_INT, "final_reps": POS_INT, "final_settle_s": NUM},
+                         "n": POS_INT, "k": POS_INT, "trial_reps": POS_INT, "trial_share_s?": POS, "final_reps": POS_INT,
+                         "final_settle_s": NUM},
               "trials": [{"config": _CONFIG, "outcome": str, "check?": _CHECKED}],
               "winner": int, "hand_picked": int,
               "final": {"winner": {"config": _CONFIG, "ratio": POS, "tflops": POS},
