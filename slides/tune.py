@@ -33,7 +33,6 @@ class Tune(Context):
     gain_said: str = ""                 # the gain, with what the intervals say of it
     winner_said: str = ""               # the winner against the hand-picked one, as the notes end on it
     errors: list[dict] | None = None    # configurations that did not build or run
-    trial_timing: str = ""              # how the trials were timed, as the notes say it
     wrong: list[dict] | None = None
 
 
@@ -58,7 +57,7 @@ def context(deck) -> Tune:
                 # cuBLAS on the same operands: the reference shape's, seeded alike
                 error=error_said(checked, versus["check"]["rel_error"] if versus else None) if checked else None,
                 gain_pct=gain, head_to_head=head_to_head, gain_said=gain_said(gain, head_to_head, intervals),
-                winner_said=winner_said(gain, head_to_head), trial_timing=trial_timing(rec["params"], trials),
+                winner_said=winner_said(gain, head_to_head),
                 errors=[t for t in trials if t["outcome"] == "error"], wrong=[t for t in trials if t["outcome"] == "wrong"])
 
 
@@ -86,17 +85,6 @@ def winner_said(gain: float | None, head_to_head: str) -> str:
     return {"same": "the configuration the step was built with",
             "tie": "a tie with the hand-picked one, head to head"}.get(head_to_head) \
         or f"{gain:+.1f}% against the hand-picked one, head to head"
-
-
-def trial_timing(params: dict, trials: list[dict]) -> str:
-    """How the trials were timed: in one set of turns (records with trial_share_s) or each alone with
-    cuBLAS; settled for up to so long, then so many samples of so long."""
-    settled = f"settled for up to {params['trial_settle_s']} s, then {params['trial_reps']} samples"
-    if "trial_share_s" in params:
-        timed = sum("ratio" in t for t in trials)
-        return (f"all {timed} that passed and cuBLAS in one set of turns, {settled} of {params['trial_round_s']:.2f} s, "
-                f"each configuration {params['trial_share_s']} s of every sample")
-    return settled + (f" of {params['trial_round_s']} s" if "trial_round_s" in params else "")
 
 
 def table_figure(final: dict, versus: dict | None) -> dict | None:

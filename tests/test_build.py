@@ -983,22 +983,6 @@ def test_tuner_slide_ranks_every_trial_and_names_the_winner(fixture_doc, write_r
     assert "Did not run:" in slide and "ptxas C7515" in slide
 
 
-def test_the_tuners_notes_say_how_its_trials_were_timed(fixture_doc, write_results, tmp_path):
-    """A record whose trials shared one set of turns says so with each one's share of a sample; an
-    older record, each trial alone with cuBLAS, says its samples as before."""
-    rec = fixture_doc["benchmarks"]["tune.persistent"]
-    timed = sum("ratio" in t for t in rec["trials"])
-    params = {k: v for k, v in rec["params"].items() if k not in ("trial_share_s", "trial_round_s")}
-    for extra, said in (({"trial_round_s": 0.16}, f"then {params['trial_reps']} samples of 0.16 s."),
-                        ({"trial_round_s": 0.08 * (timed + 1), "trial_share_s": 0.08},
-                         f"all {timed} that passed and cuBLAS in one set of turns, settled for up to "
-                         f"{params['trial_settle_s']} s, then {params['trial_reps']} samples of {0.08 * (timed + 1):.2f} s, "
-                         "each configuration 0.08 s of every sample.")):
-        rec["params"] = {**params, **extra}
-        build.build(write_results(fixture_doc), tmp_path)
-        assert said in slides_of((tmp_path / "slides.md").read_text())["Tuning the Persistent Kernel"]
-
-
 def test_settle_slide_says_when_the_spread_stays_under_the_target(fixture_doc, write_results, tmp_path):
     """When each GEMM's spread over the harness's settling window stays under 3%, and when the
     harness's rule would start timing, computed here from the raw samples; the GEMM timing's own
