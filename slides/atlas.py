@@ -92,7 +92,7 @@ def _narrow(correct: list[dict], sm_count: int) -> dict | None:
     waves = {name: catalogue.waves(tile, *row["shape"], sm_count) for name, tile in (("narrow", narrow), ("wide", best))}
     wave = narrow["BN"] / best["BN"] / catalogue.NARROW_SPEED       # a narrow wave's length, in wide waves
     return {"cells": len(cells), "tile": tile_label(row["tile"]), "best": tile_label(best), "where": _where(row),
-            "columns": [narrow["BN"], best["BN"]], "speed_pct": 100 * catalogue.NARROW_SPEED, **waves,
+            "columns": [narrow["BN"], best["BN"]], **waves,
             "wave_pct": 100 * wave, "as_wide": waves["narrow"] * wave}
 
 
@@ -104,12 +104,12 @@ def _rule_said(params: dict, kernel: str | None, streamed: bool) -> str:
         return ""
     step = catalogue.step_of(kernel)
     best = tile_label(step.best.tile)
-    small = (f"its {tile_label(step.tiles[1])} tile where its {best} tiles would number fewer CTAs than "
+    small = (f"{tile_label(step.tiles[1])} where {best} would make fewer CTAs than "
              f"{100 * params['small_tile_below_sms']:,.0f}% of the SMs, else " if step.small_tile else "")
     widths = " or ".join(tile_label({**step.best.tile, "BN": w}) for w in (step.best.tile["BN"], *step.widths))
     lead = "Past stream-K's rows" if streamed else "In every cell"
-    return (f"{lead} the headline ran {small}{widths}, whichever's waves end first, a narrower tile counted at "
-            f"{100 * params['narrow_speed']:,.0f}% of the speed.")
+    return (f"{lead} the headline ran {small}{widths}, whichever's waves end first (a narrower tile counted at "
+            f"{100 * params['narrow_speed']:,.0f}% of the speed).")
 
 
 def _versus_headline(streamed: list[dict]) -> str:

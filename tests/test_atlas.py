@@ -160,7 +160,7 @@ def test_stream_k_is_weighed_against_the_headline_in_the_same_turns(fixture_doc,
         up, down = sum(p["ci"][0] > 1 for p in pairs), sum(p["ci"][1] < 1 for p in pairs)
         tie = len(pairs) - up - down
         # for questions: the notes hold the pairs of the outlined cells
-        assert (f"so each outlined cell is also a measured pair of the two: stream-K at "
+        assert (f"and the headline in the same turns, a measured pair: stream-K at "
                 f"{100 * median:.0f}% of the headline's speed (median; {100 * ratios[0]:.0f}–"
                 f"{100 * ratios[-1]:.0f}%), faster in {up} of {len(pairs)} cells"
                 f"{f', slower in {down}' if down else ''}{f', a tie in {tie}' if tie else ''}.") in s[title].split("<!--")[1]
@@ -368,8 +368,8 @@ def test_a_cell_the_headline_ran_at_a_narrower_width_has_a_dagger_and_the_notes_
         svg = svg_of(s[title], out)
         assert svg.count("†") == len(narrow) + 1 and "its waves end first" in svg      # the cells and the footnote
         wide = f"{step.best.tile['BM']}×{step.best.tile['BN']}"
-        assert (f"The {len(narrow)} cells with a dagger ran the headline at {tile['BM']}×{tile['BN']}, whose waves end "
-                f"first: at {model} {projection}, M = {shape[0]:,} its {waves[tile['BN']]:.2f} waves") in s[title]
+        assert (f"The {len(narrow)} cells with a dagger ran {tile['BM']}×{tile['BN']}: at {model} {projection}, "
+                f"M = {shape[0]:,} its {waves[tile['BN']]:.2f} waves") in s[title]
         assert f"of a {wide} wave; {wide} needs {waves[step.best.tile['BN']]:.2f}." in s[title]
     for name in catalogue.ATLASES:          # the other outcome: every cell at the best's width
         for row in doc["benchmarks"][catalogue.atlas_id(name)]["rows"]:
@@ -449,6 +449,6 @@ def test_the_notes_give_the_rule_that_picked_the_headlines_tile(fixture_doc, wri
     for name in widened:
         step, params = catalogue.step_of(KERNEL[name]), doc["benchmarks"][catalogue.atlas_id(name)]["params"]
         best = f"{step.best.tile['BM']}×{step.best.tile['BN']}"
-        assert (f"the headline ran its {step.tiles[1]['BM']}×{step.tiles[1]['BN']} tile where its {best} tiles would number "
+        assert (f"the headline ran {step.tiles[1]['BM']}×{step.tiles[1]['BN']} where {best} would make "
                 f"fewer CTAs than {100 * params['small_tile_below_sms']:.0f}% of the SMs, else {best} or ") in s[SLIDES[name]]
-        assert "whichever's waves end first, a narrower tile counted at 90% of the speed." in s[SLIDES[name]]
+        assert "whichever's waves end first (a narrower tile counted at 90% of the speed)." in s[SLIDES[name]]
