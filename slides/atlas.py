@@ -80,17 +80,17 @@ def _ran_narrow(row: dict) -> bool:
     return row["tile"]["BN"] != step.best.tile["BN"] and row["tile"]["BN"] in step.widths
 
 
-def _narrow(correct: list[dict], sm_count: int) -> dict | None:
+def _narrow(correct: list[dict], sm_count: int, speed: float) -> dict | None:
     """The cells that ran a narrower width of the headline: how many, that tile, and for the first
     of them the waves each width takes there (catalogue.waves), the narrower's as long as how many of
-    the best's."""
+    the best's at ``speed``, the narrower's share of the best's speed (the rule the notes state)."""
     cells = [x for x in correct if _ran_narrow(x)]
     if not cells:
         return None
     row, best = cells[0], catalogue.step_of(cells[0]["kernel"]).best.tile
     narrow = {**best, "BN": row["tile"]["BN"]}
     waves = {name: catalogue.waves(tile, *row["shape"], sm_count) for name, tile in (("narrow", narrow), ("wide", best))}
-    wave = narrow["BN"] / best["BN"] / catalogue.NARROW_SPEED       # a narrow wave's length, in wide waves
+    wave = narrow["BN"] / best["BN"] / speed       # a narrow wave's length, in wide waves
     return {"cells": len(cells), "tile": tile_label(row["tile"]), "best": tile_label(best), "where": _where(row),
             "columns": [narrow["BN"], best["BN"]], **waves,
             "wave_pct": 100 * wave, "as_wide": waves["narrow"] * wave}
@@ -251,7 +251,7 @@ def one(deck, name: str, device, copy: dict | None) -> dict:
             "worst_said": _worst_said(worst, device.sm_count) if worst else "",
             "large": worst_large and _large(worst_large, versus), "small": worst_small and _small(worst_small, device.sm_count),
             "memory": _memory(correct, params, device, copy),
-            "above": sum(x >= 1 for x in ratios), "error": _errors(correct, versus), "narrow": _narrow(correct, device.sm_count),
+            "above": sum(x >= 1 for x in ratios), "error": _errors(correct, versus), "narrow": _narrow(correct, device.sm_count, params.get("narrow_speed", catalogue.NARROW_SPEED)),
             "rule_said": _rule_said(params, params["kernels"][0] if params.get("kernels") else None, bool(streamed)),
             "streamed": {"cells": len(streamed), "up_to": max(x["shape"][0] for x in streamed),
                          "versus": _versus_headline(streamed)} if streamed else None,

@@ -452,3 +452,7 @@ def test_the_notes_give_the_rule_that_picked_the_headlines_tile(fixture_doc, wri
         assert (f"the headline ran {step.tiles[1]['BM']}×{step.tiles[1]['BN']} where {best} would make "
                 f"fewer CTAs than {100 * params['small_tile_below_sms']:.0f}% of the SMs, else {best} or ") in s[SLIDES[name]]
         assert "whichever's waves end first (a narrower tile counted at 90% of the speed)." in s[SLIDES[name]]
+        # the dagger's example counts the narrower width at the same speed the rule states
+        narrow = step.widths[0]
+        assert (f"each {100 * narrow / step.best.tile['BN'] / 0.9:.0f}% as long ({narrow} of {step.best.tile['BN']} "
+                "columns)") in s[SLIDES[name]]
