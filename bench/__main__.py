@@ -234,7 +234,7 @@ def precompile(chosen, device: dict) -> None:
     print(f"compiling {len(builds)} kernel builds{f' and {len(prebuilds)} peer' if prebuilds else ''} "
           f"on {os.cpu_count()} cores ...", flush=True)
     with ThreadPoolExecutor(max(1, len(prebuilds))) as pool:
-        peers = {bench.id: pool.submit(bench.prebuild) for bench in prebuilds}
+        peers = {bench.id: pool.submit(bench.prebuild, device) for bench in prebuilds}
         failed = compile_all(builds, arch_of(device["compute_capability"]), workers=max(1, (os.cpu_count() or 4) - 2))
     for bid, future in peers.items():       # the benchmark builds again, and fails with the reason
         if future.exception():

@@ -123,7 +123,7 @@ def surrogate(ctx):
     return {"params": {"dir": os.fsdecode(b"/home/fast\xe9cu")}}     # a path with a byte that is not UTF-8
 
 
-def _peer_build():
+def _peer_build(device):
     """A peer's build that leaves a process behind (a make that forked a daemon)."""
     _spawn_sleeper("peer_build", new_session=True)
 

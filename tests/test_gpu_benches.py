@@ -71,3 +71,37 @@ def test_without_a_checkout_the_backup_divider_names_the_peer(fixture_doc, write
     s = built(fixture_doc, write_results, tmp_path)[0]
     assert "Memory Beside gpu-benches" not in s
     assert "gpu-benches beside the memory slides (peers.gpu_benches)" in s["Backup Slides"]
+
+
+def test_the_build_up_front_and_the_benchmarks_own_compile_each_program_once(tmp_path, monkeypatch):
+    """The run builds the programs beside the benchmarks (prebuild, given the device) while the
+    benchmark may ask for them too: one builds, the other waits and finds them."""
+    import threading
+    from bench.core import registry
+    checkout = tmp_path / "gpu-benches"
+    for folder, _, _ in gpu_benches.PROGRAMS.values():
+        (checkout / folder).mkdir(parents=True)
+        (checkout / folder / "main.cu").write_text("int main() {}\n")
+    log = tmp_path / "nvcc.log"
+    nvcc = tmp_path / "bin" / "nvcc"
+    nvcc.parent.mkdir()
+    # a compiler that takes a while, logs each call and writes the file after -o
+    nvcc.write_text(f'#!/bin/sh\nsleep 0.2\necho "$@" >> {log}\nwhile [ "$1" != "-o" ]; do shift; done\n'
+                    'printf built > "$2"\n')
+    nvcc.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{nvcc.parent}:/usr/bin:/bin")
+    monkeypatch.setenv(gpu_benches.PEER_ENV, str(checkout))
+    monkeypatch.setattr(gpu_benches, "ROOT", tmp_path)
+    monkeypatch.setattr(gpu_benches, "nvml_library", lambda: "/usr/lib/libnvidia-ml.so.1")
+    device = {"compute_capability": "9.0"}
+    prebuild = registry.discover()["peers.gpu_benches"].prebuild
+    found = []
+    threads = [threading.Thread(target=lambda: found.append(prebuild(device))),
+               threading.Thread(target=lambda: found.append(gpu_benches.build(checkout, device)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert found[0] == found[1] and all(path.read_text() == "built" for path in found[0].values())
+    calls = log.read_text().splitlines()
+    assert len(calls) == len(gpu_benches.PROGRAMS) and all("arch=compute_90a,code=sm_90a" in c for c in calls)

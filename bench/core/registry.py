@@ -53,7 +53,7 @@ class Benchmark:
     peer: str | None = None                 # environment variable naming the peer's checkout it builds
     kernels: dict | None = None             # the catalogue's kernels it runs, by route (catalogue.definitions): hashed too
     builds: tuple = ()                      # (source, defines) it compiles with nvcc: the run builds them up front
-    prebuild: Callable | None = None        # other host work it needs (a peer's build): done up front, beside them
+    prebuild: Callable | None = None        # other host work it needs (a peer's build), given the device: done up front, beside them
     env: tuple[tuple[str, str], ...] = ()   # what its process's environment needs (a peer's loader): a worker of its own
 
     @property

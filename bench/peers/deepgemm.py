@@ -148,7 +148,7 @@ def measure(shape: Shape, theirs, ours_prepare) -> dict:
           kernels=catalogue.definitions(("block_scaled",)),
           # its extension built up front, beside the run (a minute and more on a fresh machine); its
           # kernels by its JIT, in its worker
-          builds=benchmarks.builds(STEP, OURS), prebuild=lambda: build(Path(os.environ[PEER_ENV])),
+          builds=benchmarks.builds(STEP, OURS), prebuild=lambda device: build(Path(os.environ[PEER_ENV])),
           title="DeepGEMM (FP8, block scales), the peer", timeout_s=900,
           min_cc=catalogue.HOPPER, peer=PEER_ENV, env=LOADER_ENV)
 def deepgemm(ctx) -> dict:

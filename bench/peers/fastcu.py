@@ -99,7 +99,7 @@ def measure(shape: Shape, theirs, ours_prepare, ours_c_prepare) -> dict:
 @register("peers.fastcu", sources=(str(ENTRY.relative_to(ROOT)), *dict.fromkeys((*benchmarks.kernel_sources(STEP),
                                                                                    *benchmarks.kernel_sources(C_STEP)))),
           kernels=catalogue.definitions(("headline_bf16", "bf16_c")),
-          builds=benchmarks.builds(STEP, OURS) + benchmarks.builds(C_STEP, OURS_C), prebuild=lambda: build(Path(os.environ[PEER_ENV])),
+          builds=benchmarks.builds(STEP, OURS) + benchmarks.builds(C_STEP, OURS_C), prebuild=lambda device: build(Path(os.environ[PEER_ENV])),
           title="fast.cu kernel 12 (BF16), the peer", timeout_s=600,
           min_cc=catalogue.HOPPER, peer=PEER_ENV)
 def fastcu(ctx) -> dict:

@@ -14,6 +14,7 @@ The programs are compiled with nvcc for this GPU alone (their Makefiles name sm_
 gpu-l2-cache without its CUPTI counters, which its source leaves unused."""
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
@@ -71,16 +72,16 @@ def build(checkout: Path, device: dict) -> dict[str, Path]:
     key = hashlib.sha256(f"{checkout_commit(checkout)}|{commands}".encode()).hexdigest()[:12]
     out = ROOT / ".cache" / "peers" / f"gpu-benches-{key}"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "no_counters.h").write_text("static inline void initMeasureMetric() {}   // CUPTI counters: unused\n")
-    built = {}
-    for name, (folder, _, _) in PROGRAMS.items():
-        binary = out / name
-        built[name] = binary
-        if binary.exists():
-            continue
-        proc = subprocess.run(command(name, out), capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"building gpu-benches' {folder} failed: {proc.stderr.strip()[-1500:]}")
+    built = {name: out / name for name in PROGRAMS}
+    with open(out.with_name(out.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)     # the run's build up front and its benchmark's: one builds, one waits
+        (out / "no_counters.h").write_text("static inline void initMeasureMetric() {}   // CUPTI counters: unused\n")
+        for name, (folder, _, _) in PROGRAMS.items():
+            if built[name].exists():
+                continue
+            proc = subprocess.run(command(name, out), capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise RuntimeError(f"building gpu-benches' {folder} failed: {proc.stderr.strip()[-1500:]}")
     return built
 
 
@@ -137,7 +138,8 @@ def parse_latency(text: str) -> list[dict]:
 
 
 @register("peers.gpu_benches", sources=("bench/peers/gpu_benches.py",), title="gpu-benches (RRZE-HPC), the memory peer",
-          timeout_s=600, peer=PEER_ENV)
+          # its three programs built up front, beside the run (about 7 s of nvcc), not in its own time
+          prebuild=lambda device: build(Path(os.environ[PEER_ENV]), device), timeout_s=600, peer=PEER_ENV)
 def gpu_benches(ctx) -> dict:
     checkout = Path(os.environ[PEER_ENV])
     ctx.progress(f"building gpu-benches from {checkout} ({checkout_commit(checkout)[:12]})")
