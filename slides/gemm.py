@@ -70,9 +70,9 @@ def waves(resources: dict, occupancy_: dict | None, device: dict, shape: dict) -
            "last_wave_ctas": tiles - (math.ceil(n) - 1) * at_once, "idle_pct": 100 * (1 - n / math.ceil(n)),
            "split": None}
     split = resources.get("split_wave")
-    if split and split["left"] and split["split"] < split["k_tiles"]:       # a plan may leave it whole
+    if split and plan.splits(split):       # a plan may leave it whole
         k = split["k_tiles"]
-        last = plan.split_last_wave(split) / k
+        last = plan.last_wave_k_tiles(split) / k
         out["split"] = {**split, "last_wave": last, "split_pct": 100 * split["split"] / k,
                         "idle_pct": 100 * (1 - n / (split["full_waves"] + last))}
     return out

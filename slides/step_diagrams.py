@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from bench.gemm.plan import ctas as ctas_of, split_last_wave
+from bench.gemm.plan import ctas as ctas_of, last_wave_k_tiles, splits
 from slides.kit import GROUP, INK, MUTED, PALETTE, REF, arrow, drawing, layers, text, text_width
 
 W, H = 860, 400
@@ -299,7 +299,7 @@ def split_tail(step, shape: dict) -> str:
     clusters, k, split = plan["clusters"], plan["k_tiles"], plan["split"]
     fixup = plan.get("fixup_k_tiles", 0)         # what a tail's partial sums cost, as the plan charged it
     left, full = plan["left"], plan["full_waves"]
-    helpers = plan["helpers"] if left and split < k else 0
+    helpers = plan["helpers"] if splits(plan) else 0
     base, share = layers(W, H, 2)               # the waves; then how the last wave's units are shared out
     dwg = base
     _title(dwg, f"Split last wave: {plan['units']} units of {t.get('CLUSTER_M', 1)} tiles on {clusters} clusters, "
@@ -336,7 +336,7 @@ def split_tail(step, shape: dict) -> str:
                 dwg.add(dwg.rect((x, y), ((k - split) * kx, h), fill=HELP, fill_opacity=0.55))
                 if fixup:                       # then its partial sums, as the plan charged them
                     dwg.add(dwg.rect((x + (k - split) * kx, y), (fixup * kx - 1.5, h), fill=MUTED, fill_opacity=0.55))
-    finish = split_last_wave(plan) if helpers else k
+    finish = last_wave_k_tiles(plan)
     for at, color, anchor, dx, on in ((finish, MMA, "end", -4, share), (k, INK, "start", 4, base)):
         on.add(on.line((zx0 + at * kx, top - 4), (zx0 + at * kx, bottom + 4), stroke=color, stroke_dasharray="2,2"))
         if at < k or color == INK:

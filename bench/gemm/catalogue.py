@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .plan import ctas, split_last_wave, split_wave
+from .plan import ctas, last_wave_k_tiles, split_wave
 
 HOPPER = (9, 0)      # wgmma, TMA, clusters: compute capability 9.0 (sm_90a)
 
@@ -162,8 +162,7 @@ def waves(tile: dict, m: int, n: int, k: int, sm_count: int) -> float:
     (plan.split_wave): its full waves, and the part of a wave its last one lasts, split or not."""
     cluster, k_tiles = tile.get("CLUSTER_M", 1), -(-k // tile["BK"])
     plan = split_wave(ctas(tile, m, n) // cluster, sm_count // cluster, k_tiles)
-    last = split_last_wave(plan) if plan["split"] < k_tiles else k_tiles
-    return plan["full_waves"] + (last / k_tiles if plan["left"] else 0)
+    return plan["full_waves"] + (last_wave_k_tiles(plan) / k_tiles if plan["left"] else 0)
 
 
 def tile_for(step: Step, m: int, n: int, k: int, sm_count: int) -> dict:

@@ -43,12 +43,18 @@ def split_wave(units: int, clusters: int, k_tiles: int) -> dict:
             "fixup_k_tiles": TAIL_FIXUP_K_TILES}
 
 
-def split_last_wave(plan: dict) -> int:
-    """The K-tiles a split plan's last wave lasts: an owner's part or a helper's run of tails, whichever
-    is longer, each tail charged what its plan charged for its partial sums (none, in plans from
-    before the charge)."""
+def splits(plan: dict) -> bool:
+    """Whether a split-wave plan splits its last wave: it has one (units left past the full waves) and
+    did not leave it whole (split = k_tiles)."""
+    return bool(plan["left"]) and plan["split"] < plan["k_tiles"]
+
+
+def last_wave_k_tiles(plan: dict) -> int:
+    """The K-tiles a split-wave plan's last wave lasts: a whole unit's where it is not split; split, an
+    owner's part or a helper's run of tails, whichever is longer, each tail charged what its plan
+    charged for its partial sums (none, in plans from before the charge)."""
     k, split = plan["k_tiles"], plan["split"]
-    return max(split, plan["rounds"] * (k - split + plan.get("fixup_k_tiles", 0)))
+    return max(split, plan["rounds"] * (k - split + plan.get("fixup_k_tiles", 0))) if splits(plan) else k
 
 
 def stream_k(units: int, clusters: int, k_tiles: int) -> dict:
