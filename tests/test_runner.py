@@ -92,6 +92,36 @@ def test_a_skipped_benchmark_does_not_split_the_worker(fakes, monkeypatch, tmp_p
     assert begun == ["fake.raises", "fake.ok", "fake.wrong"] and batches == [["fake.ok", "fake.wrong"]]
 
 
+def test_skipped_records_are_written_with_the_next_and_kept_when_the_run_stops(fakes, monkeypatch, tmp_path):
+    """A merge rewrites the whole results file (about 2 s for a full run's): the skipped records,
+    said first, are written in the same merge as the first record measured, not one merge each;
+    a run stopped in its first benchmark still writes them."""
+    def worker(batch, device, workdir, log_dir, starting):
+        for bench in batch:
+            starting(bench)
+            if stop_in == bench.id:
+                raise runner.Interrupted(signal.SIGTERM)
+            yield bench, {"family": "fake", "status": "ok", "source_hash": "h", "duration_s": 1.0,
+                          "telemetry": {"before": None, "after": None}}
+    merges = []
+    real_merge = results.merge
+    monkeypatch.setattr(results, "merge", lambda out, device, software, records, node=None:
+                        merges.append(sorted(records)) or real_merge(out, device, software, records, node))
+    monkeypatch.setattr(runner, "_worker", worker)
+    monkeypatch.setattr(runner, "skip_reason", lambda bench, device: "no checkout" if bench.id != "fake.ok" else None)
+    chosen = registry.select(fakes, ["fake.ok", "fake.raises", "fake.wrong"])
+    stop_in = None
+    runner.run_all(chosen, tmp_path / "r.yaml", FAKE_DEVICE, SOFTWARE, log=lambda *a, **k: None)
+    assert merges == [["fake.ok", "fake.raises", "fake.wrong"]]
+    merges.clear()
+    stop_in = "fake.ok"
+    with pytest.raises(runner.Interrupted):
+        runner.run_all(chosen, tmp_path / "stopped.yaml", FAKE_DEVICE, SOFTWARE, log=lambda *a, **k: None)
+    assert merges == [["fake.ok", "fake.raises", "fake.wrong"]]
+    b = schema.load(tmp_path / "stopped.yaml")["benchmarks"]
+    assert b["fake.raises"]["status"] == b["fake.wrong"]["status"] == "skipped" and b["fake.ok"]["status"] == "failed"
+
+
 def test_a_remeasured_kernel_keeps_its_profile_while_it_launches_what_was_profiled():
     """python -m bench --profile is a run of its own; a later re-measure of the same kernel (a change
     to the harness, say) keeps its counters, a kernel built or launched otherwise drops them."""

@@ -218,22 +218,29 @@ class WriteFailed(Exception):
     """The results file could not be written; the record was kept elsewhere (the message says where)."""
 
 
-def _merge(out: Path, device: dict, software: dict, bench: Benchmark, rec: dict, node: dict | None,
+def _merge(out: Path, device: dict, software: dict, records: list[tuple[Benchmark, dict]], node: dict | None,
            log_dir: Path, started: float) -> dict:
-    """Merge ``bench``'s record with the stop signals held back (a signal then arrives once the file
-    is whole). A record that would make the file unloadable (too large, too deep, not UTF-8) is
-    merged as a failed record saying why; where the file cannot be written at all, the record is
-    kept in ``log_dir`` (or the temporary folder) and WriteFailed says where."""
+    """Merge the records, (benchmark, record) pairs, in one write, with the stop signals held back (a
+    signal then arrives once the file is whole). A record that would make the file unloadable (too
+    large, too deep, not UTF-8) is merged as a failed record saying why; where the file cannot be
+    written at all, the records are kept in ``log_dir`` (or the temporary folder) and WriteFailed
+    says where."""
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         try:
-            return results.merge(out, device, software, {bench.id: rec}, node)
-        except schema.LimitError as e:
-            rec = failed(bench, f"its record cannot be written: {e}", started)
-            return results.merge(out, device, software, {bench.id: rec}, node)
+            return results.merge(out, device, software, {bench.id: rec for bench, rec in records}, node)
+        except schema.LimitError:
+            merged = None
+            for bench, rec in records:          # which of them: each alone, the one past a limit failed
+                try:
+                    merged = results.merge(out, device, software, {bench.id: rec}, node)
+                except schema.LimitError as e:
+                    rec = failed(bench, f"its record cannot be written: {e}", started)
+                    merged = results.merge(out, device, software, {bench.id: rec}, node)
+            return merged
         except OSError as e:
-            raise WriteFailed(f"cannot write {out} ({e.strerror or e}); {bench.id}'s record is kept in "
-                              f"{_keep_record(bench.id, rec, log_dir)}") from e
+            kept = "; ".join(f"{bench.id}'s record is kept in {_keep_record(bench.id, rec, log_dir)}" for bench, rec in records)
+            raise WriteFailed(f"cannot write {out} ({e.strerror or e}); {kept}") from e
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
@@ -292,6 +299,8 @@ def run_all(benchmarks: list[Benchmark], out: Path, device: dict, software: dict
     previous = {s: signal.signal(s, _raise_interrupted) for s in STOP_SIGNALS} if in_main_thread else {}
     index = {}      # by id: the how-manieth begun (the skipped ones begin first: run_session)
     current, durations, t0 = [None], [], [time.monotonic()]
+    # skipped records, written with the next: a merge rewrites the whole file (2 s for a full run's), a skip takes none
+    held = []
 
     def starting(bench):
         current[0], t0[0] = bench, time.monotonic()
@@ -304,16 +313,23 @@ def run_all(benchmarks: list[Benchmark], out: Path, device: dict, software: dict
         with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
             try:
                 for bench, rec in run_session(benchmarks, device, Path(tmp), log_dir, starting):
-                    merged = _merge(out, device, software, bench, rec, node, log_dir, t0[0])
-                    if rec["status"] != "skipped":
+                    if rec["status"] == "skipped":
+                        held.append((bench, rec))
+                    else:
+                        merged = _merge(out, device, software, [*held, (bench, rec)], node, log_dir, t0[0])
+                        held.clear()
                         durations.append((bench.id, time.monotonic() - t0[0]))
                     log(f"[{index[bench.id]}/{len(benchmarks)}] {bench.id}: {_summary(rec)} "
                         f"({time.monotonic() - t0[0]:.1f} s, {time.monotonic() - t_start:.0f} s total)", flush=True)
+                if held:
+                    merged = _merge(out, device, software, held, node, log_dir, t0[0])
             except Interrupted as stop:
                 bench = current[0]
+                if bench is not None and bench.id not in {b.id for b, _ in held}:
+                    held.append((bench, failed(bench, f"interrupted: the runner got {stop}", t0[0])))
+                if held:
+                    merged = _merge(out, device, software, held, node, log_dir, t0[0])
                 if bench is not None:
-                    rec = failed(bench, f"interrupted: the runner got {stop}", t0[0])
-                    merged = _merge(out, device, software, bench, rec, node, log_dir, t0[0])
                     log(f"[{index[bench.id]}/{len(benchmarks)}] {bench.id}: interrupted ({stop}); the records so far "
                         f"are in {out}", flush=True)
                 raise
