@@ -182,7 +182,7 @@ def moe_layer(rows: list[dict], n: int, peer: list[dict] = ()) -> dict | None:
     nbytes = MOE["tokens_per_gpu"] * MOE["top_k"] * MOE["hidden"] * MOE["value_bytes"]
     out = {**MOE, "n": n, "bytes": nbytes, "largest_bytes": measured[-1][0], "rows": ours, "peer_rows": peer_rows}
     if not measured[0][0] <= nbytes <= measured[-1][0]:
-        return {**out, "measured": False}
+        return {**out, "measured": False, "sized_said": []}
     ms, _ = collective_ms(measured, None, nbytes)
     algbw = nbytes / (ms * 1e-3) / 1e9
     theirs = [(r["bytes"], r["time_us"] * 1e-3) for r in peer_rows]
@@ -193,7 +193,8 @@ def moe_layer(rows: list[dict], n: int, peer: list[dict] = ()) -> dict | None:
                   "call": "level with" if abs(ratio - 1) <= LARGE_WITHIN else "faster than" if ratio > 1 else "slower than"}
     return {**out, "measured": True, "one_way_ms": ms, "layer_ms": 2 * ms, "algbw_gbps": algbw,
             "busbw_gbps": algbw * BUS_FACTOR["all_to_all"](n), "kept_share": 1 / n, "versus_peer": versus,
-            "versus_said": f"; {versus['call']} nccl-tests ({versus['pct']:,.1f}% apart)" if versus else ""}
+            "versus_said": f"; {versus['call']} nccl-tests ({versus['pct']:,.1f}% apart)" if versus else "",
+            "sized_said": [f"Sized as {MOE['model']}'s, each way moves {fmt_bytes(nbytes)} a GPU and takes {ms:,.2f} ms here."]}
 
 
 # The backward pass a step's all-reduce must hide under: for each token, the gradient of a layer's
@@ -211,9 +212,12 @@ def backward(dp: list[dict], rate_tflops: float | None) -> dict | None:
     rows = [{**r, "backward_ms_per_token": 1e3 * BACKWARD_FLOPS_PER_PARAM * r["params"] / (rate_tflops * 1e12),
              "tokens": r["bucketed_ms"] * 1e-3 * rate_tflops * 1e12 / (BACKWARD_FLOPS_PER_PARAM * r["params"])} for r in dp]
     fewest, most = min(rows, key=lambda r: r["tokens"]), max(rows, key=lambda r: r["tokens"])
+    tokens, alike = span(r["tokens"] for r in rows), most["tokens"] <= (1 + HOLDS_WITHIN) * fewest["tokens"]
     return {"rate_tflops": rate_tflops, "flops_per_param": BACKWARD_FLOPS_PER_PARAM, "rows": rows,
-            "tokens": span(r["tokens"] for r in rows), "fewest": fewest, "most": most,
-            "alike": most["tokens"] <= (1 + HOLDS_WITHIN) * fewest["tokens"], "holds_within": HOLDS_WITHIN,
+            "tokens": tokens, "fewest": fewest, "most": most, "alike": alike, "holds_within": HOLDS_WITHIN,
+            # where the backward pass outlasts the all-reduce, as the notes say it: one count where alike
+            "tokens_said": f"from {fmt_range(tokens, 0)} tokens a GPU" if alike else
+                           f"from {fewest['tokens']:,.0f} to {most['tokens']:,.0f} tokens a GPU",
             "extrapolated": [r for r in rows if r["bucketed_from"] == "fit"]}
 
 
@@ -229,12 +233,13 @@ def _p2p(rec: dict, peer: dict) -> dict:
     first = next((r for r in rows if r["kinds"]), None)
     worst_pct = min((r["pct_link"]["copy_engine"] for r in rows if "copy_engine" in r.get("pct_link", {})), default=None)
     met = worst_pct is not None and worst_pct >= 100 * PEER_COPY_TARGET
+    chase = rec["record"].get("params", {}).get("chase_bytes")
     return {"rec": rec, "rows": rows, "first": first, "kinds": P2P_KINDS, "target_pct": 100 * PEER_COPY_TARGET,
             "met": met, "met_said": met_said(met), "peer": against_nvbandwidth(rows, peer), "over_pairs": over_pairs(rows),
             # the first pair as the slide and its notes say it
             "copy_engine": first and first_copy(first), "latency": first and first.get("latency_ns"),
             # its chase's working set: the local figure is this node's GPU, not the single card's of the latency slides
-            "chase_bytes": rec["record"].get("params", {}).get("chase_bytes"),
+            "chase_said": f"(the same {fmt_bytes(chase)} chase, on this node)" if chase else "",
             "first_said": first_pair_said(first) if first else []}
 
 
@@ -269,8 +274,11 @@ def over_pairs(rows: list[dict]) -> dict:
                  "pct": span([r["pct_link"][k] for r in peered if k in r["pct_link"]])}
              for k in P2P_KINDS if any(k in r["kinds"] for r in peered)}
     timed = [r["latency_ns"] for r in peered if r.get("latency_ns")]
-    return {"pairs": len(peered), "kinds": kinds,
-            "latency": {"peer": span([t["peer"] for t in timed]), "local": span([t["local"] for t in timed])} if timed else None}
+    return {"pairs": len(peered),
+            "kinds_said": [f"{P2P_KINDS[k]} {fmt_range(v['gbps'], 0)} GB/s" + (f" ({fmt_range(v['pct'], 0)}% of NVLink)" if v["pct"] else "")
+                           for k, v in kinds.items()],
+            "latency_said": f"load latency {fmt_range(span([t['peer'] for t in timed]), 0)} ns from a peer, "
+                            f"{fmt_range(span([t['local'] for t in timed]), 0)} ns local." if timed else ""}
 
 
 def against_nvbandwidth(rows: list[dict], peer: dict) -> dict:
@@ -338,7 +346,12 @@ def _collectives(nccl: dict, peer: dict, n: int) -> dict:
              "chose_at_each": len(recorded) == len(at)}
         table.append({**t, "runs_said": runs_said(t)})
     found = targets(compared) if compared else None
+    # a collective whose smallest size is not the first's names its own in the table
+    table = [{**t, "smallest_said": f"({fmt_bytes(t['smallest'])})" if t["smallest"] != table[0]["smallest"] else ""}
+             for t in table]
+    small_peer = table and table[0]["small"]["peer"]
     return {"ours": ours, "compared": compared, "targets": found, "table": table, "busbw_said": reaches_said(table),
+            "small_peer_said": f", and {small_peer['time_us']:,.1f} µs in nccl-tests" if small_peer else "",
             "agreement_said": agreement_said(found), "graph_said": graph_said(table)}
 
 
@@ -395,6 +408,7 @@ class Multigpu(Context):
     links: list[dict] | None = None         # the pairs by how they are joined, each group named as the slide lists it
     joins_said: list[str] | None = None     # the notes' sentences on the links and the PCIe paths
     link_gbps: float | None = None          # the slowest NVLink per direction (None: no NVLink)
+    link_limit_said: str = ""               # what the bus bandwidth slide says of it
     multicast: str = ""                     # NVLink multicast: off, on or not recorded
     multicast_note: str = ""                # what multicast off leaves NCCL, after its state
     multicast_said: str = ""
@@ -407,16 +421,18 @@ class Multigpu(Context):
     targets: dict | None = None
     table: list[dict] | None = None         # each collective at the sizes shown
     busbw_said: str = ""
+    small_peer_said: str = ""               # nccl-tests' time of the smallest all-reduce, after ours
     agreement_said: str = ""
     graph_said: str = ""
     moe: dict | None = None
+    moe_from_said: tuple[str, ...] = ()     # the notes' line where the MOE layer is another node size's
     fit: dict | None = None                 # the α–β model of all-reduce
     fit_reason: str = ""
     dp: list[dict] | None = None            # the data-parallel step of each model shown
     dp_reason: str = ""
     bucket_ms: float | None = None
     largest_bytes: int | None = None        # the largest all-reduce measured
-    buckets_extrapolated: bool = False      # a model's buckets pass the largest all-reduce measured
+    extrapolated_said: str = ""             # where a model's buckets pass the largest all-reduce measured
     marked: bool = False                    # a time in the table is the fit's, extrapolated
     bucket_bytes: int = BUCKET_BYTES
     gradient_bytes: int = GRADIENT_BYTES
@@ -424,6 +440,7 @@ class Multigpu(Context):
     memory_bytes: int | None = None
     rate: dict | None = None                # the BF16 GEMM rate the backward pass runs at
     backward: dict | None = None
+    backward_rate_said: str = ""            # the rate the table's backward pass runs at
     scaling: dict | None = None             # the node sizes side by side (None: fewer than two)
 
 
@@ -451,7 +468,12 @@ def context(deck) -> Multigpu:
                 if moe:
                     break
     deck.beside += [(p, d) for p, d in deck.nodes if d is not deck.doc]
-    return replace(c, rate=rate, backward=backward(c.dp, rate and rate["tflops"]), scaling=sizes, moe=moe)
+    bw = backward(c.dp, rate and rate["tflops"])
+    return replace(c, rate=rate, backward=bw, scaling=sizes, moe=moe,
+                   moe_from_said=(f"The {c.n}-GPU node's run has no all-to-all, so this one is the {moe['n']}-GPU "
+                                  "node's, the largest that measured it.",) if moe and moe["n"] != c.n else (),
+                   backward_rate_said=f": at {rate['name']}'s {bw['rate_tflops']:,.1f} TFLOPS, "
+                                      f"{bw['flops_per_param']} FLOPs a parameter a token" if bw else "")
 
 
 def gemm_rate(headline: dict | None) -> dict | None:
@@ -476,7 +498,7 @@ def all_reduce_model(rows: list[dict], n: int, memory_bytes: float) -> dict:
     where the bucket's size is out of reach, with the reason)."""
     reduce = [r for r in rows if r["collective"] == "all_reduce"]
     out = {"fit": None, "fit_reason": "", "dp": [], "dp_reason": "", "bucket_ms": None, "largest_bytes": None,
-           "buckets_extrapolated": False, "marked": False}
+           "extrapolated_said": "", "marked": False}
     if not reduce:
         return out
     try:
@@ -498,8 +520,10 @@ def all_reduce_model(rows: list[dict], n: int, memory_bytes: float) -> dict:
         out["bucket_ms"] = collective_ms(measured, out["fit"], BUCKET_BYTES)[0]
         out["largest_bytes"] = measured[-1][0]
         # where a model's gradients or buckets pass the largest all-reduce measured, its time is the fit's
-        out["buckets_extrapolated"] = any(r["bucketed_from"] == "fit" for r in out["dp"])
-        out["marked"] = out["buckets_extrapolated"] or any(r["one_from"] == "fit" for r in out["dp"])
+        extrapolated = any(r["bucketed_from"] == "fit" for r in out["dp"])
+        out["extrapolated_said"] = (f"Marked: past the largest all-reduce measured ({fmt_bytes(measured[-1][0])}), "
+                                    "extrapolated by the α–β fit.") if extrapolated else ""
+        out["marked"] = extrapolated or any(r["one_from"] == "fit" for r in out["dp"])
     return out
 
 
@@ -514,14 +538,14 @@ def section(doc: dict, records: dict) -> Multigpu:
     # the pairs by how they are joined: one line for all of them where they all are joined alike
     links = grouped(pairs, lambda p: (p["nvlinks"], p["via"], p["nvlink_gbps_per_direction"]))
     links = [{"pairs": ps, "nvlinks": k[0], "switched": k[1] == "nvswitch", "nvlink_gbps_per_direction": k[2],
-              "every": len(links) == 1} for k, ps in links.items()]
+              "every": len(links) == 1, **joined_said(k[1] == "nvswitch")} for k, ps in links.items()]
     paths = grouped(pairs, lambda p: p["pcie_path"])
     collectives = _collectives(nccl, peer, n)
     return Multigpu(
         measured=True, device=doc["device"], node=node, n=n,
         links=[{**g, "named": link_named(g, n)} for g in links],
         joins_said=[*map(link_said, links), *(path_said(path, ps, len(paths) == 1) for path, ps in paths.items())],
-        link_gbps=link_gbps(node), multicast_note=": NCCL uses its ring and tree algorithms" if nvls == "0" else "", multicast_said=multicast_said(nvls),
+        link_gbps=link_gbps(node), link_limit_said=link_limit_said(link_gbps(node)), multicast_note=": NCCL uses its ring and tree algorithms" if nvls == "0" else "", multicast_said=multicast_said(nvls),
         multicast="not recorded" if nvls is None else "off" if nvls == "0" else "on",
         nccl_version=nccl["record"]["params"]["nccl"] if nccl["measured"] and not nccl["failed"] else "not measured",
         p2p=_p2p(records["multigpu.p2p"], records["multigpu.nvbandwidth"]), nccl=nccl, peer=peer,
@@ -537,6 +561,16 @@ def link_named(link: dict, n: int) -> str:
         return f"Every pair of the {n} GPUs"
     each = ", ".join(f"{p['a']}↔{p['b']}" for p in link["pairs"])
     return f"{len(link['pairs'])} pairs ({each})"
+
+
+def joined_said(switched: bool) -> dict:
+    """The words around a group's NVLink count on the first slide: through the switches, from each GPU."""
+    return {"through": "through NVSwitches," if switched else "", "from_each": "from each GPU" if switched else ""}
+
+
+def link_limit_said(gbps: float | None) -> str:
+    """The bus bandwidth slide's clause on the slowest NVLink a direction, where the node has NVLink."""
+    return f", at most {gbps:,.0f} GB/s a direction" if gbps else ""
 
 
 def pairs_said(pairs: list[dict]) -> str:
