@@ -468,7 +468,8 @@ def variant_of(r: dict, label: str, name: str, step: catalogue.Step, device: dic
     # wgmma that reads them from shared memory as they are
     rounded = ((res or {}).get("tma") or {}).get("a", {}).get("data_type") == TF32_TENSOR_MAP
     return {**r, "label": label, "name": name, "resources": res,
-            "occupancy": occupancy(res, device) if res else None, "odd_shape": odd_shape(r["record"].get("odd_shape")),
+            "occupancy": occupancy(res, device) if res else None, "occupancy_said": occupancy_said(res, device),
+            "odd_shape": odd_shape(r["record"].get("odd_shape")),
             "profile": [{"name": prof["names"][m], "value": v} for m, v in prof["metrics"].items()] if prof else None,
             "busiest": busiest_unit(prof) if prof else None,
             "tensor_pct": prof["metrics"].get(TENSOR_PIPE) if prof else None,
@@ -479,6 +480,15 @@ def variant_of(r: dict, label: str, name: str, step: catalogue.Step, device: dic
             **cublas_clauses(r),
             "speedup_over": None, "change": None, "error_before": None, "precision_before": None,
             "error_moved": False, "error_why": "", "moved": None, "moved_said": ""}
+
+
+def occupancy_said(resources: dict | None, device) -> str:
+    """The notes' sentence on what each SM holds of the kernel and what limits it, where it has resources."""
+    if not resources:
+        return ""
+    o = occupancy(resources, device)
+    return (f"Each SM holds {o['blocks_per_sm']:,} block{'' if o['blocks_per_sm'] == 1 else 's'}, "
+            f"{o['warps_per_sm']} warps in all, limited by {o['limited_by']}.")
 
 
 def odd_shape(odd: dict | None) -> dict | None:
@@ -531,9 +541,9 @@ def against_before(best: dict, prev: Step, precision: str) -> dict:
                   "within_noise": abs(speedup - 1) < noise, "slower": speedup < 1}
     # under a tenth, a ratio to one decimal reads 1.0x: the change is said in percent
     in_percent = abs(speedup - 1) < PERCENT_BELOW
-    change = {**change, "in_percent": in_percent, "versus": "against" if in_percent else "over", **change_said(change),
-              "point": ratio_said(speedup, in_percent),
-              "interval": interval_said(change["ci"], in_percent) if change["in_turns"] else None}
+    point, interval = ratio_said(speedup, in_percent), interval_said(change["ci"], in_percent) if change["in_turns"] else None
+    change = {**change, "in_percent": in_percent, "versus": "against" if in_percent else "over",
+              **change_said(change, point, interval, prev.title), "point": point, "interval": interval}
     before = prev.best["check"]
     error_before = before["rel_error"] if before and best["check"] else None
     # the error moved with the step where it changed by more than ERROR_MOVED either way
@@ -547,15 +557,19 @@ def against_before(best: dict, prev: Step, precision: str) -> dict:
             "moved": moved, "moved_said": moved_said(moved)}
 
 
-def change_said(change: dict) -> dict:
-    """What the performance slide says after a change's figure (verdict) and what its notes say
-    (noted); a tie in turns is said in words of its own."""
+def change_said(change: dict, point: str, interval: str | None, before: str) -> dict:
+    """What the performance slide says after a change's figure: the step it is against and how the two
+    were timed (against), then the verdict; and what its notes say of it (noted). A tie in turns is
+    said in words of its own."""
     if change["in_turns"]:
-        return {"verdict": ": slower, the whole interval below no change" if change["slower"] else ": a gain",
-                "noted": f", timed in turns, {'slower' if change['slower'] else 'a gain'}"}
+        return {"against": f"{before} in turns (interval {interval})",
+                "verdict": ": slower, the whole interval below no change" if change["slower"] else ": a gain",
+                "noted": "a tie, timed in turns" if change["tie"] else
+                         f"{point}, timed in turns, {'slower' if change['slower'] else 'a gain'}"}
     spread_ = f"the two timings spread ({change['noise_pct']:,.1f}%)"
-    return {"verdict": f": less than {spread_}, a tie as far as this run can tell" if change["within_noise"]
-            else f": slower by more than {spread_}" if change["slower"] else "", "noted": ""}
+    return {"against": f"{before}, the previous step measured apart",
+            "verdict": f": less than {spread_}, a tie as far as this run can tell" if change["within_noise"]
+            else f": slower by more than {spread_}" if change["slower"] else "", "noted": point}
 
 
 def error_why(precision: str, before: str, tf32_operands: str | None) -> str:
