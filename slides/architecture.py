@@ -17,12 +17,16 @@ class Architecture(Context):
     is Hopper, whose wgmma, TMA and clusters the GEMM's later steps are built with."""
     lanes_per_subpartition: int | None
     hopper: bool
+    hopper_said: str        # the notes' sentence on what Hopper adds ("" on another architecture)
 
 
 def context(deck) -> Architecture:
     device = deck.of(slides.device)
     lanes = device.fp32_lanes_per_sm
-    return Architecture(lanes_per_subpartition=lanes and lanes // device.subpartitions, hopper=device.arch == "Hopper")
+    hopper = device.arch == "Hopper"
+    return Architecture(lanes_per_subpartition=lanes and lanes // device.subpartitions, hopper=hopper,
+                        hopper_said="Hopper's wgmma, TMA and clusters are what the Hopper steps of the GEMM are built with."
+                        if hopper else "")
 
 
 # --- figures --------------------------------------------------------------------------------------
