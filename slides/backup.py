@@ -32,7 +32,8 @@ class Backup(Context):
     gaps: list[dict]
     contents: list[str]     # the parts that follow the divider, where their slides are shown
     only: list[str]         # the families and ids python -m bench --only measures the gaps with
-    from_node: bool         # a gap is filled from a node's results file, not from this GPU's run
+    only_said: str          # the notes' sentence on that command ("": no gap it measures)
+    from_node_said: str     # the notes' sentence where a gap is filled from a node's results file, not this GPU's run
 
 
 def context(deck) -> Backup:
@@ -58,8 +59,12 @@ def context(deck) -> Backup:
         gaps.append(("the shape atlas" if not atlases.measured else
                      "the shape atlas in " + ", ".join(a["precision"] for a in absent),
                      [a["result"]["id"] for a in absent], "atlas"))
-    return Backup(gaps=[gap(what, ids) for what, ids, _ in gaps], contents=contents(deck),
-                  only=sorted({only for _, _, only in gaps if only}), from_node=any(only is None for _, _, only in gaps))
+    only = sorted({only for _, _, only in gaps if only})
+    return Backup(gaps=[gap(what, ids) for what, ids, _ in gaps], contents=contents(deck), only=only,
+                  only_said=f"What is not measured here, python -m bench measures on a Hopper GPU: --only {' '.join(only)}, "
+                            "then python build.py." if only else "",
+                  from_node_said="The multi-GPU sections come from a node's results file beside this GPU's."
+                                 if any(only is None for _, _, only in gaps) else "")
 
 
 def gap(what: str, ids: list[str]) -> dict:
