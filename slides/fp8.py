@@ -42,6 +42,7 @@ class Peer(Context):
     ours_output: str = ""
     ours_scaling: str = ""                  # what ran as "ours": the FP8 headline (a scale a tensor) or step 14
     ours_in_fp32: bool = False
+    fp32_said: str = ""                     # the notes' sentence where it does, on what that costs its figure
     c_said: str = "C in BF16"               # the type of C each row writes, as the method note says it
     errors_alike: str | None = None         # the one error all three print, where they print alike
     commit: str = ""
@@ -73,6 +74,7 @@ class Fp8(Context):
     pictured: list[dict]            # the picture's kernels; none without an FP8 kernel among them
     rate: float | None              # FP8's FLOP a clock an SM
     rate_over_bf16: float | None
+    rate_said: str                  # the notes' sentence on it ("": FP8's rate not known)
     headline_tile: str
     held_pct: float                 # the FP8 track's target: at least this share of cuBLASLt's speed ...
     error_within: float             # ... at most this many times its error
@@ -138,6 +140,8 @@ def context(deck) -> Fp8:
                fp8=fp8, bf16=bf16, promoted=promoted, promotion=promotion, over_bf16=over_bf16, pairs=_pairs(rows),
                pictured=pictured if any(r["precision"] == "FP8" for r in pictured) else [],
                rate=rates.get("fp8"), rate_over_bf16=rates["fp8"] / rates["bf16"] if "fp8" in rates else None,
+               rate_said=f"Hopper's FP8 tensor cores do {rates['fp8'] / rates['bf16']:,.0f}× BF16's work per clock."
+                         if "fp8" in rates else "",
                headline_tile=f"{headline_tile['BM']}×{headline_tile['BN']}", held_pct=100 * HELD, error_within=ERROR_WITHIN,
                blocks=_blocks(by[BLOCKS_STEP.best.id], by.get(BF16_C_STEP.best.id)), blocks_name=BLOCKS_STEP.title,
                block=catalogue.SCALE_BLOCK, peer=_peer(deck),
@@ -292,6 +296,8 @@ def _peer(deck) -> Peer:
     return Peer(result=r, shapes=shapes, ours_range=ours_range, ours_own=ours_own,
                 ours_name=catalogue.step_of(params["ours"]).title, ours_output=params["outputs"]["ours"].upper(),
                 ours_scaling=ours_scaling, ours_in_fp32=params["outputs"]["ours"] == "fp32",
+                fp32_said="The headline writes FP32, so its figure carries twice the bytes of C."
+                          if params["outputs"]["ours"] == "fp32" else "",
                 c_said="C in BF16" + (" but this project's, FP32" if params["outputs"]["ours"] == "fp32" else ""),
                 errors_alike=printed.pop() if len(printed) == 1 else None, commit=params["commit"], version=params["version"],
                 block=params["block"], counts={c: called.count(c) for c in ("ahead", "tie", "behind")},
