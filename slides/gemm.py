@@ -478,7 +478,7 @@ def variant_of(r: dict, label: str, name: str, step: catalogue.Step, device: dic
             # the row of a kernel that did not run: why, where the runner skipped it
             "skipped": f"skipped: {r['reason']}" if r["status"] == "skipped" else None,
             **cublas_clauses(r),
-            "speedup_over": None, "change": None, "error_before": None, "precision_before": None,
+            "speedup_over": None, "change": None, "against_said": "", "error_before": None, "precision_before": None,
             "error_moved": False, "error_why": "", "moved": None, "moved_said": ""}
 
 
@@ -552,6 +552,7 @@ def against_before(best: dict, prev: Step, precision: str) -> dict:
     profiled = best["record"].get("profile"), prev.best["record"].get("profile")
     moved = moved_most(*profiled) if all(profiled) else None
     return {"speedup_over": prev.title, "speedup": speedup, "change": change,
+            "against_said": f"Against {prev.title}: {change['noted']}.",
             "error_before": error_before, "error_moved": error_moved, "precision_before": prev.precision,
             "error_why": error_why(precision, prev.precision, best["tf32_operands"]),
             "moved": moved, "moved_said": moved_said(moved)}
