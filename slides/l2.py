@@ -88,7 +88,8 @@ def placement(deck) -> dict | None:
             "sweep": sweep,
             "in_l2": max(x["gbps"] for x in inside) if inside else None,
             # the smallest set, where it reads markedly slower than the best inside L2: the best is not every size's
-            "smallest": inside[0] if inside and inside[0]["gbps"] < FALLS * max(x["gbps"] for x in inside) else None,
+            "smallest_said": f"({inside[0]['gbps']:,.0f} at {fmt_bytes(inside[0]['bytes'])})"
+                             if inside and inside[0]["gbps"] < FALLS * max(x["gbps"] for x in inside) else "",
             "past_l2": span(x["gbps"] for x in past),
             # where the rate falls off L2, as a clause ("": it does not)
             "fall": f"; it falls between {fmt_bytes(fall[0]['bytes'])} and {fmt_bytes(fall[1]['bytes'])}" if fall else "",
