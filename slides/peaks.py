@@ -60,7 +60,7 @@ class Peaks(Context):
     run_pct: dict | None                # the span of cuBLAS's shares of the tensor cores' peak at its clock
     hbm_copy: dict | None               # the best HBM copy (slides/hbm.py), the table's HBM row
     hierarchy: list[dict] | None        # each level's latency and the bandwidth measured there, said (None: not measured)
-    layouts_said: str                   # the B layout each precision's cuBLAS figure ran with ("" where none ran)
+    layouts_said: str                   # the notes' sentence on the B layout each precision's cuBLAS figure ran with ("" where none ran)
 
 
 def context(deck) -> Peaks:
@@ -81,7 +81,15 @@ def context(deck) -> Peaks:
         tensor_clocks=span(clocks), clock_against_max=CLOCK_AGAINST_MAX[against_max], table_note=TABLE_NOTE[against_max],
         run_pct=span(row["pct_of_run_peak"] for row in tensor if row["tflops_run_clock"]),
         hbm_copy=deck.of(slides.hbm).best, hierarchy=hierarchy(deck),
-        layouts_said="; ".join(f"{row['precision'].upper()}, {row['measured']['layout_name']}" for row in tensor if row["measured"]))
+        layouts_said=layouts_said([row for row in tensor if row["measured"]]))
+
+
+def layouts_said(measured: list[dict]) -> str:
+    """The notes' sentence on the B layout of each precision's cuBLAS figure ("" where none ran)."""
+    if not measured:
+        return ""
+    each = "; ".join(f"{row['precision'].upper()}, {row['measured']['layout_name']}" for row in measured)
+    return f"cuBLAS's figures are each precision's fastest B layout measured: {each}."
 
 
 def peak_row(device: slides.device.Device, precision: str, rate: int, cublas_rows: list[dict]) -> dict:
