@@ -49,7 +49,7 @@ class Precision(Context):
     shares: dict | None                 # the steps' lowest and highest share of cuBLAS BF16 (low, high)
     over_tf32: str                      # the range of the steps' speed over their TF32 twins', where known
     tolerances: str                     # each output type's tolerance: a BF16 C carries BF16's own rounding
-    bf16_out: list[str]                 # the steps that write C in BF16, each against cuBLAS writing BF16
+    bf16_out_said: str                  # the note on the steps that write C in BF16, each against cuBLAS writing BF16
     peer: Peer
     peer_kernel: str = PEER_KERNEL
     k_tile: dict = field(default_factory=lambda: {p: e["BK"] for p, e in catalogue.ELEMENTS.items()})
@@ -79,7 +79,12 @@ def context(deck) -> Precision:
                      shares={"low": shares[0], "high": shares[-1]} if shares else None,
                      over_tf32=f", each {over_tf32['low']:,.2f} to {over_tf32['high']:,.2f} times its TF32 twin's TFLOPS" if over_tf32 else "",
                      tolerances=", ".join(f"{tol:.0e} for {output} C" for output, tol in tolerances.items()) or "—",
-                     bf16_out=[s["name"] for s in steps if s["output"] == "BF16"], peer=peer(deck, headline))
+                     bf16_out_said=bf16_out_said([s["name"] for s in steps if s["output"] == "BF16"]), peer=peer(deck, headline))
+
+
+def bf16_out_said(names: list[str]) -> str:
+    """The method note's sentence on the steps that write C in BF16 ("" where none does)."""
+    return f"{', '.join(names)}: C written in BF16, against cuBLAS writing BF16." if names else ""
 
 
 def beside_said(headline: dict) -> str:
