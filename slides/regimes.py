@@ -34,7 +34,7 @@ class Regimes(Context):
     hi: float | None = None
     spread_pct: float | None = None
     per_clock_pct: float | None = None  # the drawn figures' spread per MHz of the SMs' clock (each regime's ends)
-    clock_said: str = ""                # whether the clock accounts for the spread, as the slide says it
+    clock_clause: str = ""              # after the spread, whether the clock accounts for it ("; per MHz …")
     layout_name: str = catalogue.LAYOUTS[LAYOUT]
     precision: str = PRECISION.upper()
     turn_ms: float | None = None        # the turns' length on the GEMM slides
@@ -142,7 +142,7 @@ def context(deck) -> Regimes:
     drawn = [x for r in rows for x in r["drawn"]] if all(r["drawn"] for r in rows) else []
     return Regimes(result=alone, rows=rows, shape=shape, lo=lo, hi=hi, spread_pct=100 * (hi / lo - 1),
                    per_clock_pct=100 * per_clock_spread(drawn) if drawn else None,
-                   clock_said=clock_said(drawn) if drawn else "",
+                   clock_clause=f"; {clock_said(drawn)}" if drawn else "",
                    turn_ms=paired[0]["record"]["params"]["turn_ms"] if paired else None,
                    trials=len(tune["record"].get("trials", [])) if tune["measured"] else None)
 
