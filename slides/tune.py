@@ -32,6 +32,8 @@ class Tune(Context):
     head_to_head: str = ""              # "same", "tie", "faster" or "slower"
     gain_said: str = ""                 # the gain, with what the intervals say of it
     winner_said: str = ""               # the winner against the hand-picked one, as the notes end on it
+    hand_pct_said: str = ""             # the hand-picked one's share of cuBLAS, where no table gives it
+    round_said: str = ""                # how long each trial's sample is, where the record says
     errors: list[dict] | None = None    # configurations that did not build or run
     wrong: list[dict] | None = None
 
@@ -49,15 +51,18 @@ def context(deck) -> Tune:
     intervals = all("ci" in final.get(k, {}).get("ratio_by_sample", {}) for k in ("winner", "hand_picked"))
     versus = deck.record(rec["params"]["kernel"])["record"].get("cublas")   # the hand-picked kernel on the GEMM slides
     head_to_head = judge(rec, final, gain, intervals)
+    table = table_figure(final, versus)
     checked = [t["check"]["rel_error"] for t in trials if t.get("check")]
     return Tune(result=r, trials=trials, ranked=sorted((t for t in trials if "ratio" in t), key=lambda t: -t["ratio"]),
                 params=rec["params"], stages_space=stages_space(rec["params"]),
                 final=final, cublas_tflops=tflops_of(rec["params"], rec["final"]["cublas_time_ms"]),
-                table=table_figure(final, versus),
+                table=table,
                 # cuBLAS on the same operands: the reference shape's, seeded alike
                 error=error_said(checked, versus["check"]["rel_error"] if versus else None) if checked else None,
                 gain_pct=gain, head_to_head=head_to_head, gain_said=gain_said(gain, head_to_head, intervals),
                 winner_said=winner_said(gain, head_to_head),
+                hand_pct_said=f": {100 * final['hand_picked']['ratio']:,.1f}%" if "hand_picked" in final and not table else "",
+                round_said=f"of {rec['params']['trial_round_s']} s" if "trial_round_s" in rec["params"] else "",
                 errors=[t for t in trials if t["outcome"] == "error"], wrong=[t for t in trials if t["outcome"] == "wrong"])
 
 
