@@ -28,11 +28,12 @@ def context(deck) -> Counters:
 def row(index: int, title: str, v: dict, metrics: list[str]) -> dict:
     """A step's best kernel as the tables show it; None where the run did not record a figure."""
     res = v["resources"] or {}
+    # a producer warpgroup: setmaxnreg moves registers from it to the consumers after launch
+    moved = bool((res.get("tile") or {}).get("PRODUCER_WARPGROUPS"))
     profiled = {q["name"]: q["value"] for q in v["profile"] or []}
     return {"index": index, "name": title, "threads": res.get("threads_per_block"),
             "regs": res.get("regs_per_thread"),
-            # a producer warpgroup: setmaxnreg moves registers from it to the consumers after launch
-            "moved": bool((res.get("tile") or {}).get("PRODUCER_WARPGROUPS")),
+            "moved": moved, "moved_mark": "†" if moved else "",
             "smem": (res["smem_static_bytes"] + res["smem_dynamic_bytes"]) if res else None,
             "loop": (res.get("sass") or {}).get("main_loop") or None,
             "readings": [profiled.get(m) for m in metrics]}
