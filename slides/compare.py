@@ -109,6 +109,7 @@ def side_by_side(gpus: list) -> Compare | None:
         bests = [c.of(slides.gemm).steps[i].best for c in gpus]
         ok = [b if b["tflops"] and not b["failed"] else None for b in bests]
         steps.append({"title": step.title, "name": step.name, "beyond": step.beyond, "gpus": ok,
+                      "cells": [f"{b['tflops']:,.1f}" if b else "not measured" for b in ok],
                       "ratios": [_ratio(b and b["tflops"], ok[0] and ok[0]["tflops"]) for b in ok[1:]]})
     by = {r["label"]: r for r in rows}
     names = [c.of(slides.device).name for c in gpus]
