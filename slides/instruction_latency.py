@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from slides.fmt import fmt_sig
 from slides.kit import Chart, PALETTE, Series, line_chart
 from slides.records import Context
 
@@ -39,6 +40,7 @@ def context(deck) -> InstructionLatency:
         enough, at_enough = next((i, c) for i, c in cycles if c <= 1.1 * best)
         issue = row["issue_cycles_per_subpartition"]
         sass1 = row["sass"][str(ilps[0])]      # the worker hands records over as JSON: string keys
+        no_overlap = cycles[-1][1] >= 0.8 * cycles[0][1]
         rows.append({
             "op": row["op"], "name": row["name"], "cycles": cycles, "latency": cycles[0][1],
             "single_warp_best": best, "at_highest_ilp": cycles[-1][1], "issue": issue,
@@ -49,7 +51,11 @@ def context(deck) -> InstructionLatency:
             "mix_shown": " and ".join(f"{m} ×{n:,.2f}" for m, n in sass1["mix_per_op"].items() if n >= MIX_SHOWN),
             "mix_whole": ", ".join(f"{m} ×{n:,.0f}" for m, n in sass1["mix_per_op"].items() if n >= 0.5),
             "multi": sass1["per_op"] >= 1.5, "warps_per_sm": row["warps_per_sm"],
-            "no_overlap": cycles[-1][1] >= 0.8 * cycles[0][1],
+            "no_overlap": no_overlap,
+            # where one warp cannot overlap calls, the table's note and the notes' clause on why
+            "no_overlap_said": "(a branch: calls cannot overlap)" if no_overlap else "",
+            "branch_said": f"; a data-dependent branch per call, so one warp cannot overlap calls: {fmt_sig(cycles[-1][1], 3)} "
+                           f"cycles even at ILP {int(ilps[-1])}, and only more warps help" if no_overlap else "",
         })
     by_op = {row["op"]: row for row in rows}
     simple = [by_op[o] for o in ("FADD", "FMUL", "FFMA") if o in by_op]
