@@ -32,7 +32,7 @@ class Settle(Context):
     target_pct: float = 100 * SETTLE_SPREAD
     gemm_spread: float | None = None    # the spread of the kernel's own GEMM timing, settled first
     gemm_spread_side: str = ""          # whether that spread is under the target or above it
-    gemm_steady: str | None = None      # whether the kernel's own run settled, and after how long
+    gemm_steady_said: str = ""          # the notes' sentence on whether the kernel's own run settled, and after how long
 
 
 def context(deck) -> Settle:
@@ -54,7 +54,8 @@ def context(deck) -> Settle:
                   params=rec["params"], rule=rule, title=title, window=width,
                   kernel_named="headline kernel" if gemm.headline and title == gemm.headline["to_title"] else "last step's kernel",
                   gemm_spread=gemm_spread, gemm_spread_side="under" if gemm_spread is not None and gemm_spread < SETTLE_SPREAD else "above",
-                  gemm_steady=steady_said(measured["settle"]) if measured.get("settle") else None)
+                  gemm_steady_said=f"In its own run the headline kernel was {steady_said(measured['settle'])};"
+                  if measured.get("settle") else "")
 
 
 def run_from_rest(name: str, series: dict, width: int, rounds: int, rule: dict, duration_s: float, title: str) -> dict:
@@ -79,6 +80,9 @@ def run_from_rest(name: str, series: dict, width: int, rounds: int, rule: dict, 
     slowdown = mid(last, "ms") / mid(first, "ms") - 1
     return {"name": name, "who": title if name == "kernel" else "cuBLAS", "batch": series["batch"], "samples": len(rows),
             "windows": windows, "settled_s": settled, "rule_s": rule_s,
+            # where the rule starts timing from this rest, as the notes add it
+            "rule_said": f"; from this rest that rule starts timing at {rule_s:,.0f} s (the dotted line), as the rounds' "
+                         "means steady before single samples do" if rule_s is not None else "",
             "first_spread": windows[0]["spread"] if windows else None, "last_spread": windows[-1]["spread"] if windows else None,
             "clock_first": mid(first, clock), "clock_last": mid(last, clock),
             "clock_from": "NVML" if clock == "sm_clock_mhz" else "measured",
