@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.gemm import catalogue
+from slides.fmt import fmt_bound
 from slides.kit import ACCENT, REF, Bar, bar_chart
 from slides.records import Context
 import slides.device
@@ -51,10 +52,11 @@ class ClustersAlone:
     barrier: dict                       # the CTA's barrier and the cluster's, relaxed and memory ordered
     signal: float                       # a signal to the peer's mbarrier and back, in cycles
     load_spread_pct: float              # how far a peer's load moves across the sizes
-    load_same: bool                     # within SAME_WITHIN
+    load_said: str                      # how far it moves, as the notes say it: the same within SAME_WITHIN, or by so much
     sizes: list[int]
     short: list[dict]                   # the sizes whose clusters cannot cover every SM (_short)
     setmaxnreg: dict | None             # the register hand-over (records from the register trade on)
+    setmaxnreg_said: str                # the notes' sentence on it ("": not recorded)
     sm_count: int
     params: dict
     buffer_kib: float
@@ -87,11 +89,17 @@ def context(deck) -> Clusters:
                 "times": stream["own"]["bytes_per_sm_clock"] / stream["peer"]["bytes_per_sm_clock"]},
         barrier={**meet, "ordered_times": meet["cluster"] / meet["cluster_relaxed"]},
         signal=at["signal_round_trip_cycles"],
-        load_spread_pct=100 * load_spread, load_same=load_spread < SAME_WITHIN, sizes=[x["cluster"] for x in rows],
+        load_spread_pct=100 * load_spread, sizes=[x["cluster"] for x in rows],
+        load_said=f"costs the same within {fmt_bound(100 * load_spread)}% in clusters of {', '.join(str(x['cluster']) for x in rows)}"
+                  if load_spread < SAME_WITHIN else
+                  f"moves by {100 * load_spread:,.0f}% from clusters of {rows[0]['cluster']} to {rows[-1]['cluster']}",
         short=_short(rows, sms),
         setmaxnreg=trade and {**trade["hand_over_cycles"], "round_trip": trade["round_trip_cycles"],
                               "regs": trade["regs"], "warpgroups": trade["warpgroups"],
                               "released": trade["regs"]["entry"] - trade["regs"]["producer"]},
+        setmaxnreg_said=f"The consumers' setmaxnreg waits for the producer's to release "
+                        f"{trade['regs']['entry'] - trade['regs']['producer']} registers a thread; giving and taking back "
+                        f"in a row costs {trade['round_trip_cycles']:,.0f} cycles." if trade else "",
         sm_count=sms, params=r["record"]["params"], buffer_kib=r["record"]["params"]["buffer_bytes"] / 2**10))
 
 
