@@ -467,8 +467,9 @@ def variant_of(r: dict, label: str, name: str, step: catalogue.Step, device: dic
     # how FP32 operands become TF32: rounded by the TMA copy, or cut to their top bits by a
     # wgmma that reads them from shared memory as they are
     rounded = ((res or {}).get("tma") or {}).get("a", {}).get("data_type") == TF32_TENSOR_MAP
+    held = occupancy(res, device) if res else None
     return {**r, "label": label, "name": name, "resources": res,
-            "occupancy": occupancy(res, device) if res else None, "occupancy_said": occupancy_said(res, device),
+            "occupancy": held, "occupancy_said": occupancy_said(held),
             "odd_shape": odd_shape(r["record"].get("odd_shape")),
             "profile": [{"name": prof["names"][m], "value": v} for m, v in prof["metrics"].items()] if prof else None,
             "busiest": busiest_unit(prof) if prof else None,
@@ -482,11 +483,11 @@ def variant_of(r: dict, label: str, name: str, step: catalogue.Step, device: dic
             "error_moved": False, "error_why": "", "moved": None, "moved_said": ""}
 
 
-def occupancy_said(resources: dict | None, device) -> str:
-    """The notes' sentence on what each SM holds of the kernel and what limits it, where it has resources."""
-    if not resources:
+def occupancy_said(o: dict | None) -> str:
+    """The notes' sentence on what each SM holds of the kernel and what limits it (``o``: its occupancy,
+    None where it has no resources)."""
+    if not o:
         return ""
-    o = occupancy(resources, device)
     return (f"Each SM holds {o['blocks_per_sm']:,} block{'' if o['blocks_per_sm'] == 1 else 's'}, "
             f"{o['warps_per_sm']} warps in all, limited by {o['limited_by']}.")
 
