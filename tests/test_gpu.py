@@ -33,6 +33,21 @@ def test_batched_samples_time_one_run_each():
     assert 0.7 < batched["median"] / single["median"] < 1.3
 
 
+def test_the_same_gemm_twice_in_single_run_turns_reads_the_same():
+    """An A/A pair, as sweeps and atlases time their pairs (one run a turn, one turn a sample): the
+    first of the turns must not pay for following the hold's idle GPU (it read 2-8% slower)."""
+    import cupy
+    from bench.core.timing import time_gpu_alternating
+    from bench.gemm import cublas
+    from bench.gemm.harness import SHAPE, operands
+    ops = operands(SHAPE, "b_kmajor", "bf16")
+    c1, c2 = (cupy.empty((SHAPE.m, SHAPE.n), cupy.float32) for _ in range(2))
+    first, second = (lambda c=c: cublas.gemm(ops.a, ops.b, c, "b_kmajor", "bf16") for c in (c1, c2))
+    time_gpu_alternating([first, second], warmup=20, reps=5)
+    a, b = time_gpu_alternating([first, second], warmup=0, reps=60)
+    assert 0.99 < a["median"] / b["median"] < 1.01, (a["median"], b["median"])
+
+
 @pytest.mark.parametrize("precision", ["fp32", "tf32", "bf16"])
 @pytest.mark.parametrize("layout", ["b_row", "b_kmajor"])
 def test_cublas_check_passes_and_catches_errors(precision, layout):

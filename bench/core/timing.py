@@ -124,6 +124,9 @@ def time_gpu_alternating(fns, *, warmup: int = 3, reps: int = 20, batch: int = 1
     fn in order (f0, f1, f0, f1, ...) queued at once, and its time for a fn the mean of its runs.
     Under the power cap the clock swings about once a second: turns much shorter than that keep the
     fns at the same clock, and samples of a second of turns average over the swing.
+    Sample r starts its turns at fn r mod len(fns): each fn is first as often as the others, since
+    the first follows the hold's near-idle GPU and read 2-8% slower there (an A/A pair in single-run
+    turns, H200 2026-11-30; tests/test_gpu.py holds it within 1%).
     ``keep_samples``: each summary also holds its samples in order (sample i of every fn together)."""
     import cupy
 
@@ -137,21 +140,22 @@ def time_gpu_alternating(fns, *, warmup: int = 3, reps: int = 20, batch: int = 1
     marks = [cupy.cuda.Event() for _ in range(turns * len(fns) + 1)]
     times, clocks = [[] for _ in fns], []
     began = time.monotonic()
-    for _ in range(reps):
+    for rep in range(reps):
+        order = [(rep + i) % len(fns) for i in range(len(fns))]     # the fn in each slot of a turn
         probe.clear()
         hold()
         probe.mark(0)
         marks[0].record()
         for turn in range(turns):
-            for i, fn in enumerate(fns):
+            for slot, i in enumerate(order):
                 for _ in range(batch):
-                    fn()
-                marks[1 + turn * len(fns) + i].record()
+                    fns[i]()
+                marks[1 + turn * len(fns) + slot].record()
         probe.mark(1)
         cupy.cuda.get_current_stream().synchronize()
         spans = [cupy.cuda.get_elapsed_time(a, b) for a, b in zip(marks, marks[1:])]
-        for i, own in enumerate(times):
-            own.append(sum(spans[i::len(fns)]) / (turns * batch))
+        for slot, i in enumerate(order):
+            times[i].append(sum(spans[slot::len(fns)]) / (turns * batch))
         clock = probe.read()
         if clock:
             clocks.append(clock)
