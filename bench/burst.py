@@ -100,9 +100,10 @@ def run(ctx) -> dict:
     if harness.ENERGY_S:            # a quick run measures no energy window, so no sustained figure
         for i, (row, fn) in enumerate(zip(rows, runs)):
             _sustain(fn, first=i == 0)
-            sustained = harness.energy(fn, Shape(*row["shape"]), row["time_ms"]["median"])
+            shape = Shape(*row["shape"])
+            sustained = harness.energy(fn, shape, row["time_ms"]["median"])
             if sustained:
-                row["sustained"] = {**sustained, "tflops": harness.tflops(Shape(*row["shape"]), {"median": sustained["time_ms"]})}
+                row["sustained"] = {**sustained, "tflops": harness.tflops(shape, {"median": sustained["time_ms"]})}
                 ctx.progress(f"{row['title']} sustained: {row['sustained']['tflops']:.1f} TFLOPS at {sustained['watts']:.0f} W")
     if "fastcu" not in {r["name"] for r in rows}:
         ctx.progress(f"fast.cu not timed: ${fastcu.PEER_ENV} names no checkout")
