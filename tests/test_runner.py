@@ -664,26 +664,3 @@ def test_the_time_left_follows_this_runs_pace_by_family():
     # two after the first: too few for a pace, as estimated
     assert runner.time_left(estimates, [bench("gemm.d")], done[:3]) == 10.0
     assert runner.time_left(estimates, [bench("gemm.b")], []) == 10.0        # nothing done yet: as estimated
-
-
-def test_workers_reduce_without_cub_unless_the_user_says(fakes, monkeypatch, tmp_path):
-    """CuPy's CUB reductions cost seconds of NVRTC on a fresh kernel cache and only the checks reduce:
-    a worker starts with them off, unless the user's environment names its accelerators."""
-    envs = []
-
-    class Started(Exception):
-        pass
-
-    def popen(command, env, **kwargs):
-        envs.append(env)
-        raise Started
-    monkeypatch.setattr(runner.subprocess, "Popen", popen)
-    batch = registry.select(fakes, ["fake.ok"])
-    for users in (None, "cub"):
-        if users is None:
-            monkeypatch.delenv("CUPY_ACCELERATORS", raising=False)
-        else:
-            monkeypatch.setenv("CUPY_ACCELERATORS", users)
-        with pytest.raises(Started):
-            next(runner._worker(batch, FAKE_DEVICE, tmp_path, None, lambda bench: None))
-    assert [env["CUPY_ACCELERATORS"] for env in envs] == ["", "cub"]

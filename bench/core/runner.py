@@ -28,9 +28,6 @@ from .topology import child_env
 REASON_CHARS = 500            # a reason is one line of at most this; the full stderr goes to the log
 ECHO_BYTES = 20_000           # of a worker's stderr, the tail echoed to the terminal
 TOKEN = "BENCH_WORKER_TOKEN"
-# CuPy's reductions through CUB: about 4 s of NVRTC for the first one on a fresh kernel cache, 0.3 s
-# without (H200, CuPy 14.2, 2026-11-30); only the checks reduce, and no check is timed
-CUPY_DEFAULTS = {"CUPY_ACCELERATORS": ""}
 
 
 class Interrupted(Exception):
@@ -140,7 +137,7 @@ def _worker(batch: list[Benchmark], device: dict, workdir: Path, log_dir: Path |
     device_json = session / "device.json"
     device_json.write_text(json.dumps(device))
     token = uuid.uuid4().hex
-    env = {**CUPY_DEFAULTS, **child_env(**dict(batch[0].env)), "PYTHONUNBUFFERED": "1", TOKEN: token,
+    env = {**child_env(**dict(batch[0].env)), "PYTHONUNBUFFERED": "1", TOKEN: token,
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     with open(session / f"{batch[0].id}.stderr", "w") as err:      # until the worker points it at the benchmark's
         proc = subprocess.Popen([sys.executable, "-m", "bench.core.worker", str(device_json), str(session),
