@@ -73,10 +73,14 @@ def exercised(tests: str = TESTS) -> tuple[str, ...]:
 
 
 def kernel_builds() -> tuple:
-    """Every catalogue kernel's nvcc build: the run compiles them in parallel before the tests, which
-    would otherwise build the ones they load one after another."""
-    from .gemm import catalogue, benchmarks
-    return tuple(b for step, variant in catalogue.KERNELS.values() for b in benchmarks.builds(step, variant))
+    """Every catalogue kernel's nvcc build, and each step's best with each of its tiles (the tests run
+    tiles by M, small tiles and lone waves): the run compiles them in parallel before the tests, which
+    would otherwise build the ones they load one after another (about 130 s of the 158 s the tests took
+    in a run of their own without the tiles, H200, 2026-11-30)."""
+    from .gemm import catalogue, benchmarks, sweep
+    steps = {id(step): step for step, _ in catalogue.KERNELS.values()}.values()
+    return (*(b for step, variant in catalogue.KERNELS.values() for b in benchmarks.builds(step, variant)),
+            *(b for step in steps for b in sweep.tile_builds(step)))
 
 
 @register(schema.GPU_TESTS, sources=exercised(), builds=kernel_builds(), timeout_s=900,

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.gemm import catalogue
+from bench.gemm import benchmarks, catalogue
 from bench.core import cuda, registry, results, runner, schema, stats, timing
 from tests.conftest import ROOT
 
@@ -568,9 +568,12 @@ def test_the_gpu_tests_record_follows_the_code_they_ran():
     sources = discover()["checks.gpu_tests"].sources
     assert {"tests/test_gpu.py", "bench/gemm/launch.py", "bench/gemm/cublas.py", "bench/gemm/cublaslt.py"} <= set(sources)
     assert catalogue.step_of(catalogue.HEADLINE).source in sources
-    # the kernels they load are built up front, in parallel, as a GEMM record's are
-    step, variant = catalogue.KERNELS[catalogue.HEADLINE]
-    assert (step.source, variant.tile) in discover()["checks.gpu_tests"].builds
+    # the kernels they load are built up front, in parallel, as a GEMM record's are: every variant, and
+    # each step's best with each of its tiles (tiles by M, small tiles, widths), which the tests run too
+    from bench.gemm import sweep
+    built = {cuda.build_key(*b) for b in discover()["checks.gpu_tests"].builds}
+    for step, variant in catalogue.KERNELS.values():
+        assert {cuda.build_key(*b) for b in (*benchmarks.builds(step, variant), *sweep.tile_builds(step))} <= built, variant.id
 
 
 def test_the_gpu_tests_record_counts_each_outcome_of_the_junit_report(tmp_path):
