@@ -51,7 +51,6 @@ class ClustersAlone:
     stream: dict                        # bytes per SM per clock streamed from each
     barrier: dict                       # the CTA's barrier and the cluster's, relaxed and memory ordered
     signal: float                       # a signal to the peer's mbarrier and back, in cycles
-    load_spread_pct: float              # how far a peer's load moves across the sizes
     load_said: str                      # how far it moves, as the notes say it: the same within SAME_WITHIN, or by so much
     sizes: list[int]
     short: list[dict]                   # the sizes whose clusters cannot cover every SM (_short)
@@ -89,7 +88,7 @@ def context(deck) -> Clusters:
                 "times": stream["own"]["bytes_per_sm_clock"] / stream["peer"]["bytes_per_sm_clock"]},
         barrier={**meet, "ordered_times": meet["cluster"] / meet["cluster_relaxed"]},
         signal=at["signal_round_trip_cycles"],
-        load_spread_pct=100 * load_spread, sizes=[x["cluster"] for x in rows],
+        sizes=[x["cluster"] for x in rows],
         load_said=f"costs the same within {fmt_bound(100 * load_spread)}% in clusters of {', '.join(str(x['cluster']) for x in rows)}"
                   if load_spread < SAME_WITHIN else
                   f"moves by {100 * load_spread:,.0f}% from clusters of {rows[0]['cluster']} to {rows[-1]['cluster']}",

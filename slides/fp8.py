@@ -72,9 +72,7 @@ class Fp8(Context):
     over_bf16: dict | None          # the FP8 headline over its BF16 self, in turns (in_turns)
     pairs: list[dict]               # each FP8 kernel of the table against the step before, in their own turns (_pairs)
     pictured: list[dict]            # the picture's kernels; none without an FP8 kernel among them
-    rate: float | None              # FP8's FLOP a clock an SM
-    rate_over_bf16: float | None
-    rate_said: str                  # the notes' sentence on it ("": FP8's rate not known)
+    rate_said: str                  # the notes' sentence on FP8's FLOP a clock over BF16's ("": FP8's rate not known)
     headline_tile: str
     held_pct: float                 # the FP8 track's target: at least this share of cuBLASLt's speed ...
     error_within: float             # ... at most this many times its error
@@ -139,7 +137,6 @@ def context(deck) -> Fp8:
     return Fp8(measured=any(r["usable"] for r in rows if r["precision"] == "FP8"), ids=list(ids), rows=rows,
                fp8=fp8, bf16=bf16, promoted=promoted, promotion=promotion, over_bf16=over_bf16, pairs=_pairs(rows),
                pictured=pictured if any(r["precision"] == "FP8" for r in pictured) else [],
-               rate=rates.get("fp8"), rate_over_bf16=rates["fp8"] / rates["bf16"] if "fp8" in rates else None,
                rate_said=f"Hopper's FP8 tensor cores do {rates['fp8'] / rates['bf16']:,.0f}× BF16's work per clock."
                          if "fp8" in rates else "",
                headline_tile=f"{headline_tile['BM']}×{headline_tile['BN']}", held_pct=100 * HELD, error_within=ERROR_WITHIN,

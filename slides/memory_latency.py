@@ -39,9 +39,7 @@ class MemoryLatency(Context):
     # where that clock passes the card's maximum, by how much, as a clause ("": it does not): the
     # cycle counter against the global timer can read past it, said, not hidden
     clock_over_max: str = ""
-    # the middle's loads against a hit in L2's far half, in FAR_HALF's words ("": no halves on the L2 map)
-    far_half: str = ""
-    middle_said: str = ""                   # the slide's sentence on the middle ("": no middle)
+    middle_said: str = ""                   # the slide's sentence on the middle, against a hit in L2's far half ("": no middle)
     middle_notes_said: str = ""             # the notes' one
 
 
@@ -55,9 +53,10 @@ def context(deck) -> MemoryLatency:
     mapped = map_halves(deck.record(MAP_ID))
     far = mapped[1]["far"] if mapped and mapped[1]["split"] else None
     middle = measured["middle_cycles"]
+    # the middle's loads against a hit in L2's far half, in FAR_HALF's words ("": no halves on the L2 map)
     far_half = FAR_HALF[middle > FAR_MARGIN * far].format(far=far) if far and middle else ""
     leave = measured["l2_leave_bytes"]
-    return MemoryLatency(result=r, **measured, far_half=far_half,
+    return MemoryLatency(result=r, **measured,
                          middle_said=f"From {fmt_bytes(leave)}, {measured['l2_leave_pct']:,.0f}% of it, loads take {middle:,.0f} "
                                      f"cycles instead of {measured['by']['L2']['cycles']:,.0f}{far_half}." if middle else "",
                          middle_notes_said=f"From {fmt_bytes(leave)} loads take about {middle:,.0f} cycles, between L2's and "

@@ -540,12 +540,13 @@ def section(doc: dict, records: dict) -> Multigpu:
     links = [{"pairs": ps, "nvlinks": k[0], "switched": k[1] == "nvswitch", "nvlink_gbps_per_direction": k[2],
               "every": len(links) == 1, **joined_said(k[1] == "nvswitch")} for k, ps in links.items()]
     paths = grouped(pairs, lambda p: p["pcie_path"])
+    slowest = link_gbps(node)
     collectives = _collectives(nccl, peer, n)
     return Multigpu(
         measured=True, device=doc["device"], node=node, n=n,
         links=[{**g, "named": link_named(g, n)} for g in links],
         joins_said=[*map(link_said, links), *(path_said(path, ps, len(paths) == 1) for path, ps in paths.items())],
-        link_gbps=link_gbps(node), link_limit_said=link_limit_said(link_gbps(node)), multicast_note=": NCCL uses its ring and tree algorithms" if nvls == "0" else "", multicast_said=multicast_said(nvls),
+        link_gbps=slowest, link_limit_said=link_limit_said(slowest), multicast_note=": NCCL uses its ring and tree algorithms" if nvls == "0" else "", multicast_said=multicast_said(nvls),
         multicast="not recorded" if nvls is None else "off" if nvls == "0" else "on",
         nccl_version=nccl["record"]["params"]["nccl"] if nccl["measured"] and not nccl["failed"] else "not measured",
         p2p=_p2p(records["multigpu.p2p"], records["multigpu.nvbandwidth"]), nccl=nccl, peer=peer,

@@ -653,6 +653,18 @@ def test_a_first_quick_run_is_estimated_from_a_full_runs_durations_by_its_share(
     assert estimated_durations(quick, tmp_path / "none.yaml", quick=True)[own] == quick[own]["duration_s"]
 
 
+def test_the_time_left_is_said_to_within_a_twentieth_of_itself_from_a_minute_up():
+    """Whole minutes from ten up; below, minutes and tens of seconds (whole minutes said 3 min for
+    the 141-147 s a refresh had left: 20-28% over); under a minute, seconds."""
+    assert runner.left_said(900) == "about 15 min left" and runner.left_said(600) == "about 10 min left"
+    assert runner.left_said(599) == "about 10 min left" and runner.left_said(146) == "about 2 min 30 s left"
+    assert runner.left_said(64) == "about 1 min left" and runner.left_said(54) == "about 54 s left"
+    for seconds in range(60, 1200, 7):
+        said = runner.left_said(seconds).split()
+        back = int(said[1]) * 60 + (int(said[3]) if said[2] == "min" and len(said) > 4 else 0)
+        assert abs(back - seconds) <= max(5, 0.05 * seconds), (seconds, said)
+
+
 def test_the_time_left_follows_this_runs_pace_by_family():
     """Estimates from a run half as fast: a family's own pace once PACED of it have finished, else the
     run's once PACED have; the first benchmark (the worker's start, the first warm-up) is no pace; a

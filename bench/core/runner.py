@@ -281,9 +281,19 @@ def time_left(estimates: dict, remaining: list[Benchmark], done: list[tuple[str,
     return sum(pace.get(b.family, overall) * estimates[b.id] if estimates.get(b.id) else typical for b in remaining)
 
 
+def left_said(seconds: float) -> str:
+    """The time left as the progress line says it: whole minutes from ten minutes up; below, minutes and
+    tens of seconds, since a whole minute is past a fifth of the little that is left."""
+    if seconds >= 600:
+        return f"about {seconds / 60:.0f} min left"
+    tens = round(seconds / 10) * 10
+    if tens < 60:
+        return f"about {seconds:.0f} s left"
+    return f"about {tens // 60} min" + (f" {tens % 60} s" if tens % 60 else "") + " left"
+
+
 def _left(estimates: dict, remaining: list[Benchmark], done: list[tuple[str, float]]) -> str:
-    seconds = time_left(estimates, remaining, done)
-    return f"about {seconds / 60:.0f} min left" if seconds >= 90 else f"about {seconds:.0f} s left"
+    return left_said(time_left(estimates, remaining, done))
 
 
 def run_all(benchmarks: list[Benchmark], out: Path, device: dict, software: dict, log=print,
