@@ -18,23 +18,24 @@ LISTED_FAILURES = 20     # failing tests named in the record; past that, a count
 LISTED_SLOWEST = 8       # the slowest tests named in the record with their seconds: where the check's time goes
 
 
-def outcomes(report: Path) -> dict:
-    """Each test of a JUnit XML report by its outcome: passed, failed (failures and errors), skipped."""
+def cases(report: Path) -> list:
+    """The test cases of a JUnit XML report, read once for what the record says of them."""
+    return list(ET.parse(report).getroot().iter("testcase"))
+
+
+def outcomes(tests: list) -> dict:
+    """Each test case of a report by its outcome: passed, failed (failures and errors), skipped."""
     out = {"passed": [], "failed": [], "skipped": []}
-    for case in _cases(report):
+    for case in tests:
         name = case.get("name", "?")
         tags = {child.tag for child in case}
         out["failed" if tags & {"failure", "error"} else "skipped" if "skipped" in tags else "passed"].append(name)
     return out
 
 
-def _cases(report: Path):
-    return ET.parse(report).getroot().iter("testcase")
-
-
-def slowest(report: Path, count: int = LISTED_SLOWEST) -> list[dict]:
-    """The ``count`` tests of a JUnit XML report that took longest, each with its seconds."""
-    timed = [{"name": case.get("name", "?"), "seconds": float(case.get("time") or 0)} for case in _cases(report)]
+def slowest(tests: list, count: int = LISTED_SLOWEST) -> list[dict]:
+    """The ``count`` test cases of a report that took longest, each with its seconds."""
+    timed = [{"name": case.get("name", "?"), "seconds": float(case.get("time") or 0)} for case in tests]
     return sorted(timed, key=lambda t: -t["seconds"])[:count]
 
 
@@ -93,7 +94,8 @@ def gpu_tests(ctx) -> dict:
         if not report.exists():
             tail = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or ["no output"]
             raise RuntimeError(f"pytest wrote no report (exit status {proc.returncode}): {tail[0]}")
-        seen, slow = outcomes(report), slowest(report)
+        tests = cases(report)
+        seen, slow = outcomes(tests), slowest(tests)
     counts = {k: len(v) for k, v in seen.items()}
     ctx.progress(f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
     failing = seen["failed"][:LISTED_FAILURES]

@@ -582,7 +582,7 @@ def test_the_gpu_tests_record_counts_each_outcome_of_the_junit_report(tmp_path):
     report.write_text('<testsuites><testsuite><testcase name="a"/><testcase name="b"><failure message="x"/></testcase>'
                       '<testcase name="c"><error message="y"/></testcase><testcase name="d"><skipped/></testcase>'
                       '</testsuite></testsuites>')
-    assert checks.outcomes(report) == {"passed": ["a"], "failed": ["b", "c"], "skipped": ["d"]}
+    assert checks.outcomes(checks.cases(report)) == {"passed": ["a"], "failed": ["b", "c"], "skipped": ["d"]}
 
 
 def test_the_gpu_tests_record_names_the_slowest_tests_with_their_seconds(tmp_path):
@@ -590,7 +590,7 @@ def test_the_gpu_tests_record_names_the_slowest_tests_with_their_seconds(tmp_pat
     report = tmp_path / "r.xml"
     report.write_text('<testsuites><testsuite><testcase name="a" time="0.5"/><testcase name="b" time="12.25"/>'
                       '<testcase name="c"/><testcase name="d" time="3"/></testsuite></testsuites>')
-    assert checks.slowest(report, 2) == [{"name": "b", "seconds": 12.25}, {"name": "d", "seconds": 3.0}]
+    assert checks.slowest(checks.cases(report), 2) == [{"name": "b", "seconds": 12.25}, {"name": "d", "seconds": 3.0}]
 
 
 def test_a_measured_clock_above_the_cards_maximum_by_more_than_the_probes_error_is_refused():
