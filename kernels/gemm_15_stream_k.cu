@@ -11,6 +11,15 @@
 #include "gemm_sm90_tma_store.cuh"         // Epilogue, Piece, TailSums, load_piece, lean_fragments
 #include "gemm_sm90_lean_loop.cuh"          // LeanRing
 
+// K-tiles a consumer sums in the tensor cores' accumulator before adding them into FP32 registers of
+// its own (0: a piece's all at once). A long K summed in one accumulator errs more than cuBLAS,
+// which splits it (BF16 at M = 64, K = 28,672: 2.1x its error, H200); a second set of sums costs a
+// tile's registers again, so only the tiles by M, whose accumulators are small, take it.
+#ifndef PROMOTE_EVERY
+#define PROMOTE_EVERY 0
+#endif
+static_assert(PROMOTE_EVERY == 0 || 2 * FRAGMENT + 40 <= CONSUMER_REGS, "room for both sets of sums");
+
 // #region kernel
 // A cluster's run: K-tiles [runs[c], runs[c + 1]) of all the units' K-tiles laid end to end (unit u's
 // K-tile k is u * k_tiles + k), from the launcher's plan (bench/gemm/plan.py, stream_k). Its pieces
@@ -66,16 +75,32 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
         Run run(runs, K);
         LeanRing ring;
         Piece p;
-        while (run.piece(p)) {
-            ring.mma_piece(smem, mma, tCrA, tCrB, tCrC, p);
-            if (p.k0 > 0) {                                      // a helper: leave the sums in this cluster's slot
-                TailSums(partials, ready, run.cluster).leave(tCrC);
-                continue;
+        // a piece's sums done: a helper leaves them in this cluster's slot; an owner adds its helpers', in
+        // order, and stores the tile
+        auto finish = [&](auto& piece_sums) {
+            if (p.k0 > 0) {
+                TailSums(partials, ready, run.cluster).leave(piece_sums);
+                return;
             }
             for (int c = run.cluster + 1, last = run.last_helper(p); c <= last; ++c)
-                TailSums(partials, ready, c).add_to(tCrC);       // an owner: add its helpers' sums, in order
+                TailSums(partials, ready, c).add_to(piece_sums);
             auto [tm, tn] = cta_tile(M, N, p.unit * CLUSTER_M + rank);
-            epilogue.store(tCrC, tmaC, tm, tn);
+            epilogue.store(piece_sums, tmaC, tm, tn);
+        };
+        while (run.piece(p)) {
+            if constexpr (PROMOTE_EVERY > 0) {
+                Tensor sums = make_fragment_like(tCrC);          // (MMA,MMA_M,MMA_N) FP32: the piece's
+                clear(sums);
+                for (int k0 = p.k0; k0 < p.k1; k0 += PROMOTE_EVERY) {
+                    ring.mma_piece(smem, mma, tCrA, tCrB, tCrC, Piece{p.unit, k0, min(p.k1, k0 + PROMOTE_EVERY)});
+                    CUTE_UNROLL
+                    for (int j = 0; j < size(sums); ++j) sums(j) += tCrC(j);
+                }
+                finish(sums);
+            } else {
+                ring.mma_piece(smem, mma, tCrA, tCrB, tCrC, p);
+                finish(tCrC);
+            }
         }
         epilogue.drain();
     }
