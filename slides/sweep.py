@@ -83,6 +83,8 @@ def standing(worst: dict | None, above: list[str], cublas: tuple[str, str]) -> s
     """How close the kernel stays to cuBLAS from WITHIN_FROM up, and where it is at or above it, as
     the slide's bullet goes on after the kernel's name."""
     of, above_of = cublas
+    if worst and worst["pct"] >= 100:      # no shortfall to say: every size from WITHIN_FROM up is above
+        return f", from {WITHIN_FROM} up: at or above {of} (same layout) at every size."
     said = ""
     if worst:
         said = f", from {WITHIN_FROM} up: " + (f"within {worst['within_pct']}% of {of} at every size" if worst["held"]
@@ -98,6 +100,8 @@ def held(title: str, worst: dict | None, above: list[str], of: str) -> str:
     """The same, said aloud: how close to cuBLAS it stays from the smallest size that fills the chip."""
     if not worst:
         return ""
+    if worst["pct"] >= 100:
+        return f"From size {WITHIN_FROM} up, {title} is at or above {of} at every size."
     said = f"From size {WITHIN_FROM} up, {title} " + (f"stays within {worst['within_pct']}% of {of} at every size" if worst["held"]
                                                      else f"falls to {worst['pct']:,.0f}% of {of} at {worst['size']}")
     return said + (f", and is at or above it at {len(above)} of the sizes" if above else "") + "."

@@ -898,7 +898,8 @@ def test_sweep_slides_follow_the_data(fixture_doc, write_results, tmp_path):
     assert f"**{step['title']}**, from {sweep.WITHIN_FROM} up" in md["GEMM Across Sizes"]
     size = sweep.size_label(worst["shape"])
     pct = 100 * worst["ratio_same_layout"]
-    assert (f"within {math.ceil(round(100 - pct, 6))}% of cuBLAS at every size" if pct >= 90
+    assert ("at or above cuBLAS (same layout) at every size" if pct >= 100
+            else f"within {math.ceil(round(100 - pct, 6))}% of cuBLAS at every size" if pct >= 90
             else f"down to {pct:.0f}% of cuBLAS at {size}") in md["GEMM Across Sizes"]
     # the headline takes ragged sizes, and runs its small tile where the catalogue picks it
     everywhere = [s["title"] for s in ctx["sweep"].steps if all(r["outcome"] == "correct" for r in s["record"]["rows"])]
@@ -931,6 +932,16 @@ def test_sweep_slides_follow_the_data(fixture_doc, write_results, tmp_path):
     md = slides_of((tmp_path / "slides.md").read_text())
     assert f"from {sweep.WITHIN_FROM} up: within 4% of cuBLAS at every size" in md["GEMM Across Sizes"]
     assert "Wrong results at 2048" in md["GEMM Across Sizes"]
+
+    # at or above cuBLAS at every size from WITHIN_FROM up: said so, not "within 0%"
+    for r in top["rows"]:
+        r["ratio_same_layout"] = max(r["ratio_same_layout"], 1.0)
+    build.build(write_results(fixture_doc), tmp_path)
+    text = (tmp_path / "slides.md").read_text()
+    md = slides_of(text)
+    assert f"from {sweep.WITHIN_FROM} up: at or above cuBLAS (same layout) at every size." in md["GEMM Across Sizes"]
+    assert f"From size {sweep.WITHIN_FROM} up, {step['title']} is at or above cuBLAS at every size." in text
+    assert "within 0%" not in text
 
 
 def test_the_appendix_says_how_the_tuners_best_fares_against_the_hand_picked_kernel(fixture_doc, write_results, tmp_path):
