@@ -46,7 +46,8 @@ def _main(argv=None) -> int:
                     help="run only those of the selected benchmarks whose record is missing from the results file "
                          "or was measured with code that has changed since (a refresh after a change)")
     ap.add_argument("--peers", action="store_true",
-                    help="fetch every peer (fast.cu, DeepGEMM, gpu-benches, nccl-tests, nvbandwidth) into .peers/ at "
+                    help="fetch every peer (fast.cu, DeepGEMM, gpu-benches, nccl-tests, nvbandwidth and the Boost "
+                         "library it links) into .peers/ at "
                          "its pinned commit (bench/core/peers.py), or say what to copy where on a machine that is "
                          "offline, and exit; a run then finds them there")
     ap.add_argument("--profile", action="store_true",

@@ -7,7 +7,8 @@ from bench.core import peers, registry, runner
 
 def test_every_peer_a_benchmark_builds_is_pinned():
     used = {b.peer for b in registry.discover().values() if b.peer}
-    assert used == set(peers.BY_ENV)
+    assert used == {pin.env for pin in peers.PINS if not pin.needed_by}
+    assert {pin.needed_by for pin in peers.PINS if pin.needed_by} <= used      # a build dependency, of a peer that is used
     assert all(len(pin.commit) == 40 and pin.repo.startswith("https://github.com/") for pin in peers.PINS)
 
 
@@ -76,3 +77,35 @@ def test_a_peers_record_names_its_checkout_and_commit(tmp_path, monkeypatch):
     schema.validate_record("multigpu.fake", rec)
     with __import__("pytest").raises(schema.ResultsError, match="peer.commit"):
         schema.validate_record("multigpu.fake", {**rec, "peer": {"checkout": "x"}})
+
+
+def test_nvbandwidth_builds_boost_program_options_from_its_pin_where_the_linker_finds_none(tmp_path, monkeypatch):
+    """The GPU machines' image has Boost's headers and no libboost_program_options: its pinned source
+    is compiled into a static library (a stand-in checkout here: one source file)."""
+    from bench.multigpu import nvbandwidth
+    monkeypatch.setattr(nvbandwidth, "links", lambda library: False)
+    monkeypatch.setattr(peers, "PEERS_DIR", tmp_path / "peers")
+    monkeypatch.delenv(nvbandwidth.BOOST_ENV, raising=False)
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    with __import__("pytest").raises(RuntimeError, match="python -m bench --peers fetch its source"):
+        nvbandwidth.boost_program_options(libs)
+    source = peers.BY_ENV[nvbandwidth.BOOST_ENV].path
+    (source / "src").mkdir(parents=True)
+    (source / "include").mkdir()
+    (source / "src" / "options.cpp").write_text("int parse_options() { return 1; }\n")
+    flags, origin = nvbandwidth.boost_program_options(libs)
+    assert flags == [f"-I{source / 'include'}"] and origin == f"built from {source} at unknown (not a git checkout)"
+    members = subprocess.run(["ar", "t", str(libs / "libboost_program_options.a")], capture_output=True, text=True).stdout
+    assert members.split() == ["options.o"]
+    (libs / "libboost_program_options.a").unlink()
+    (source / "src" / "broken.cpp").write_text("#include <boost/no_such_header.hpp>\n")
+    with __import__("pytest").raises(RuntimeError, match="failed .it needs the rest of Boost's headers.*no_such_header"):
+        nvbandwidth.boost_program_options(libs)
+
+
+def test_nvbandwidth_uses_the_systems_boost_where_the_linker_finds_it(tmp_path, monkeypatch):
+    from bench.multigpu import nvbandwidth
+    monkeypatch.setattr(nvbandwidth, "links", lambda library: library == "boost_program_options")
+    assert nvbandwidth.boost_program_options(tmp_path) == ([], "the system's")
+    assert list(tmp_path.iterdir()) == []

@@ -23,6 +23,7 @@ class Pin:
     commit: str
     submodules: bool    # it builds with its git submodules
     built: str          # how the run builds it (nothing is built when it is fetched)
+    needed_by: str = "" # the peer (its variable) that builds with it, where it is no benchmark's own
 
     @property
     def path(self) -> Path:
@@ -40,6 +41,11 @@ PINS = (
         False, "its Makefile, against the NCCL the run loads, into .cache/peers/ (nodes of 2+ GPUs)"),
     Pin("NVBANDWIDTH_DIR", "nvbandwidth", "https://github.com/NVIDIA/nvbandwidth", "66746a3bef61c8c2e12ab34955310da70b9e38cb",
         False, "the sources its CMakeLists.txt lists, by nvcc (nodes of 2+ GPUs; needs Boost.Program_options)"),
+    # Boost 1.83's program_options (the tag boost-1.83.0): the GPU machines' image has Boost 1.83's
+    # headers but not this library, and cannot install it offline
+    Pin("BOOST_PROGRAM_OPTIONS_DIR", "boost-program_options", "https://github.com/boostorg/program_options",
+        "7bcbb4ea23c958800694436b411669f80c543e18", False,
+        "its src/ by g++ into a static library under .cache/peers/, where the system has none", "NVBANDWIDTH_DIR"),
 )
 BY_ENV = {pin.env: pin for pin in PINS}
 
