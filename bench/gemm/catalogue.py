@@ -395,8 +395,9 @@ STREAM_K = Step(key="stream_k", title="Stream-K",
                             (128, {"BN": 128, "CLUSTER_M": 1})))
 # BF16 summed over a long K in one accumulator errs past cuBLAS, which splits K (2.1x its error at
 # M = 64, K = 28,672): the tiles by M add their sums into FP32 registers every 32 K-tiles
-# (PROMOTE_EVERY). On the BF16 atlas's six worst cells (H200, 2026-11-30, in turns with the unpromoted
-# kernel): 0.13-0.38x cuBLAS's error, the same speed (every 8 K-tiles: 3% slower at M = 256).
+# (PROMOTE_EVERY). On the BF16 atlas's four cells past 1.25x cuBLAS's error (H200, 2026-11-30, in
+# turns with the unpromoted kernel): 0.13-0.38x it, from 1.29-2.14x, at the same speed (every 8
+# K-tiles: 3% slower at M = 256).
 _STREAM_K_BF16 = in_precision(STREAM_K, "bf16")
 STREAM_K_BF16 = replace(_STREAM_K_BF16, against=HEADLINE_BF16, rows_tiles=tuple(
     (rows, {**change, "PROMOTE_EVERY": 32}) for rows, change in _STREAM_K_BF16.rows_tiles))
