@@ -292,7 +292,17 @@ def stream_k(deck, atlases: dict) -> dict:
     return {"title": STREAM_K, "slide_title": STREAM_K, "technique": step.technique, "code": code_view(step.code, step.focus, deck.out_dir),
             "cell": cell, "diagram": "stream_k.svg" if cell else None, "at_reference": at_reference,
             # the tiles the atlas runs it with, by M, smallest first: each up to the rows its cluster's column spans
-            "tiles": [_tile_said({**step.best.tile, **change}) for _, change in step.rows_tiles]}
+            "tiles": [_tile_said({**step.best.tile, **change}) for _, change in step.rows_tiles],
+            "promoted": _promoted(atlases)}
+
+
+def _promoted(atlases: dict) -> list[dict]:
+    """The atlases whose stream-K added its sums into FP32 registers every few K-tiles (PROMOTE_EVERY,
+    as their records name its tiles), and how many K-tiles it summed in the accumulator first."""
+    every = [(a["precision"], [t.get("PROMOTE_EVERY", 0) for kernel, tiles in (a["params"].get("tiles") or {}).items()
+                                if kernel in STREAMED for t in tiles])
+             for a in atlases.values() if a["rows"]]
+    return [{"precision": precision, "every": max(kept)} for precision, kept in every if kept and max(kept) > 0]
 
 
 def _rows_spanned(tile: dict) -> int:

@@ -272,6 +272,23 @@ def test_stream_k_shows_its_code_beside_the_atlas_and_the_whole_of_it_in_the_bac
     assert view["pages"] and headings((out / "slides.md").read_text())[-len(pages):] == pages
 
 
+def test_stream_k_says_where_its_tiles_promoted_their_sums_as_the_records_name_them(fixture_doc, write_results, tmp_path):
+    """The code slide's notes: a precision whose atlas ran stream-K's tiles by M with PROMOTE_EVERY says
+    every how many K-tiles; one whose record names no such tile says nothing of it."""
+    doc = with_atlases(fixture_doc, lambda m, n, k: 1.0)
+    every = {s.precision: max(change.get("PROMOTE_EVERY", 0) for _, change in s.rows_tiles) for s in catalogue.SHAPE_STEPS}
+    assert every["bf16"] > 0 and every["tf32"] == 0
+    s, _ = built(doc, write_results, tmp_path)
+    slide = s[f"{catalogue.STREAM_K.title} — Code"]
+    assert f"In BF16 those tiles add their sums into FP32 registers every {every['bf16']} K-tiles" in slide
+    assert "In TF32 those tiles" not in slide
+    for tiles in doc["benchmarks"][catalogue.atlas_id("bf16")]["params"]["tiles"].values():
+        for tile in tiles:
+            tile.pop("PROMOTE_EVERY", None)
+    s, _ = built(doc, write_results, tmp_path)
+    assert "FP32 registers every" not in s[f"{catalogue.STREAM_K.title} — Code"]
+
+
 def test_stream_k_draws_its_plan_for_the_first_cell_it_ran(fixture_doc, write_results, tmp_path):
     """The diagram: the plan of BF16's smallest M on the first projection, as the cell recorded it."""
     doc = with_atlases(fixture_doc, lambda m, n, k: 1.0)
