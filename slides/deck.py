@@ -25,7 +25,7 @@ from markupsafe import Markup
 
 from bench.core import schema
 from slides import escape
-from slides.fmt import fmt_bound, fmt_change, fmt_num, fmt_range, fmt_sig
+from slides.fmt import fmt_bound, fmt_change, fmt_count, fmt_num, fmt_range, fmt_sig
 from slides.kit import fmt_bytes, layer_name
 from slides.outline import SECTIONS
 from slides.records import LISTED, ROOT, SLIDES_DIR, BuildError, Records, listed, quick_line, stale_line
@@ -191,7 +191,7 @@ def environment() -> jinja2.Environment:
         # templates made (a macro's output); see slides/escape.py.
         autoescape=True, finalize=escape.finalize)
     env.filters.update(num=fmt_num, bound=fmt_bound, range_of=fmt_range, sig=fmt_sig, change=fmt_change, bytes=fmt_bytes, code_block=code_block, magic_move=magic_move,
-                       count=lambda n, noun: f"{n:,} {noun}{'' if n == 1 else 's'}",
+                       count=fmt_count,
                        yaml_str=escape.yaml_string, yaml_plain=escape.yaml_plain, join=_join,
                        replace=lambda s, old, new: str(s).replace(old, new))   # plain text, escaped on output
     return env

@@ -35,6 +35,11 @@ def fmt_change(ratio: float) -> str:
     return f"{0:.1f}"
 
 
+def fmt_count(n: int, noun: str) -> str:
+    """A count with its noun, plural past one: "1 block", "2 blocks"."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def fmt_sig(x, sig: int = 3) -> str:
     """Significant figures, never scientific notation: 0.234, 27.9, 2,981."""
     if x == 0:

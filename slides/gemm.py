@@ -16,7 +16,7 @@ from markupsafe import Markup
 from bench.gemm import catalogue, plan
 from bench.core.stats import spread
 from slides.diagrams import DIAGRAMS
-from slides.fmt import fmt_change, fmt_num
+from slides.fmt import fmt_change, fmt_count, fmt_num
 from slides.kit import layer_name
 from slides.step_diagrams import REVEALS
 from slides.kit import ACCENT, Bar, Line, MISSING, REF, bar_chart, climb
@@ -488,7 +488,7 @@ def occupancy_said(o: dict | None) -> str:
     None where it has no resources)."""
     if not o:
         return ""
-    return (f"Each SM holds {o['blocks_per_sm']:,} block{'' if o['blocks_per_sm'] == 1 else 's'}, "
+    return (f"Each SM holds {fmt_count(o['blocks_per_sm'], 'block')}, "
             f"{o['warps_per_sm']} warps in all, limited by {o['limited_by']}.")
 
 

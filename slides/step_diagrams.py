@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from bench.gemm.plan import ctas as ctas_of, last_wave_k_tiles, splits
+from slides.fmt import fmt_count
 from slides.kit import GROUP, INK, MUTED, PALETTE, REF, arrow, drawing, layers, text, text_width
 
 W, H = 860, 400
@@ -27,10 +28,6 @@ def _resources(step) -> tuple[dict, dict]:
 
 def _kib(n: float) -> str:
     return f"{n / 1024:g} KiB"
-
-
-def _count(n: int, thing: str) -> str:
-    return f"{n} {thing}{'' if n == 1 else 's'}"
 
 
 def _title(dwg, s: str):
@@ -345,7 +342,7 @@ def split_tail(step, shape: dict) -> str:
     if helpers:
         items = [(MMA, f"{left} owners: K-tiles 0–{split - 1}", True),
                  (HELP, f"{helpers} helpers: {split}–{k - 1}", True),
-                 (None, f"at most {_count(plan['rounds'], 'unit')} each, in turn", True),
+                 (None, f"at most {fmt_count(plan['rounds'], 'unit')} each, in turn", True),
                  *([(MUTED, f"+ {fixup} K-tiles a run: its sums", True)] if fixup else []),
                  (INK, "unsplit last wave", False)]
     else:
@@ -358,7 +355,7 @@ def split_tail(step, shape: dict) -> str:
     if helpers:
         charged = f" + {fixup} for its sums" if fixup else ""
         _caption(dwg, [f"Split at K-tile {split} of {k}: an owner's {split} K-tiles take at least a helper's "
-                       f"{_count(plan['rounds'], 'run')} of {k - split}{charged},",
+                       f"{fmt_count(plan['rounds'], 'run')} of {k - split}{charged},",
                        "then each owner adds its helper's partial sums from global memory and stores the unit."])
     else:
         _caption(dwg, ["No split plan recorded for this run: its last wave drawn unsplit." if not recorded
