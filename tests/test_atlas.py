@@ -123,10 +123,11 @@ def test_each_cell_is_its_ratio_and_stream_k_is_outlined(fixture_doc, write_resu
             assert svg.count(OUTLINED) == 0 and "outlined" not in svg
             continue
         precision = catalogue.step_of(KERNEL[name]).precision
-        # stream-K's cells, as far as its tiles by M go: every projection up to M = 256
+        # stream-K's cells, as far as its tiles by M go: every projection up to the most rows they take
         streamed = [(n, m) for _, _, n, _ in atlas.PROJECTIONS for m in atlas.MS
                     if catalogue.kernel_for(KERNEL[name], m) == STREAMED[precision]]
-        assert {m for _, m in streamed} == {m for m in atlas.MS if m <= 256}
+        most = catalogue.streamed_rows(catalogue.step_of(STREAMED[precision]))
+        assert {m for _, m in streamed} == {m for m in atlas.MS if m <= most}
         assert len(streamed) == len(atlas.PROJECTIONS) * len({m for _, m in streamed})
         assert svg.count(OUTLINED) == len(streamed) + 1 and "outlined: stream-K ran" in svg
         # the worst of the small shapes ran stream-K: its few tiles left no SM idle
