@@ -381,8 +381,8 @@ ROLES = {"headline": HEADLINE, "headline_bf16": HEADLINE_BF16, "bf16_c": BF16_C,
 # where kernel_for picks them; each timed against its precision's headline at the reference shape.
 # Stream-K's tiles by M: a cluster's column of tiles spans all of M (BM x CLUSTER_M >= M), so each
 # column of B is read once whatever the order of the runs; N narrows where M is small, for more tiles
-# (the fastest of four tilings at each M of the atlas up to 512, H100, in turns with cuBLAS); none
-# past 128 rows (kernel_for says why).
+# (the fastest of four tilings at each M of the atlas up to 512, H100, in turns with cuBLAS); in TF32
+# none past 128 rows (kernel_for says why).
 STREAM_K = Step(key="stream_k", title="Stream-K",
                 technique="for shapes whose tiles cannot fill the SMs: every tile's K-tiles laid end "
                           "to end and cut into one equal run per cluster; a tile cut between runs is finished by the "
@@ -397,10 +397,13 @@ STREAM_K = Step(key="stream_k", title="Stream-K",
 # M = 64, K = 28,672): the tiles by M add their sums into FP32 registers every 32 K-tiles
 # (PROMOTE_EVERY). On the BF16 atlas's four cells past 1.25x cuBLAS's error (H200, 2026-11-30, in
 # turns with the unpromoted kernel): 0.13-0.38x it, from 1.29-2.14x, at the same speed (every 8
-# K-tiles: 3% slower at M = 256).
+# K-tiles: 3% slower at M = 256). BF16 keeps stream-K at 256 rows, where the headline sums all of K
+# in one accumulator: at 256 x 4096 x 14336 it erred 2.04x cuBLAS (stream-K 0.25x), though faster at
+# 6 of the 8 cells of 256 rows (83-100% of cuBLAS, stream-K 71-94%; H200, 2026-11-30, the atlas's pairs).
 _STREAM_K_BF16 = in_precision(STREAM_K, "bf16")
 STREAM_K_BF16 = replace(_STREAM_K_BF16, against=HEADLINE_BF16, rows_tiles=tuple(
-    (rows, {**change, "PROMOTE_EVERY": 32}) for rows, change in _STREAM_K_BF16.rows_tiles))
+    (rows, {**change, "PROMOTE_EVERY": 32})
+    for rows, change in (*_STREAM_K_BF16.rows_tiles, (256, {"BN": 128, "CLUSTER_M": 2}))))
 SHAPE_STEPS = (STREAM_K, STREAM_K_BF16)
 KERNELS.update({v.id: (s, v) for s in SHAPE_STEPS for v in s.variants})
 
@@ -426,12 +429,12 @@ def streamed_rows(step: Step) -> int:
     return max(rows for rows, _ in step.rows_tiles)
 
 
-# The atlas runs stream-K only as far as its tiles by M go (128 rows): at 512, on its reference
-# tile, the headline beat it at 15 of 22 cells, its lone last wave split with the idle clusters
-# (TF32 and BF16, the eight projections and three other widths; H200, 2026-11-30, in turns with
-# cuBLAS); at 256 rows at 11 of 22, at 128 and 64 at none. In the atlases' own pairs (H200, the
-# refresh of 4f36d64, rotated turns) the headline was faster at 13 of the 16 TF32 and BF16 cells of
-# 256 rows, stream-K at 31 of 32 of 64 and 128.
+# The atlas runs stream-K only as far as its tiles by M go (TF32 128 rows, BF16 256): at 512, on
+# its reference tile, the headline beat it at 15 of 22 cells, its lone last wave split with the idle
+# clusters (TF32 and BF16, the eight projections and three other widths; H200, 2026-11-30, in turns
+# with cuBLAS); at 256 rows at 11 of 22, at 128 and 64 at none. In the TF32 atlas's own pairs at 256
+# rows the headline reached 87-133% of cuBLAS where stream-K had 62-127% (its lowest 62.0% -> 87%;
+# H200, 2026-11-30), at the same error.
 def kernel_for(kernel: str, m: int) -> str:
     """The kernel the atlas runs an output of M rows with in place of ``kernel``: its shape step where
     one of that step's tiles by M takes M, else ``kernel`` itself."""
