@@ -207,12 +207,16 @@ _BLOCK_SCALED = {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS}
 # fastest of six tilings at most of five of the FP8 atlas's projections at each M (H200, in turns
 # with cuBLASLt; promoted, at M = 64: 128 x 192 at 27-56% of it, 64 x 64 at 38-112%). A 64-row tile is one
 # consumer warpgroup's. Block scales name their ring's depth: A's scales in each stage do not fit
-# beside as deep a ring as the shared memory would otherwise hold.
-_FP8_ROWS = ((64, {"BM": 64, "WARPGROUPS_M": 1, "BN": 64, "CLUSTER_M": 1}),
-             (128, {"BM": 64, "WARPGROUPS_M": 1, "BN": 128, "CLUSTER_M": 1}),
-             (256, {"BN": 128, "CLUSTER_M": 2}))
+# beside as deep a ring as the shared memory would otherwise hold. The promoted kernel's 128 rows
+# take one 128 x 128 tile, both consumer warpgroups: on the eight projections at M = 128 it reached
+# 61-99% of cuBLASLt (median 86.3%) where two 64-row CTAs of a 64 x 128 tile reached 64-81% (72.9%),
+# faster at 6 of 8 (H200, 2026-11-30, in the sweep's turns; .probe/fp8_rows_exp.py on branch probes).
+_FP8_BLOCK_ROWS_TILES = ((64, {"BM": 64, "WARPGROUPS_M": 1, "BN": 64, "CLUSTER_M": 1}),
+                         (128, {"BM": 64, "WARPGROUPS_M": 1, "BN": 128, "CLUSTER_M": 1}),
+                         (256, {"BN": 128, "CLUSTER_M": 2}))
+_FP8_ROWS = tuple((rows, {"BN": 128, "CLUSTER_M": 1} if rows == 128 else change) for rows, change in _FP8_BLOCK_ROWS_TILES)
 _BLOCK_STAGES = {64: 10, 128: 6, 256: 5}        # at most 160 KiB of A and B tiles, by the rows each tile is for
-_FP8_BLOCK_ROWS = tuple((rows, {**change, "STAGES": _BLOCK_STAGES[rows]}) for rows, change in _FP8_ROWS)
+_FP8_BLOCK_ROWS = tuple((rows, {**change, "STAGES": _BLOCK_STAGES[rows]}) for rows, change in _FP8_BLOCK_ROWS_TILES)
 
 
 def output_of(tile: dict | None) -> str:
