@@ -70,14 +70,14 @@ def _idle_explains(grid: dict, row: dict, sm_count: int) -> bool:
     return grid["idle"] / sm_count >= (1 - row["ratio_same_layout"]) / 2
 
 
-def _ran_narrow(row: dict) -> bool:
-    """Whether the cell ran the headline at one of its other widths (catalogue.Step.widths): a tile
-    narrower than its best, which tile_for picked because its waves end first."""
+def _ran_narrow(row: dict, speeds: dict[int, float] | None) -> bool:
+    """Whether the cell ran the kernel at one of the other widths its record's rule names (``speeds``,
+    _width_speeds): its best tile narrower, which tile_for picked because its waves end first."""
     kernel = row.get("kernel")
-    if kernel not in catalogue.KERNELS or kernel in STREAMED:
+    if kernel not in catalogue.KERNELS or kernel in STREAMED or not speeds:
         return False
     best, tile = catalogue.step_of(kernel).best.tile, row["tile"]
-    return (tile["BN"] != best["BN"] and tile["BN"] in catalogue.step_of(kernel).widths
+    return (tile["BN"] != best["BN"] and tile["BN"] in speeds
             and all(tile.get(key, 1) == best.get(key, 1) for key in ("BM", "CLUSTER_M")))
 
 
@@ -95,12 +95,12 @@ def _narrow(correct: list[dict], sm_count: int, speeds: dict[int, float] | None)
     """The cells that ran a narrower width of the headline: how many, that tile, and for the first
     of them the waves each width takes there (catalogue.waves), the narrower's as long as how many of
     the best's at its speed, the narrower's share of the best's speed (the rule the notes state)."""
-    cells = [x for x in correct if _ran_narrow(x)]
+    cells = [x for x in correct if _ran_narrow(x, speeds)]
     if not cells:
         return None
     row, best = cells[0], catalogue.step_of(cells[0]["kernel"]).best.tile
     narrow = {**best, "BN": row["tile"]["BN"]}
-    speed = (speeds or {}).get(narrow["BN"], catalogue.NARROW_SPEED)
+    speed = speeds[narrow["BN"]]
     waves = {name: catalogue.waves(tile, *row["shape"], sm_count) for name, tile in (("narrow", narrow), ("wide", best))}
     wave = narrow["BN"] / best["BN"] / speed       # a narrow wave's length, in wide waves
     return {"cells": len(cells), "tile": tile_label(row["tile"]), "best": tile_label(best), "where": _where(row),
@@ -262,6 +262,7 @@ def one(deck, name: str, device, copy: dict | None) -> dict:
     low = lambda part: min(part, key=lambda x: x["ratio_same_layout"]) if part else None
     worst, worst_large, worst_small = low(correct), low(large), low(small)
     streamed = [x for x in correct if x.get("kernel") in STREAMED]
+    speeds = _width_speeds(params, params["kernels"][0] if params.get("kernels") else None)
     return {"result": r, "precision": label, "title": SLIDES[name], **named,
             "rows": rows, "params": params, "correct": len(correct),
             "median_pct": 100 * median(ratios) if ratios else None,
@@ -269,7 +270,7 @@ def one(deck, name: str, device, copy: dict | None) -> dict:
             "worst_said": _worst_said(worst, device.sm_count) if worst else "",
             "large": worst_large and _large(worst_large, versus), "small": worst_small and _small(worst_small, device.sm_count),
             "memory": _memory(correct, params, device, copy),
-            "above": sum(x >= 1 for x in ratios), "error": _errors(correct, versus), "narrow": _narrow(correct, device.sm_count, _width_speeds(params, params["kernels"][0] if params.get("kernels") else None)),
+            "above": sum(x >= 1 for x in ratios), "error": _errors(correct, versus), "narrow": _narrow(correct, device.sm_count, speeds), "speeds": speeds,
             "rule_said": _rule_said(params, params["kernels"][0] if params.get("kernels") else None, bool(streamed)),
             "streamed": {"cells": len(streamed), "up_to": max(x["shape"][0] for x in streamed),
                          "versus": _versus_headline(streamed)} if streamed else None,
@@ -371,12 +372,12 @@ def atlas_map(a: dict) -> str:
                 line.append(Cell(None, row["outcome"] if row else "—"))
                 continue
             ratio = row["ratio_same_layout"]
-            line.append(Cell(ratio, f"{100 * ratio:.0f}", row.get("kernel") in STREAMED, _ran_narrow(row),
+            line.append(Cell(ratio, f"{100 * ratio:.0f}", row.get("kernel") in STREAMED, _ran_narrow(row, a["speeds"]),
                              (p["model"], p["projection"], m) in bound))
         grid.append(line)
     marked = f"outlined: stream-K ran (up to M = {a['streamed']['up_to']:,})" if a["streamed"] else ""
     narrow = a["narrow"]
-    footnote = (f"the headline's {narrow['tile']} tile ran, not its {narrow['best']}: its waves end first"
+    footnote = (f"the {narrow['tile']} tile ran, not {narrow['best']}: its waves end first"
                 if narrow else "")
     # the title states the finding: the median cell and the lowest, and where
     finding = (f": median {a['median_pct']:.1f}%, lowest {a['worst']['pct']:.1f}% at {a['worst']['where']}"
