@@ -70,25 +70,37 @@ def _idle_explains(grid: dict, row: dict, sm_count: int) -> bool:
     return grid["idle"] / sm_count >= (1 - row["ratio_same_layout"]) / 2
 
 
-def _ran_narrow(row: dict) -> bool:
-    """Whether the cell ran the headline at one of its other widths (catalogue.Step.widths): a tile
-    narrower than its best, which tile_for picked because its waves end first."""
+def _ran_narrow(row: dict, speeds: dict[int, float] | None) -> bool:
+    """Whether the cell ran the kernel at one of the other widths its record's rule names (``speeds``,
+    _width_speeds): its best tile narrower, which tile_for picked because its waves end first."""
     kernel = row.get("kernel")
-    if kernel not in catalogue.KERNELS or kernel in STREAMED:
+    if kernel not in catalogue.KERNELS or kernel in STREAMED or not speeds:
         return False
-    step = catalogue.step_of(kernel)
-    return row["tile"]["BN"] != step.best.tile["BN"] and row["tile"]["BN"] in step.widths
+    best, tile = catalogue.step_of(kernel).best.tile, row["tile"]
+    return (tile["BN"] != best["BN"] and tile["BN"] in speeds
+            and all(tile.get(key, 1) == best.get(key, 1) for key in ("BM", "CLUSTER_M")))
 
 
-def _narrow(correct: list[dict], sm_count: int, speed: float) -> dict | None:
+def _width_speeds(params: dict, kernel: str | None) -> dict[int, float] | None:
+    """Each other width's speed over the best's that the record's rule ran with (records before
+    2026-11-30 name one for every width), None where it names none."""
+    if "narrow_speeds" in params:
+        return {int(width): speed for width, speed in params["narrow_speeds"].items()}
+    if "narrow_speed" in params and kernel in catalogue.KERNELS:
+        return {width: params["narrow_speed"] for width in catalogue.step_of(kernel).widths}
+    return None
+
+
+def _narrow(correct: list[dict], sm_count: int, speeds: dict[int, float] | None) -> dict | None:
     """The cells that ran a narrower width of the headline: how many, that tile, and for the first
     of them the waves each width takes there (catalogue.waves), the narrower's as long as how many of
-    the best's at ``speed``, the narrower's share of the best's speed (the rule the notes state)."""
-    cells = [x for x in correct if _ran_narrow(x)]
+    the best's at its speed, the narrower's share of the best's speed (the rule the notes state)."""
+    cells = [x for x in correct if _ran_narrow(x, speeds)]
     if not cells:
         return None
     row, best = cells[0], catalogue.step_of(cells[0]["kernel"]).best.tile
     narrow = {**best, "BN": row["tile"]["BN"]}
+    speed = speeds[narrow["BN"]]
     waves = {name: catalogue.waves(tile, *row["shape"], sm_count) for name, tile in (("narrow", narrow), ("wide", best))}
     wave = narrow["BN"] / best["BN"] / speed       # a narrow wave's length, in wide waves
     return {"cells": len(cells), "tile": tile_label(row["tile"]), "best": tile_label(best), "where": _where(row),
@@ -97,19 +109,25 @@ def _narrow(correct: list[dict], sm_count: int, speed: float) -> dict | None:
 
 
 def _rule_said(params: dict, kernel: str | None, streamed: bool) -> str:
-    """How the atlas's rule picked the headline's tile, with the constants the record ran with ("" where
+    """How the atlas's rule picked the kernel's tile, with the constants the record ran with ("" where
     the record predates them or the kernel has one tile): its small tile where its best tile's CTAs would
     leave most SMs idle, else the width whose waves end first (catalogue.tile_for)."""
-    if kernel not in catalogue.KERNELS or "narrow_speed" not in params:
+    speeds = _width_speeds(params, kernel)
+    if kernel not in catalogue.KERNELS or not speeds:
         return ""
     step = catalogue.step_of(kernel)
     best = tile_label(step.best.tile)
     small = (f"{tile_label(step.tiles[1])} where {best} would make fewer CTAs than "
              f"{100 * params['small_tile_below_sms']:,.0f}% of the SMs, else " if step.small_tile else "")
     widths = " or ".join(tile_label({**step.best.tile, "BN": w}) for w in (step.best.tile["BN"], *step.widths))
-    lead = "Past stream-K's rows" if streamed else "In every cell"
-    return (f"{lead} the headline ran {small}{widths}, whichever's waves end first (a narrower tile counted at "
-            f"{100 * params['narrow_speed']:,.0f}% of the speed).")
+    rows_fixed = [rows for rows, change in step.rows_tiles if "BN" in change]
+    lead = ("Past stream-K's rows the headline" if streamed else
+            f"Past M = {max(rows_fixed):,} the kernel" if rows_fixed else "In every cell the headline")
+    counted = (f"a narrower tile counted at {100 * next(iter(speeds.values())):,.0f}% of the speed"
+               if len(set(speeds.values())) == 1 else
+               ", ".join(f"{tile_label({**step.best.tile, 'BN': w})} {'counted ' if i == 0 else ''}at {100 * v:,.0f}%"
+                         f"{' of the speed' if i == 0 else ''}" for i, (w, v) in enumerate(speeds.items())))
+    return f"{lead} ran {small}{widths}, whichever's waves end first ({counted})."
 
 
 def _versus_headline(streamed: list[dict]) -> str:
@@ -244,6 +262,7 @@ def one(deck, name: str, device, copy: dict | None) -> dict:
     low = lambda part: min(part, key=lambda x: x["ratio_same_layout"]) if part else None
     worst, worst_large, worst_small = low(correct), low(large), low(small)
     streamed = [x for x in correct if x.get("kernel") in STREAMED]
+    speeds = _width_speeds(params, params["kernels"][0] if params.get("kernels") else None)
     return {"result": r, "precision": label, "title": SLIDES[name], **named,
             "rows": rows, "params": params, "correct": len(correct),
             "median_pct": 100 * median(ratios) if ratios else None,
@@ -251,7 +270,7 @@ def one(deck, name: str, device, copy: dict | None) -> dict:
             "worst_said": _worst_said(worst, device.sm_count) if worst else "",
             "large": worst_large and _large(worst_large, versus), "small": worst_small and _small(worst_small, device.sm_count),
             "memory": _memory(correct, params, device, copy),
-            "above": sum(x >= 1 for x in ratios), "error": _errors(correct, versus), "narrow": _narrow(correct, device.sm_count, params.get("narrow_speed", catalogue.NARROW_SPEED)),
+            "above": sum(x >= 1 for x in ratios), "error": _errors(correct, versus), "narrow": _narrow(correct, device.sm_count, speeds), "speeds": speeds,
             "rule_said": _rule_said(params, params["kernels"][0] if params.get("kernels") else None, bool(streamed)),
             "streamed": {"cells": len(streamed), "up_to": max(x["shape"][0] for x in streamed),
                          "versus": _versus_headline(streamed)} if streamed else None,
@@ -353,12 +372,12 @@ def atlas_map(a: dict) -> str:
                 line.append(Cell(None, row["outcome"] if row else "—"))
                 continue
             ratio = row["ratio_same_layout"]
-            line.append(Cell(ratio, f"{100 * ratio:.0f}", row.get("kernel") in STREAMED, _ran_narrow(row),
+            line.append(Cell(ratio, f"{100 * ratio:.0f}", row.get("kernel") in STREAMED, _ran_narrow(row, a["speeds"]),
                              (p["model"], p["projection"], m) in bound))
         grid.append(line)
     marked = f"outlined: stream-K ran (up to M = {a['streamed']['up_to']:,})" if a["streamed"] else ""
     narrow = a["narrow"]
-    footnote = (f"the headline's {narrow['tile']} tile ran, not its {narrow['best']}: its waves end first"
+    footnote = (f"the {narrow['tile']} tile ran, not {narrow['best']}: its waves end first"
                 if narrow else "")
     # the title states the finding: the median cell and the lowest, and where
     finding = (f": median {a['median_pct']:.1f}%, lowest {a['worst']['pct']:.1f}% at {a['worst']['where']}"

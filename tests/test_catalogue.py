@@ -223,3 +223,25 @@ def test_a_route_names_the_kernel_the_catalogue_would_run_now():
             catalogue.resolve(gone)
     # what the catalogue says of a kernel (not its words) is its definition: another tile, another hash
     assert catalogue.kernel_definition(catalogue.TUNED)["tile"] == catalogue.variant(catalogue.TUNED).tile
+
+
+def test_each_width_counts_at_its_own_speed_and_the_record_keeps_it():
+    """A step that names its widths' speeds (FP8's: a narrow FP8 tile loses more a wave than TF32's)
+    picks with those, and its definition and records carry them; the others count NARROW_SPEED."""
+    sms = 132
+    widened = [s for s in catalogue.all_steps() if s.widths]
+    assert any(s.narrow_speeds for s in widened) and any(not s.narrow_speeds for s in widened)
+    for step in widened:
+        best, speeds = step.best.tile, catalogue.width_speeds(step)
+        assert speeds == {w: dict(step.narrow_speeds).get(w, catalogue.NARROW_SPEED) for w in step.widths}
+        cost = lambda tile, shape: catalogue.waves(tile, *shape, sms) * tile["BN"] / ({best["BN"]: 1, **speeds}[tile["BN"]])
+        for shape in ((16384, 2112, 7168), (4096, 8192, 16384), (512, 2112, 7168), (512, 7168, 16384), (1024, 28672, 4096)):
+            tile = catalogue.tile_for(step, *shape, sms)
+            if tile["BN"] in (best["BN"], *step.widths) and tile["BM"] == best["BM"]:
+                assert cost(tile, shape) == min(cost({**best, "BN": w}, shape) for w in (best["BN"], *step.widths))
+        assert catalogue.rule_params(step)["narrow_speeds"] == {str(w): v for w, v in speeds.items()}
+        assert catalogue.kernel_definition(step.best.id).get("narrow_speeds", []) == [list(p) for p in step.narrow_speeds]
+    fp8 = catalogue.step_of(catalogue.PROMOTED_FP8)
+    # 256 x 2112 x 7168: 34 tiles of 128 x 128 in clusters of two for 132 SMs; 128 x 64 makes 66 of them
+    assert catalogue.tile_for(fp8, 256, 2112, 7168, sms) == {**fp8.best.tile, "BN": 64}
+    assert catalogue.tile_for(fp8, 4096, 8192, 16384, sms) == fp8.best.tile

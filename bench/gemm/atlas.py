@@ -63,8 +63,7 @@ def _register_atlas(name: str) -> None:
                            "layout": step.layout, "precision": step.precision, "ms": list(MS),
                            "projections": [{"model": m, "projection": p, "n": n, "k": k} for m, p, n, k in PROJECTIONS],
                            "tiles": {bid: list(s.tiles) for bid, s in steps.items()},
-                           "small_tile_below_sms": catalogue.SMALL_TILE_BELOW,
-                           **({"narrow_speed": catalogue.NARROW_SPEED} if step.widths else {}),
+                           **catalogue.rule_params(step),
                            "cublas": f"{step.precision}, {' and '.join(catalogue.cublas_layouts(step.precision))}, same operands"
                                      + (", same scales" if step.precision == "fp8" else ""),
                            **({"scaling": step.scaling, "output": catalogue.output_of(step.best.tile)}

@@ -52,6 +52,8 @@ class Step:
     # Other widths (BN) its best tile is built in: tile_for takes, of these and the best's, the one
     # whose waves end first, so that a ragged N or a last wave of few tiles wastes fewer SMs' time.
     widths: tuple[int, ...] = ()
+    # A width's speed over the best's, a wave for a wave, where it is not NARROW_SPEED: (width, speed)
+    narrow_speeds: tuple[tuple[int, float], ...] = ()
     track: str = ""               # the suffix of its ids on another precision's track ("_bf16")
     # The part of its kernel region the code slide shows when the whole does not fit on a slide: the
     # first and the last line, by a text each holds (the whole region goes to backup slides).
@@ -165,14 +167,26 @@ def waves(tile: dict, m: int, n: int, k: int, sm_count: int) -> float:
     return plan["full_waves"] + (last_wave_k_tiles(plan) / k_tiles if plan["left"] else 0)
 
 
+def width_speeds(step: Step) -> dict[int, float]:
+    """Each of a step's other widths and its speed over the best's, a wave for a wave (tile_for)."""
+    return {width: NARROW_SPEED for width in step.widths} | dict(step.narrow_speeds)
+
+
+def rule_params(step: Step) -> dict:
+    """The constants tile_for picks a step's tiles with, as its records keep them (keys are text)."""
+    return {"small_tile_below_sms": SMALL_TILE_BELOW,
+            **({"narrow_speeds": {str(width): speed for width, speed in width_speeds(step).items()}} if step.widths else {})}
+
+
 def tile_for(step: Step, m: int, n: int, k: int, sm_count: int) -> dict:
     """The tile a step's best kernel runs an M x N x K GEMM with: the first of its tiles by M that
     takes M; else its small tile, where the best tile's CTAs would leave most SMs with nothing to do;
     else, of its best tile and its other widths, the one whose waves end first (its waves times its
-    width, a narrower one at NARROW_SPEED; the best on a tie)."""
+    width, a narrower one at its width_speeds; the best on a tie)."""
     best = step.best.tile
+    speed = {best["BN"]: 1, **width_speeds(step)}
     big = min((best, *({**best, "BN": width} for width in step.widths)),
-              key=lambda tile: waves(tile, m, n, k, sm_count) * tile["BN"] / (1 if tile["BN"] == best["BN"] else NARROW_SPEED))
+              key=lambda tile: waves(tile, m, n, k, sm_count) * tile["BN"] / speed[tile["BN"]])
     for rows, change in step.rows_tiles:
         if m <= rows:
             return {**big, **change}
@@ -214,7 +228,12 @@ _BLOCK_SCALED = {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS}
 _FP8_BLOCK_ROWS_TILES = ((64, {"BM": 64, "WARPGROUPS_M": 1, "BN": 64, "CLUSTER_M": 1}),
                          (128, {"BM": 64, "WARPGROUPS_M": 1, "BN": 128, "CLUSTER_M": 1}),
                          (256, {"BN": 128, "CLUSTER_M": 2}))
-_FP8_ROWS = tuple((rows, {"BN": 128, "CLUSTER_M": 1} if rows == 128 else change) for rows, change in _FP8_BLOCK_ROWS_TILES)
+_FP8_ROWS = ((64, _FP8_BLOCK_ROWS_TILES[0][1]), (128, {"BN": 128, "CLUSTER_M": 1}), (256, {"CLUSTER_M": 2}))
+# From 256 rows up the promoted kernel's width is the one whose waves end first (tile_for), each width
+# at its own speed over 128 x 192's, a wave for a wave: the median over the eight projections at M = 256,
+# 512 and 1,024 (H200, 2026-11-30, in the sweep's turns with cuBLASLt; 128: 0.78-0.99, 64: 0.53-0.85).
+# There 128 x 192 tiles number 34-44 at N = 2,112, where 128 x 64 ran at 88% of cuBLASLt, not 66-72%.
+_FP8_NARROW = ((128, 0.88), (64, 0.73))
 _BLOCK_STAGES = {64: 10, 128: 6, 256: 5}        # at most 160 KiB of A and B tiles, by the rows each tile is for
 _FP8_BLOCK_ROWS = tuple((rows, {**change, "STAGES": _BLOCK_STAGES[rows]}) for rows, change in _FP8_BLOCK_ROWS_TILES)
 
@@ -346,7 +365,7 @@ FP8_STEPS = (
          diagram="lean_loop", sass=(*_FP8_TMA, "UTMASTG"), min_cc=HOPPER,
          variants=(Variant("gemm.fp8_promote_128x128", "128x128 tile", {**sm90(128, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]}),
                    Variant("gemm.fp8_promote", "128x192 tile", {**sm90(192, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]})),
-         beyond=True, precision="fp8", rows_tiles=_FP8_ROWS),
+         beyond=True, precision="fp8", rows_tiles=_FP8_ROWS, widths=(128, 64), narrow_speeds=_FP8_NARROW),
     Step(key="fp8_blocks", title="Block Scales",
          technique="+ DeepSeek-V3's scales: A's per 1 x 128 of a row, B's per 128 x 128 block; a K-tile is one block "
                    "along K, so each K-tile's sums are multiplied by their row's and their column block's scales as "
@@ -527,7 +546,8 @@ def kernel_definition(bench_id: str) -> dict:
             **({"scaling": step.scaling} if step.scaling != "tensor" else {}),
             **({"small_tile": step.small_tile} if step.small_tile and variant is step.best else {}),
             **({"rows_tiles": [[rows, change] for rows, change in step.rows_tiles]} if step.rows_tiles and variant is step.best else {}),
-            **({"widths": list(step.widths)} if step.widths and variant is step.best else {})}
+            **({"widths": list(step.widths)} if step.widths and variant is step.best else {}),
+            **({"narrow_speeds": [list(pair) for pair in step.narrow_speeds]} if step.narrow_speeds and variant is step.best else {})}
 
 
 def definitions(routes) -> dict:

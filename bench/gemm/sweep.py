@@ -125,8 +125,7 @@ def _register_sweep(step: Step) -> None:
         rows, wrong = measure_all(ctx, [("×".join(map(str, shape.dims)), {}, shape) for shape in shapes()],
                                   lambda shape: (step, prepare, shape))
         return {"params": {"kernel": best.id, "label": best.label, "layout": step.layout, "precision": step.precision,
-                           "tiles": list(step.tiles), "small_tile_below_sms": catalogue.SMALL_TILE_BELOW,
-                           **({"narrow_speed": catalogue.NARROW_SPEED} if step.widths else {}),
+                           "tiles": list(step.tiles), **catalogue.rule_params(step),
                            "cublas": f"{step.precision}, {' and '.join(catalogue.cublas_layouts(step.precision))}, same operands",
                            "sizes": list(SIZES),
                            "warm_s": WARM_S, "timed_s": TIMED_S, "min_reps": MIN_REPS, "max_reps": MAX_REPS},
