@@ -679,3 +679,22 @@ def test_the_time_left_follows_this_runs_pace_by_family():
     # two after the first: too few for a pace, as estimated
     assert runner.time_left(estimates, [bench("gemm.d")], done[:3]) == 10.0
     assert runner.time_left(estimates, [bench("gemm.b")], []) == 10.0        # nothing done yet: as estimated
+
+
+def test_a_benchmarks_builds_are_done_before_its_clock_starts(monkeypatch):
+    """The first benchmark of a run to need nvcc would carry the compiles under way beside it in its
+    duration, and the next run's progress line would expect them of it again: its builds come first."""
+    from bench.core import worker
+    built = []
+
+    def slow_builds(builds, arch):
+        built.append((tuple(builds), arch))
+        time.sleep(0.5)
+        return {}
+    monkeypatch.setattr(worker, "compile_all", slow_builds)
+    bench = registry.Benchmark(id="fake.built", run=lambda ctx: {"check": {"passed": True}}, sources=(),
+                               builds=(("kernels/transpose.cu", {"TILE": 32}),))
+    rec = worker.run_one(bench, {"compute_capability": "9.0", "sm_clock_max_mhz": 1980})
+    assert built == [(bench.builds, "90a")] and rec["status"] == "ok" and rec["duration_s"] < 0.5
+    worker.run_one(registry.Benchmark(id="fake.unbuilt", run=lambda ctx: {}, sources=()), {"sm_clock_max_mhz": 1980})
+    assert len(built) == 1          # nothing to build: no compiler called

@@ -33,7 +33,7 @@ One YAML file per GPU (results/<gpu-slug>.yaml)::
         git_commit: the commit the code was at (null outside a checkout)
         quick: true when measured by python -m bench --quick (a smoke refresh); absent otherwise
         peer: {checkout, commit}  # a peer's benchmark: the checkout it built and its commit (bench/core/peers.py)
-        duration_s: wall time of the benchmark process
+        duration_s: wall time of the benchmark's run, its kernels built before (the run's compiles are not in it)
         telemetry: {before: SAMPLE, after: SAMPLE}     # absent only when skipped
             # SAMPLE: {sm_clock_mhz, mem_clock_mhz, power_w, temperature_c, throttle_reasons: [..]}
             #         or null with telemetry.error saying why NVML could not be read
