@@ -54,6 +54,7 @@ class Peer(Context):
     bf16_roundoff: float = 2.0 ** -BF16_BITS
     spoken: list[str] = field(default_factory=list)     # the notes' lines on this project's kernel
     ours_own_said: str = ""                 # the notes' sentence on its two figures
+    tiled: bool = False                     # the records name each one's tile at each shape (from 2026-11-30)
 
 
 @dataclass(frozen=True)
@@ -264,6 +265,15 @@ def _called(pair: dict) -> str:
     return "ahead" if low > 1 else "behind" if high < 1 else "tie"
 
 
+def _tiles_said(s: dict) -> str:
+    """Each one's tile at a shape of the peer's record, DeepGEMM's then this project's, with the CTAs
+    of its cluster ("—" where the record names none)."""
+    said = lambda m, n, cluster: f"{m}×{n}" + (f" ×{cluster}" if cluster > 1 else "")
+    theirs, ours = s.get("deepgemm_config"), s.get("ours_tile")
+    return " / ".join([said(theirs["block_m"], theirs["block_n"], theirs.get("cluster_m", 1) * theirs.get("cluster_n", 1))
+                       if theirs else "—", said(ours["BM"], ours["BN"], ours.get("CLUSTER_M", 1)) if ours else "—"])
+
+
 def _peer(deck) -> Peer:
     """DeepGEMM on its shapes: against cuBLASLt with the same block scales and BF16 C, and this
     project's headline against it, each a pair from the same turns."""
@@ -275,7 +285,7 @@ def _peer(deck) -> Peer:
         versus = s["deepgemm_over_cublaslt_by_sample"]
         ours = s.get("ours_over_deepgemm_by_sample")      # ours is shown where its pair with DeepGEMM is
         shapes.append({"shape": s["shape"], "deepgemm": s["deepgemm"], "cublaslt": s["cublaslt_blocks"],
-                       "per_tensor": s["cublaslt_bf16_out"],
+                       "per_tensor": s["cublaslt_bf16_out"], "tiles": _tiles_said(s),
                        "ours": s.get("ours") if ours else None, "versus": versus, "versus_called": _called(versus), "ours_over": ours})
     called = [s["versus_called"] for s in shapes]
     ours = [s["ours_over"]["median"] for s in shapes if s["ours_over"]]
@@ -291,6 +301,7 @@ def _peer(deck) -> Peer:
     # the three errors as the notes print them: one figure, said once, where they all print alike
     printed = {f"{s[name]['check']['rel_error']:.1e}" for s in shapes for name in ("deepgemm", "cublaslt", "per_tensor")}
     return Peer(result=r, shapes=shapes, ours_range=ours_range, ours_own=ours_own,
+                tiled=any("deepgemm_config" in s for s in r["record"]["shapes"]),
                 ours_name=catalogue.step_of(params["ours"]).title, ours_output=params["outputs"]["ours"].upper(),
                 ours_scaling=ours_scaling, ours_in_fp32=params["outputs"]["ours"] == "fp32",
                 fp32_said="The headline writes FP32, so its figure carries twice the bytes of C."

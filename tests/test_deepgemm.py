@@ -1,4 +1,6 @@
 """The FP8 peer (bench/peers/deepgemm.py) and its block-scaled operands, without a GPU."""
+import os
+
 import numpy as np
 import pytest
 
@@ -43,3 +45,24 @@ def test_without_a_checkout_the_peer_is_skipped_with_the_reason(monkeypatch):
     assert runner.skip_reason(bench, HOPPER).startswith(f"no checkout of the peer: set {deepgemm.PEER_ENV}")
     assert runner.skip_reason(bench, {"compute_capability": "8.0", "gpu_count": 1}).startswith("needs compute capability 9.0")
 
+
+
+def test_deepgemms_printed_configuration_is_read_and_its_output_caught(capfd):
+    """DG_PRINT_CONFIGS has DeepGEMM print its choice at a shape's first call, from C++ to the process's
+    standard output (csrc/jit_kernels/heuristics/common.hpp): caught at the file descriptor, and read."""
+    line = ("GemmDesc(gemm_type=0, kernel_type=1, m=4096, n=7168, k=16384, num_groups=1, num_sms=132): "
+            "GemmConfig(layout=Layout(swap_ab=0, block_m=128, block_n=112, block_k=128, cluster_m=2, cluster_n=1), "
+            "storage_config=StorageConfig(load_block_m=128, load_block_n=112), pipeline_config=PipelineConfig("
+            "smem_size=216064, num_stages=6), launch_config=LaunchConfig(num_sms=132, num_sms_per_cluster=2, "
+            "num_threads=384, num_tma_threads=128, num_math_threads=256)), LayoutInfo(num_waves=2, last_wave_util=97, "
+            "num_cycles=123456)\n")
+    printed = deepgemm.first_call_printed(lambda: os.write(1, line.encode()))
+    assert printed == line and capfd.readouterr().out == ""          # none of it reached the run's output
+    assert deepgemm.config_of(printed) == {"block_m": 128, "block_n": 112, "block_k": 128, "cluster_m": 2, "cluster_n": 1,
+                                           "swap_ab": 0, "num_stages": 6, "num_sms": 132, "num_math_threads": 256,
+                                           "num_waves": 2, "last_wave_util": 97}
+    assert deepgemm.config_of("") is None and deepgemm.config_of("something else=3") is None
+    with pytest.raises(ZeroDivisionError):                           # a call that raises gives the output back
+        deepgemm.first_call_printed(lambda: 1 / 0)
+    print("after")
+    assert capfd.readouterr().out == "after\n"

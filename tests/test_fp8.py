@@ -197,3 +197,21 @@ def test_the_deepgemm_notes_give_an_error_once_where_every_shape_prints_it_alike
     slide = _fp8_slides(fixture_doc, write_results, tmp_path / "differ")["FP8 Beside DeepGEMM"]
     shape = "×".join(map(str, peer["shapes"][0]["shape"]))
     assert f"DeepGEMM's errors against double precision of the dequantized operands: {shape} 2.5e-03 (cuBLASLt" in slide
+
+
+def test_the_deepgemm_table_names_each_ones_tile_where_the_record_does(fixture_doc, write_results, tmp_path):
+    """Records from 2026-11-30 on name DeepGEMM's tile (as its heuristic printed it) and this project's
+    at each shape: the table gives both, a cluster's CTAs beside; older records leave the column out."""
+    slide = _fp8_slides(fixture_doc, write_results, tmp_path)["FP8 Beside DeepGEMM — Table"]
+    assert "Tiles" not in slide
+    peer = fixture_doc["benchmarks"]["peers.deepgemm"]
+    for s in peer["shapes"]:
+        s["deepgemm_config"] = {"block_m": 128, "block_n": 160, "block_k": 128, "cluster_m": 2, "cluster_n": 1, "num_stages": 5}
+        s["ours_tile"] = {"BM": 128, "BN": 192, "CLUSTER_M": 2}
+    del peer["shapes"][-1]["ours_tile"]
+    slide = _fp8_slides(fixture_doc, write_results, tmp_path / "tiled")["FP8 Beside DeepGEMM — Table"]
+    rows = [next(line for line in slide.splitlines() if line.startswith(f"| {'×'.join(map(str, s['shape']))} |"))
+            for s in peer["shapes"]]
+    assert len(rows) == len(peer["shapes"]) and all(row.count("|") == 9 for row in rows)
+    assert all(row.endswith(" 128×160 ×2 / 128×192 ×2 |") for row in rows[:-1]) and rows[-1].endswith(" 128×160 ×2 / — |")
+    assert "Tiles: DeepGEMM / it" in slide and "Tiles as each chose them" in slide

@@ -29,7 +29,7 @@ def shapes() -> list[Shape]:
     return [Shape(n, n, n) for n in SIZES] + [SHAPE]
 
 
-def _picked_tile(launch_) -> dict | None:
+def picked_tile(launch_) -> dict | None:
     """The tile the catalogue picked for the shape, as a row records it."""
     tile = (launch_.resources or {}).get("tile")
     return tile and {key: tile[key] for key in ("BM", "BN", "CLUSTER_M") if key in tile}
@@ -46,8 +46,8 @@ def measure(step: Step, prepare, shape: Shape, partner: tuple | None = None) -> 
                                                 catalogue.output_of(step.best.tile))
     except Refused as e:
         return {**row, "outcome": "refused", "reason": str(e)}
-    if _picked_tile(launch_):
-        row["tile"] = _picked_tile(launch_)
+    if picked_tile(launch_):
+        row["tile"] = picked_tile(launch_)
     planned = next((key for key in ("stream_k", "split_wave") if key in (launch_.resources or {})), None)
     if planned:     # how the clusters shared the work: what the deck draws
         row["plan"] = {"kind": planned, **{key: launch_.resources[planned][key] for key in ("units", "clusters", "k_tiles")}}
@@ -68,7 +68,7 @@ def measure(step: Step, prepare, shape: Shape, partner: tuple | None = None) -> 
         name, their_step, their_prepare = partner
         theirs, their_check, _, _ = checked_launch(shape, their_step.layout, their_step.precision, their_prepare,
                                                    their_step.scaling, catalogue.output_of(their_step.best.tile))
-        row[name] = {"kernel": their_step.best.id, "tile": _picked_tile(theirs),
+        row[name] = {"kernel": their_step.best.id, "tile": picked_tile(theirs),
                      "check": {key: their_check[key] for key in ("passed", "rel_error")}}
         runs[name] = theirs.run
     fns = list(runs.values())

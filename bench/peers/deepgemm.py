@@ -12,13 +12,16 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from importlib import metadata
 from pathlib import Path
 
 from ..gemm import catalogue, cublaslt, benchmarks, harness, launch
+from ..gemm.sweep import picked_tile
 from ..core import cuda
 from .fastcu import checkout_commit
 from ..gemm.harness import BlockScaledOperands, Refused, Shape
@@ -36,6 +39,31 @@ OUTPUTS = {"deepgemm": "bf16", "cublaslt_blocks": "bf16", "cublaslt_bf16_out": "
            "ours": catalogue.output_of(OURS.tile)}
 SCALING = {"deepgemm": "block", "cublaslt_blocks": "block", "cublaslt_bf16_out": "tensor", "cublaslt": "tensor",
            "ours": "block"}
+# What DeepGEMM's heuristic chose for a shape, from the line DG_PRINT_CONFIGS has it print at its
+# first call (csrc/jit_kernels/heuristics/common.hpp): its tile and cluster, its ring, its SMs, its waves
+CONFIG_FIELDS = ("block_m", "block_n", "block_k", "cluster_m", "cluster_n", "swap_ab", "num_stages", "num_sms",
+                 "num_math_threads", "num_waves", "last_wave_util")
+
+
+def config_of(printed: str) -> dict | None:
+    """The fields of CONFIG_FIELDS from DeepGEMM's printed configuration (None where it printed none)."""
+    found = dict(re.findall(r"\b(\w+)=(-?\d+)\b", printed.rpartition("GemmConfig(")[2]))
+    return {name: int(found[name]) for name in CONFIG_FIELDS if name in found} or None
+
+
+def first_call_printed(run) -> str:
+    """``run()``, with what it writes to the process's standard output (C++'s, not Python's) caught."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with tempfile.TemporaryFile() as caught:
+        os.dup2(caught.fileno(), 1)
+        try:
+            run()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        caught.seek(0)
+        return caught.read().decode(errors="replace")
 
 
 def cuda_home() -> str:
@@ -97,6 +125,7 @@ def peer(built: Path):
     sys.path.insert(0, str(built))
     os.environ.setdefault("CUDA_HOME", cuda_home())
     os.environ.setdefault("DG_JIT_CACHE_DIR", str(ROOT / ".cache" / "peers" / "deepgemm-jit"))
+    os.environ["DG_PRINT_CONFIGS"] = "1"           # its choice of tile for each shape, at its first call (config_of)
     import torch
     import deep_gemm
     # the timer's events go on CuPy's stream: DeepGEMM must launch on that one. Both default to the
@@ -126,22 +155,26 @@ def measure(shape: Shape, theirs, ours_prepare) -> dict:
             "cublaslt_blocks": lambda: cublaslt.gemm_fp8_blocks(blocks.a, blocks.b, c_blocks, scales),
             "cublaslt_bf16_out": lambda: cublaslt.gemm_fp8(ops.a, ops.b, c_bf16, alpha),
             "cublaslt": lambda: cublaslt.gemm_fp8(ops.a, ops.b, c_fp32, alpha)}
-    for run in runs.values():
-        run()
+    config = config_of(first_call_printed(runs["deepgemm"]))
+    for name, run in runs.items():
+        if name != "deepgemm":
+            run()
     cupy.cuda.get_current_stream().synchronize()
     checks = {"deepgemm": blocks.check(c_peer), "cublaslt_blocks": blocks.check(c_blocks), "cublaslt_bf16_out": ops.check(c_bf16), "cublaslt": ops.check(c_fp32)}
-    refused = None
+    refused, ours_tile = None, None
     try:
         ours, checks["ours"], _, _ = harness.checked_launch(shape, "b_kmajor", "fp8", ours_prepare, STEP.scaling,
                                                             OUTPUTS["ours"])
         runs["ours"] = ours.run
+        ours_tile = picked_tile(ours)
     except Refused as e:
         refused = str(e)
     record, times = harness.side_by_side(shape, runs, checks)
     # speed ratios, each pair from the same turns: DeepGEMM over cuBLASLt on the same operands, ours over DeepGEMM
     pairs = {**harness.ratio("deepgemm_over_cublaslt", times["cublaslt_blocks"], times["deepgemm"]),
              **(harness.ratio("ours_over_deepgemm", times["deepgemm"], times["ours"]) if "ours" in times else {})}
-    return {**record, **pairs, **({"ours_refused": refused} if refused else {})}
+    return {**record, **pairs, **({"ours_refused": refused} if refused else {}),
+            **({"deepgemm_config": config} if config else {}), **({"ours_tile": ours_tile} if ours_tile else {})}
 
 
 @register("peers.deepgemm", sources=benchmarks.kernel_sources(STEP),
