@@ -214,4 +214,4 @@ def test_the_deepgemm_table_names_each_ones_tile_where_the_record_does(fixture_d
             for s in peer["shapes"]]
     assert len(rows) == len(peer["shapes"]) and all(row.count("|") == 9 for row in rows)
     assert all(row.endswith(" 128×160 ×2 / 128×192 ×2 |") for row in rows[:-1]) and rows[-1].endswith(" 128×160 ×2 / — |")
-    assert "Tiles: DeepGEMM / it" in slide and "Tiles as each chose them" in slide
+    assert "Tiles: DeepGEMM / it" in slide and "Tiles as each chose them" in slide and "CTAs of its cluster" in slide
