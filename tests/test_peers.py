@@ -2,6 +2,8 @@
 finds it there (its environment variable still wins), and offline it says what to copy where."""
 import subprocess
 
+import pytest
+
 from bench.core import peers, registry, runner
 
 
@@ -75,7 +77,7 @@ def test_a_peers_record_names_its_checkout_and_commit(tmp_path, monkeypatch):
     assert rec["peer"] == {"checkout": str(tmp_path), "commit": peers.checkout_commit(tmp_path)}
     assert len(rec["peer"]["commit"]) == 40
     schema.validate_record("multigpu.fake", rec)
-    with __import__("pytest").raises(schema.ResultsError, match="peer.commit"):
+    with pytest.raises(schema.ResultsError, match="peer.commit"):
         schema.validate_record("multigpu.fake", {**rec, "peer": {"checkout": "x"}})
 
 
@@ -88,7 +90,7 @@ def test_nvbandwidth_builds_boost_program_options_from_its_pin_where_the_linker_
     monkeypatch.delenv(nvbandwidth.BOOST_ENV, raising=False)
     libs = tmp_path / "libs"
     libs.mkdir()
-    with __import__("pytest").raises(RuntimeError, match="python -m bench --peers fetch its source"):
+    with pytest.raises(RuntimeError, match="python -m bench --peers fetch its source"):
         nvbandwidth.boost_program_options(libs)
     source = peers.BY_ENV[nvbandwidth.BOOST_ENV].path
     (source / "src").mkdir(parents=True)
@@ -100,7 +102,7 @@ def test_nvbandwidth_builds_boost_program_options_from_its_pin_where_the_linker_
     assert members.split() == ["options.o"]
     (libs / "libboost_program_options.a").unlink()
     (source / "src" / "broken.cpp").write_text("#include <boost/no_such_header.hpp>\n")
-    with __import__("pytest").raises(RuntimeError, match="failed .it needs the rest of Boost's headers.*no_such_header"):
+    with pytest.raises(RuntimeError, match="failed .it needs the rest of Boost's headers.*no_such_header"):
         nvbandwidth.boost_program_options(libs)
 
 
