@@ -23,7 +23,7 @@ from pathlib import Path
 from ..gemm import catalogue, cublaslt, benchmarks, harness, launch
 from ..gemm.sweep import picked_tile
 from ..core import cuda
-from .fastcu import checkout_commit
+from ..core.peers import checkout_commit
 from ..gemm.harness import BlockScaledOperands, Refused, Shape
 from ..core.registry import ROOT, register
 

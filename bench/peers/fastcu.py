@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..gemm import catalogue, cublas, benchmarks, harness, launch
 from ..gemm.harness import Shape
+from ..core.peers import checkout_commit
 from ..core.registry import ROOT, register
 from ..core.stats import spread
 
@@ -29,11 +30,6 @@ LAYOUT = "b_kmajor"
 # What each of the five writes C as
 OUTPUTS = {"fastcu": "bf16, column-major", "cublas_bf16_out": "bf16", "cublas": "fp32", "ours": "fp32",
            "ours_bf16_out": "bf16"}
-
-
-def checkout_commit(checkout: Path) -> str:
-    proc = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True)
-    return proc.stdout.strip() if proc.returncode == 0 else "unknown (not a git checkout)"
 
 
 def build(checkout: Path) -> Path:

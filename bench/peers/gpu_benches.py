@@ -22,6 +22,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from ..core.peers import checkout_commit
 from ..core.registry import ROOT, register
 
 PEER_ENV = "GPU_BENCHES_DIR"
@@ -34,11 +35,6 @@ STREAM_KERNELS = ("init", "read", "scale", "triad", "stencil3", "stencil5")
 PROGRAMS = {"stream": ("gpu-stream", "c++20", ()),
             "l2_cache": ("gpu-l2-cache", "c++17", ("-DGPU_MEASURE_METRICS_H_", "-include", "no_counters.h")),
             "latency": ("gpu-latency", "c++11", ("nvml",))}
-
-
-def checkout_commit(checkout: Path) -> str:
-    proc = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True)
-    return proc.stdout.strip() if proc.returncode == 0 else "unknown (not a git checkout)"
 
 
 def nvml_library() -> str:
