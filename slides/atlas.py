@@ -312,7 +312,22 @@ def stream_k(deck, atlases: dict) -> dict:
             "cell": cell, "diagram": "stream_k.svg" if cell else None, "at_reference": at_reference,
             # the tiles the atlas runs it with, by M, smallest first: each up to the rows its cluster's column spans
             "tiles": [_tile_said({**step.best.tile, **change}) for _, change in step.rows_tiles],
-            "promoted": _promoted(atlases)}
+            "promoted": _promoted(atlases), "narrowed": _narrowed(atlases)}
+
+
+def _narrowed(atlases: dict) -> dict | None:
+    """The atlas cells whose stream-K ran its tile by M at half its width, where more clusters than
+    their record's stream_k_sharers would have shared each tile (catalogue.fewer_sharers)."""
+    cells, sharers = [], None
+    for a in atlases.values():
+        sharers = (a.get("params") or {}).get("stream_k_sharers") or sharers
+        for x in a["rows"] or []:
+            if x["outcome"] == "correct" and x.get("kernel") in STREAMED:
+                step, m = catalogue.step_of(x["kernel"]), x["shape"][0]
+                by_rows = next(({**step.best.tile, **change} for rows, change in step.rows_tiles if m <= rows), None)
+                if by_rows and x["tile"]["BN"] < by_rows["BN"]:
+                    cells.append(x)
+    return {"sharers": sharers, "cells": len(cells), "where": _where(cells[0])} if cells and sharers else None
 
 
 def _promoted(atlases: dict) -> list[dict]:

@@ -82,6 +82,7 @@ def atlas_record(doc: dict, name: str, ratio, versus=faster, rule=catalogue.kern
                        "projections": [{"model": m, "projection": p, "n": n, "k": k} for m, p, n, k in atlas.PROJECTIONS],
                        "tiles": {kid: list(catalogue.step_of(kid).tiles) for kid in kernels},
                        "small_tile_below_sms": catalogue.SMALL_TILE_BELOW, "cublas": sweep["params"]["cublas"],
+                       **({"stream_k_sharers": catalogue.STREAM_K_SHARERS} if name in WITH_STREAM_K else {}),
                        "warm_s": sweep["params"]["warm_s"], "timed_s": sweep["params"]["timed_s"]},
             "rows": rows}
 
@@ -287,6 +288,29 @@ def test_stream_k_says_where_its_tiles_promoted_their_sums_as_the_records_name_t
             tile.pop("PROMOTE_EVERY", None)
     s, _ = built(doc, write_results, tmp_path)
     assert "FP32 registers every" not in s[f"{catalogue.STREAM_K.title} — Code"]
+
+
+def test_stream_k_says_where_it_ran_half_as_wide_and_the_bound_its_records_name(fixture_doc, write_results, tmp_path):
+    """The code slide's notes: the cells whose stream-K tile by M ran at half its width, where more
+    clusters than the records' stream_k_sharers would share a tile, counted with one of them named;
+    records that name no such bound (before 2026-11-30) say nothing of it."""
+    doc = with_atlases(fixture_doc, lambda m, n, k: 1.0)
+    sms, halved = fixture_doc["device"]["sm_count"], []
+    for name in WITH_STREAM_K:
+        for row in doc["benchmarks"][catalogue.atlas_id(name)]["rows"]:
+            step, m = catalogue.step_of(row["kernel"]), row["shape"][0]
+            by_rows = next(({**step.best.tile, **change} for rows, change in step.rows_tiles if m <= rows), None)
+            if row["kernel"] in STREAMED.values() and row["tile"]["BN"] < by_rows["BN"]:
+                halved.append(row)
+    assert halved and all(row["shape"][1] == 2112 for row in halved)      # 17 tiles of 128 columns for 132 clusters
+    s, _ = built(doc, write_results, tmp_path)
+    slide = s[f"{catalogue.STREAM_K.title} — Code"]
+    assert (f"Where more than {catalogue.STREAM_K_SHARERS} clusters would share each of those tiles, it runs half as wide"
+            in slide and f"{len(halved)} cells of the atlases, {slides_atlas._where(halved[0])} among them" in slide)
+    for name in WITH_STREAM_K:
+        doc["benchmarks"][catalogue.atlas_id(name)]["params"].pop("stream_k_sharers")
+    s, _ = built(doc, write_results, tmp_path)
+    assert "half as wide" not in s[f"{catalogue.STREAM_K.title} — Code"]
 
 
 def test_stream_k_draws_its_plan_for_the_first_cell_it_ran(fixture_doc, write_results, tmp_path):

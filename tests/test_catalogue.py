@@ -166,11 +166,29 @@ def test_the_atlas_rule_runs_stream_k_as_far_as_its_tiles_by_m_go():
             assert tile in step.tiles and tile["BM"] * tile["CLUSTER_M"] >= rows
         for m in (1, 64, 65, 128, 129, 256, 257, 512, 513, 1024, 16384):
             rows = next((change for bound, change in step.rows_tiles if m <= bound), {})
-            assert catalogue.tile_for(step, m, 2112, 7168, sms) == {**step.best.tile, **rows}
+            assert catalogue.tile_for(step, m, 28672, 4096, sms) == {**step.best.tile, **rows}
             assert catalogue.kernel_for(step.against, m) == (step.best.id if m <= most else step.against)
     # a kernel with no shape step is its own at every M
     for bid in (catalogue.PROMOTED_FP8, catalogue.BLOCK_SCALED):
         assert catalogue.streamed_for(bid) is None and catalogue.kernel_for(bid, 64) == bid
+
+
+def test_stream_k_halves_its_width_where_more_clusters_than_its_bound_would_share_a_tile():
+    """catalogue.fewer_sharers: a stream-K tile by M runs at half its width, down to NARROWEST, where
+    the clusters outnumber its tiles more than STREAM_K_SHARERS to one; that tile is built too."""
+    sms = 132
+    for step in catalogue.SHAPE_STEPS:
+        for rows, change in step.rows_tiles:
+            tile, cluster = {**step.best.tile, **change}, change.get("CLUSTER_M", step.best.tile["CLUSTER_M"])
+            for n in (1024, 2112, 2816, 4096, 28672):
+                shared = (sms // cluster) / (plan.ctas(tile, rows, n) // cluster)
+                narrow = shared > catalogue.STREAM_K_SHARERS and tile["BN"] > catalogue.NARROWEST
+                picked = catalogue.tile_for(step, rows, n, 7168, sms)
+                assert picked == ({**tile, "BN": tile["BN"] // 2} if narrow else tile) and picked in step.tiles
+    # 128 rows: 17 tiles of 128 x 128 at N = 2,112 (7.8 clusters a tile), 22 at 2,816 (6), 32 at 4,096
+    assert [catalogue.tile_for(catalogue.STREAM_K, 128, n, 7168, sms)["BN"] for n in (2112, 2816, 4096)] == [64, 128, 128]
+    headline = catalogue.step_of(catalogue.HEADLINE).best.tile       # a tile that does not stream keeps its width
+    assert catalogue.fewer_sharers(headline, 128, 64, sms) == headline
 
 
 def _records(path: Path):

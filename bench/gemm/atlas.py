@@ -63,7 +63,7 @@ def _register_atlas(name: str) -> None:
                            "layout": step.layout, "precision": step.precision, "ms": list(MS),
                            "projections": [{"model": m, "projection": p, "n": n, "k": k} for m, p, n, k in PROJECTIONS],
                            "tiles": {bid: list(s.tiles) for bid, s in steps.items()},
-                           **catalogue.rule_params(step),
+                           **{key: value for s in steps.values() for key, value in catalogue.rule_params(s).items()},
                            "cublas": f"{step.precision}, {' and '.join(catalogue.cublas_layouts(step.precision))}, same operands"
                                      + (", same scales" if step.precision == "fp8" else ""),
                            **({"scaling": step.scaling, "output": catalogue.output_of(step.best.tile)}

@@ -80,8 +80,9 @@ class Step:
     def tiles(self) -> tuple[dict, ...]:
         """The tiles its best kernel is built with: the best's, the small shapes' if it has one, those
         it picks by M and its other widths."""
-        return (self.best.tile, *([{**self.best.tile, **self.small_tile}] if self.small_tile else []),
-                *({**self.best.tile, **change} for _, change in self.rows_tiles),
+        by_rows = tuple({**self.best.tile, **change} for _, change in self.rows_tiles)
+        return (self.best.tile, *([{**self.best.tile, **self.small_tile}] if self.small_tile else []), *by_rows,
+                *(halved(tile) for tile in by_rows if tile.get("STREAM_K") and tile["BN"] > NARROWEST),
                 *({**self.best.tile, "BN": width} for width in self.widths))
 
     @property
@@ -167,6 +168,29 @@ def waves(tile: dict, m: int, n: int, k: int, sm_count: int) -> float:
     return plan["full_waves"] + (last_wave_k_tiles(plan) / k_tiles if plan["left"] else 0)
 
 
+# Stream-K cuts every tile's K-tiles among all the clusters, and a tile's owner adds, one after
+# another, the partial sums of each other cluster that ran part of it. Where more than this many
+# clusters would share a tile, its width halves: half the bytes a partial, half the clusters a tile.
+# At 128 rows (H200, 2026-11-30, TF32 and BF16 on the eight projections, in turns with cuBLAS) 64
+# columns beat 128 at N = 2,112 (17 tiles for 132 clusters, 7.8 a tile: 107.0% and 70.3% of cuBLAS
+# against 84.0% and 49.0%) and lost from N = 4,096 (32 tiles, 4.1 a tile: 84.7% and 77.8% against
+# 94.8% and 83.2%) up, at 11 of the 14 other cells, by up to 20 points.
+STREAM_K_SHARERS = 6
+NARROWEST = 64       # the narrowest tile a stream-K kernel is built in (its 64-row tile's)
+
+
+def halved(tile: dict) -> dict:
+    return {**tile, "BN": tile["BN"] // 2}
+
+
+def fewer_sharers(tile: dict, m: int, n: int, sm_count: int) -> dict:
+    """A stream-K tile at half its width where more than STREAM_K_SHARERS clusters would share each
+    of its tiles, down to NARROWEST; any other tile as it is."""
+    cluster = tile.get("CLUSTER_M", 1)
+    shared = sm_count // cluster > STREAM_K_SHARERS * (ctas(tile, m, n) // cluster)
+    return halved(tile) if tile.get("STREAM_K") and shared and tile["BN"] > NARROWEST else tile
+
+
 def width_speeds(step: Step) -> dict[int, float]:
     """Each of a step's other widths and its speed over the best's, a wave for a wave (tile_for)."""
     return {width: NARROW_SPEED for width in step.widths} | dict(step.narrow_speeds)
@@ -175,6 +199,7 @@ def width_speeds(step: Step) -> dict[int, float]:
 def rule_params(step: Step) -> dict:
     """The constants tile_for picks a step's tiles with, as its records keep them (keys are text)."""
     return {"small_tile_below_sms": SMALL_TILE_BELOW,
+            **({"stream_k_sharers": STREAM_K_SHARERS} if step.best.tile.get("STREAM_K") else {}),
             **({"narrow_speeds": {str(width): speed for width, speed in width_speeds(step).items()}} if step.widths else {})}
 
 
@@ -182,14 +207,15 @@ def tile_for(step: Step, m: int, n: int, k: int, sm_count: int) -> dict:
     """The tile a step's best kernel runs an M x N x K GEMM with: the first of its tiles by M that
     takes M; else its small tile, where the best tile's CTAs would leave most SMs with nothing to do;
     else, of its best tile and its other widths, the one whose waves end first (its waves times its
-    width, a narrower one at its width_speeds; the best on a tie)."""
+    width, a narrower one at its width_speeds; the best on a tie). A stream-K tile by M narrows
+    where the clusters would share its tiles more than STREAM_K_SHARERS to one (fewer_sharers)."""
     best = step.best.tile
     speed = {best["BN"]: 1, **width_speeds(step)}
     big = min((best, *({**best, "BN": width} for width in step.widths)),
               key=lambda tile: waves(tile, m, n, k, sm_count) * tile["BN"] / speed[tile["BN"]])
     for rows, change in step.rows_tiles:
         if m <= rows:
-            return {**big, **change}
+            return fewer_sharers({**big, **change}, m, n, sm_count)
     if step.small_tile is None or ctas(best, m, n) >= SMALL_TILE_BELOW * sm_count:
         return big
     return step.tiles[1]
