@@ -305,7 +305,7 @@ def test_stream_k_says_where_it_ran_half_as_wide_and_the_bound_its_records_name(
     assert halved and all(row["shape"][1] == 2112 for row in halved)      # 17 tiles of 128 columns for 132 clusters
     s, _ = built(doc, write_results, tmp_path)
     slide = s[f"{catalogue.STREAM_K.title} — Code"]
-    assert (f"Where more than {catalogue.STREAM_K_SHARERS} clusters would share each of those tiles, it runs half as wide"
+    assert (f"Where the clusters would outnumber those tiles more than {catalogue.STREAM_K_SHARERS:.1f} to one, it runs half as wide"
             in slide and f"{len(halved)} cells of the atlases, {slides_atlas._where(halved[0])} among them" in slide)
     for name in WITH_STREAM_K:
         doc["benchmarks"][catalogue.atlas_id(name)]["params"].pop("stream_k_sharers")

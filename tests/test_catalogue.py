@@ -185,8 +185,8 @@ def test_stream_k_halves_its_width_where_more_clusters_than_its_bound_would_shar
                 narrow = shared > catalogue.STREAM_K_SHARERS and tile["BN"] > catalogue.NARROWEST
                 picked = catalogue.tile_for(step, rows, n, 7168, sms)
                 assert picked == ({**tile, "BN": tile["BN"] // 2} if narrow else tile) and picked in step.tiles
-    # 128 rows: 17 tiles of 128 x 128 at N = 2,112 (7.8 clusters a tile), 22 at 2,816 (6), 32 at 4,096
-    assert [catalogue.tile_for(catalogue.STREAM_K, 128, n, 7168, sms)["BN"] for n in (2112, 2816, 4096)] == [64, 128, 128]
+    # 128 rows: 17 tiles of 128 x 128 at N = 2,112 (7.8 clusters a tile), 28 at 3,584 (4.7), 32 at 4,096 (4.1)
+    assert [catalogue.tile_for(catalogue.STREAM_K, 128, n, 7168, sms)["BN"] for n in (2112, 3584, 4096)] == [64, 64, 128]
     headline = catalogue.step_of(catalogue.HEADLINE).best.tile       # a tile that does not stream keeps its width
     assert catalogue.fewer_sharers(headline, 128, 64, sms) == headline
 

@@ -169,13 +169,16 @@ def waves(tile: dict, m: int, n: int, k: int, sm_count: int) -> float:
 
 
 # Stream-K cuts every tile's K-tiles among all the clusters, and a tile's owner adds, one after
-# another, the partial sums of each other cluster that ran part of it. Where more than this many
-# clusters would share a tile, its width halves: half the bytes a partial, half the clusters a tile.
-# At 128 rows (H200, 2026-11-30, TF32 and BF16 on the eight projections, in turns with cuBLAS) 64
-# columns beat 128 at N = 2,112 (17 tiles for 132 clusters, 7.8 a tile: 107.0% and 70.3% of cuBLAS
-# against 84.0% and 49.0%) and lost from N = 4,096 (32 tiles, 4.1 a tile: 84.7% and 77.8% against
-# 94.8% and 83.2%) up, at 11 of the 14 other cells, by up to 20 points.
-STREAM_K_SHARERS = 6
+# another, the partial sums of each other cluster that ran part of it. Where the clusters would
+# outnumber the tiles more than this to one, the width halves: half the bytes a partial, half the
+# clusters a tile. H200, 2026-11-30, in turns with cuBLAS, TF32 and BF16: at 128 rows on the eight
+# projections, 64 columns beat 128 at N = 2,112 (7.8 clusters a tile: 107.0% and 70.3% of cuBLAS
+# against 84.0% and 49.0%) and lost at N = 4,096 (4.1 a tile: 84.7% and 77.8% against 94.8% and
+# 83.2%). On 36 cells outside the list (128 and 256 rows, N = 1,024 to 3,584, K = 4,096 and 7,168)
+# a bound of 6 picked the faster width at 23, narrowing right every time but keeping 128 columns at
+# 4.7-6 a tile, where 64 won by up to 20 points; this bound, between 4.1 and 4.7, picks it at 31
+# (misses of 0.6-4.1 points), the projections' cells unchanged.
+STREAM_K_SHARERS = 4.5
 NARROWEST = 64       # the narrowest tile a stream-K kernel is built in (its 64-row tile's)
 
 
