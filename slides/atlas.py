@@ -92,7 +92,7 @@ def _width_speeds(params: dict, kernel: str | None) -> dict[int, float] | None:
 
 
 def _narrow(correct: list[dict], sm_count: int, speeds: dict[int, float] | None) -> dict | None:
-    """The cells that ran a narrower width of the headline: how many, that tile, and for the first
+    """The cells that ran a narrower width of the headline: how many, the tiles they ran, and for the first
     of them the waves each width takes there (catalogue.waves), the narrower's as long as how many of
     the best's at its speed, the narrower's share of the best's speed (the rule the notes state)."""
     cells = [x for x in correct if _ran_narrow(x, speeds)]
@@ -103,7 +103,9 @@ def _narrow(correct: list[dict], sm_count: int, speeds: dict[int, float] | None)
     speed = speeds[narrow["BN"]]
     waves = {name: catalogue.waves(tile, *row["shape"], sm_count) for name, tile in (("narrow", narrow), ("wide", best))}
     wave = narrow["BN"] / best["BN"] / speed       # a narrow wave's length, in wide waves
+    ran = sorted({x["tile"]["BN"] for x in cells}, reverse=True)      # each narrower width that ran, widest first
     return {"cells": len(cells), "tile": tile_label(row["tile"]), "best": tile_label(best), "where": _where(row),
+            "tiles": " or ".join(tile_label({**best, "BN": width}) for width in ran),
             "columns": [narrow["BN"], best["BN"]], **waves,
             "wave_pct": 100 * wave, "as_wide": waves["narrow"] * wave}
 
@@ -392,7 +394,7 @@ def atlas_map(a: dict) -> str:
         grid.append(line)
     marked = f"outlined: stream-K ran (up to M = {a['streamed']['up_to']:,})" if a["streamed"] else ""
     narrow = a["narrow"]
-    footnote = (f"the {narrow['tile']} tile ran, not {narrow['best']}: its waves end first"
+    footnote = (f"the {narrow['tiles']} tile ran, not {narrow['best']}: its waves end first"
                 if narrow else "")
     # the title states the finding: the median cell and the lowest, and where
     finding = (f": median {a['median_pct']:.1f}%, lowest {a['worst']['pct']:.1f}% at {a['worst']['where']}"

@@ -416,8 +416,12 @@ def test_a_cell_the_headline_ran_at_a_narrower_width_has_a_dagger_and_the_notes_
         svg = svg_of(s[title], out)
         assert svg.count("†") == len(narrow) + 1 and "its waves end first" in svg      # the cells and the footnote
         wide = f"{step.best.tile['BM']}×{step.best.tile['BN']}"
-        assert (f"The {len(narrow)} cells with a dagger ran {tile['BM']}×{tile['BN']}: at {model} {projection}, "
-                f"M = {shape[0]:,} its {waves[tile['BN']]:.2f} waves") in s[title]
+        # every narrower width that ran, widest first, in the footnote and the notes
+        ran = " or ".join(f"{step.best.tile['BM']}×{w}" for w in sorted(
+            {catalogue.tile_for(step, *cell, sms)["BN"] for _, _, cell in narrow}, reverse=True))
+        assert f"the {ran} tile ran, not {wide}" in svg
+        assert (f"The {len(narrow)} cells with a dagger ran {ran}: at {model} {projection}, "
+                f"M = {shape[0]:,}, {tile['BM']}×{tile['BN']}'s {waves[tile['BN']]:.2f} waves") in s[title]
         assert f"of a {wide} wave; {wide} needs {waves[step.best.tile['BN']]:.2f}." in s[title]
     for name in catalogue.ATLASES:          # the other outcome: every cell at the best's width
         for row in doc["benchmarks"][catalogue.atlas_id(name)]["rows"]:
@@ -517,6 +521,6 @@ def test_the_notes_give_the_rule_that_picked_the_headlines_tile(fixture_doc, wri
                     f"whichever's waves end first ({label(first)} counted at {100 * speeds[name][first]:.0f}% of the speed"
                     + "".join(f", {label(w)} at {100 * speeds[name][w]:.0f}%" for w in rest) + ").") in s[SLIDES[name]]
         # the dagger's example counts the narrower width at the same speed the rule states
-        narrow = next(int(w) for w in re.findall(rf"ran {step.best.tile['BM']}×(\d+): at", s[SLIDES[name]]))
+        narrow = next(int(w) for w in re.findall(rf" {step.best.tile['BM']}×(\d+)'s [\d.]+ waves", s[SLIDES[name]]))
         assert (f"each {100 * narrow / step.best.tile['BN'] / speeds[name][narrow]:.0f}% as long ({narrow} of "
                 f"{step.best.tile['BN']} columns)") in s[SLIDES[name]]
