@@ -318,17 +318,17 @@ def stream_k(deck, atlases: dict) -> dict:
 
 
 def _narrowed(atlases: dict) -> dict | None:
-    """The atlas cells whose stream-K ran its tile by M at half its width, where more clusters than
-    their record's stream_k_sharers would have shared each tile (catalogue.fewer_sharers)."""
+    """The atlas cells whose stream-K ran its tile by M narrower, where more clusters than their
+    record's bound (`sharers`) would have shared each tile (catalogue.fewer_sharers)."""
     cells, sharers = [], None
     for a in atlases.values():
-        sharers = (a.get("params") or {}).get("stream_k_sharers") or sharers
         for x in a["rows"] or []:
             if x["outcome"] == "correct" and x.get("kernel") in STREAMED:
                 step, m = catalogue.step_of(x["kernel"]), x["shape"][0]
                 by_rows = next(({**step.best.tile, **change} for rows, change in step.rows_tiles if m <= rows), None)
                 if by_rows and x["tile"]["BN"] < by_rows["BN"]:
                     cells.append(x)
+                    sharers = (a.get("params") or {}).get("sharers") or sharers
     return {"sharers": sharers, "cells": len(cells), "where": _where(cells[0])} if cells and sharers else None
 
 

@@ -82,7 +82,7 @@ def atlas_record(doc: dict, name: str, ratio, versus=faster, rule=catalogue.kern
                        "projections": [{"model": m, "projection": p, "n": n, "k": k} for m, p, n, k in atlas.PROJECTIONS],
                        "tiles": {kid: list(catalogue.step_of(kid).tiles) for kid in kernels},
                        "small_tile_below_sms": catalogue.SMALL_TILE_BELOW, "cublas": sweep["params"]["cublas"],
-                       **({"stream_k_sharers": catalogue.STREAM_K_SHARERS} if name in WITH_STREAM_K else {}),
+                       **({"sharers": catalogue.STREAM_K_SHARERS} if name in WITH_STREAM_K else {}),
                        "warm_s": sweep["params"]["warm_s"], "timed_s": sweep["params"]["timed_s"]},
             "rows": rows}
 
@@ -292,7 +292,7 @@ def test_stream_k_says_where_its_tiles_promoted_their_sums_as_the_records_name_t
 
 def test_stream_k_says_where_it_ran_half_as_wide_and_the_bound_its_records_name(fixture_doc, write_results, tmp_path):
     """The code slide's notes: the cells whose stream-K tile by M ran at half its width, where more
-    clusters than the records' stream_k_sharers would share a tile, counted with one of them named;
+    clusters than the records' bound (sharers) would share a tile, counted with one of them named;
     records that name no such bound (before 2026-11-30) say nothing of it."""
     doc = with_atlases(fixture_doc, lambda m, n, k: 1.0)
     sms, halved = fixture_doc["device"]["sm_count"], []
@@ -308,7 +308,7 @@ def test_stream_k_says_where_it_ran_half_as_wide_and_the_bound_its_records_name(
     assert (f"Where the clusters would outnumber those tiles more than {catalogue.STREAM_K_SHARERS:.1f} to one, it runs half as wide"
             in slide and f"{len(halved)} cells of the atlases, {slides_atlas._where(halved[0])} among them" in slide)
     for name in WITH_STREAM_K:
-        doc["benchmarks"][catalogue.atlas_id(name)]["params"].pop("stream_k_sharers")
+        doc["benchmarks"][catalogue.atlas_id(name)]["params"].pop("sharers")
     s, _ = built(doc, write_results, tmp_path)
     assert "half as wide" not in s[f"{catalogue.STREAM_K.title} — Code"]
 

@@ -173,22 +173,39 @@ def test_the_atlas_rule_runs_stream_k_as_far_as_its_tiles_by_m_go():
         assert catalogue.streamed_for(bid) is None and catalogue.kernel_for(bid, 64) == bid
 
 
-def test_stream_k_halves_its_width_where_more_clusters_than_its_bound_would_share_a_tile():
-    """catalogue.fewer_sharers: a stream-K tile by M runs at half its width, down to NARROWEST, where
-    the clusters outnumber its tiles more than STREAM_K_SHARERS to one; that tile is built too."""
-    sms = 132
-    for step in catalogue.SHAPE_STEPS:
+def test_a_tile_by_m_narrows_where_more_clusters_than_its_steps_bound_would_share_a_tile():
+    """catalogue.fewer_sharers: a tile by M runs 64 columns narrower at a time, down to NARROWEST, while
+    the clusters outnumber its tiles more than its step's `sharers` to one; a ring of named depth keeps
+    its bytes; each tile it can run is built too."""
+    sms, narrowing = 132, [s for s in catalogue.all_steps() if s.sharers]
+    assert {s.best.id for s in narrowing} >= {catalogue.PROMOTED_FP8, catalogue.BLOCK_SCALED, *(s.best.id for s in catalogue.SHAPE_STEPS)}
+    for step in narrowing:
         for rows, change in step.rows_tiles:
-            tile, cluster = {**step.best.tile, **change}, change.get("CLUSTER_M", step.best.tile["CLUSTER_M"])
-            for n in (1024, 2112, 2816, 4096, 28672):
-                shared = (sms // cluster) / (plan.ctas(tile, rows, n) // cluster)
-                narrow = shared > catalogue.STREAM_K_SHARERS and tile["BN"] > catalogue.NARROWEST
+            if step.widths and "BN" not in change:
+                continue                                  # its width is the waves' (tile_for)
+            tile = {**step.best.tile, **change}
+            for n in (1024, 2112, 2816, 4096, 6144, 28672):
+                expected = tile
+                while expected["BN"] > catalogue.NARROWEST and (
+                        sms // expected["CLUSTER_M"] > step.sharers * (plan.ctas(expected, rows, n) // expected["CLUSTER_M"])):
+                    bn = expected["BN"] - catalogue.NARROWEST
+                    stages = expected["STAGES"] * (expected["BM"] + expected["BN"]) // (expected["BM"] + bn)
+                    assert stages * (expected["BM"] + bn) <= max(1, expected["STAGES"]) * (expected["BM"] + expected["BN"])
+                    expected = {**expected, "BN": bn, "STAGES": stages}
                 picked = catalogue.tile_for(step, rows, n, 7168, sms)
-                assert picked == ({**tile, "BN": tile["BN"] // 2} if narrow else tile) and picked in step.tiles
-    # 128 rows: 17 tiles of 128 x 128 at N = 2,112 (7.8 clusters a tile), 28 at 3,584 (4.7), 32 at 4,096 (4.1)
+                assert picked == expected and picked in step.tiles
+    # stream-K, 128 rows: 17 tiles of 128 x 128 at N = 2,112 (7.8 clusters a tile), 28 at 3,584 (4.7), 32 at 4,096 (4.1)
     assert [catalogue.tile_for(catalogue.STREAM_K, 128, n, 7168, sms)["BN"] for n in (2112, 3584, 4096)] == [64, 64, 128]
-    headline = catalogue.step_of(catalogue.HEADLINE).best.tile       # a tile that does not stream keeps its width
-    assert catalogue.fewer_sharers(headline, 128, 64, sms) == headline
+    # FP8 promoted, 128 rows: 48 tiles at N = 6,144 (2.75 a tile) narrow, 56 at 7,168 (2.4) do not
+    promoted = catalogue.step_of(catalogue.PROMOTED_FP8)
+    assert [catalogue.tile_for(promoted, 128, n, 4096, sms)["BN"] for n in (6144, 7168)] == [64, 128]
+    # block scales, 256 rows in clusters of two: 192 columns at N = 6,144 (2.1 clusters a tile), 128 at
+    # 4,096 (3 a tile of 192, 2.1 of 128), 64 at 2,112 (6 a tile of 192, 3.9 of 128), its ring deeper each time
+    blocks = catalogue.step_of(catalogue.BLOCK_SCALED)
+    assert [(t["BN"], t["STAGES"]) for t in (catalogue.tile_for(blocks, 256, n, 7168, sms) for n in (6144, 4096, 2112))] == [
+        (192, 4), (128, 5), (64, 6)]
+    headline = catalogue.step_of(catalogue.HEADLINE)       # a step without a bound keeps its width
+    assert not headline.sharers and catalogue.fewer_sharers(headline.best.tile, 128, 64, sms, headline.sharers) == headline.best.tile
 
 
 def _records(path: Path):

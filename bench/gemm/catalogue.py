@@ -54,6 +54,9 @@ class Step:
     widths: tuple[int, ...] = ()
     # A width's speed over the best's, a wave for a wave, where it is not NARROW_SPEED: (width, speed)
     narrow_speeds: tuple[tuple[int, float], ...] = ()
+    # Where more than this many clusters would share each of its tiles by M, the tile narrows
+    # (fewer_sharers); 0: it never does.
+    sharers: float = 0
     track: str = ""               # the suffix of its ids on another precision's track ("_bf16")
     # The part of its kernel region the code slide shows when the whole does not fit on a slide: the
     # first and the last line, by a text each holds (the whole region goes to backup slides).
@@ -81,9 +84,10 @@ class Step:
         """The tiles its best kernel is built with: the best's, the small shapes' if it has one, those
         it picks by M and its other widths."""
         by_rows = tuple({**self.best.tile, **change} for _, change in self.rows_tiles)
-        return (self.best.tile, *([{**self.best.tile, **self.small_tile}] if self.small_tile else []), *by_rows,
-                *(halved(tile) for tile in by_rows if tile.get("STREAM_K") and tile["BN"] > NARROWEST),
-                *({**self.best.tile, "BN": width} for width in self.widths))
+        tiles = (self.best.tile, *([{**self.best.tile, **self.small_tile}] if self.small_tile else []), *by_rows,
+                 *(narrow for tile in by_rows if self.sharers for narrow in narrower(tile)),
+                 *({**self.best.tile, "BN": width} for width in self.widths))
+        return tuple(tile for i, tile in enumerate(tiles) if tile not in tiles[:i])
 
     @property
     def name(self) -> str:
@@ -168,30 +172,51 @@ def waves(tile: dict, m: int, n: int, k: int, sm_count: int) -> float:
     return plan["full_waves"] + (last_wave_k_tiles(plan) / k_tiles if plan["left"] else 0)
 
 
-# Stream-K cuts every tile's K-tiles among all the clusters, and a tile's owner adds, one after
-# another, the partial sums of each other cluster that ran part of it. Where the clusters would
-# outnumber the tiles more than this to one, the width halves: half the bytes a partial, half the
-# clusters a tile. H200, 2026-11-30, in turns with cuBLAS, TF32 and BF16: at 128 rows on the eight
-# projections, 64 columns beat 128 at N = 2,112 (7.8 clusters a tile: 107.0% and 70.3% of cuBLAS
-# against 84.0% and 49.0%) and lost at N = 4,096 (4.1 a tile: 84.7% and 77.8% against 94.8% and
-# 83.2%). On 36 cells outside the list (128 and 256 rows, N = 1,024 to 3,584, K = 4,096 and 7,168)
-# a bound of 6 picked the faster width at 23, narrowing right every time but keeping 128 columns at
-# 4.7-6 a tile, where 64 won by up to 20 points; this bound, between 4.1 and 4.7, picks it at 31
-# (misses of 0.6-4.1 points), the projections' cells unchanged.
+# Stream-K cuts every tile's K-tiles among all the clusters, and the split wave the last wave's, and
+# a tile's owner adds, one after another, the partial sums of each other cluster that ran part of it.
+# Where the clusters would outnumber a tile by M's tiles more than a step's `sharers` to one, the tile
+# narrows by 64 columns at a time: fewer bytes a partial, fewer clusters a tile. Each bound lies
+# between the counts of clusters a tile where narrowing lost and won, in turns with cuBLAS or
+# cuBLASLt (H200, 2026-11-30):
+# - stream-K, TF32 and BF16: at 128 rows on the eight projections, 64 columns beat 128 at N = 2,112
+#   (7.8 clusters a tile: 107.0% and 70.3% of cuBLAS against 84.0% and 49.0%) and lost at N = 4,096
+#   (4.1 a tile: 84.7% and 77.8% against 94.8% and 83.2%). On 36 cells outside the list (128 and 256
+#   rows, N = 1,024 to 3,584, K = 4,096 and 7,168) a bound of 6 picked the faster width at 23; this
+#   one, between 4.1 and 4.7, at 31 (misses of 0.6-4.1 points), the projections' cells unchanged.
 STREAM_K_SHARERS = 4.5
-NARROWEST = 64       # the narrowest tile a stream-K kernel is built in (its 64-row tile's)
+# - FP8 promoted, its 128 x 128 tile at 128 rows: 64 columns won at 2.75 clusters a tile and more
+#   (N = 6,144: 81.3% of cuBLASLt against 74.2%; N = 2,112, 7.8 a tile: 84.1 against 60.8) and on all
+#   14 cells outside the list (N = 1,024 to 5,120, K = 4,096 and 7,168, 3.3-16.5 a tile: by 11-25
+#   points); it lost at 2.36 (N = 7,168: 89.2 against 91.9) and 1.65 (N = 10,240: by 12).
+PROMOTED_SHARERS = 2.5
+# - FP8 block-scaled, its tiles at 64, 128 and 256 rows (64 x 128; 128 x 128; 128 x 192 in clusters of
+#   two): narrower won at 3.0 clusters a tile and more (at 256 rows N = 4,096: 128 columns 84.8%
+#   against 74.9%; N = 2,112, 6 a tile: 64 columns 103.9% against 76.5%) and lost at 2.75 (N = 6,144:
+#   at 64 rows 108.6 against 120.8, at 128 rows 93.6 against 101.8). On 42 cells outside the list (64,
+#   128 and 256 rows, N = 1,024 to 5,120, K = 4,096 and 7,168) it picked the fastest at 36 (within half a
+#   point), missing by 0.7 and 0.8 at two and by 3.2-5.0 at four of 64 rows and 3.3-3.7 clusters a
+#   tile, where 64 x 128 stayed ahead; a bound past 3.7 would keep 128 x 192 at 256 rows where 128
+#   columns won by 10-15 points (3.0-3.5 a tile).
+BLOCK_SCALED_SHARERS = 2.9
+NARROWEST = 64       # the narrowest tile these kernels are built in (one 64-column wgmma)
 
 
-def halved(tile: dict) -> dict:
-    return {**tile, "BN": tile["BN"] // 2}
+def narrower(tile: dict) -> tuple[dict, ...]:
+    """The tiles ``tile`` narrows to, 64 columns at a time down to NARROWEST; a ring of named depth
+    keeps its bytes (A's and B's stages), as deep as they allow."""
+    if tile["BN"] <= NARROWEST:
+        return ()
+    bn = tile["BN"] - NARROWEST
+    narrow = {**tile, "BN": bn, "STAGES": tile["STAGES"] * (tile["BM"] + tile["BN"]) // (tile["BM"] + bn)}
+    return (narrow, *narrower(narrow))
 
 
-def fewer_sharers(tile: dict, m: int, n: int, sm_count: int) -> dict:
-    """A stream-K tile at half its width where more than STREAM_K_SHARERS clusters would share each
-    of its tiles, down to NARROWEST; any other tile as it is."""
-    cluster = tile.get("CLUSTER_M", 1)
-    shared = sm_count // cluster > STREAM_K_SHARERS * (ctas(tile, m, n) // cluster)
-    return halved(tile) if tile.get("STREAM_K") and shared and tile["BN"] > NARROWEST else tile
+def fewer_sharers(tile: dict, m: int, n: int, sm_count: int, sharers: float) -> dict:
+    """The first of ``tile`` and its narrower tiles whose tiles at most ``sharers`` clusters each would
+    share, else the narrowest; ``tile`` where its step never narrows (``sharers`` 0)."""
+    candidates = (tile, *narrower(tile)) if sharers else (tile,)
+    return next((c for c in candidates
+                 if sm_count // c.get("CLUSTER_M", 1) <= sharers * (ctas(c, m, n) // c.get("CLUSTER_M", 1))), candidates[-1])
 
 
 def width_speeds(step: Step) -> dict[int, float]:
@@ -202,7 +227,7 @@ def width_speeds(step: Step) -> dict[int, float]:
 def rule_params(step: Step) -> dict:
     """The constants tile_for picks a step's tiles with, as its records keep them (keys are text)."""
     return {"small_tile_below_sms": SMALL_TILE_BELOW,
-            **({"stream_k_sharers": STREAM_K_SHARERS} if step.best.tile.get("STREAM_K") else {}),
+            **({"sharers": step.sharers} if step.sharers else {}),
             **({"narrow_speeds": {str(width): speed for width, speed in width_speeds(step).items()}} if step.widths else {})}
 
 
@@ -210,15 +235,15 @@ def tile_for(step: Step, m: int, n: int, k: int, sm_count: int) -> dict:
     """The tile a step's best kernel runs an M x N x K GEMM with: the first of its tiles by M that
     takes M; else its small tile, where the best tile's CTAs would leave most SMs with nothing to do;
     else, of its best tile and its other widths, the one whose waves end first (its waves times its
-    width, a narrower one at its width_speeds; the best on a tie). A stream-K tile by M narrows
-    where the clusters would share its tiles more than STREAM_K_SHARERS to one (fewer_sharers)."""
+    width, a narrower one at its width_speeds; the best on a tie). A tile by M narrows where the
+    clusters would share its tiles more than the step's `sharers` to one (fewer_sharers)."""
     best = step.best.tile
     speed = {best["BN"]: 1, **width_speeds(step)}
     big = min((best, *({**best, "BN": width} for width in step.widths)),
               key=lambda tile: waves(tile, m, n, k, sm_count) * tile["BN"] / speed[tile["BN"]])
     for rows, change in step.rows_tiles:
         if m <= rows:
-            return fewer_sharers({**big, **change}, m, n, sm_count)
+            return fewer_sharers({**big, **change}, m, n, sm_count, step.sharers)
     if step.small_tile is None or ctas(best, m, n) >= SMALL_TILE_BELOW * sm_count:
         return big
     return step.tiles[1]
@@ -254,17 +279,23 @@ _BLOCK_SCALED = {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS}
 # take one 128 x 128 tile, both consumer warpgroups: on the eight projections at M = 128 it reached
 # 61-99% of cuBLASLt (median 86.3%) where two 64-row CTAs of a 64 x 128 tile reached 64-81% (72.9%),
 # faster at 6 of 8 (H200, 2026-11-30, in the sweep's turns; .probe/fp8_rows_exp.py on branch probes).
-_FP8_BLOCK_ROWS_TILES = ((64, {"BM": 64, "WARPGROUPS_M": 1, "BN": 64, "CLUSTER_M": 1}),
-                         (128, {"BM": 64, "WARPGROUPS_M": 1, "BN": 128, "CLUSTER_M": 1}),
-                         (256, {"BN": 128, "CLUSTER_M": 2}))
-_FP8_ROWS = ((64, _FP8_BLOCK_ROWS_TILES[0][1]), (128, {"BN": 128, "CLUSTER_M": 1}), (256, {"CLUSTER_M": 2}))
+_FP8_ROWS_64 = {"BM": 64, "WARPGROUPS_M": 1, "BN": 64, "CLUSTER_M": 1}
+_FP8_ROWS_128 = {"BN": 128, "CLUSTER_M": 1}
+_FP8_ROWS = ((64, _FP8_ROWS_64), (128, _FP8_ROWS_128), (256, {"CLUSTER_M": 2}))
 # From 256 rows up the promoted kernel's width is the one whose waves end first (tile_for), each width
 # at its own speed over 128 x 192's, a wave for a wave: the median over the eight projections at M = 256,
 # 512 and 1,024 (H200, 2026-11-30, in the sweep's turns with cuBLASLt; 128: 0.78-0.99, 64: 0.53-0.85).
 # There 128 x 192 tiles number 34-44 at N = 2,112, where 128 x 64 ran at 88% of cuBLASLt, not 66-72%.
 _FP8_NARROW = ((128, 0.88), (64, 0.73))
-_BLOCK_STAGES = {64: 10, 128: 6, 256: 5}        # at most 160 KiB of A and B tiles, by the rows each tile is for
-_FP8_BLOCK_ROWS = tuple((rows, {**change, "STAGES": _BLOCK_STAGES[rows]}) for rows, change in _FP8_BLOCK_ROWS_TILES)
+# Block scales' tiles by M, each narrowing where it would have few tiles (BLOCK_SCALED_SHARERS), their
+# rings at most 160 KiB of A and B tiles (A's scales in each stage do not fit beside as deep a ring as
+# the shared memory would otherwise hold). On the eight projections (H200, 2026-11-30, in the sweep's
+# turns with cuBLASLt's block-scaled GEMM; .probe/blocks_rows_exp.py on branch probes), each against
+# the tile it replaced: at 64 rows 64 x 128 beat 64 x 64 at 6 of 8 (by 8-20 points); at 128 rows one
+# 128 x 128 tile, both consumer warpgroups, beat a 64 x 128 tile at 6 of 8 (by 5-28: 61.2 -> 89.4% at
+# N = 8,192, K = 28,672); at 256 rows 128 x 192 in clusters of two beat 128 x 128 at 6 of 8 (by 5-26).
+# Where each lost (N = 4,096 and 2,112), it narrows.
+_FP8_BLOCK_ROWS = ((64, {**_FP8_ROWS_64, "BN": 128, "STAGES": 6}), (128, {**_FP8_ROWS_128, "STAGES": 5}), (256, {"STAGES": 4}))
 
 
 def output_of(tile: dict | None) -> str:
@@ -394,7 +425,7 @@ FP8_STEPS = (
          diagram="lean_loop", sass=(*_FP8_TMA, "UTMASTG"), min_cc=HOPPER,
          variants=(Variant("gemm.fp8_promote_128x128", "128x128 tile", {**sm90(128, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]}),
                    Variant("gemm.fp8_promote", "128x192 tile", {**sm90(192, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]})),
-         beyond=True, precision="fp8", rows_tiles=_FP8_ROWS, widths=(128, 64), narrow_speeds=_FP8_NARROW),
+         beyond=True, precision="fp8", rows_tiles=_FP8_ROWS, widths=(128, 64), narrow_speeds=_FP8_NARROW, sharers=PROMOTED_SHARERS),
     Step(key="fp8_blocks", title="Block Scales",
          technique="+ DeepSeek-V3's scales: A's per 1 x 128 of a row, B's per 128 x 128 block; a K-tile is one block "
                    "along K, so each K-tile's sums are multiplied by their row's and their column block's scales as "
@@ -403,14 +434,16 @@ FP8_STEPS = (
          source="kernels/gemm_14_fp8_blocks.cu", function="gemm_fp8_blocks",
          diagram="lean_loop", sass=(*_FP8_TMA, "UTMASTG", "UBLKCP"), min_cc=HOPPER,
          variants=(Variant("gemm.fp8_blocks", "128x192 tile", _BLOCK_SCALED),),
-         beyond=True, precision="fp8", scaling="blocks", rows_tiles=_FP8_BLOCK_ROWS),
+         beyond=True, precision="fp8", scaling="blocks", rows_tiles=_FP8_BLOCK_ROWS,
+         sharers=BLOCK_SCALED_SHARERS),
     Step(key="fp8_bf16_out", title="BF16 C",
          technique="+ C written in BF16, as DeepGEMM and a model write it: the FP32 sums rounded "
                    "to BF16 as they are staged, half the bytes to store",
          source="kernels/gemm_14_fp8_blocks.cu", function="gemm_fp8_blocks",
          diagram="lean_loop", sass=(*_FP8_TMA, "UTMASTG", "UBLKCP"), min_cc=HOPPER,
          variants=(Variant("gemm.fp8_blocks_bf16_out", "BF16 C", {**_BLOCK_SCALED, **_BF16_C}),),
-         beyond=True, precision="fp8", scaling="blocks", rows_tiles=_FP8_BLOCK_ROWS),
+         beyond=True, precision="fp8", scaling="blocks", rows_tiles=_FP8_BLOCK_ROWS,
+         sharers=BLOCK_SCALED_SHARERS),
 )
 TRACKS = {"tf32": STEPS, "bf16": BF16_STEPS, "fp8": FP8_STEPS}
 # A track whose first kernel is timed against the same step on the track of wider operands: the
@@ -444,7 +477,7 @@ STREAM_K = Step(key="stream_k", title="Stream-K",
                 variants=(Variant("gemm.stream_k", "stream-K", sm90(256, DEEPEST, BAND, **_STREAMED, cluster_m=4)),),
                 beyond=True, against=HEADLINE, focus=("struct Run {", "each follow it"),
                 rows_tiles=((64, {"BM": 64, "WARPGROUPS_M": 1, "BN": 64, "CLUSTER_M": 1}),
-                            (128, {"BN": 128, "CLUSTER_M": 1})))
+                            (128, {"BN": 128, "CLUSTER_M": 1})), sharers=STREAM_K_SHARERS)
 # BF16 summed over a long K in one accumulator errs past cuBLAS, which splits K (2.1x its error at
 # M = 64, K = 28,672): the tiles by M add their sums into FP32 registers every 32 K-tiles
 # (PROMOTE_EVERY). On the BF16 atlas's four cells past 1.25x cuBLAS's error (H200, 2026-11-30, in
@@ -576,7 +609,8 @@ def kernel_definition(bench_id: str) -> dict:
             **({"small_tile": step.small_tile} if step.small_tile and variant is step.best else {}),
             **({"rows_tiles": [[rows, change] for rows, change in step.rows_tiles]} if step.rows_tiles and variant is step.best else {}),
             **({"widths": list(step.widths)} if step.widths and variant is step.best else {}),
-            **({"narrow_speeds": [list(pair) for pair in step.narrow_speeds]} if step.narrow_speeds and variant is step.best else {})}
+            **({"narrow_speeds": [list(pair) for pair in step.narrow_speeds]} if step.narrow_speeds and variant is step.best else {}),
+            **({"sharers": step.sharers} if step.sharers and variant is step.best else {})}
 
 
 def definitions(routes) -> dict:
