@@ -32,6 +32,15 @@ static_assert(SMEM_BYTES_NEEDED + STATIC_SMEM_BYTES + sizeof(a_scale_ring) <= SM
 
 __device__ inline int scale_skew(int k, int M) { return int(size_t(k) * M % SCALE_GRANULE); }
 
+// A float at a 32-bit shared address. Through the ring's generic address each K-tile read the CTA's id
+// in its cluster, and built the address from it, before the K-tile's first wgmma (Nsight Compute's
+// source counters, H200): set once a piece, the step ran 2.3% faster in turns.
+__device__ inline float load_shared(uint32_t at) {
+    float value;
+    asm volatile("ld.shared.f32 %0, [%1];" : "=f"(value) : "r"(at));
+    return value;
+}
+
 struct ScalesOfA {
     const float* sfa;
     int M;
@@ -67,12 +76,17 @@ __device__ inline void promote_piece(SharedStorage& smem, TiledMma& mma, FragA c
                                      FragC& acc, FragC& sums, Piece p, int r, int M, const float* b_first,
                                      const float* b_second, uint32_t& stage, uint32_t& phase, Skew& skew) {
     clear(sums);
+    const uint32_t a_row = cast_smem_ptr_to_uint(&a_scale_ring[0][0]) + r * sizeof(float);   // row r, stage 0, skew 0
+    const int skew_step = M % SCALE_GRANULE;
+    int a_skew = scale_skew(p.k0, M);
     for (int k = p.k0; k < p.k1; ++k) {
         wait_barrier(smem.full[stage], phase);
         skew.before_first();
         mma_k_tile_alone(mma, tCrA(_, _, _, stage), tCrB(_, _, _, stage), acc);
-        const float* a = a_scale_ring[stage] + scale_skew(k, M) + r;
-        const float a0 = a[0], a1 = a[8], b0 = __ldg(b_first + k), b1 = __ldg(b_second + k);
+        const uint32_t a = a_row + stage * sizeof(a_scale_ring[0]) + a_skew * sizeof(float);
+        a_skew = (a_skew + skew_step) & (SCALE_GRANULE - 1);                 // K-tile k + 1's, (k + 1) M mod 4
+        const float a0 = load_shared(a), a1 = load_shared(a + 8 * sizeof(float)),
+                    b0 = __ldg(b_first + k), b1 = __ldg(b_second + k);
         const float scale[2][2] = {{a0 * b0, a0 * b1}, {a1 * b0, a1 * b1}};
         warpgroup_wait<0>();
         skew.after_first();
