@@ -6,7 +6,7 @@ same turns."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import median
 
 from bench.gemm import catalogue, plan
@@ -108,6 +108,24 @@ def _narrow(correct: list[dict], sm_count: int, speeds: dict[int, float] | None)
             "tiles": " or ".join(tile_label({**best, "BN": width}) for width in ran),
             "columns": [narrow["BN"], best["BN"]], **waves,
             "wave_pct": 100 * wave, "as_wide": waves["narrow"] * wave}
+
+
+def _fewer_sharers(correct: list[dict], params: dict, sm_count: int) -> dict | None:
+    """The cells whose kernel ran its tile by M narrower, where more clusters than the record's bound
+    (`sharers`) would have shared each tile (catalogue.fewer_sharers; stream-K's are its code slide's):
+    how many, and the first of them with the tile it would otherwise have run."""
+    cells = []
+    for x in correct:
+        step = catalogue.step_of(x["kernel"]) if x.get("kernel") in catalogue.KERNELS else None
+        if step and step.sharers and x["kernel"] not in STREAMED:
+            wide = catalogue.tile_for(replace(step, sharers=0), *x["shape"], sm_count)
+            if x["tile"]["BN"] < wide["BN"]:
+                cells.append((x, wide))
+    if not cells or not params.get("sharers"):
+        return None
+    row, wide = cells[0]
+    return {"sharers": params["sharers"], "step": catalogue.NARROWEST, "cells": len(cells), "where": _where(row),
+            "tile": tile_label(row["tile"]), "wide": tile_label(wide)}
 
 
 def _rule_said(params: dict, kernel: str | None, streamed: bool) -> str:
@@ -273,6 +291,7 @@ def one(deck, name: str, device, copy: dict | None) -> dict:
             "large": worst_large and _large(worst_large, versus), "small": worst_small and _small(worst_small, device.sm_count),
             "memory": _memory(correct, params, device, copy),
             "above": sum(x >= 1 for x in ratios), "error": _errors(correct, versus), "narrow": _narrow(correct, device.sm_count, speeds), "speeds": speeds,
+            "fewer_sharers": _fewer_sharers(correct, params, device.sm_count),
             "rule_said": _rule_said(params, params["kernels"][0] if params.get("kernels") else None, bool(streamed)),
             "streamed": {"cells": len(streamed), "up_to": max(x["shape"][0] for x in streamed),
                          "versus": _versus_headline(streamed)} if streamed else None,

@@ -3,6 +3,7 @@ shape bench/gemm/atlas.py writes them: the heatmap's cells, stream-K's outline, 
 other outcome, and stream-K's code and diagram slides."""
 import contextlib
 import copy
+from dataclasses import replace
 import io
 import re
 
@@ -13,6 +14,7 @@ from bench.gemm import atlas, catalogue, plan
 from bench.core import registry
 from slides import atlas as slides_atlas, gemm, kit
 from slides.atlas import SLIDES
+from slides.sweep import tile_label
 from tests.test_build import (assert_spoken_first, deck, fixture_outline, headings, prose_words,  # noqa: F401 (deck: the fixture deck)
                               slides_of)
 
@@ -82,7 +84,8 @@ def atlas_record(doc: dict, name: str, ratio, versus=faster, rule=catalogue.kern
                        "projections": [{"model": m, "projection": p, "n": n, "k": k} for m, p, n, k in atlas.PROJECTIONS],
                        "tiles": {kid: list(catalogue.step_of(kid).tiles) for kid in kernels},
                        "small_tile_below_sms": catalogue.SMALL_TILE_BELOW, "cublas": sweep["params"]["cublas"],
-                       **({"sharers": catalogue.STREAM_K_SHARERS} if name in WITH_STREAM_K else {}),
+                       **({"sharers": catalogue.STREAM_K_SHARERS} if name in WITH_STREAM_K else
+                          {"sharers": step.sharers} if step.sharers else {}),
                        "warm_s": sweep["params"]["warm_s"], "timed_s": sweep["params"]["timed_s"]},
             "rows": rows}
 
@@ -311,6 +314,31 @@ def test_stream_k_says_where_it_ran_half_as_wide_and_the_bound_its_records_name(
         doc["benchmarks"][catalogue.atlas_id(name)]["params"].pop("sharers")
     s, _ = built(doc, write_results, tmp_path)
     assert "half as wide" not in s[f"{catalogue.STREAM_K.title} — Code"]
+
+
+def test_an_atlas_says_where_its_kernel_ran_its_tiles_by_m_narrower_and_the_bound_its_record_names(
+        fixture_doc, write_results, tmp_path):
+    """The notes of an atlas whose own kernel narrows its tiles by M (catalogue.fewer_sharers): the cells
+    that ran narrower than the tile they would otherwise have run, counted, the first named with both
+    tiles, and the record's bound; a record naming no bound says nothing of it."""
+    doc = with_atlases(fixture_doc, lambda m, n, k: 1.0)
+    sms = fixture_doc["device"]["sm_count"]
+    narrowing = [name for name, kernel in KERNEL.items() if catalogue.step_of(kernel).sharers]
+    assert narrowing
+    s, _ = built(doc, write_results, tmp_path)
+    for name in narrowing:
+        step = catalogue.step_of(KERNEL[name])
+        rows = [r for r in doc["benchmarks"][catalogue.atlas_id(name)]["rows"] if r["kernel"] == KERNEL[name]]
+        narrowed = [r for r in rows
+                    if r["tile"]["BN"] < catalogue.tile_for(replace(step, sharers=0), *r["shape"], sms)["BN"]]
+        assert narrowed and all(r["shape"][0] <= max(rows_ for rows_, _ in step.rows_tiles) for r in narrowed)
+        notes = s[SLIDES[name]].split("<!--")[1]
+        assert (f"Where more than {step.sharers:.1f} clusters would have shared each of its tiles by M, the kernel ran "
+                f"them narrower, {catalogue.NARROWEST} columns at a time: {len(narrowed)} cells, among them "
+                f"{slides_atlas._where(narrowed[0])}, which ran {tile_label(narrowed[0]['tile'])} instead of ") in " ".join(notes.split())
+        doc["benchmarks"][catalogue.atlas_id(name)]["params"].pop("sharers")
+    s, _ = built(doc, write_results, tmp_path)
+    assert not any("clusters would have shared" in s[SLIDES[name]] for name in narrowing)
 
 
 def test_stream_k_draws_its_plan_for_the_first_cell_it_ran(fixture_doc, write_results, tmp_path):
