@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import threading
 import uuid
@@ -75,6 +76,12 @@ def _main(argv=None) -> int:
         chosen = build_order(registry.select(benchmarks, args.only))
     except KeyError as e:
         print(f"python -m bench: {e.args[0]}", file=sys.stderr)
+        return 2
+
+    told = os.environ.get(registry.GIT_COMMIT_ENV)
+    if told and not re.fullmatch(f"[0-9a-f]{{40}}({re.escape(registry.DIRTY)})?", told):
+        print(f"python -m bench: {registry.GIT_COMMIT_ENV} is {told!r}, not a commit's 40 hex digits (git rev-parse HEAD "
+              "in the checkout the tree was copied from); nothing was run and results/ is unchanged.", file=sys.stderr)
         return 2
 
     from .core.device import NoGPU, collect_device, collect_software

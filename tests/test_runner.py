@@ -449,6 +449,22 @@ def _cli(argv, fakes, monkeypatch, capsys, device=FAKE_DEVICE):
     return code, capsys.readouterr().err
 
 
+def test_a_commit_told_that_is_not_a_hash_is_refused_before_anything_runs(fakes, tmp_path, monkeypatch, capsys):
+    """$BENCH_GIT_COMMIT goes into every record it writes: text that is not a commit's 40 hex digits
+    (a copy of .git/HEAD, "ref: refs/heads/main") stops the run with one line; a hash, dirty or not, runs."""
+    out = tmp_path / "r.yaml"
+    monkeypatch.setenv(registry.GIT_COMMIT_ENV, "ref: refs/heads/main")
+    code, err = _cli(["--out", str(out)], fakes, monkeypatch, capsys)
+    assert code == 2 and not out.exists()
+    assert err.strip().splitlines() == [f"python -m bench: {registry.GIT_COMMIT_ENV} is 'ref: refs/heads/main', not a commit's "
+                                        "40 hex digits (git rev-parse HEAD in the checkout the tree was copied from); "
+                                        "nothing was run and results/ is unchanged."]
+    for told in ("a" * 40, "0123456789" * 4 + registry.DIRTY):
+        monkeypatch.setenv(registry.GIT_COMMIT_ENV, told)
+        assert _cli(["--out", str(out)], fakes, monkeypatch, capsys)[0] == 0
+        assert schema.load(out)["benchmarks"]["fake.ok"]["git_commit"] == told
+
+
 def test_a_failed_rerun_fails_the_run_though_the_earlier_record_is_kept(fakes, tmp_path, monkeypatch, capsys):
     from bench import __main__ as cli
     from bench.core import device as devices
