@@ -110,17 +110,21 @@ def _narrow(correct: list[dict], sm_count: int, speeds: dict[int, float] | None)
             "wave_pct": 100 * wave, "as_wide": waves["narrow"] * wave}
 
 
+def _wider_tile(row: dict, sm_count: int) -> dict | None:
+    """The tile a correct cell's kernel would have run there had it not narrowed its tile by M
+    (catalogue.fewer_sharers), where it ran a narrower one; else None."""
+    step = catalogue.step_of(row["kernel"]) if row["outcome"] == "correct" and row.get("kernel") in catalogue.KERNELS else None
+    if not step or not step.sharers:
+        return None
+    wide = catalogue.tile_for(replace(step, sharers=0), *row["shape"], sm_count)
+    return wide if row["tile"]["BN"] < wide["BN"] else None
+
+
 def _fewer_sharers(correct: list[dict], params: dict, sm_count: int) -> dict | None:
     """The cells whose kernel ran its tile by M narrower, where more clusters than the record's bound
     (`sharers`) would have shared each tile (catalogue.fewer_sharers; stream-K's are its code slide's):
     how many, and the first of them with the tile it would otherwise have run."""
-    cells = []
-    for x in correct:
-        step = catalogue.step_of(x["kernel"]) if x.get("kernel") in catalogue.KERNELS else None
-        if step and step.sharers and x["kernel"] not in STREAMED:
-            wide = catalogue.tile_for(replace(step, sharers=0), *x["shape"], sm_count)
-            if x["tile"]["BN"] < wide["BN"]:
-                cells.append((x, wide))
+    cells = [(x, wide) for x in correct if x["kernel"] not in STREAMED for wide in [_wider_tile(x, sm_count)] if wide]
     if not cells or not params.get("sharers"):
         return None
     row, wide = cells[0]
@@ -333,21 +337,18 @@ def stream_k(deck, atlases: dict) -> dict:
             "cell": cell, "diagram": "stream_k.svg" if cell else None, "at_reference": at_reference,
             # the tiles the atlas runs it with, by M, smallest first: each up to the rows its cluster's column spans
             "tiles": [_tile_said({**step.best.tile, **change}) for _, change in step.rows_tiles],
-            "promoted": _promoted(atlases), "narrowed": _narrowed(atlases)}
+            "promoted": _promoted(atlases), "narrowed": _narrowed(atlases, deck.of(slides.device).sm_count)}
 
 
-def _narrowed(atlases: dict) -> dict | None:
+def _narrowed(atlases: dict, sm_count: int) -> dict | None:
     """The atlas cells whose stream-K ran its tile by M narrower, where more clusters than their
     record's bound (`sharers`) would have shared each tile (catalogue.fewer_sharers)."""
     cells, sharers = [], None
     for a in atlases.values():
         for x in a["rows"] or []:
-            if x["outcome"] == "correct" and x.get("kernel") in STREAMED:
-                step, m = catalogue.step_of(x["kernel"]), x["shape"][0]
-                by_rows = next(({**step.best.tile, **change} for rows, change in step.rows_tiles if m <= rows), None)
-                if by_rows and x["tile"]["BN"] < by_rows["BN"]:
-                    cells.append(x)
-                    sharers = (a.get("params") or {}).get("sharers") or sharers
+            if x.get("kernel") in STREAMED and _wider_tile(x, sm_count):
+                cells.append(x)
+                sharers = (a.get("params") or {}).get("sharers") or sharers
     return {"sharers": sharers, "cells": len(cells), "where": _where(cells[0])} if cells and sharers else None
 
 
