@@ -11,7 +11,7 @@
 static_assert(2 * FRAGMENT + 40 <= CONSUMER_REGS, "room for the accumulator, the FP32 sums and the loop");
 
 // #region kernel
-extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(THREADS, 1) gemm_fp8_promote(
+extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(THREADS, CTAS_PER_SM) gemm_fp8_promote(
         const __grid_constant__ CUtensorMap tmaA,     // A (M,K): box BK x BM, 128-byte swizzle
         const __grid_constant__ CUtensorMap tmaB,     // B (N,K): box BK x BN/CLUSTER_M, 128-byte swizzle
         const __grid_constant__ CUtensorMap tmaC,     // C (M,N): box EPILOGUE_N x BM/WARPGROUPS_M, 128-byte swizzle
@@ -26,10 +26,10 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
     init_ring_barriers(smem);
 
     if (threadIdx.x < 128) {                                     // producer warpgroup
-        cutlass::arch::warpgroup_reg_dealloc<PRODUCER_REGS>();
+        producer_registers();
         if (threadIdx.x == 0) produce(smem, schedule, tmaA, tmaB, M, N, rank);
     } else {
-        cutlass::arch::warpgroup_reg_alloc<CONSUMER_REGS>();
+        consumer_registers();
         auto [mma, tCrA, tCrB, tCrC] = lean_fragments(smem);      // (MMA,MMA_M|N,MMA_K,PIPE) descriptors, one K-tile's sums
         Tensor sums = make_fragment_like(tCrC);                                  // (MMA,MMA_M,MMA_N) FP32: the whole K's
         Epilogue epilogue(alpha);

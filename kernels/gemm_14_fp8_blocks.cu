@@ -96,7 +96,7 @@ __device__ inline void promote_piece(SharedStorage& smem, TiledMma& mma, FragA c
     }
 }
 
-extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(THREADS, 1) gemm_fp8_blocks(
+extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(THREADS, CTAS_PER_SM) gemm_fp8_blocks(
         const __grid_constant__ CUtensorMap tmaA,     // A (M,K): box BK x BM, 128-byte swizzle
         const __grid_constant__ CUtensorMap tmaB,     // B (N,K): box BK x BN/CLUSTER_M, 128-byte swizzle
         const __grid_constant__ CUtensorMap tmaC,     // C (M,N): box EPILOGUE_N x BM/WARPGROUPS_M, 128-byte swizzle
@@ -112,10 +112,10 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
     init_ring_barriers(smem);
 
     if (threadIdx.x < 128) {                                     // producer warpgroup
-        cutlass::arch::warpgroup_reg_dealloc<PRODUCER_REGS>();
+        producer_registers();
         if (threadIdx.x == 0) produce(smem, schedule, tmaA, tmaB, M, N, rank, ScalesOfA{sfa, M});
     } else {
-        cutlass::arch::warpgroup_reg_alloc<CONSUMER_REGS>();
+        consumer_registers();
         auto [mma, tCrA, tCrB, acc] = lean_fragments(smem);      // (MMA,MMA_M|N,MMA_K,PIPE) descriptors, one K-tile's sums
         Tensor sums = make_fragment_like(acc);                   // (MMA,MMA_M,MMA_N) FP32: the whole K's
         const int r = get<0>(mma.get_slice(threadIdx.x - 128 * PRODUCER_WARPGROUPS)

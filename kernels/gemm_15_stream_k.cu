@@ -46,7 +46,7 @@ struct Run {
     }
 };                                                           // the producer and the consumers each follow it
 
-extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(THREADS, 1) gemm_stream_k(
+extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(THREADS, CTAS_PER_SM) gemm_stream_k(
         const __grid_constant__ CUtensorMap tmaA,     // A (M,K): box BK x BM, 128-byte swizzle
         const __grid_constant__ CUtensorMap tmaB,     // B (N,K): box BK x BN/CLUSTER_M, 128-byte swizzle
         const __grid_constant__ CUtensorMap tmaC,     // C (M,N): box EPILOGUE_N x BM/WARPGROUPS_M, 128-byte swizzle
@@ -60,7 +60,7 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
     init_ring_barriers(smem);
 
     if (threadIdx.x < 128) {                                     // producer warpgroup
-        cutlass::arch::warpgroup_reg_dealloc<PRODUCER_REGS>();
+        producer_registers();
         if (threadIdx.x == 0) {
             Run run(runs, K);
             int fill = 0;
@@ -68,7 +68,7 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
             while (run.piece(p)) load_piece(smem, p, fill, tmaA, tmaB, M, N, rank);
         }
     } else {
-        cutlass::arch::warpgroup_reg_alloc<CONSUMER_REGS>();
+        consumer_registers();
         auto [mma, tCrA, tCrB, tCrC] = lean_fragments(smem);
         Epilogue epilogue(alpha);
         static_assert(decltype(size(tCrC))::value == FRAGMENT);

@@ -21,6 +21,9 @@ using namespace cute;
 #ifndef STATIC_SMEM_BYTES
 #define STATIC_SMEM_BYTES 0     // a step's own static shared memory beside the ring (step 11's staging)
 #endif
+#ifndef CTAS_PER_SM
+#define CTAS_PER_SM 1           // CTAs an SM holds at once, sharing its shared memory and registers (steps 13-15)
+#endif
 
 using Element = ELEMENT;
 // One warpgroup's wgmma, 64 x BN x (32 bytes of K), A and B from shared memory, chosen by CuTe for the type.
@@ -36,7 +39,8 @@ static_assert(BK * sizeof(Element) == 128, "one K-tile row is one 128-byte swizz
 // Shared tiles: rows of BK elements (128 bytes), 16-byte chunks XOR-swizzled within each 8-row,
 // 1 KiB atom, the layout TMA writes with CU_TENSOR_MAP_SWIZZLE_128B and wgmma reads.
 constexpr int STAGE_BYTES = (BM + BN) * BK * sizeof(Element);
-constexpr int SMEM_CAPACITY = 227 * 1024;     // the most shared memory a Hopper CTA may opt in to
+// A Hopper SM's 228 KiB of shared memory, shared by its CTAs, 1 KiB of each reserved: 227 KiB for one
+constexpr int SMEM_CAPACITY = (228 / CTAS_PER_SM - 1) * 1024;
 constexpr int ALIGN_SLACK = 1024;             // the dynamic base aligned up to the 1 KiB swizzle atom
 // The deepest ring: A and B tiles and two mbarriers a stage, SharedStorage rounded up to 1 KiB, the slack.
 constexpr int DEEPEST_RING = (SMEM_CAPACITY - STATIC_SMEM_BYTES - 2 * ALIGN_SLACK) / (STAGE_BYTES + 2 * 8);
@@ -55,7 +59,7 @@ struct alignas(1024) SharedStorage {          // 1 KiB: the swizzle atom's align
     uint64_t empty[RING];                       // TMA steps: "stage s has been read" (every consumer warp arrives)
 };
 constexpr int SMEM_BYTES_NEEDED = sizeof(SharedStorage) + ALIGN_SLACK;
-static_assert(SMEM_BYTES_NEEDED + STATIC_SMEM_BYTES <= SMEM_CAPACITY, "Hopper gives a CTA at most 227 KiB of shared memory");
+static_assert(SMEM_BYTES_NEEDED + STATIC_SMEM_BYTES <= SMEM_CAPACITY, "a CTA's share of the SM's shared memory");
 
 __device__ inline SharedStorage& shared_storage() {
     extern __shared__ uint8_t smem_raw[];
@@ -124,9 +128,17 @@ __device__ inline int acquire_stage(SharedStorage& smem, int fill) {
 static_assert(PRODUCER_WARPGROUPS == 1, "one producer warpgroup");
 // One CTA per SM holds all 64K registers. The producer needs few; the consumers, each holding a
 // 64 x BN accumulator (BN / 2 registers a thread), get the rest (a multiple of 8, at most 256).
+// CTAs sharing an SM keep the launch's even split of them instead (CTAS_PER_SM in the launch bounds).
 constexpr int PRODUCER_REGS = 40;
-constexpr int CONSUMER_REGS = cute::min(256, (65536 / 128 - PRODUCER_REGS) / WARPGROUPS_M / 8 * 8);
+constexpr int CONSUMER_REGS = CTAS_PER_SM > 1 ? 65536 / CTAS_PER_SM / THREADS / 8 * 8
+                                              : cute::min(256, (65536 / 128 - PRODUCER_REGS) / WARPGROUPS_M / 8 * 8);
 static_assert(CONSUMER_REGS >= BN / 2 + 40, "room for the accumulator and the loop");
+__device__ inline void producer_registers() {
+    if constexpr (CTAS_PER_SM == 1) cutlass::arch::warpgroup_reg_dealloc<PRODUCER_REGS>();
+}
+__device__ inline void consumer_registers() {
+    if constexpr (CTAS_PER_SM == 1) cutlass::arch::warpgroup_reg_alloc<CONSUMER_REGS>();
+}
 #endif
 
 // Output tile number `id` as (tile row, tile column). Tiles are numbered in the order they are

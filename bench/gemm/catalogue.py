@@ -164,11 +164,16 @@ SMALL_TILE_BELOW = 0.36
 NARROW_SPEED = 0.95
 
 
+def clusters_at_once(tile: dict, sm_count: int) -> int:
+    """The clusters of ``tile`` the GPU holds at once, CTAS_PER_SM on each SM: a persistent launch's."""
+    return sm_count * tile.get("CTAS_PER_SM", 1) // tile.get("CLUSTER_M", 1)
+
+
 def waves(tile: dict, m: int, n: int, k: int, sm_count: int) -> float:
     """The waves a split-wave launch of ``tile`` takes over an M x N x K GEMM on ``sm_count`` SMs
     (plan.split_wave): its full waves, and the part of a wave its last one lasts, split or not."""
     cluster, k_tiles = tile.get("CLUSTER_M", 1), -(-k // tile["BK"])
-    plan = split_wave(ctas(tile, m, n) // cluster, sm_count // cluster, k_tiles)
+    plan = split_wave(ctas(tile, m, n) // cluster, clusters_at_once(tile, sm_count), k_tiles)
     return plan["full_waves"] + (last_wave_k_tiles(plan) / k_tiles if plan["left"] else 0)
 
 
@@ -189,8 +194,8 @@ STREAM_K_SHARERS = 4.5
 #   14 cells outside the list (N = 1,024 to 5,120, K = 4,096 and 7,168, 3.3-16.5 a tile: by 11-25
 #   points); it lost at 2.36 (N = 7,168: 89.2 against 91.9) and 1.65 (N = 10,240: by 12).
 PROMOTED_SHARERS = 2.5
-# - FP8 block-scaled, its tiles at 64, 128 and 256 rows (64 x 128; 128 x 128; 128 x 192 in clusters of
-#   two): narrower won at 3.0 clusters a tile and more (at 256 rows N = 4,096: 128 columns 84.8%
+# - FP8 block-scaled, its tiles at 64, 128 and 256 rows (then 64 x 128; 128 x 128; 128 x 192 in
+#   clusters of two): narrower won at 3.0 clusters a tile and more (at 256 rows N = 4,096: 128 columns 84.8%
 #   against 74.9%; N = 2,112, 6 a tile: 64 columns 103.9% against 76.5%) and lost at 2.75 (N = 6,144:
 #   at 64 rows 108.6 against 120.8, at 128 rows 93.6 against 101.8). On 42 cells outside the list (64,
 #   128 and 256 rows, N = 1,024 to 5,120, K = 4,096 and 7,168) it picked the fastest at 36 (within half a
@@ -216,7 +221,7 @@ def fewer_sharers(tile: dict, m: int, n: int, sm_count: int, sharers: float) -> 
     share, else the narrowest; ``tile`` where its step never narrows (``sharers`` 0)."""
     candidates = (tile, *narrower(tile)) if sharers else (tile,)
     return next((c for c in candidates
-                 if sm_count // c.get("CLUSTER_M", 1) <= sharers * (ctas(c, m, n) // c.get("CLUSTER_M", 1))), candidates[-1])
+                 if clusters_at_once(c, sm_count) <= sharers * (ctas(c, m, n) // c.get("CLUSTER_M", 1))), candidates[-1])
 
 
 def width_speeds(step: Step) -> dict[int, float]:
@@ -279,7 +284,14 @@ _BLOCK_SCALED = {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS}
 # take one 128 x 128 tile, both consumer warpgroups: on the eight projections at M = 128 it reached
 # 61-99% of cuBLASLt (median 86.3%) where two 64-row CTAs of a 64 x 128 tile reached 64-81% (72.9%),
 # faster at 6 of 8 (H200, 2026-11-30, in the sweep's turns; .probe/fp8_rows_exp.py on branch probes).
-_FP8_ROWS_64 = {"BM": 64, "WARPGROUPS_M": 1, "BN": 64, "CLUSTER_M": 1}
+# At 64 rows the cells are bound by memory and the 64 x 64 tile runs two CTAs an SM (CTAS_PER_SM), so
+# that one's loads go on through the other's epilogue or a split tile's wait: on the eight projections
+# at M = 64 (H200, 2026-11-30, in the sweep's turns; .probe/two_per_sm_all_exp.py on branch probes)
+# the promoted kernel rose at 5 (77.4 -> 95.0% of cuBLASLt at N = 10,240, K = 8,192), level within a
+# point at 3, and on seven widths outside the list (K = 4,096) level or up to 4.9 points. Stream-K's
+# 64-row tile two an SM fell at 13 of 15 (BF16, N = 1,024: 52.5 -> 35.0% of cuBLAS): twice the clusters
+# leave twice the partial sums.
+_FP8_ROWS_64 = {"BM": 64, "WARPGROUPS_M": 1, "BN": 64, "CLUSTER_M": 1, "CTAS_PER_SM": 2}
 _FP8_ROWS_128 = {"BN": 128, "CLUSTER_M": 1}
 _FP8_ROWS = ((64, _FP8_ROWS_64), (128, _FP8_ROWS_128), (256, {"CLUSTER_M": 2}))
 # From 256 rows up the promoted kernel's width is the one whose waves end first (tile_for), each width
@@ -291,11 +303,13 @@ _FP8_NARROW = ((128, 0.88), (64, 0.73))
 # rings at most 160 KiB of A and B tiles (A's scales in each stage do not fit beside as deep a ring as
 # the shared memory would otherwise hold). On the eight projections (H200, 2026-11-30, in the sweep's
 # turns with cuBLASLt's block-scaled GEMM; .probe/blocks_rows_exp.py on branch probes), each against
-# the tile it replaced: at 64 rows 64 x 128 beat 64 x 64 at 6 of 8 (by 8-20 points); at 128 rows one
-# 128 x 128 tile, both consumer warpgroups, beat a 64 x 128 tile at 6 of 8 (by 5-28: 61.2 -> 89.4% at
-# N = 8,192, K = 28,672); at 256 rows 128 x 192 in clusters of two beat 128 x 128 at 6 of 8 (by 5-26).
-# Where each lost (N = 4,096 and 2,112), it narrows.
-_FP8_BLOCK_ROWS = ((64, {**_FP8_ROWS_64, "BN": 128, "STAGES": 6}), (128, {**_FP8_ROWS_128, "STAGES": 5}), (256, {"STAGES": 4}))
+# the tile it replaced: at 64 rows 64 x 64 two CTAs an SM beat one 64 x 128 an SM at 6 of 8 (by 0.5-19:
+# 98.7 -> 118.1% at N = 2,112), lost 2.2 points at N = 8,192, K = 28,672, and beat it on all seven widths
+# outside the list (K = 4,096, by 8-21; .probe/two_per_sm_all_exp.py); at 128 rows one 128 x 128 tile,
+# both consumer warpgroups, beat a 64 x 128 tile at 6 of 8 (by 5-28: 61.2 -> 89.4% at N = 8,192,
+# K = 28,672); at 256 rows 128 x 192 in clusters of two beat 128 x 128 at 6 of 8 (by 5-26). Where
+# each lost (N = 4,096 and 2,112), it narrows.
+_FP8_BLOCK_ROWS = ((64, {**_FP8_ROWS_64, "STAGES": 5}), (128, {**_FP8_ROWS_128, "STAGES": 5}), (256, {"STAGES": 4}))
 
 
 def output_of(tile: dict | None) -> str:
