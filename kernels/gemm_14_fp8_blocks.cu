@@ -34,7 +34,8 @@ __device__ inline int scale_skew(int k, int M) { return int(size_t(k) * M % SCAL
 
 // A float at a 32-bit shared address. Through the ring's generic address each K-tile read the CTA's id
 // in its cluster, and built the address from it, before the K-tile's first wgmma (Nsight Compute's
-// source counters, H200): set once a piece, the step ran 2.3% faster in turns.
+// source counters, H200): set once a piece, the step ran 2.3% faster in a probe's turns (median;
+// within noise in the records' own pairs).
 __device__ inline float load_shared(uint32_t at) {
     float value;
     asm volatile("ld.shared.f32 %0, [%1];" : "=f"(value) : "r"(at));

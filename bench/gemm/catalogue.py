@@ -278,12 +278,11 @@ _BF16_C = {"EPILOGUE_N": 64, "C_ELEMENT": C_ELEMENTS["bf16"]}
 _BLOCK_SCALED = {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS}
 # FP8's tiles by M (tile_for), where 128 x 192 tiles in clusters of two leave most SMs idle: the
 # fastest of six tilings at most of five of the FP8 atlas's projections at each M (H200, in turns
-# with cuBLASLt; promoted, at M = 64: 128 x 192 at 27-56% of it, 64 x 64 at 38-112%). A 64-row tile is one
-# consumer warpgroup's. Block scales name their ring's depth: A's scales in each stage do not fit
-# beside as deep a ring as the shared memory would otherwise hold. The promoted kernel's 128 rows
-# take one 128 x 128 tile, both consumer warpgroups: on the eight projections at M = 128 it reached
-# 61-99% of cuBLASLt (median 86.3%) where two 64-row CTAs of a 64 x 128 tile reached 64-81% (72.9%),
-# faster at 6 of 8 (H200, 2026-11-30, in the sweep's turns; .probe/fp8_rows_exp.py on branch probes).
+# with cuBLASLt; promoted, at M = 64: 128 x 192 at 27-56% of it, 64 x 64 at 38-112%). A 64-row tile
+# is one consumer warpgroup's. The promoted kernel's 128 rows take one 128 x 128 tile, both consumer
+# warpgroups: on the eight projections at M = 128 it reached 61-99% of cuBLASLt (median 86.3%) where
+# two 64-row CTAs of a 64 x 128 tile reached 64-81% (72.9%), faster at 6 of 8 (H200, 2026-11-30, in
+# the sweep's turns; .probe/fp8_rows_exp.py on branch probes).
 # At 64 rows the cells are bound by memory and the 64 x 64 tile runs two CTAs an SM (CTAS_PER_SM), so
 # that one's loads go on through the other's epilogue or a split tile's wait: on the eight projections
 # at M = 64 (H200, 2026-11-30, in the sweep's turns; .probe/two_per_sm_all_exp.py on branch probes)
