@@ -55,14 +55,20 @@ def _grid(row: dict, sm_count: int) -> dict:
     """The output tiles the tile that ran made of the cell's C (the CTAs with work: a cluster's
     partner past the last row has none); where they are fewer than the SMs, how many clusters shared
     their K-tiles (``shared_by``: stream-K's, or a lone last wave split with the idle clusters, whose
-    plan launched more clusters than units) or else the SMs they left ``idle``."""
+    plan launched more clusters than units), and how many CTAs each SM held (``per_sm``: every cluster
+    the GPU holds at once launched), or else the SMs they left ``idle``."""
     m, n, _ = row["shape"]
     tiles = plan.ctas({**row["tile"], "CLUSTER_M": 1}, m, n)
     launched = row.get("plan") or {}
-    few = tiles < sm_count
-    shared = few and launched.get("clusters", 0) > launched.get("units", 0)
-    return {"tiles": tiles, "idle": sm_count - tiles if few and not shared else 0, "streamed": launched.get("kind") == "stream_k",
-            "shared_by": launched["clusters"] if shared else None}
+    shared = launched.get("clusters", 0) > launched.get("units", 0)
+    return {"tiles": tiles, "idle": sm_count - tiles if tiles < sm_count and not shared else 0,
+            "streamed": launched.get("kind") == "stream_k", "shared_by": launched["clusters"] if shared else None,
+            "per_sm": launched["clusters"] * row["tile"].get("CLUSTER_M", 1) // sm_count if shared else 1}
+
+
+def _clusters_said(grid: dict) -> str:
+    """The clusters that shared a cell's K-tiles, and the CTAs an SM held where more than one."""
+    return f"{grid['shared_by']} clusters" + (f" ({grid['per_sm']} CTAs an SM)" if grid["per_sm"] > 1 else "")
 
 
 def _idle_explains(grid: dict, row: dict, sm_count: int) -> bool:
@@ -206,7 +212,7 @@ def _tiles_said(row: dict, sm_count: int) -> str:
         return (f"only {grid['tiles']} tiles for {sm_count} SMs" if _idle_explains(grid, row, sm_count) else
                 f"{grid['tiles']} tiles for {sm_count} SMs, the {grid['idle']} idle too few to explain it")
     if grid["shared_by"]:
-        return f"{grid['tiles']} tiles for {sm_count} SMs, their K-tiles shared by {grid['shared_by']} clusters"
+        return f"{grid['tiles']} tiles for {sm_count} SMs, their K-tiles shared by {_clusters_said(grid)}"
     return f"{grid['tiles']} tiles for {sm_count} SMs, enough to fill them"
 
 
@@ -219,8 +225,8 @@ def _worst_said(row: dict, sm_count: int) -> str:
     elif grid["idle"]:
         why = f"with {grid['tiles']} tiles for {sm_count} SMs, {grid['idle']} idle: mostly the kernel's loss"
     elif grid["shared_by"]:
-        shared = (f"stream-K dealt its {grid['tiles']} tiles' K-tiles evenly to {grid['shared_by']} clusters" if grid["streamed"] else
-                  f"{grid['shared_by']} clusters, the idle ones helping, shared its {grid['tiles']} tiles' K")
+        shared = (f"stream-K dealt its {grid['tiles']} tiles' K-tiles evenly to {_clusters_said(grid)}" if grid["streamed"] else
+                  f"{_clusters_said(grid)}, the idle ones helping, shared its {grid['tiles']} tiles' K")
         why = f"where {shared}: {kernels_loss}"
     else:
         why = f"with {grid['tiles']} tiles, enough for every SM: {kernels_loss}"

@@ -38,10 +38,11 @@ def planned(kernel: str, m: int, n: int, k: int, sm_count: int) -> tuple[dict, d
     tile = catalogue.tile_for(catalogue.step_of(kernel), m, n, k, sm_count)
     cluster = tile["CLUSTER_M"]
     units, k_tiles = plan.ctas(tile, m, n) // cluster, -(-k // tile["BK"])
+    at_once = catalogue.clusters_at_once(tile, sm_count)
     if tile.get("STREAM_K"):
-        kind, made = "stream_k", plan.stream_k(units, sm_count // cluster, k_tiles)
+        kind, made = "stream_k", plan.stream_k(units, at_once, k_tiles)
     else:
-        kind, made = "split_wave", plan.split_wave(units, sm_count // cluster, k_tiles)
+        kind, made = "split_wave", plan.split_wave(units, at_once, k_tiles)
     return ({key: tile[key] for key in ("BM", "BN", "CLUSTER_M")},
             {"kind": kind, **{key: made[key] for key in ("units", "clusters", "k_tiles")}})
 
@@ -495,6 +496,27 @@ def test_a_lone_wave_split_with_the_idle_clusters_is_not_blamed_on_idle_sms(fixt
     assert (f"where {launched['clusters']} clusters, the idle ones helping, shared its {tiles} tiles' K: "
             "the kernel's loss, not the grid's") in slide
     assert "leave SMs idle" not in slide
+
+
+def test_cells_whose_tile_runs_two_ctas_an_sm_say_so(fixture_doc, write_results, tmp_path):
+    """An atlas whose tile at the fewest rows runs more than one CTA an SM (CTAS_PER_SM): its launch
+    holds that many more clusters, and the worst cell's sentence says how many CTAs each SM held."""
+    ratio = lambda m, n, k: 0.5 + m / 16384
+    s, _ = built(with_atlases(fixture_doc, ratio), write_results, tmp_path)
+    sms = fixture_doc["device"]["sm_count"]
+    m, (model, projection, n, k) = min(atlas.MS), atlas.PROJECTIONS[0]
+    shared = [name for name in KERNEL if name not in WITH_STREAM_K
+              and catalogue.tile_for(catalogue.step_of(KERNEL[name]), m, n, k, sms).get("CTAS_PER_SM", 1) > 1]
+    assert shared, "an atlas whose kernel runs its 64-row tile more than one CTA an SM"
+    for name in shared:
+        per_sm = catalogue.tile_for(catalogue.step_of(KERNEL[name]), m, n, k, sms)["CTAS_PER_SM"]
+        tile, launched = planned(KERNEL[name], m, n, k, sms)
+        tiles = plan.ctas({**tile, "CLUSTER_M": 1}, m, n)
+        assert launched["clusters"] * tile["CLUSTER_M"] == per_sm * sms > launched["units"]
+        assert (f"M = {m}: {tiles} tiles for {sms} SMs, their K-tiles shared by {launched['clusters']} clusters "
+                f"({per_sm} CTAs an SM).") in s[SLIDES[name]]
+    for name in WITH_STREAM_K:        # one CTA an SM: nothing said
+        assert "CTAs an SM" not in s[SLIDES[name]]
 
 
 def test_a_few_idle_sms_are_not_blamed_for_a_larger_loss(fixture_doc, write_results, tmp_path):
