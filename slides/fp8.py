@@ -48,7 +48,7 @@ class Peer(Context):
     commit: str = ""
     version: str = ""
     block: dict | None = None
-    counts: dict | None = None              # the shapes where DeepGEMM is ahead of cuBLASLt, level, behind
+    standing: str = ""                      # where DeepGEMM is ahead of cuBLASLt, level, behind (_standing)
     wrong: list[str] = field(default_factory=list)      # the kernels whose check failed
     bf16_bits: int = BF16_BITS
     bf16_roundoff: float = 2.0 ** -BF16_BITS
@@ -259,6 +259,18 @@ def _blocks(r: dict, bf16_c: dict | None) -> dict | None:
                                   "versus": PLACED[_called(bf16_c["ratio"])]}}
 
 
+def _standing(called: list[str]) -> str:
+    """DeepGEMM against cuBLASLt over the shapes, from each shape's verdict (_called): one clause where
+    every shape had the same, else each verdict counted where it has some, the most first."""
+    counts = {verdict: called.count(verdict) for verdict in PLACED}
+    if max(counts.values()) == len(called):
+        return f"{PLACED[called[0]]} cuBLASLt at all {len(called)} shapes"
+    said = sorted((verdict for verdict in counts if counts[verdict]), key=lambda v: -counts[v])
+    first, *rest = said
+    return ", ".join([f"{PLACED[first]} cuBLASLt at {counts[first]} of {len(called)} shapes",
+                      *(f"{PLACED[v]} it at {counts[v]}" for v in rest)])
+
+
 def _called(pair: dict) -> str:
     """A speed ratio's verdict from its interval: ahead or behind only where all of it lies on one side."""
     low, high = pair["ci"]
@@ -308,7 +320,7 @@ def _peer(deck) -> Peer:
                           if params["outputs"]["ours"] == "fp32" else "",
                 c_said="C in BF16" + (" but this project's, FP32" if params["outputs"]["ours"] == "fp32" else ""),
                 errors_alike=printed.pop() if len(printed) == 1 else None, commit=params["commit"], version=params["version"],
-                block=params["block"], counts={c: called.count(c) for c in ("ahead", "tie", "behind")},
+                block=params["block"], standing=_standing(called),
                 wrong=[name for s in r["record"]["shapes"] for name in ("deepgemm", "cublaslt_blocks", "cublaslt_bf16_out", "ours")
                        if name in s and not s[name]["check"]["passed"]],
                 spoken=[f"This project's kernel with {ours_scaling} runs at {100 * ours_range[0]:,.0f} to "
