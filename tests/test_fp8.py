@@ -221,7 +221,8 @@ def test_the_deepgemm_table_names_each_ones_tile_where_the_record_does(fixture_d
     (["ahead"] * 5, "ahead of cuBLASLt at all 5 shapes"),
     (["tie"] * 2, "level with cuBLASLt at all 2 shapes"),
     (["ahead", "tie", "ahead", "behind", "ahead"], "ahead of cuBLASLt at 3 of 5 shapes, behind it at 1, level with it at 1"),
-    (["behind", "behind", "ahead"], "behind cuBLASLt at 2 of 3 shapes, ahead of it at 1")])
+    (["behind", "behind", "ahead"], "behind cuBLASLt at 2 of 3 shapes, ahead of it at 1"),
+    ([], "not timed beside cuBLASLt")])
 def test_deepgemms_standing_counts_only_the_verdicts_it_has(called, said):
     """The DeepGEMM slide's answer: one clause where every shape had the same verdict, else each verdict
     counted where some shape had it, the most first; never "behind at 0"."""
