@@ -262,9 +262,9 @@ def _blocks(r: dict, bf16_c: dict | None) -> dict | None:
 def _standing(called: list[str]) -> str:
     """DeepGEMM against cuBLASLt over the shapes, from each shape's verdict (_called): one clause where
     every shape had the same, else each verdict counted where it has some, the most first."""
-    counts = {verdict: called.count(verdict) for verdict in PLACED}
     if not called:
         return "not timed beside cuBLASLt"
+    counts = {verdict: called.count(verdict) for verdict in PLACED}
     if max(counts.values()) == len(called):
         return f"{PLACED[called[0]]} cuBLASLt at all {len(called)} shapes"
     said = sorted((verdict for verdict in counts if counts[verdict]), key=lambda v: -counts[v])

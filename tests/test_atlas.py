@@ -505,11 +505,11 @@ def test_cells_whose_tile_runs_two_ctas_an_sm_say_so(fixture_doc, write_results,
     s, _ = built(with_atlases(fixture_doc, ratio), write_results, tmp_path)
     sms = fixture_doc["device"]["sm_count"]
     m, (model, projection, n, k) = min(atlas.MS), atlas.PROJECTIONS[0]
-    shared = [name for name in KERNEL if name not in WITH_STREAM_K
-              and catalogue.tile_for(catalogue.step_of(KERNEL[name]), m, n, k, sms).get("CTAS_PER_SM", 1) > 1]
+    ctas_per_sm = {name: catalogue.tile_for(catalogue.step_of(KERNEL[name]), m, n, k, sms).get("CTAS_PER_SM", 1)
+                   for name in KERNEL if name not in WITH_STREAM_K}
+    shared = {name: per_sm for name, per_sm in ctas_per_sm.items() if per_sm > 1}
     assert shared, "an atlas whose kernel runs its 64-row tile more than one CTA an SM"
-    for name in shared:
-        per_sm = catalogue.tile_for(catalogue.step_of(KERNEL[name]), m, n, k, sms)["CTAS_PER_SM"]
+    for name, per_sm in shared.items():
         tile, launched = planned(KERNEL[name], m, n, k, sms)
         tiles = plan.ctas({**tile, "CLUSTER_M": 1}, m, n)
         assert launched["clusters"] * tile["CLUSTER_M"] == per_sm * sms > launched["units"]

@@ -187,7 +187,8 @@ def test_a_tile_by_m_narrows_where_more_clusters_than_its_steps_bound_would_shar
             for n in (1024, 2112, 2816, 4096, 6144, 28672):
                 expected = tile
                 while expected["BN"] > catalogue.NARROWEST and (
-                        sms // expected["CLUSTER_M"] > step.sharers * (plan.ctas(expected, rows, n) // expected["CLUSTER_M"])):
+                        sms * expected.get("CTAS_PER_SM", 1) // expected["CLUSTER_M"]
+                        > step.sharers * (plan.ctas(expected, rows, n) // expected["CLUSTER_M"])):
                     bn = expected["BN"] - catalogue.NARROWEST
                     stages = expected["STAGES"] * (expected["BM"] + expected["BN"]) // (expected["BM"] + bn)
                     assert stages * (expected["BM"] + bn) <= max(1, expected["STAGES"]) * (expected["BM"] + expected["BN"])
