@@ -60,11 +60,14 @@ struct ScalesOfA {
 // accumulators come in fours, two adjacent columns of its row r, the same two of row r + 8, then the
 // next 8 columns (wgmma's accumulator layout); the tile's first FIRST groups of 64 columns lie in B's
 // first block. Unrolled, with FIRST a constant, each FFMA's scale is a register known at compile time.
+// acc(j) goes into sums(j ^ 1), the pair swapped (the epilogue stores it back in order): a split
+// tile's float4 scratch keeps sums(j) in j's register quad, as wgmma keeps acc(j), so each sum and its
+// accumulator would share a register bank, and half the FFMA read all three sources from one bank.
 template <int FIRST, class Frag>
 __device__ inline void add_scaled(Frag& sums, Frag const& acc, float const (&scale)[2][2]) {
     CUTE_UNROLL
     for (int j = 0; j < size(sums); ++j)
-        sums(j) = fmaf(scale[j / 2 % 2][8 * (j / 4) / 64 >= FIRST], acc(j), sums(j));
+        sums(j ^ 1) = fmaf(scale[j / 2 % 2][8 * (j / 4) / 64 >= FIRST], acc(j), sums(j ^ 1));
 }
 
 // One consumer thread's K-tiles of a piece, promoted and scaled into sums: its rows r and r + 8 take
@@ -142,7 +145,7 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
                 continue;
             }
             if (p.k1 < schedule.k_tiles) tail.add_to(sums);     // an owner: add them
-            epilogue.store(sums, tmaC, tm, tn);
+            epilogue.store<true>(sums, tmaC, tm, tn);          // its pairs swapped (add_scaled)
         }
         epilogue.drain();
     }

@@ -26,8 +26,13 @@ __shared__ alignas(1024) CElement staging[EPILOGUE_BUFFERS * BM * EPILOGUE_N];  
 
 // Two adjacent columns of C into the staging at shared address `at`: floats as they are, BF16 rounded
 // to nearest and packed in one word.
+// APART: x and y need not sit in an aligned register pair (a 64-bit store's): two 32-bit stores, volatile
+// so that ptxas does not pair them again and place the sums for it.
+template <bool APART = false>
 __device__ inline void store_pair(uint32_t at, float x, float y) {
-    if constexpr (sizeof(CElement) == 4) {
+    if constexpr (sizeof(CElement) == 4 && APART) {
+        asm volatile("st.volatile.shared.f32 [%0], %1;\n\tst.volatile.shared.f32 [%0+4], %2;" :: "r"(at), "f"(x), "f"(y));
+    } else if constexpr (sizeof(CElement) == 4) {
         asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(at), "f"(x), "f"(y));
     } else {
         __nv_bfloat162 pair = __floats2bfloat162_rn(x, y);
@@ -47,7 +52,8 @@ struct Epilogue {
     __device__ void sync() const {   // this warpgroup's 128 threads (named barriers 1 on; 0 is __syncthreads)
         cutlass::arch::NamedBarrier::arrive_and_wait(128, 1 + warpgroup);
     }
-    template <class FragC>
+    // SWAPPED: tCrC holds each pair of adjacent columns swapped, value i in slot i ^ 1 (step 14's sums)
+    template <bool SWAPPED = false, class FragC>
     __device__ void store(FragC const& tCrC, CUtensorMap const& tmaC, int tm, int tn) {
         // The 64 x EPILOGUE_N wgmma atom maps threads to C as the 64 x BN one does, over fewer columns:
         // the (row, column) in a chunk of each of this thread's values, in the accumulators' order.
@@ -66,8 +72,8 @@ struct Epilogue {
             CUTE_UNROLL
             for (int i = 0; i < PER_CHUNK; i += 2) {              // a value pair: two adjacent columns
                 auto [row, col] = coords(i);
-                store_pair(base + SmemLayoutC{}(row, col) * sizeof(CElement), alpha * tCrC(j * PER_CHUNK + i),
-                           alpha * tCrC(j * PER_CHUNK + i + 1));
+                store_pair<SWAPPED>(base + SmemLayoutC{}(row, col) * sizeof(CElement), alpha * tCrC(j * PER_CHUNK + i + SWAPPED),
+                                    alpha * tCrC(j * PER_CHUNK + i + 1 - SWAPPED));
             }
             tma_store_fence();                                    // the writes are visible to TMA
             sync();
