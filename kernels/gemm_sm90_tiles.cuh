@@ -104,9 +104,9 @@ __device__ inline void init_ring_barriers(SharedStorage& smem) {
 __device__ inline void release_stage(SharedStorage& smem, int s) {
     if constexpr (CLUSTER_M == 1) {
         if (threadIdx.x % 32 == 0) arrive_barrier(smem.empty[s]);
-    } else {
-        for (int cta = 0; cta < CLUSTER_M; ++cta)
-            cutlass::arch::ClusterBarrier::arrive(&smem.empty[s], cta, threadIdx.x % 32 == 0);
+    } else {                                  // lane c on CTA c's barrier: one instruction for the cluster
+        const int lane = threadIdx.x % 32;
+        cutlass::arch::ClusterBarrier::arrive(&smem.empty[s], lane, lane < CLUSTER_M);
     }
 }
 

@@ -302,7 +302,7 @@ _FP8_NARROW = ((128, 0.88), (64, 0.73))
 # rings at most 160 KiB of A and B tiles (A's scales in each stage do not fit beside as deep a ring as
 # the shared memory would otherwise hold). On the eight projections (H200, 2026-11-30, in the sweep's
 # turns with cuBLASLt's block-scaled GEMM; .probe/blocks_rows_exp.py on branch probes), each against
-# the tile it replaced: at 64 rows 64 x 64 two CTAs an SM beat one 64 x 128 an SM at 6 of 8 (by 0.5-19:
+# the tile it replaced: at 64 rows 64 x 64 two CTAs an SM beat one 64 x 128 an SM at 7 of 8 (by 0.5-19.4:
 # 98.7 -> 118.1% at N = 2,112), lost 2.2 points at N = 8,192, K = 28,672, and beat it on all seven widths
 # outside the list (K = 4,096, by 8-21; .probe/two_per_sm_all_exp.py); at 128 rows one 128 x 128 tile,
 # both consumer warpgroups, beat a 64 x 128 tile at 6 of 8 (by 5-28: 61.2 -> 89.4% at N = 8,192,
