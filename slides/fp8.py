@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from bench.gemm import catalogue
 from slides.device import pct_of_peak
-from slides.gemm import gain_in_turns, in_turns, pair_with_cublas
+from slides.gemm import MOVED_POINTS, TENSOR_PIPE, gain_in_turns, in_turns, pair_with_cublas
 from slides.kit import ACCENT, INK, MUTED, PALETTE, REF, Line, Point, arrow, drawing, grouped_bars, scatter, text
 from slides.records import Context
 import slides.device
@@ -141,7 +141,8 @@ def context(deck) -> Fp8:
                rate_said=f"Hopper's FP8 tensor cores do {rates['fp8'] / rates['bf16']:,.0f}× BF16's work per clock."
                          if "fp8" in rates else "",
                headline_tile=f"{headline_tile['BM']}×{headline_tile['BN']}", held_pct=100 * HELD, error_within=ERROR_WITHIN,
-               blocks=_blocks(by[BLOCKS_STEP.best.id], by.get(BF16_C_STEP.best.id)), blocks_name=BLOCKS_STEP.title,
+               blocks=_blocks(by[BLOCKS_STEP.best.id], by.get(BF16_C_STEP.best.id), by.get(catalogue.before(BLOCKS_STEP.best.id))),
+               blocks_name=BLOCKS_STEP.title,
                block=catalogue.SCALE_BLOCK, peer=_peer(deck),
                spoken=_spoken(fp8, promoted, over_bf16), table_spoken=_table_spoken(promoted, over_bf16),
                targets=_targets(fp8, promoted),
@@ -242,21 +243,33 @@ def _pair(r: dict) -> dict | None:
     return {**pair, "verdict": verdict, "words": "apart: a tie" if verdict == "a tie" else verdict}
 
 
-def _blocks(r: dict, bf16_c: dict | None) -> dict | None:
+def _blocks(r: dict, bf16_c: dict | None, before: dict | None) -> dict | None:
     """The block-scaled kernel against cuBLASLt given the same block scales (in turns); what the
-    scales cost, the pair timed in turns with the step before, which takes one scale a tensor; and
-    what writing C in BF16 then gains (the next step, its own pair)."""
+    scales cost, the pair timed in turns with the step before, which takes one scale a tensor, and
+    where the counters put it; and what writing C in BF16 then gains (the next step, its own pair)."""
     tile = (r["record"].get("resources") or {}).get("tile")
     if not (r["usable"] and tile):
         return None
     bf16_c = bf16_c if bf16_c and bf16_c["usable"] else None
     return {**r, "tile": tile, "block": tile["SCALE_BLOCK"], "cost": _pair(r),
             "before": catalogue.step_of(catalogue.before(r["id"])).title,
-            "versus": PLACED[_called(r["ratio"])],
+            "versus": PLACED[_called(r["ratio"])], "tensor_busy": _tensor_busy(r, before),
             "label": catalogue.variant(r["id"]).label,
             "error_versus": f", {r['error_ratio']:,.2f}× cuBLASLt's" if r["error_ratio"] is not None else "",
             "bf16_c": bf16_c and {**bf16_c, "gain": _pair(bf16_c),
                                   "versus": PLACED[_called(bf16_c["ratio"])]}}
+
+
+def _tensor_busy(r: dict, before: dict | None) -> dict | None:
+    """How busy Nsight Compute found the tensor cores in the block-scaled kernel and in the step before
+    (the same loop with one scale a tensor), where both were profiled, and what the difference says."""
+    profiles = [x["record"].get("profile") if x else None for x in (r, before)]
+    if not all(p and TENSOR_PIPE in p["metrics"] for p in profiles):
+        return None
+    pct, was = (p["metrics"][TENSOR_PIPE] for p in profiles)
+    said = ("the difference is time the tensor cores wait while each K-tile's sums are scaled" if was - pct >= MOVED_POINTS
+            else f"within {MOVED_POINTS} points: the scales' work hides under the tensor cores'")
+    return {"pct": pct, "before": was, "said": said}
 
 
 def _standing(called: list[str]) -> str:

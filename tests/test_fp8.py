@@ -227,3 +227,38 @@ def test_deepgemms_standing_counts_only_the_verdicts_it_has(called, said):
     """The DeepGEMM slide's answer: one clause where every shape had the same verdict, else each verdict
     counted where some shape had it, the most first; never "behind at 0"."""
     assert slides.fp8._standing(called) == said
+
+
+def _profiled(tensor_pct):
+    return {"record": {"profile": {"metrics": {slides.fp8.TENSOR_PIPE: tensor_pct}}} if tensor_pct is not None else {}}
+
+
+@pytest.mark.parametrize("pct, before, said", [
+    (82.3, 94.7, "the difference is time the tensor cores wait while each K-tile's sums are scaled"),
+    (93.0, 94.7, "within 5 points: the scales' work hides under the tensor cores'"),
+    (82.3, None, None), (None, 94.7, None)])
+def test_the_block_scales_notes_say_what_the_tensor_cores_counters_say(pct, before, said):
+    """The block-scaled kernel's tensor cores against the promotion step's, from both profiles: the
+    gap said for what it is where it is past MOVED_POINTS, and nothing where either kernel has no profile."""
+    busy = slides.fp8._tensor_busy(_profiled(pct), _profiled(before))
+    assert (busy and busy["said"]) == said
+    assert slides.fp8._tensor_busy(_profiled(pct), None) is None
+
+
+@pytest.mark.parametrize("profiled", [True, False])
+def test_the_block_scales_notes_read_the_profiles_where_both_kernels_have_one(fixture_doc, write_results, tmp_path, profiled):
+    for bench_id, pct in ((BLOCKS_ID, 82.3), (catalogue.before(BLOCKS_ID), 94.7)):
+        if profiled:     # a profile as --profile writes it, the tensor cores at pct
+            rec = fixture_doc["benchmarks"][bench_id]
+            rec["profile"] = {"metrics": {slides.fp8.TENSOR_PIPE: pct}, "names": {slides.fp8.TENSOR_PIPE: "tensor pipe active, %"},
+                              "tool": "ncu --clock-control none", "of": rec["source_hash"],
+                              "measured_at": rec["measured_at"], "git_commit": rec["git_commit"]}
+        else:
+            fixture_doc["benchmarks"][bench_id].pop("profile", None)
+    notes = _fp8_slides(fixture_doc, write_results, tmp_path)["FP8: Block Scales"]
+    assert ("By Nsight Compute its tensor cores were busy 82.3% of the time, the promotion step's 94.7%: the difference"
+            in notes) == profiled
+    assert ("What still holds the kernel behind the promotion step is not in the results yet." in notes) != profiled
+
+
+BLOCKS_ID = slides.fp8.BLOCKS_STEP.best.id
