@@ -268,7 +268,7 @@ def _tensor_busy(r: dict, before: dict | None) -> dict | None:
         return None
     pct, was = (p["metrics"][TENSOR_PIPE] for p in profiles)
     said = ("the difference is time the tensor cores wait while each K-tile's sums are scaled" if was - pct >= MOVED_POINTS
-            else f"within {MOVED_POINTS} points: the scales' work hides under the tensor cores'")
+            else f"within {MOVED_POINTS} points of it, so the scales' work hides under the tensor cores'")
     return {"pct": pct, "before": was, "said": said}
 
 
