@@ -253,35 +253,50 @@ def precompile(chosen, device: dict) -> None:
 
 
 def profile_all(chosen, out: Path, device: dict) -> int:
-    """Profile each chosen hand-written GEMM whose result is already in ``out``."""
-    from .core import results
+    """Profile each chosen hand-written GEMM, and each chosen peer that runs beside one (shape by
+    shape, its kernel and ours), whose result is already in ``out``."""
+    from .core import peers, results
     from .core.device import collect_software
+    from .core.topology import child_env
     from .gemm.catalogue import KERNELS
-    from .gemm.profile import profile
+    from .gemm.profile import METRICS, PEERS, profile, profile_peer, with_peer_profile
     try:
         recorded = results.existing(out, device)
     except schema.ResultsError as e:
         print(f"python -m bench: {e}", file=sys.stderr)
         return 1
-    ids = [b.id for b in chosen if b.id in KERNELS]
+    targets = [b for b in chosen if b.id in KERNELS or b.id in PEERS]
     software = collect_software()
     failures = 0
-    for i, bid in enumerate(ids, 1):
+    for i, bench in enumerate(targets, 1):
+        bid = bench.id
         if bid not in recorded:
-            print(f"[{i}/{len(ids)}] {bid}: not measured yet; run python -m bench --only {bid} first", flush=True)
+            print(f"[{i}/{len(targets)}] {bid}: not measured yet; run python -m bench --only {bid} first", flush=True)
             failures += 1
             continue
-        print(f"[{i}/{len(ids)}] {bid}: ncu ...", flush=True)
+        print(f"[{i}/{len(targets)}] {bid}: ncu ...", flush=True)
+        stamp = {"measured_at": schema.now_iso(), "git_commit": registry.git_commit()}
         try:
-            prof = profile(bid)
+            if bid in KERNELS:
+                prof = profile(bid)
+                record = {**recorded[bid], "profile": {**prof, "of": results.launch_fingerprint(recorded[bid].get("resources")),
+                                                       **stamp}}
+                said = [", ".join(f"{prof['names'][m]} {v:.3g}" for m, v in prof["metrics"].items())]
+            else:
+                if bench.peer and peers.missing(bench.peer):
+                    raise RuntimeError(peers.missing(bench.peer))
+                shapes = profile_peer(bid, child_env(**dict(bench.env)))
+                record = with_peer_profile(recorded[bid], shapes, stamp)
+                said = [f"{'x'.join(map(str, s['shape']))}: " + ", ".join(
+                            f"{METRICS[m]} {v:.3g}" + (f" (ours {s['ours'][m]:.3g})" if "ours" in s else "")
+                            for m, v in s["peer"].items()) for s in shapes]
         except Exception as e:
-            print(f"[{i}/{len(ids)}] {bid}: profile failed: {e}", file=sys.stderr)
+            print(f"[{i}/{len(targets)}] {bid}: profile failed: {e}", file=sys.stderr)
             failures += 1
             continue
-        of = {"of": results.launch_fingerprint(recorded[bid].get("resources")), "measured_at": schema.now_iso(),
-              "git_commit": registry.git_commit()}
-        results.merge(out, device, software, {bid: {**recorded[bid], "profile": {**prof, **of}}})
-        print("    " + ", ".join(f"{prof['names'][m]} {v:.3g}" for m, v in prof["metrics"].items()), flush=True)
+        results.merge(out, device, software, {bid: record})
+        for line in said:
+            print("    " + line, flush=True)
     return 1 if failures else 0
 
 

@@ -54,6 +54,8 @@ class Peer(Context):
     bf16_roundoff: float = 2.0 ** -BF16_BITS
     spoken: list[str] = field(default_factory=list)     # the notes' lines on this project's kernel
     ours_own_said: str = ""                 # the notes' sentence on its two figures
+    profiled: bool = False                  # some shape has both kernels' counters: the table's column
+    busy_said: str = ""                     # the notes' sentence on how busy each one's tensor cores were
     tiled: bool = False                     # the records name each one's tile at each shape (from 2026-11-30)
 
 
@@ -301,6 +303,32 @@ def _tiles_said(s: dict) -> str:
                        if theirs else "—", said(ours["BM"], ours["BN"], ours.get("CLUSTER_M", 1)) if ours else "—"])
 
 
+def _busy(s: dict) -> dict | None:
+    """How busy Nsight Compute found DeepGEMM's tensor cores and ours at a shape, where it read both."""
+    counters = s.get("profile") or {}
+    if not all(TENSOR_PIPE in counters.get(who, {}) for who in ("peer", "ours")):
+        return None
+    return {"deepgemm": counters["peer"][TENSOR_PIPE], "ours": counters["ours"][TENSOR_PIPE]}
+
+
+def _busy_said(busy: list[dict]) -> str:
+    """The notes' sentence on the tensor cores, over the shapes profiled: each one's range, and by how
+    much ours were less busy where they were by MOVED_POINTS or more."""
+    if not busy:
+        return ""
+    def span(values, unit):         # a range, or one figure where both ends print alike
+        lo, hi = f"{min(values):,.1f}", f"{max(values):,.1f}"
+        return f"{lo}{unit}" if lo == hi else f"{lo}–{hi}{unit}"
+    at = lambda gaps: "every shape" if len(gaps) == len(busy) else f"{len(gaps)} of {len(busy)} shapes"
+    less = [b["deepgemm"] - b["ours"] for b in busy if b["deepgemm"] - b["ours"] >= MOVED_POINTS]
+    more = [b["ours"] - b["deepgemm"] for b in busy if b["ours"] - b["deepgemm"] >= MOVED_POINTS]
+    gap = ", ".join([*([f"ours less busy by {span(less, ' points')} at {at(less)}"] if less else []),
+                     *([f"ours busier by {span(more, ' points')} at {at(more)}"] if more else [])]) \
+        or f"within {MOVED_POINTS} points of each other at every shape"
+    return (f"By Nsight Compute DeepGEMM's tensor cores were busy {span([b['deepgemm'] for b in busy], '%')} of the time at "
+            f"{'these shapes' if len(busy) > 1 else 'the shape profiled'}, this project's {span([b['ours'] for b in busy], '%')}: {gap}.")
+
+
 def _peer(deck) -> Peer:
     """DeepGEMM on its shapes: against cuBLASLt with the same block scales and BF16 C, and this
     project's headline against it, each a pair from the same turns."""
@@ -312,7 +340,7 @@ def _peer(deck) -> Peer:
         versus = s["deepgemm_over_cublaslt_by_sample"]
         ours = s.get("ours_over_deepgemm_by_sample")      # ours is shown where its pair with DeepGEMM is
         shapes.append({"shape": s["shape"], "deepgemm": s["deepgemm"], "cublaslt": s["cublaslt_blocks"],
-                       "per_tensor": s["cublaslt_bf16_out"], "tiles": _tiles_said(s),
+                       "per_tensor": s["cublaslt_bf16_out"], "tiles": _tiles_said(s), "busy": _busy(s),
                        "ours": s.get("ours") if ours else None, "versus": versus, "versus_called": _called(versus), "ours_over": ours})
     called = [s["versus_called"] for s in shapes]
     ours = [s["ours_over"]["median"] for s in shapes if s["ours_over"]]
@@ -327,7 +355,9 @@ def _peer(deck) -> Peer:
     ours_own = here and {"shape": own_shape, "here": here["ours"]["tflops"], "own": own["tflops"]}
     # the three errors as the notes print them: one figure, said once, where they all print alike
     printed = {f"{s[name]['check']['rel_error']:.1e}" for s in shapes for name in ("deepgemm", "cublaslt", "per_tensor")}
+    busy = [s["busy"] for s in shapes if s["busy"]]
     return Peer(result=r, shapes=shapes, ours_range=ours_range, ours_own=ours_own,
+                profiled=bool(busy), busy_said=_busy_said(busy),
                 tiled=any("deepgemm_config" in s for s in r["record"]["shapes"]),
                 ours_name=catalogue.step_of(params["ours"]).title, ours_output=params["outputs"]["ours"].upper(),
                 ours_scaling=ours_scaling, ours_in_fp32=params["outputs"]["ours"] == "fp32",

@@ -262,3 +262,37 @@ def test_the_block_scales_notes_read_the_profiles_where_both_kernels_have_one(fi
 
 
 BLOCKS_ID = slides.fp8.BLOCKS_STEP.best.id
+
+
+def test_the_deepgemm_slides_set_each_ones_tensor_cores_side_by_side_where_profiled(fixture_doc, write_results, tmp_path):
+    """python -m bench --profile reads DeepGEMM's kernel and ours at each shape: the table gives both
+    tensor cores' busy share, a dash where a shape has no counters; the notes give each one's range and
+    the gap. Without counters, neither."""
+    s = _fp8_slides(fixture_doc, write_results, tmp_path)
+    assert "Tensor cores busy" not in s["FP8 Beside DeepGEMM — Table"] and "Nsight" not in s["FP8 Beside DeepGEMM"]
+    peer = fixture_doc["benchmarks"]["peers.deepgemm"]
+    for i, shape in enumerate(peer["shapes"][:-1]):
+        shape["profile"] = {"peer": {slides.fp8.TENSOR_PIPE: 90.0 + i}, "ours": {slides.fp8.TENSOR_PIPE: 80.0 + i}}
+    peer["profile"] = {"names": {slides.fp8.TENSOR_PIPE: "tensor pipe active, %"}, "of": peer["source_hash"]}
+    s = _fp8_slides(fixture_doc, write_results, tmp_path / "profiled")
+    rows = [line for line in s["FP8 Beside DeepGEMM — Table"].splitlines() if line.startswith("| 4096")]
+    assert [row.rsplit("|", 2)[1].strip() for row in rows] == [f"{90 + i:.1f}% / {80 + i:.1f}%" for i in range(len(rows) - 1)] + ["—"]
+    last = len(peer["shapes"]) - 2
+    assert (f"By Nsight Compute DeepGEMM's tensor cores were busy 90.0–{90 + last:.1f}% of the time at these shapes, "
+            f"this project's 80.0–{80 + last:.1f}%: ours less busy by 10.0 points at every shape.") in s["FP8 Beside DeepGEMM"]
+
+
+@pytest.mark.parametrize("busy, said", [
+    ([{"deepgemm": 93.5, "ours": 83.0}, {"deepgemm": 80.2, "ours": 69.0}],
+     "DeepGEMM's tensor cores were busy 80.2–93.5% of the time at these shapes, this project's 69.0–83.0%: "
+     "ours less busy by 10.5–11.2 points at every shape."),
+    ([{"deepgemm": 93.5, "ours": 83.0}, {"deepgemm": 80.2, "ours": 79.0}],
+     "this project's 79.0–83.0%: ours less busy by 10.5 points at 1 of 2 shapes."),
+    ([{"deepgemm": 93.5, "ours": 92.0}], "DeepGEMM's tensor cores were busy 93.5% of the time at the shape profiled, "
+     "this project's 92.0%: within 5 points of each other at every shape."),
+    ([{"deepgemm": 93.5, "ours": 83.0}, {"deepgemm": 70.0, "ours": 80.0}, {"deepgemm": 80.0, "ours": 81.0}],
+     "ours less busy by 10.5 points at 1 of 3 shapes, ours busier by 10.0 points at 1 of 3 shapes."),
+    ([], None)])
+def test_the_deepgemm_notes_say_the_tensor_cores_gap_for_what_it_is(busy, said):
+    got = slides.fp8._busy_said(busy)
+    assert (said in got) if said else got == ""

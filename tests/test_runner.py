@@ -280,14 +280,51 @@ def test_telemetry_summary_keeps_to_the_timed_loops():
     assert sampler.summary()["window"] == "whole benchmark"
 
 
-def test_ncu_csv_is_read_by_metric_name():
-    from bench.gemm.profile import METRICS, ncu_command, parse_csv
+def _ncu_csv(launches) -> str:
+    """ncu's CSV as --csv --page details writes it: a row a metric of each launch, after its own lines."""
+    from bench.gemm.profile import METRICS
     header = '"ID","Kernel Name","Section Name","Metric Name","Metric Unit","Metric Value"'
-    rows = [f'"0","gemm_cute_mma","Command line profiler metrics","{m}","","{1000 + i:,}"' for i, m in enumerate(METRICS)]
-    values = parse_csv("==PROF== Connected to process\n" + "\n".join([header, *rows]) + "\n")
-    assert values == {m: 1000.0 + i for i, m in enumerate(METRICS)}
-    cmd = ncu_command("regex:^gemm_cute_mma$", "gemm.cute_mma_tf32", ROOT / "x.csv")
+    rows = [f'"{i}","{name}","Command line profiler metrics","{m}","","{base + j:,}"'
+            for i, (name, base) in enumerate(launches) for j, m in enumerate(METRICS)]
+    return "==PROF== Connected to process\n" + "\n".join([header, *rows]) + "\n"
+
+
+def test_ncu_csv_is_read_by_metric_name_launch_by_launch():
+    from bench.gemm.profile import METRICS, ncu_command, parse_launches
+    found = parse_launches(_ncu_csv([("gemm_cute_mma", 1000), ("void deep_gemm::sm90_fp8_gemm_1d2d_impl<0>()", 2000)]))
+    assert found == [("gemm_cute_mma", {m: 1000.0 + i for i, m in enumerate(METRICS)}),
+                     ("void deep_gemm::sm90_fp8_gemm_1d2d_impl<0>()", {m: 2000.0 + i for i, m in enumerate(METRICS)})]
+    cmd = ncu_command("regex:^gemm_cute_mma$", ["--target", "gemm.cute_mma_tf32"], ROOT / "x.csv", 10)
     assert cmd[:3] == ["ncu", "--clock-control", "none"] and "regex:^gemm_cute_mma$" in cmd
+    assert cmd[cmd.index("--launch-count") + 1] == "10" and cmd[-2:] == ["--target", "gemm.cute_mma_tf32"]
+
+
+def test_a_peers_launches_are_paired_shape_by_shape_and_land_in_its_record(monkeypatch):
+    """Each shape's launch of the peer's kernel, then ours (none where ours refused the shape), onto the
+    record's shapes; a run that lost a peer launch, or a record of other shapes, fails."""
+    from bench.gemm import profile
+    from bench.peers import deepgemm
+    ours = deepgemm.STEP.function
+    shapes = deepgemm.SHAPES
+    launches = [x for i in range(len(shapes)) for x in ([("deep_gemm::fp8", 90 + i), (ours, 80 + i)] if i != 2 else
+                                                         [("deep_gemm::fp8", 90 + i)])]
+    monkeypatch.setattr(profile, "run_ncu", lambda *a, **k: profile.parse_launches(_ncu_csv(launches)))
+    got = profile.profile_peer("peers.deepgemm", {})
+    assert [g["shape"] for g in got] == [s.dims for s in shapes]
+    assert [g["peer"] for g in got] == [{m: 90.0 + i + j for j, m in enumerate(profile.METRICS)} for i in range(len(shapes))]
+    assert ["ours" in g for g in got] == [i != 2 for i in range(len(shapes))]
+    record = {"source_hash": "abc", "shapes": [{"shape": s.dims, "deepgemm": {}} for s in reversed(shapes)]}
+    profiled = profile.with_peer_profile(record, got, {"measured_at": "t", "git_commit": "c"})
+    assert [s["profile"] for s in profiled["shapes"]] == [{k: v for k, v in g.items() if k != "shape"} for g in reversed(got)]
+    assert profiled["profile"]["of"] == "abc" and profiled["profile"]["names"] == profile.METRICS
+    with pytest.raises(RuntimeError, match="not the ones profiled"):
+        profile.with_peer_profile({**record, "shapes": record["shapes"][1:]}, got, {})
+    monkeypatch.setattr(profile, "run_ncu", lambda *a, **k: profile.parse_launches(_ncu_csv(launches[1:])))
+    with pytest.raises(RuntimeError, match="without the peer's before it"):
+        profile.profile_peer("peers.deepgemm", {})
+    monkeypatch.setattr(profile, "run_ncu", lambda *a, **k: profile.parse_launches(_ncu_csv(launches[:-2])))
+    with pytest.raises(RuntimeError, match="4 launches of the peer's kernel for 5 shapes"):
+        profile.profile_peer("peers.deepgemm", {})
 
 
 def test_gemm_settles_until_two_rounds_agree(monkeypatch):

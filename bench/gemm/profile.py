@@ -3,10 +3,15 @@
 Each kernel is launched once, at the reference shape, in a process run under
 ``ncu --clock-control none`` (the card's clocks are left as they are), for a
 fixed set of metrics; the values are stored in the kernel's results record under
-``profile``. ``python -m bench.gemm.profile --target ID`` is that process."""
+``profile``. ``python -m bench.gemm.profile --target ID`` is that process.
+
+A peer's record (PEERS) gets the same counters shape by shape, its kernel's and ours:
+``python -m bench.gemm.profile --peer ID`` launches each of its shapes once, the peer's kernel
+then ours, and the counters go to each shape of its record."""
 from __future__ import annotations
 
 import csv
+import importlib
 import shutil
 import subprocess
 import sys
@@ -28,20 +33,46 @@ METRICS = {
 }
 
 
-def ncu_command(kernel_name: str, bench_id: str, log: Path) -> list[str]:
+TOOL = "ncu --clock-control none"
+
+
+def ncu_command(kernel_name: str, target: list[str], log: Path, launches: int = 1) -> list[str]:
+    """ncu over ``python -m bench.gemm.profile`` with ``target``'s arguments: the first ``launches``
+    launches of the kernels ``kernel_name`` matches, each read for METRICS."""
     return ["ncu", "--clock-control", "none", "--metrics", ",".join(METRICS), "--kernel-name", kernel_name,
-            "--launch-count", "1", "--csv", "--print-units", "base", "--log-file", str(log),
-            sys.executable, "-m", "bench.gemm.profile", "--target", bench_id]
+            "--launch-count", str(launches), "--csv", "--print-units", "base", "--log-file", str(log),
+            sys.executable, "-m", "bench.gemm.profile", *target]
 
 
-def parse_csv(text: str) -> dict:
-    """ncu's CSV (one row per metric) -> {metric: value}; the rows ncu prints before the header are skipped."""
+def parse_launches(text: str) -> list[tuple[str, dict]]:
+    """ncu's CSV (one row per metric of each launch) -> [(kernel name, {metric: value})] in launch
+    order; the rows ncu prints before the header are skipped."""
     lines = text[text.index('"ID"'):].splitlines() if '"ID"' in text else []
-    values = {}
+    launches: dict[int, tuple[str, dict]] = {}
     for row in csv.DictReader(lines):
         if row.get("Metric Name") in METRICS:
+            _, values = launches.setdefault(int(row["ID"]), (row["Kernel Name"], {}))
             values[row["Metric Name"]] = float(row["Metric Value"].replace(",", ""))
-    return values
+    return [launches[i] for i in sorted(launches)]
+
+
+def run_ncu(kernel_name: str, target: list[str], launches: int, what: str, timeout_s: float,
+            env: dict | None = None) -> list[tuple[str, dict]]:
+    """The launches ncu read (parse_launches), each with every metric; fails with what ncu said where
+    it read none or some launch lacks a metric."""
+    if shutil.which("ncu") is None:
+        raise RuntimeError("ncu (Nsight Compute) is not on PATH")
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "ncu.csv"
+        proc = subprocess.run(ncu_command(kernel_name, target, log, launches), cwd=ROOT, capture_output=True,
+                              text=True, timeout=timeout_s, env=env)
+        text = log.read_text() if log.exists() else ""
+    found = parse_launches(text)
+    missing = sorted({m for _, values in found for m in METRICS if m not in values})
+    if proc.returncode != 0 or not found or missing:
+        raise RuntimeError(f"ncu on {what} gave no {', '.join(missing) or 'result'} "
+                           f"(exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()[-500:]}")
+    return found
 
 
 def kernel_name(bench_id: str) -> str:
@@ -52,19 +83,45 @@ def kernel_name(bench_id: str) -> str:
 
 
 def profile(bench_id: str, timeout_s: float = 600) -> dict:
-    if shutil.which("ncu") is None:
-        raise RuntimeError("ncu (Nsight Compute) is not on PATH")
-    with tempfile.TemporaryDirectory() as tmp:
-        log = Path(tmp) / "ncu.csv"
-        cmd = ncu_command(kernel_name(bench_id), bench_id, log)
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout_s)
-        text = log.read_text() if log.exists() else ""
-    values = parse_csv(text)
-    missing = [m for m in METRICS if m not in values]
-    if proc.returncode != 0 or missing:
-        raise RuntimeError(f"ncu on {bench_id} gave no {', '.join(missing) or 'result'} "
-                           f"(exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()[-500:]}")
-    return {"metrics": values, "names": dict(METRICS), "tool": "ncu --clock-control none"}
+    (_, values), = run_ncu(kernel_name(bench_id), ["--target", bench_id], 1, bench_id, timeout_s)
+    return {"metrics": values, "names": dict(METRICS), "tool": TOOL}
+
+
+# The peers whose records --profile reads shape by shape, each with the module that measures it: its
+# SHAPES, STEP and OURS (our kernel beside it), PEER_KERNEL (ncu's regex for its kernel's name) and
+# profile_launcher(ours_prepare), which gives launch(shape): the peer's kernel once, then ours
+PEERS = {"peers.deepgemm": "bench.peers.deepgemm"}
+
+
+def profile_peer(bench_id: str, env: dict, timeout_s: float = 900) -> list[dict]:
+    """Each of the peer's shapes, in order: {"peer": its kernel's counters, "ours": ours} (no "ours"
+    where ours refused the shape). ``env``: the environment its process needs (its loader)."""
+    from .catalogue import KERNELS
+    peer = importlib.import_module(PEERS[bench_id])
+    ours = KERNELS[peer.OURS.id][0].function
+    found = run_ncu(f"regex:^{ours}$|{peer.PEER_KERNEL}", ["--peer", bench_id], 2 * len(peer.SHAPES), bench_id,
+                    timeout_s, env)
+    shapes: list[dict] = []
+    for name, values in found:          # each shape's peer launch, then ours
+        if name == ours:
+            if not shapes or "ours" in shapes[-1]:
+                raise RuntimeError(f"ncu on {bench_id}: a launch of {ours} without the peer's before it")
+            shapes[-1]["ours"] = values
+        else:
+            shapes.append({"peer": values})
+    if len(shapes) != len(peer.SHAPES):
+        raise RuntimeError(f"ncu on {bench_id}: {len(shapes)} launches of the peer's kernel for {len(peer.SHAPES)} shapes")
+    return [{"shape": shape.dims, **counters} for shape, counters in zip(peer.SHAPES, shapes)]
+
+
+def with_peer_profile(record: dict, shapes: list[dict], stamp: dict) -> dict:
+    """The peer's record with each shape's counters (profile_peer's, by shape) and, once, their names,
+    the tool and ``stamp`` (when, at which commit, of which record: its source hash)."""
+    by_shape = {tuple(s["shape"]): {k: v for k, v in s.items() if k != "shape"} for s in shapes}
+    if sorted(by_shape) != sorted(tuple(s["shape"]) for s in record["shapes"]):
+        raise RuntimeError("its record's shapes are not the ones profiled: measure it again first")
+    return {**record, "shapes": [{**s, "profile": by_shape[tuple(s["shape"])]} for s in record["shapes"]],
+            "profile": {"names": dict(METRICS), "tool": TOOL, "of": record["source_hash"], **stamp}}
 
 
 def target(bench_id: str) -> None:
@@ -78,7 +135,21 @@ def target(bench_id: str) -> None:
                    output_of(variant.tile))
 
 
+def peer_target(bench_id: str) -> None:
+    """Each of a peer's shapes once, its kernel then ours (the process ncu profiles for profile_peer)."""
+    from . import launch
+    from .harness import Refused
+    from ..core.device import collect_device
+    peer = importlib.import_module(PEERS[bench_id])
+    launch_shape = peer.profile_launcher(launch.prepare_by_shape(peer.STEP, collect_device()))
+    for shape in peer.SHAPES:
+        try:
+            launch_shape(shape)
+        except Refused:             # ours does not take the shape: the peer's launch alone
+            pass
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] != ["--target"] or len(sys.argv) != 3:
-        sys.exit("usage: python -m bench.gemm.profile --target BENCHMARK_ID")
-    target(sys.argv[2])
+    if sys.argv[1:2] not in (["--target"], ["--peer"]) or len(sys.argv) != 3:
+        sys.exit("usage: python -m bench.gemm.profile --target BENCHMARK_ID | --peer PEER_ID")
+    (target if sys.argv[1] == "--target" else peer_target)(sys.argv[2])

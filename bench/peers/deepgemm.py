@@ -141,6 +141,22 @@ def peer(built: Path):
     return prepare, deep_gemm.__version__
 
 
+# DeepGEMM's kernel as Nsight Compute names it (deep_gemm::sm90_fp8_gemm_1d2d_impl<...>): python -m bench --profile
+PEER_KERNEL = "fp8_gemm"
+
+
+def profile_launcher(ours_prepare):
+    """launch(shape): DeepGEMM's kernel once on the shape's block-scaled operands, then ours (raising
+    Refused where ours does not take it); the process bench/gemm/profile.py runs under ncu."""
+    theirs, _ = peer(build(Path(os.environ[PEER_ENV])))
+
+    def launch_shape(shape: Shape) -> None:
+        blocks = harness.operands(shape, "b_kmajor", "fp8", "blocks")
+        theirs(blocks, blocks.poisoned_c("bf16"))()
+        harness.checked_launch(shape, "b_kmajor", "fp8", ours_prepare, STEP.scaling, OUTPUTS["ours"])
+    return launch_shape
+
+
 def measure(shape: Shape, theirs, ours_prepare) -> dict:
     """The peer, cuBLASLt with the same block scales, cuBLASLt with one scale a tensor (BF16 out as
     the peer's, and FP32) and the block-scaled kernel on one shape, each checked, settled,
