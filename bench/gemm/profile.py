@@ -88,7 +88,7 @@ def profile(bench_id: str, timeout_s: float = 600) -> dict:
 
 
 # The peers whose records --profile reads shape by shape, each with the module that measures it: its
-# SHAPES, STEP and OURS (our kernel beside it), PEER_KERNEL (ncu's regex for its kernel's name) and
+# SHAPES, STEP (the step of our kernel beside it), PEER_KERNEL (ncu's regex for its kernel's name) and
 # profile_launcher(ours_prepare), which gives launch(shape): the peer's kernel once, then ours
 PEERS = {"peers.deepgemm": "bench.peers.deepgemm"}
 
@@ -96,9 +96,8 @@ PEERS = {"peers.deepgemm": "bench.peers.deepgemm"}
 def profile_peer(bench_id: str, env: dict, timeout_s: float = 900) -> list[dict]:
     """Each of the peer's shapes, in order: {"peer": its kernel's counters, "ours": ours} (no "ours"
     where ours refused the shape). ``env``: the environment its process needs (its loader)."""
-    from .catalogue import KERNELS
     peer = importlib.import_module(PEERS[bench_id])
-    ours = KERNELS[peer.OURS.id][0].function
+    ours = peer.STEP.function                       # ncu names our kernel by its extern "C" name
     found = run_ncu(f"regex:^{ours}$|{peer.PEER_KERNEL}", ["--peer", bench_id], 2 * len(peer.SHAPES), bench_id,
                     timeout_s, env)
     shapes: list[dict] = []
