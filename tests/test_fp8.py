@@ -277,6 +277,7 @@ def test_the_deepgemm_slides_set_each_ones_tensor_cores_side_by_side_where_profi
     s = _fp8_slides(fixture_doc, write_results, tmp_path / "profiled")
     rows = [line for line in s["FP8 Beside DeepGEMM — Table"].splitlines() if line.startswith("| 4096")]
     assert [row.rsplit("|", 2)[1].strip() for row in rows] == [f"{90 + i:.1f}% / {80 + i:.1f}%" for i in range(len(rows) - 1)] + ["—"]
+    assert "The tensor cores' busy share is Nsight Compute's tensor pipe active" in s["FP8 Beside DeepGEMM — Table"]
     last = len(peer["shapes"]) - 2
     assert (f"By Nsight Compute DeepGEMM's tensor cores were busy 90.0–{90 + last:.1f}% of the time at these shapes, "
             f"this project's 80.0–{80 + last:.1f}%: ours less busy by 10.0 points at every shape.") in s["FP8 Beside DeepGEMM"]
