@@ -319,6 +319,8 @@ def test_a_peers_launches_are_paired_shape_by_shape_and_land_in_its_record(monke
     assert profiled["profile"]["of"] == "abc" and profiled["profile"]["names"] == profile.METRICS
     with pytest.raises(RuntimeError, match="not the ones profiled"):
         profile.with_peer_profile({**record, "shapes": record["shapes"][1:]}, got, {})
+    with pytest.raises(RuntimeError, match="holds no shapes \\(status skipped\\)"):
+        profile.with_peer_profile({"source_hash": "abc", "status": "skipped"}, got, {})
     monkeypatch.setattr(profile, "run_ncu", lambda *a, **k: profile.parse_launches(_ncu_csv(launches[1:])))
     with pytest.raises(RuntimeError, match="without the peer's before it"):
         profile.profile_peer("peers.deepgemm", {})

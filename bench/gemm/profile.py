@@ -116,6 +116,8 @@ def profile_peer(bench_id: str, env: dict, timeout_s: float = 900) -> list[dict]
 def with_peer_profile(record: dict, shapes: list[dict], stamp: dict) -> dict:
     """The peer's record with each shape's counters (profile_peer's, by shape) and, once, their names,
     the tool and ``stamp`` (when, at which commit, of which record: its source hash)."""
+    if "shapes" not in record:
+        raise RuntimeError(f"its record holds no shapes (status {record.get('status')}): measure it first")
     by_shape = {tuple(s["shape"]): {k: v for k, v in s.items() if k != "shape"} for s in shapes}
     if sorted(by_shape) != sorted(tuple(s["shape"]) for s in record["shapes"]):
         raise RuntimeError("its record's shapes are not the ones profiled: measure it again first")
