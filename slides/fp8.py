@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from bench.gemm import catalogue
 from slides.device import pct_of_peak
+from slides.fmt import fmt_range
 from slides.gemm import MOVED_POINTS, TENSOR_PIPE, gain_in_turns, in_turns, pair_with_cublas
 from slides.kit import ACCENT, INK, MUTED, PALETTE, REF, Line, Point, arrow, drawing, grouped_bars, scatter, text
 from slides.records import Context
@@ -316,9 +317,7 @@ def _busy_said(busy: list[dict]) -> str:
     much ours were less busy where they were by MOVED_POINTS or more."""
     if not busy:
         return ""
-    def span(values, unit):         # a range, or one figure where both ends print alike
-        lo, hi = f"{min(values):,.1f}", f"{max(values):,.1f}"
-        return f"{lo}{unit}" if lo == hi else f"{lo}–{hi}{unit}"
+    span = lambda values, unit: fmt_range({"low": min(values), "high": max(values)}) + unit
     at = lambda gaps: "every shape" if len(gaps) == len(busy) else f"{len(gaps)} of {len(busy)} shapes"
     less = [b["deepgemm"] - b["ours"] for b in busy if b["deepgemm"] - b["ours"] >= MOVED_POINTS]
     more = [b["ours"] - b["deepgemm"] for b in busy if b["ours"] - b["deepgemm"] >= MOVED_POINTS]

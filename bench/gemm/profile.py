@@ -39,7 +39,7 @@ TOOL = "ncu --clock-control none"
 def ncu_command(kernel_name: str, target: list[str], log: Path, launches: int = 1) -> list[str]:
     """ncu over ``python -m bench.gemm.profile`` with ``target``'s arguments: the first ``launches``
     launches of the kernels ``kernel_name`` matches, each read for METRICS."""
-    return ["ncu", "--clock-control", "none", "--metrics", ",".join(METRICS), "--kernel-name", kernel_name,
+    return [*TOOL.split(), "--metrics", ",".join(METRICS), "--kernel-name", kernel_name,
             "--launch-count", str(launches), "--csv", "--print-units", "base", "--log-file", str(log),
             sys.executable, "-m", "bench.gemm.profile", *target]
 
