@@ -143,7 +143,8 @@ _RATIO = {"median": POS, "p10": POS, "p90": POS, "ci": Pair(POS)}
 _SWEEP_ROW = {"shape": [int], "outcome": str, "kernel?": str, "ratio_same_layout?": NUM, "tflops?": dict,
               "tile?": {"BM": POS_INT, "BN": POS_INT},
               "plan?": {"kind": str, "units": POS_INT, "clusters": POS_INT, "k_tiles": POS_INT},
-              "cublas_check?": {"passed": bool, "rel_error": NUM}}
+              "cublas_check?": {"passed": bool, "rel_error": NUM},
+              "operand_sets?": POS_INT}        # where one set of operands fits in L2: the copies its runs cycled through
 _TILE = {"BM": POS_INT, "BN": POS_INT}
 _P2P = ("copy_engine", "copy_engine_both_ways", "sm_read", "sm_write")
 _BUSBW = {"algbw_gbps": NUM, "busbw_gbps": NUM}
