@@ -262,6 +262,17 @@ def _memory(correct: list[dict], params: dict, device, copy: dict | None) -> dic
             "median": 100 * median(shares.values())}
 
 
+def _cold(correct: list[dict]) -> dict | None:
+    """The cells whose operands fit in L2, timed over copies of them (sweep.operand_sets): how many,
+    up to which M, and the range of copies; None where no cell's did."""
+    cycled = [x for x in correct if x.get("operand_sets", 1) > 1]
+    if not cycled:
+        return None
+    sets = [x["operand_sets"] for x in cycled]
+    return {"cells": len(cycled), "up_to": max(x["shape"][0] for x in cycled),
+            "sets": fmt_range({"low": min(sets), "high": max(sets)}, 0)}
+
+
 def _baseline(params: dict) -> dict:
     """What an atlas's cells are divided by: the library (versus), as the heatmap's title names it
     (baseline), and as the notes say it (baseline_said); FP8's cuBLASLt in the mode the record names."""
@@ -299,7 +310,7 @@ def one(deck, name: str, device, copy: dict | None) -> dict:
             "worst": worst and {"where": _where(worst), "pct": 100 * worst["ratio_same_layout"]},
             "worst_said": _worst_said(worst, device.sm_count) if worst else "",
             "large": worst_large and _large(worst_large, versus), "small": worst_small and _small(worst_small, device.sm_count),
-            "memory": _memory(correct, params, device, copy),
+            "memory": _memory(correct, params, device, copy), "cold": _cold(correct),
             "above": sum(x >= 1 for x in ratios), "error": _errors(correct, versus), "narrow": _narrow(correct, device.sm_count, speeds), "speeds": speeds,
             "fewer_sharers": _fewer_sharers(correct, params, device.sm_count),
             "rule_said": _rule_said(params, params["kernels"][0] if params.get("kernels") else None, bool(streamed)),

@@ -574,3 +574,18 @@ def test_the_notes_give_the_rule_that_picked_the_headlines_tile(fixture_doc, wri
         narrow = next(int(w) for w in re.findall(rf" {step.best.tile['BM']}×(\d+)'s [\d.]+ waves", s[SLIDES[name]]))
         assert (f"each {100 * narrow / step.best.tile['BN'] / speeds[name][narrow]:.0f}% as long ({narrow} of "
                 f"{step.best.tile['BN']} columns)") in s[SLIDES[name]]
+
+
+def test_the_notes_say_which_cells_ran_over_copies_of_operands_small_beside_l2(fixture_doc, write_results, tmp_path):
+    """Cells whose runs cycled through copies of their operands (sweep.operand_sets) are counted in the
+    notes, with the M they reach and the copies; an atlas with none says nothing of it."""
+    doc = with_atlases(fixture_doc, lambda m, n, k: 1.0)
+    rec = doc["benchmarks"][catalogue.atlas_id("bf16")]
+    cycled = [row for row in rec["rows"] if row["shape"][1] == 2112 and row["shape"][0] <= 1024]
+    for i, row in enumerate(cycled):
+        row["operand_sets"] = 2 + i % 3
+    s, _ = built(doc, write_results, tmp_path)
+    notes = s[SLIDES["bf16"]].split("<!--")[1]
+    assert (f"In {len(cycled)} cells, M up to 1,024, A, B and C are small beside L2: their runs took 2–4 copies "
+            "of them in turn") in notes
+    assert "small beside L2" not in s[SLIDES["tf32"]]
