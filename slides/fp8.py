@@ -57,6 +57,7 @@ class Peer(Context):
     ours_own_said: str = ""                 # the notes' sentence on its two figures
     profiled: bool = False                  # some shape has both kernels' counters: the table's column
     busy_said: str = ""                     # the notes' sentence on how busy each one's tensor cores were
+    copies_said: str = ""                   # the notes' sentence on the shapes timed over copies of their operands
     tiled: bool = False                     # the records name each one's tile at each shape (from 2026-11-30)
 
 
@@ -328,6 +329,16 @@ def _busy_said(busy: list[dict]) -> str:
             f"{'these shapes' if len(busy) > 1 else 'the shape profiled'}, this project's {span([b['ours'] for b in busy], '%')}: {gap}.")
 
 
+def _copies_said(shapes: list[dict]) -> str:
+    """Which shapes' runs took copies of their operands in turn (small beside L2), and how many."""
+    cycled = [s for s in shapes if s.get("operand_sets", 1) > 1]
+    if not cycled:
+        return ""
+    sets = fmt_range({"low": min(s["operand_sets"] for s in cycled), "high": max(s["operand_sets"] for s in cycled)}, 0)
+    return (f"At {', '.join('×'.join(str(d) for d in s['shape']) for s in cycled)} A, B and C are small beside L2: "
+            f"each run took the next of {sets} copies of them, as DeepGEMM's own benchmark empties L2 before each run.")
+
+
 def _peer(deck) -> Peer:
     """DeepGEMM on its shapes: against cuBLASLt with the same block scales and BF16 C, and this
     project's headline against it, each a pair from the same turns."""
@@ -356,7 +367,7 @@ def _peer(deck) -> Peer:
     printed = {f"{s[name]['check']['rel_error']:.1e}" for s in shapes for name in ("deepgemm", "cublaslt", "per_tensor")}
     busy = [s["busy"] for s in shapes if s["busy"]]
     return Peer(result=r, shapes=shapes, ours_range=ours_range, ours_own=ours_own,
-                profiled=bool(busy), busy_said=_busy_said(busy),
+                profiled=bool(busy), busy_said=_busy_said(busy), copies_said=_copies_said(r["record"]["shapes"]),
                 tiled=any("deepgemm_config" in s for s in r["record"]["shapes"]),
                 ours_name=catalogue.step_of(params["ours"]).title, ours_output=params["outputs"]["ours"].upper(),
                 ours_scaling=ours_scaling, ours_in_fp32=params["outputs"]["ours"] == "fp32",

@@ -199,6 +199,19 @@ def test_the_deepgemm_notes_give_an_error_once_where_every_shape_prints_it_alike
     assert f"DeepGEMM's errors against double precision of the dequantized operands: {shape} 2.5e-03 (cuBLASLt" in slide
 
 
+def test_the_deepgemm_notes_name_the_shapes_timed_over_copies_of_their_operands(fixture_doc, write_results, tmp_path):
+    """Shapes small beside L2, whose runs took copies of their operands in turn, are named with the
+    copies; a record with none says nothing of it."""
+    peer = fixture_doc["benchmarks"]["peers.deepgemm"]
+    slide = _fp8_slides(fixture_doc, write_results, tmp_path)["FP8 Beside DeepGEMM"]
+    assert "small beside L2" not in slide
+    peer["shapes"][0]["operand_sets"] = 3
+    slide = _fp8_slides(fixture_doc, write_results, tmp_path / "copies")["FP8 Beside DeepGEMM"]
+    shape = "×".join(map(str, peer["shapes"][0]["shape"]))
+    assert (f"At {shape} A, B and C are small beside L2: each run took the next of 3 copies of them, as "
+            "DeepGEMM's own benchmark empties L2 before each run.") in slide
+
+
 def test_the_deepgemm_table_names_each_ones_tile_where_the_record_does(fixture_doc, write_results, tmp_path):
     """Records from 2026-11-30 on name DeepGEMM's tile (as its heuristic printed it) and this project's
     at each shape: the table gives both, a cluster's CTAs beside; older records leave the column out."""

@@ -210,7 +210,9 @@ RECORDS = {
                                    # each one's tile: DeepGEMM's as it printed it, from records of 2026-11-30 on
                                    "deepgemm_config?": {"block_m": POS_INT, "block_n": POS_INT}, "ours_tile?": {"BM": POS_INT, "BN": POS_INT},
                                    # python -m bench --profile's counters at the shape, DeepGEMM's kernel's and ours
-                                   "profile?": {"peer": dict, "ours?": dict}}],
+                                   "profile?": {"peer": dict, "ours?": dict},
+                                   # where A, B and C are small beside L2: the copies of them its runs took in turn
+                                   "operand_sets?": POS_INT}],
                        "profile?": {"names": dict, "of?": str}},     # the counters' names, once
     "peers.fastcu": {"params": {"commit": str, "ours": str},      # ours_bf16_out: records from ddaaf36 on
                          "shapes": [{"shape": [int], "ours_bf16_out?": _PEER_RUN,

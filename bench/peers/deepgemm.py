@@ -9,6 +9,7 @@ cuBLASLt's block-scaled mode and the project's kernel, with one scale per tensor
 (its scaling). Its code stays in its checkout."""
 from __future__ import annotations
 
+import copy
 import fcntl
 import hashlib
 import os
@@ -21,7 +22,7 @@ from importlib import metadata
 from pathlib import Path
 
 from ..gemm import catalogue, cublaslt, benchmarks, harness, launch
-from ..gemm.sweep import picked_tile
+from ..gemm.sweep import cycled, operand_sets, picked_tile
 from ..core import cuda
 from ..core.peers import checkout_commit
 from ..gemm.harness import BlockScaledOperands, Refused, Shape
@@ -157,6 +158,13 @@ def profile_launcher(ours_prepare):
     return launch_shape
 
 
+def _with_operands(blocks: BlockScaledOperands, a, b) -> BlockScaledOperands:
+    """``blocks`` with A and B swapped for copies of them (the same scales)."""
+    other = copy.copy(blocks)
+    other.a, other.b = a, b
+    return other
+
+
 def measure(shape: Shape, theirs, ours_prepare) -> dict:
     """The peer, cuBLASLt with the same block scales, cuBLASLt with one scale a tensor (BF16 out as
     the peer's, and FP32) and the block-scaled kernel on one shape, each checked, settled,
@@ -167,25 +175,31 @@ def measure(shape: Shape, theirs, ours_prepare) -> dict:
     c_peer, c_blocks = blocks.poisoned_c("bf16"), blocks.poisoned_c("bf16")
     c_bf16, c_fp32 = ops.poisoned_c("bf16"), ops.poisoned_c()
     alpha, scales = ops.scaling["alpha"], blocks.scaling["scales"]
-    runs = {"deepgemm": theirs(blocks, c_peer),
-            "cublaslt_blocks": lambda: cublaslt.gemm_fp8_blocks(blocks.a, blocks.b, c_blocks, scales),
-            "cublaslt_bf16_out": lambda: cublaslt.gemm_fp8(ops.a, ops.b, c_bf16, alpha),
-            "cublaslt": lambda: cublaslt.gemm_fp8(ops.a, ops.b, c_fp32, alpha)}
-    config = config_of(first_call_printed(runs["deepgemm"]))
-    for name, run in runs.items():
+    # where A, B and C are small beside L2 (4096 x 2112 x 7168: 62 MB), each run takes the next of
+    # copies of them, as the atlas's cells do and as DeepGEMM's own benchmark flushes L2 before a run
+    l2 = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["l2CacheSize"]
+    block_sets, tensor_sets = (operand_sets(x.a, x.b, c_peer.nbytes, l2) for x in (blocks, ops))
+    runs = {"deepgemm": [theirs(_with_operands(blocks, a, b), c_peer) for a, b in block_sets],
+            "cublaslt_blocks": [lambda a=a, b=b: cublaslt.gemm_fp8_blocks(a, b, c_blocks, scales) for a, b in block_sets],
+            "cublaslt_bf16_out": [lambda a=a, b=b: cublaslt.gemm_fp8(a, b, c_bf16, alpha) for a, b in tensor_sets],
+            "cublaslt": [lambda a=a, b=b: cublaslt.gemm_fp8(a, b, c_fp32, alpha) for a, b in tensor_sets]}
+    config = config_of(first_call_printed(runs["deepgemm"][0]))
+    for name, by_set in runs.items():
         if name != "deepgemm":
-            run()
+            by_set[0]()
     cupy.cuda.get_current_stream().synchronize()
     checks = {"deepgemm": blocks.check(c_peer), "cublaslt_blocks": blocks.check(c_blocks), "cublaslt_bf16_out": ops.check(c_bf16), "cublaslt": ops.check(c_fp32)}
     refused, ours_tile = None, None
     try:
-        ours, checks["ours"], _, _ = harness.checked_launch(shape, "b_kmajor", "fp8", ours_prepare, STEP.scaling,
-                                                            OUTPUTS["ours"])
-        runs["ours"] = ours.run
+        ours, checks["ours"], _, c_ours = harness.checked_launch(shape, "b_kmajor", "fp8", ours_prepare, STEP.scaling,
+                                                                 OUTPUTS["ours"])
+        runs["ours"] = [ours.run] + [ours_prepare(a, b, c_ours, **blocks.scaling).run for a, b in block_sets[1:]]
         ours_tile = picked_tile(ours)
     except Refused as e:
         refused = str(e)
-    record, times = harness.side_by_side(shape, runs, checks)
+    record, times = harness.side_by_side(shape, cycled(runs), checks)
+    if len(block_sets) > 1:
+        record["operand_sets"] = len(block_sets)
     # speed ratios, each pair from the same turns: DeepGEMM over cuBLASLt on the same operands, ours over DeepGEMM
     pairs = {**harness.ratio("deepgemm_over_cublaslt", times["cublaslt_blocks"], times["deepgemm"]),
              **(harness.ratio("ours_over_deepgemm", times["deepgemm"], times["ours"]) if "ours" in times else {})}
