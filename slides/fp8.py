@@ -335,7 +335,9 @@ def _copies_said(shapes: list[dict]) -> str:
     if not cycled:
         return ""
     sets = fmt_range({"low": min(s["operand_sets"] for s in cycled), "high": max(s["operand_sets"] for s in cycled)}, 0)
-    return (f"At {', '.join('×'.join(str(d) for d in s['shape']) for s in cycled)} A, B and C are small beside L2: "
+    named = ["×".join(str(d) for d in s["shape"]) for s in cycled]
+    where = " and ".join([", ".join(named[:-1]), named[-1]] if len(named) > 1 else named)
+    return (f"At {where} A, B and C are small beside L2: "
             f"each run took the next of {sets} copies of them, as DeepGEMM's own benchmark empties L2 before each run.")
 
 
