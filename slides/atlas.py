@@ -314,12 +314,24 @@ def one(deck, name: str, device, copy: dict | None) -> dict:
             "above": sum(x >= 1 for x in ratios), "error": _errors(correct, versus), "narrow": _narrow(correct, device.sm_count, speeds), "speeds": speeds,
             "fewer_sharers": _fewer_sharers(correct, params, device.sm_count),
             "rule_said": _rule_said(params, params["kernels"][0] if params.get("kernels") else None, bool(streamed)),
-            "streamed": {"cells": len(streamed), "up_to": max(x["shape"][0] for x in streamed),
-                         "versus": _versus_headline(streamed)} if streamed else None,
+            "streamed": _streamed(correct, streamed),
             "wrong": [_where(x) for x in rows if x["outcome"] == "wrong"]}
 
 
 STREAMED = {s.best.id for s in catalogue.SHAPE_STEPS}
+
+
+def _streamed(correct: list[dict], streamed: list[dict]) -> dict | None:
+    """Where stream-K ran: its cells, the most rows, and where the headline ran cells of no more rows
+    (catalogue.STREAM_K_BF16's short K), the rows it ran at every K and the longest K it left."""
+    if not streamed:
+        return None
+    up_to = max(x["shape"][0] for x in streamed)
+    left = [x for x in correct if x.get("kernel") not in STREAMED and x["shape"][0] <= up_to]
+    return {"cells": len(streamed), "up_to": up_to, "versus": _versus_headline(streamed),
+            "short_k": left and {"k": max(x["shape"][2] for x in left),
+                                 "rows": max((m for m in {x["shape"][0] for x in streamed}
+                                              if m < min(x["shape"][0] for x in left)), default=0)}}
 
 
 def _example(atlases: dict) -> tuple[dict, dict] | None:

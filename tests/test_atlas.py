@@ -64,7 +64,7 @@ def atlas_record(doc: dict, name: str, ratio, versus=faster, rule=catalogue.kern
     rows = []
     for model, projection, n, k in atlas.PROJECTIONS:
         for m in atlas.MS:
-            kernel = rule(headline, m)
+            kernel = rule(headline, m, k)
             tile, launched = planned(kernel, m, n, k, sms)
             row = {**copy.deepcopy(template), "model": model, "projection": projection, "shape": [m, n, k],
                    "kernel": kernel, "tile": tile, "plan": launched, "cublas_check": dict(error),
@@ -129,11 +129,11 @@ def test_each_cell_is_its_ratio_and_stream_k_is_outlined(fixture_doc, write_resu
             continue
         precision = catalogue.step_of(KERNEL[name]).precision
         # stream-K's cells, as far as its tiles by M go: every projection up to the most rows they take
-        streamed = [(n, m) for _, _, n, _ in atlas.PROJECTIONS for m in atlas.MS
-                    if catalogue.kernel_for(KERNEL[name], m) == STREAMED[precision]]
-        most = catalogue.streamed_rows(catalogue.step_of(STREAMED[precision]))
-        assert {m for _, m in streamed} == {m for m in atlas.MS if m <= most}
-        assert len(streamed) == len(atlas.PROJECTIONS) * len({m for _, m in streamed})
+        streamed = [(n, m) for _, _, n, k in atlas.PROJECTIONS for m in atlas.MS
+                    if catalogue.kernel_for(KERNEL[name], m, k) == STREAMED[precision]]
+        step = catalogue.step_of(STREAMED[precision])
+        assert {m for _, m in streamed} == {m for m in atlas.MS if m <= catalogue.streamed_rows(step)}
+        assert len(streamed) == sum(m <= catalogue.streamed_rows(step, k) for _, _, _, k in atlas.PROJECTIONS for m in atlas.MS)
         assert svg.count(OUTLINED) == len(streamed) + 1 and "outlined: stream-K ran" in svg
         # the worst of the small shapes ran stream-K: its few tiles left no SM idle
         m, (model, projection, n, k) = min(atlas.MS), atlas.PROJECTIONS[0]
@@ -394,7 +394,7 @@ def test_without_a_stream_k_cell_the_grid_is_blamed_and_no_plan_is_drawn(fixture
     (measured before stream-K joined it and before such a wave was split): nothing outlined, the
     small shapes' few tiles leave SMs idle, and the diagram slide says there is none."""
     ratio = lambda m, n, k: 0.5 + m / 16384
-    rule = lambda kernel, m: kernel
+    rule = lambda kernel, m, k: kernel
     s, out = built(launching_only_the_units(with_atlases(fixture_doc, ratio, rule=rule)), write_results, tmp_path)
     sms = fixture_doc["device"]["sm_count"]
     for name, title in SLIDES.items():
@@ -435,7 +435,7 @@ def test_a_cell_the_headline_ran_at_a_narrower_width_has_a_dagger_and_the_notes_
         # the best tile at another width: not a tile by M, which changes its rows or its cluster too
         widened_only = lambda t: t["BN"] in step.widths and all(t[key] == step.best.tile[key] for key in ("BM", "CLUSTER_M"))
         narrow = [(model, projection, (m, n, k)) for model, projection, n, k in atlas.PROJECTIONS for m in atlas.MS
-                  if catalogue.kernel_for(KERNEL[name], m) == step.best.id and widened_only(catalogue.tile_for(step, m, n, k, sms))]
+                  if catalogue.kernel_for(KERNEL[name], m, k) == step.best.id and widened_only(catalogue.tile_for(step, m, n, k, sms))]
         assert narrow, "an atlas cell whose waves a narrower width ends first"
         model, projection, shape = narrow[0]
         tile = catalogue.tile_for(step, *shape, sms)
@@ -485,7 +485,7 @@ def test_a_lone_wave_split_with_the_idle_clusters_is_not_blamed_on_idle_sms(fixt
     """The headline in every cell, a lone last wave split with the idle clusters as the launcher plans
     it: the worst cell's few tiles had their K shared by every cluster, the kernel's loss."""
     ratio = lambda m, n, k: 0.5 + m / 16384
-    s, _ = built(with_atlases(fixture_doc, ratio, rule=lambda kernel, m: kernel), write_results, tmp_path)
+    s, _ = built(with_atlases(fixture_doc, ratio, rule=lambda kernel, m, k: kernel), write_results, tmp_path)
     sms = fixture_doc["device"]["sm_count"]
     m, (model, projection, n, k) = min(atlas.MS), atlas.PROJECTIONS[0]
     tile, launched = planned(KERNEL["tf32"], m, n, k, sms)
@@ -589,3 +589,15 @@ def test_the_notes_say_which_cells_ran_over_copies_of_operands_small_beside_l2(f
     assert (f"In {len(cycled)} cells, M up to 1,024, A, B and C are small beside L2: their runs took 2–4 copies "
             "of them in turn") in notes
     assert "small beside L2" not in s[SLIDES["tf32"]]
+
+
+def test_the_notes_say_where_stream_k_stopped_short_of_its_rows_for_a_short_k(fixture_doc, write_results, tmp_path):
+    """BF16 runs stream-K at 256 rows only where K passes its bound (catalogue.STREAM_K_BF16's
+    short_k_rows): the notes say so, with the longest K the headline took there, from the cells."""
+    doc = with_atlases(fixture_doc, lambda m, n, k: 1.0)
+    s, _ = built(doc, write_results, tmp_path)
+    bound, rows = catalogue.streamed_for(catalogue.HEADLINE_BF16).short_k_rows
+    longest = max(k for _, _, _, k in atlas.PROJECTIONS if k <= bound)
+    assert (f"The outlined cells ran stream-K, the catalogue's kernel up to M = 256 (past M = {rows} only where K passes "
+            f"{longest:,}: the headline's one accumulator sums a shorter K within cuBLAS's error)") in s[SLIDES["bf16"]]
+    assert "only where K passes" not in s[SLIDES["tf32"]]

@@ -167,10 +167,25 @@ def test_the_atlas_rule_runs_stream_k_as_far_as_its_tiles_by_m_go():
         for m in (1, 64, 65, 128, 129, 256, 257, 512, 513, 1024, 16384):
             rows = next((change for bound, change in step.rows_tiles if m <= bound), {})
             assert catalogue.tile_for(step, m, 28672, 4096, sms) == {**step.best.tile, **rows}
-            assert catalogue.kernel_for(step.against, m) == (step.best.id if m <= most else step.against)
+            for k in (1536, 8192, 8193, 28672):
+                short = step.short_k_rows and k <= step.short_k_rows[0]
+                rows = min(most, step.short_k_rows[1]) if short else most
+                assert catalogue.kernel_for(step.against, m, k) == (step.best.id if m <= rows else step.against)
     # a kernel with no shape step is its own at every M
     for bid in (catalogue.PROMOTED_FP8, catalogue.BLOCK_SCALED):
-        assert catalogue.streamed_for(bid) is None and catalogue.kernel_for(bid, 64) == bid
+        assert catalogue.streamed_for(bid) is None and catalogue.kernel_for(bid, 64, 4096) == bid
+
+
+def test_bf16_stream_k_stops_at_128_rows_where_k_is_short_enough_for_the_headline():
+    """At 256 rows BF16 runs stream-K only where K passes the bound its headline's one accumulator
+    stayed within cuBLAS's error up to; up to 128 rows at every K."""
+    step = catalogue.streamed_for(catalogue.HEADLINE_BF16)
+    bound, rows = step.short_k_rows
+    assert catalogue.streamed_rows(step) == 256 and rows == 128
+    assert catalogue.kernel_for(catalogue.HEADLINE_BF16, 256, bound) == catalogue.HEADLINE_BF16
+    assert catalogue.kernel_for(catalogue.HEADLINE_BF16, 256, bound + 1) == step.best.id
+    assert catalogue.kernel_for(catalogue.HEADLINE_BF16, 128, 1536) == step.best.id
+    assert catalogue.streamed_for(catalogue.HEADLINE).short_k_rows is None
 
 
 def test_a_tile_by_m_narrows_where_more_clusters_than_its_steps_bound_would_share_a_tile():

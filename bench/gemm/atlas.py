@@ -39,8 +39,10 @@ def _register_atlas(name: str) -> None:
     step = catalogue.step_of(kernel)
     steps = {bid: catalogue.step_of(bid) for bid in (kernel, *([streamed.best.id] if streamed else []))}
     routes = (role, *([f"best:{streamed.name}"] if streamed else []))
-    rule = (f"stream-K up to {catalogue.streamed_rows(streamed)} rows, where its tiles by M take M (catalogue.kernel_for), "
-            "else the headline" if streamed
+    short = streamed and streamed.short_k_rows
+    rule = (f"stream-K up to {catalogue.streamed_rows(streamed)} rows"
+            + (f" ({short[1]} where K is at most {short[0]})" if short else "")
+            + ", where its tiles by M take M (catalogue.kernel_for), else the headline" if streamed
             else "its tile by M (catalogue.tile_for)")
 
     @register(catalogue.atlas_id(name), sources=tuple(dict.fromkeys(
@@ -52,7 +54,7 @@ def _register_atlas(name: str) -> None:
 
         def pick(shape: Shape):
             """The rule's kernel for the shape, and the atlas's own beside it where the rule picked another."""
-            bid = catalogue.kernel_for(kernel, shape.m)
+            bid = catalogue.kernel_for(kernel, shape.m, shape.k)
             partner = ("headline", step, prepares[kernel]) if bid != kernel else None
             return steps[bid], prepares[bid], shape, partner
 

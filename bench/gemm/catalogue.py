@@ -57,6 +57,9 @@ class Step:
     # Where more than this many clusters would share each of its tiles by M, the tile narrows
     # (fewer_sharers); 0: it never does.
     sharers: float = 0
+    # A shape step's (K, rows): where K is at most this K, it runs only up to these rows, and its
+    # `against` past them, whose one accumulator sums so short a K within cuBLAS's error.
+    short_k_rows: tuple[int, int] | None = None
     track: str = ""               # the suffix of its ids on another precision's track ("_bf16")
     # The part of its kernel region the code slide shows when the whole does not fit on a slide: the
     # first and the last line, by a text each holds (the whole region goes to backup slides).
@@ -498,8 +501,13 @@ STREAM_K = Step(key="stream_k", title="Stream-K",
 # K-tiles: 3% slower at M = 256). BF16 keeps stream-K at 256 rows, where the headline sums all of K
 # in one accumulator: at 256 x 4096 x 14336 it erred 2.04x cuBLAS (stream-K 0.25x), though faster at
 # 6 of the 8 cells of 256 rows (83-100% of cuBLAS, stream-K 71-94%; H200, 2026-11-30, the atlas's pairs).
+# So at 256 rows BF16 runs stream-K only where K passes 8,192: at 256 rows, over operands cold in L2,
+# the headline erred 0.40-0.95x cuBLAS at every K up to 8,192 and 0.93-2.08x at 14,336, and beat
+# stream-K at 10 of 13 such cells (84-100% of cuBLAS against 68-98%; 256 x 2112 x 7168: 91.6 against
+# 72.3), missing by 1.5-12.3 points at N = 3,584 and 5,120 (eight projections and twelve shapes
+# outside them, N 1,536-5,120, K 4,096-14,336; H200, 2026-12-01).
 _STREAM_K_BF16 = in_precision(STREAM_K, "bf16")
-STREAM_K_BF16 = replace(_STREAM_K_BF16, against=HEADLINE_BF16, rows_tiles=tuple(
+STREAM_K_BF16 = replace(_STREAM_K_BF16, against=HEADLINE_BF16, short_k_rows=(8192, 128), rows_tiles=tuple(
     (rows, {**change, "PROMOTE_EVERY": 32})
     for rows, change in (*_STREAM_K_BF16.rows_tiles, (256, {"BN": 128, "CLUSTER_M": 2}))))
 SHAPE_STEPS = (STREAM_K, STREAM_K_BF16)
@@ -522,9 +530,13 @@ def streamed_for(kernel: str) -> Step | None:
     return next((s for s in SHAPE_STEPS if s.against == kernel), None)
 
 
-def streamed_rows(step: Step) -> int:
-    """The most rows a shape step runs the atlas's shapes for: those its tiles by M take."""
-    return max(rows for rows, _ in step.rows_tiles)
+def streamed_rows(step: Step, k: int | None = None) -> int:
+    """The most rows a shape step runs the atlas's shapes for: those its tiles by M take, fewer where
+    K is short enough for its `against` (short_k_rows); at any K where ``k`` is None."""
+    most = max(rows for rows, _ in step.rows_tiles)
+    if k is not None and step.short_k_rows and k <= step.short_k_rows[0]:
+        return min(most, step.short_k_rows[1])
+    return most
 
 
 # The atlas runs stream-K only as far as its tiles by M go (TF32 128 rows, BF16 256): at 512, on
@@ -533,11 +545,11 @@ def streamed_rows(step: Step) -> int:
 # with cuBLAS); at 256 rows at 11 of 22, at 128 and 64 at none. In the TF32 atlas's own pairs at 256
 # rows the headline reached 87-133% of cuBLAS where stream-K had 62-127% (its lowest 62.0% -> 87%;
 # H200, 2026-11-30), at the same error.
-def kernel_for(kernel: str, m: int) -> str:
-    """The kernel the atlas runs an output of M rows with in place of ``kernel``: its shape step where
-    one of that step's tiles by M takes M, else ``kernel`` itself."""
+def kernel_for(kernel: str, m: int, k: int) -> str:
+    """The kernel the atlas runs an M x . x K GEMM with in place of ``kernel``: its shape step where
+    it runs that many rows at that K (streamed_rows), else ``kernel`` itself."""
     streamed = streamed_for(kernel)
-    return streamed.best.id if streamed and m <= streamed_rows(streamed) else kernel
+    return streamed.best.id if streamed and m <= streamed_rows(streamed, k) else kernel
 
 
 # across sizes: every step of the talk, the BF16 headline and the FP8 track
@@ -623,7 +635,8 @@ def kernel_definition(bench_id: str) -> dict:
             **({"rows_tiles": [[rows, change] for rows, change in step.rows_tiles]} if step.rows_tiles and variant is step.best else {}),
             **({"widths": list(step.widths)} if step.widths and variant is step.best else {}),
             **({"narrow_speeds": [list(pair) for pair in step.narrow_speeds]} if step.narrow_speeds and variant is step.best else {}),
-            **({"sharers": step.sharers} if step.sharers and variant is step.best else {})}
+            **({"sharers": step.sharers} if step.sharers and variant is step.best else {}),
+            **({"short_k_rows": list(step.short_k_rows)} if step.short_k_rows and variant is step.best else {})}
 
 
 def definitions(routes) -> dict:
