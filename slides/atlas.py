@@ -193,7 +193,7 @@ def _large(row: dict, versus: str) -> dict:
     pct = 100 * row["ratio_same_layout"]
     return {"from": LARGE_M, "pct": pct, "where": _where(row),
             "said": f"at least {100 * HELD_LARGE:,.0f}% of {versus} everywhere" if row["ratio_same_layout"] >= HELD_LARGE else
-                    f"down to {pct:,.1f}% of {versus} at {_where(row)}, under the {100 * HELD_LARGE:,.0f}% target"}
+                    f"down to {pct:,.1f}% of {versus} at {_where(row)} (target {100 * HELD_LARGE:,.0f}%)"}
 
 
 def _small(row: dict, sm_count: int) -> dict:
@@ -264,13 +264,12 @@ def _memory(correct: list[dict], params: dict, device, copy: dict | None) -> dic
 
 def _cold(correct: list[dict]) -> dict | None:
     """The cells whose operands fit in L2, timed over copies of them (sweep.operand_sets): how many,
-    up to which M, and the range of copies; None where no cell's did."""
+    and the range of copies; None where no cell's did."""
     cycled = [x for x in correct if x.get("operand_sets", 1) > 1]
     if not cycled:
         return None
     sets = [x["operand_sets"] for x in cycled]
-    return {"cells": len(cycled), "up_to": max(x["shape"][0] for x in cycled),
-            "sets": fmt_range({"low": min(sets), "high": max(sets)}, 0)}
+    return {"cells": len(cycled), "sets": fmt_range({"low": min(sets), "high": max(sets)}, 0)}
 
 
 def _baseline(params: dict) -> dict:
