@@ -440,7 +440,9 @@ def atlas_map(a: dict) -> str:
             line.append(Cell(ratio, f"{100 * ratio:.0f}", row.get("kernel") in STREAMED, _ran_narrow(row, a["speeds"]),
                              (p["model"], p["projection"], m) in bound))
         grid.append(line)
-    marked = f"outlined: stream-K ran (up to M = {a['streamed']['up_to']:,})" if a["streamed"] else ""
+    short = a["streamed"] and a["streamed"]["short_k"]
+    marked = (f"outlined: stream-K ran (up to M = {a['streamed']['up_to']:,}"
+              + (f"; {short['rows']:,} where K ≤ {short['k']:,}" if short else "") + ")") if a["streamed"] else ""
     narrow = a["narrow"]
     footnote = (f"the {narrow['tiles']} tile ran, not {narrow['best']}: its waves end first"
                 if narrow else "")

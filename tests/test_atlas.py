@@ -594,9 +594,10 @@ def test_the_notes_say_where_stream_k_stopped_short_of_its_rows_for_a_short_k(fi
     """BF16 runs stream-K at 256 rows only where K passes its bound (catalogue.STREAM_K_BF16's
     short_k_rows): the notes say so, with the longest K the headline took there, from the cells."""
     doc = with_atlases(fixture_doc, lambda m, n, k: 1.0)
-    s, _ = built(doc, write_results, tmp_path)
+    s, out = built(doc, write_results, tmp_path)
     bound, rows = catalogue.streamed_for(catalogue.HEADLINE_BF16).short_k_rows
     longest = max(k for _, _, _, k in atlas.PROJECTIONS if k <= bound)
     assert (f"The outlined cells ran stream-K, the catalogue's kernel up to M = 256 ({rows} where K ≤ {longest:,}), "
             "and the headline") in s[SLIDES["bf16"]]
+    assert f"outlined: stream-K ran (up to M = 256; {rows} where K ≤ {longest:,})" in svg_of(s[SLIDES["bf16"]], out)
     assert "where K ≤" not in s[SLIDES["tf32"]]
