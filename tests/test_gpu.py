@@ -230,7 +230,7 @@ def test_energy_per_gemm_is_a_power_the_card_can_draw(device, monkeypatch):
 def test_an_a_a_pair_on_operands_that_fit_in_l2_reads_the_same_in_either_slot(device):
     """sweep.measure with a kernel as its own partner, where A, B and C fit in L2 (64 x 2112 x 7168
     BF16): the kernel's slot follows the partner and the partner's follows cuBLAS on B's transposed
-    copy, so over one set of operands the slot after a run on the same operands read 15-19% faster
+    copy, so over one set of operands the slot after a run on the same operands read 14-19% faster
     (H200). The runs cycle through copies of the operands instead: each reads them from memory."""
     from bench.gemm import launch, sweep
     from bench.gemm.harness import Shape

@@ -498,14 +498,14 @@ STREAM_K = Step(key="stream_k", title="Stream-K",
 # M = 64, K = 28,672): the tiles by M add their sums into FP32 registers every 32 K-tiles
 # (PROMOTE_EVERY). On the BF16 atlas's four cells past 1.25x cuBLAS's error (H200, 2026-11-30, in
 # turns with the unpromoted kernel): 0.13-0.38x it, from 1.29-2.14x, at the same speed (every 8
-# K-tiles: 3% slower at M = 256). BF16 keeps stream-K at 256 rows, where the headline sums all of K
-# in one accumulator: at 256 x 4096 x 14336 it erred 2.04x cuBLAS (stream-K 0.25x), though faster at
-# 6 of the 8 cells of 256 rows (83-100% of cuBLAS, stream-K 71-94%; H200, 2026-11-30, the atlas's pairs).
-# So at 256 rows BF16 runs stream-K only where K passes 8,192: at 256 rows, over operands cold in L2,
-# the headline erred 0.40-0.95x cuBLAS at every K up to 8,192 and 0.93-2.08x at 14,336, and beat
-# stream-K at 10 of 13 such cells (84-100% of cuBLAS against 68-98%; 256 x 2112 x 7168: 91.6 against
-# 72.3), missing by 1.5-12.3 points at N = 3,584 and 5,120 (eight projections and twelve shapes
-# outside them, N 1,536-5,120, K 4,096-14,336; H200, 2026-12-01).
+# K-tiles: 3% slower at M = 256). At 256 rows the headline sums all of K in one accumulator: at
+# 256 x 4096 x 14336 it erred 2.04x cuBLAS (stream-K 0.25x), though faster at 6 of the 8 cells of
+# 256 rows (83-100% of cuBLAS, stream-K 71-94%; H200, 2026-11-30, the atlas's pairs). So at 256 rows
+# BF16 runs stream-K only where K passes 8,192: there, over operands cold in L2, the headline erred
+# 0.49-1.00x cuBLAS at every K up to 8,192 and 0.93-2.08x at 14,336, and beat stream-K at 10 of 13
+# such cells (80-100% of cuBLAS against 63-98%; 256 x 2112 x 7168: 91.6 against 72.3), missing by
+# 1.5-12.3 points at N = 3,584 and 5,120 (eight projections and twelve shapes outside them,
+# N 1,536-5,120, K 4,096-14,336; H200, 2026-12-01).
 _STREAM_K_BF16 = in_precision(STREAM_K, "bf16")
 STREAM_K_BF16 = replace(_STREAM_K_BF16, against=HEADLINE_BF16, short_k_rows=(8192, 128), rows_tiles=tuple(
     (rows, {**change, "PROMOTE_EVERY": 32})
