@@ -278,6 +278,12 @@ _BF16_C = {"EPILOGUE_N": 64, "C_ELEMENT": C_ELEMENTS["bf16"]}
 # Block scales' tile, 128 x 192 in clusters of two sharing B's tile, as step 13's: without the cluster
 # the step ran 9-12% slower in turns (H100, 4096x8192x16384 and 4096x7168x16384), its CTAs reading
 # from L2 about 40 KB a K-tile instead of 28
+# Tried beside it, each in turns with it at DeepGEMM's five shapes (H200, 2026-12-01; the thirty-first
+# session's closing note), its time over this one's: the consumer warpgroups skewed at every K-tile,
+# not once, 1.06-1.11x (never skewed, 1.03-1.04x; the promoted kernel at its three shapes, 1.13-1.20x);
+# B's scales read a K-tile ahead, or before the stage's wait, 1.02-1.09x; B's a piece at a time into
+# shared memory, as DeepGEMM keeps them, 1.01-1.06x; prefetched into L1, 1.06-1.08x. Without the scales'
+# loads (wrong sums: what they cost at most) 0.90-0.92x, where DeepGEMM ran at 0.80-0.94x our time.
 _BLOCK_SCALED = {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS}
 # FP8's tiles by M (tile_for), where 128 x 192 tiles in clusters of two leave most SMs idle: the
 # fastest of six tilings at most of five of the FP8 atlas's projections at each M (H200, in turns
@@ -292,7 +298,9 @@ _BLOCK_SCALED = {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS}
 # the promoted kernel rose at 5 (77.4 -> 95.0% of cuBLASLt at N = 10,240, K = 8,192), level within a
 # point at 3, and on seven widths outside the list (K = 4,096) level or up to 4.9 points. Stream-K's
 # 64-row tile two an SM fell at 13 of 15 (BF16, N = 1,024: 52.5 -> 35.0% of cuBLAS): twice the clusters
-# leave twice the partial sums.
+# leave twice the partial sums. Stream-K for the promoted kernel (gemm_15 adding each K-tile's sums into
+# FP32 as step 13 does) fell below these tiles at 22 of the FP8 atlas's 24 cells of 64-256 rows and tied
+# at 2 (60-98% of cuBLASLt against 74-105%; H200, 2026-12-01, in the sweep's turns).
 _FP8_ROWS_64 = {"BM": 64, "WARPGROUPS_M": 1, "BN": 64, "CLUSTER_M": 1, "CTAS_PER_SM": 2}
 _FP8_ROWS_128 = {"BN": 128, "CLUSTER_M": 1}
 _FP8_ROWS = ((64, _FP8_ROWS_64), (128, _FP8_ROWS_128), (256, {"CLUSTER_M": 2}))
