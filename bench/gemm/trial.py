@@ -1,0 +1,156 @@
+"""Trying a change to a kernel's constants before it becomes a catalogue entry:
+
+    python -m bench.gemm.trial gemm.lean_loop_fp8 --shape 2048x7168x16384 --variant w192:BN=192
+
+Each variant is the catalogue's kernel (an id or a role, catalogue.resolve) built with the tile the
+catalogue picks for the shape (catalogue.tile_for) and the constants the variant changes; the
+catalogue's own pick runs first as the base. Every run is checked against float64, then all are timed
+in turns as the GEMM benchmarks time them (harness.time_in_turns), over copies of the operands where
+they are small beside L2 (sweep.operand_sets); --cublas adds cuBLAS (cuBLASLt for FP8) of the
+kernel's precision and scaling. Each line gives a run's TFLOPS and its time over the base's, with the
+interval of the sample-by-sample ratio. Nothing goes to results/: a change that pays becomes a
+catalogue entry, which python -m bench then measures."""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import replace
+
+from . import catalogue
+from .harness import Shape
+
+BASE = "catalogue"
+_NAME = re.compile(r"[A-Za-z][\w.-]*$")
+_DEFINE = re.compile(r"[A-Z][A-Z0-9_]*$")
+
+
+def parse_shape(text: str) -> Shape:
+    """'MxNxK' (or with ×) as a Shape."""
+    dims = re.split(r"[x×]", text.strip())
+    if len(dims) != 3 or not all(d.isdigit() and int(d) > 0 for d in dims):
+        raise ValueError(f"a shape is MxNxK in positive integers, such as 4096x8192x16384: not {text!r}")
+    return Shape(*map(int, dims))
+
+
+def parse_variant(text: str) -> tuple[str, dict]:
+    """'name:KEY=VALUE[,KEY=VALUE...]' as (name, {KEY: value}), a value an int where it is one."""
+    name, sep, changes = text.partition(":")
+    if not sep or not _NAME.match(name) or name == BASE or not changes:
+        raise ValueError(f"a variant is NAME:KEY=VALUE[,KEY=VALUE...], its name not {BASE!r}, such as "
+                         f"w192:BN=192,CLUSTER_M=1: not {text!r}")
+    tile = {}
+    for change in changes.split(","):
+        key, eq, value = change.partition("=")
+        if not eq or not _DEFINE.match(key) or not value:
+            raise ValueError(f"{change!r} in variant {name!r} is not KEY=VALUE, KEY a constant's name in capitals")
+        tile[key] = int(value) if re.fullmatch(r"-?\d+", value) else value
+    return name, tile
+
+
+def tiles(bench_id: str, shape: Shape, sm_count: int, variants: dict[str, dict]) -> dict[str, dict]:
+    """Each run's tile at the shape: the catalogue's first (its step's pick by shape for the step's best
+    kernel, else the kernel's own tile), then each variant's changes to it."""
+    step, variant = catalogue.KERNELS[bench_id]
+    picked = catalogue.tile_for(step, shape.m, shape.n, shape.k, sm_count) if variant is step.best else variant.tile
+    return {BASE: picked, **{name: {**picked, **changes} for name, changes in variants.items()}}
+
+
+def _cublas_run(step: catalogue.Step, ops, output: str):
+    from . import cublas
+    c = ops.poisoned_c(output)
+    return c, lambda a, b: (lambda: cublas.gemm(a, b, c, step.layout, step.precision, **ops.scaling))
+
+
+def measure(step: catalogue.Step, shape: Shape, by_name: dict[str, dict], device: dict, with_cublas: bool) -> dict:
+    """One shape: each run checked, then all timed in turns; a row of the table."""
+    import cupy
+    from . import launch
+    from .harness import checked_launch, operands, ratio, tflops, time_in_turns
+    from .sweep import cycled, operand_sets
+    output = catalogue.output_of(by_name[BASE])          # C's type, the base's (and cuBLAS's)
+    ops = operands(shape, step.layout, step.precision, step.scaling)
+    sets = operand_sets(ops.a, ops.b, shape.m * shape.n * (2 if output == "bf16" else 4), device["l2_bytes"])
+    runs, checks = {}, {}
+    for name, tile in by_name.items():
+        prepare = launch.prepare(step, replace(step.best, tile=tile), device)
+        first, checks[name], _, c = checked_launch(shape, step.layout, step.precision, prepare, step.scaling,
+                                                   catalogue.output_of(tile))
+        runs[name] = [first.run] + [prepare(a, b, cupy.empty_like(c), **ops.scaling).run for a, b in sets[1:]]
+    if with_cublas:
+        c, make = _cublas_run(step, ops, output)
+        runs["cublas"] = [make(a, b) for a, b in sets]
+        runs["cublas"][0]()
+        checks["cublas"] = ops.check(c)
+    times = dict(zip(runs, time_in_turns(list(cycled(runs).values()))[0]))
+    return {"shape": shape.dims, "operand_sets": len(sets), "tiles": by_name,
+            "runs": {name: {"tflops": tflops(shape, t), "check": {k: checks[name][k] for k in ("passed", "rel_error")},
+                            "over_base": ratio("r", t, times[BASE])["r_by_sample"]}
+                     for name, t in times.items()}}
+
+
+def lines(row: dict) -> list[str]:
+    """A shape's lines of the table."""
+    out = [f"{'x'.join(map(str, row['shape']))}" + (f" (over {row['operand_sets']} operand sets)" if row["operand_sets"] > 1 else "")]
+    width = max(map(len, row["runs"]))
+    for name, run in row["runs"].items():
+        r, check = run["over_base"], run["check"]
+        out.append(f"  {name:<{width}}  {run['tflops']:8.1f} TFLOPS  time over {BASE}'s {r['median']:.3f} "
+                   f"[{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]  error {check['rel_error']:.1e}"
+                   + ("" if check["passed"] else "  FAILED its check"))
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.gemm.trial", description=(
+        "Try changes to a catalogue kernel's constants: each variant checked, then timed in turns with the "
+        "catalogue's own pick for the shape (and cuBLAS with --cublas). Nothing goes to results/."))
+    parser.add_argument("kernel", help="a kernel of the catalogue: its id (gemm.lean_loop_fp8) or its role (headline_fp8)")
+    parser.add_argument("--shape", action="append", required=True, help="MxNxK; repeat for more shapes")
+    parser.add_argument("--variant", action="append", default=[], help="NAME:KEY=VALUE[,KEY=VALUE...]; repeat for more")
+    parser.add_argument("--cublas", action="store_true", help="time cuBLAS (cuBLASLt for FP8) of its precision in the same turns")
+    parser.add_argument("--json", help="write the rows to this file too")
+    args = parser.parse_args(argv)
+    try:
+        bench_id = catalogue.resolve(args.kernel)
+        step = catalogue.step_of(bench_id)
+        shapes = [parse_shape(s) for s in args.shape]
+        variants = dict(parse_variant(v) for v in args.variant)
+        if len(variants) != len(args.variant):
+            raise ValueError("two variants share a name")
+        if not step.cute:
+            raise ValueError(f"{args.kernel} is a numba kernel: its constants are not a tile of defines")
+    except (KeyError, ValueError) as e:
+        parser.error(str(e.args[0] if isinstance(e, KeyError) else e))
+    from ..core import cuda
+    from ..core.device import NoGPU, collect_device
+    try:
+        device = collect_device()
+    except NoGPU as e:
+        print(e, file=sys.stderr)
+        return 1
+    by_shape = [tiles(bench_id, shape, device["sm_count"], variants) for shape in shapes]
+    failed = cuda.compile_all([(step.source, tile) for by_name in by_shape for tile in by_name.values()],
+                              cuda.arch_of(device["compute_capability"]))
+    if failed:
+        print("\n".join(f"{tile}: {error}" for (_, tile), error in failed.items()), file=sys.stderr)
+        return 1
+    from .harness import Refused, keep_busy
+    keep_busy()                 # the chip warm from its rest before the first turns (harness.FIRST_WARM_S)
+    rows = []
+    for shape, by_name in zip(shapes, by_shape):
+        try:
+            rows.append(measure(step, shape, by_name, device, args.cublas))
+        except Refused as e:
+            print(f"{'x'.join(map(str, shape.dims))}: refused: {e}", flush=True)
+            continue
+        print("\n".join(lines(rows[-1])), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

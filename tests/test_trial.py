@@ -1,0 +1,97 @@
+"""Trying a change to a kernel's constants (bench/gemm/trial.py): what it reads from the command line,
+the tiles it builds from the catalogue's pick, and its one-line refusals."""
+import json
+
+import pytest
+
+from bench.core.device import NoGPU
+from bench.gemm import catalogue, trial
+from bench.gemm.harness import Shape
+
+
+def test_a_shape_reads_as_m_by_n_by_k():
+    assert trial.parse_shape("2048x7168x16384") == Shape(2048, 7168, 16384)
+    assert trial.parse_shape(" 64×2112×7168 ") == Shape(64, 2112, 7168)
+
+
+@pytest.mark.parametrize("text", ["2048x7168", "2048x0x16", "axbxc", "1x2x3x4", ""])
+def test_a_malformed_shape_is_refused_naming_it(text):
+    with pytest.raises(ValueError, match="MxNxK"):
+        trial.parse_shape(text)
+
+
+def test_a_variant_changes_constants_numbers_as_ints():
+    assert trial.parse_variant("w192:BN=192,CLUSTER_M=1") == ("w192", {"BN": 192, "CLUSTER_M": 1})
+    assert trial.parse_variant("bf16c:C_ELEMENT=bfloat16_t") == ("bf16c", {"C_ELEMENT": "bfloat16_t"})
+
+
+@pytest.mark.parametrize("text", ["BN=192", "w:", "w:bn=192", "w:BN", "w:BN=", f"{trial.BASE}:BN=64", "1x:BN=64"])
+def test_a_malformed_variant_is_refused(text):
+    with pytest.raises(ValueError):
+        trial.parse_variant(text)
+
+
+def test_the_catalogues_pick_runs_first_and_each_variant_changes_only_its_constants():
+    step = catalogue.step_of(catalogue.HEADLINE_FP8)
+    shape = Shape(2048, 7168, 16384)
+    picked = catalogue.tile_for(step, shape.m, shape.n, shape.k, 132)
+    by_name = trial.tiles(catalogue.HEADLINE_FP8, shape, 132, {"w192": {"BN": 192}, "one": {"CLUSTER_M": 1, "STAGES": 3}})
+    assert list(by_name) == [trial.BASE, "w192", "one"]
+    assert by_name[trial.BASE] == picked
+    assert by_name["w192"] == {**picked, "BN": 192}
+    assert by_name["one"] == {**picked, "CLUSTER_M": 1, "STAGES": 3}
+
+
+def test_a_kernel_that_is_not_its_steps_best_starts_from_its_own_tile():
+    bench_id, (step, variant) = next((bid, sv) for bid, sv in catalogue.KERNELS.items()
+                                     if sv[0].cute and sv[1] is not sv[0].best)
+    assert trial.tiles(bench_id, Shape(4096, 4096, 4096), 132, {})[trial.BASE] == variant.tile
+
+
+NUMBA = next(bid for bid, (step, _) in catalogue.KERNELS.items() if not step.cute)
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["gemm.nothing", "--shape", "64x64x64"], "names no kernel"),
+    (["headline", "--shape", "64x64"], "MxNxK"),
+    (["headline", "--shape", "64x64x64", "--variant", "a:BN=64", "--variant", "a:BN=128"], "share a name"),
+    ([NUMBA, "--shape", "64x64x64"], "numba"),
+])
+def test_bad_arguments_end_in_one_line_before_any_gpu_work(argv, said, capsys, monkeypatch):
+    monkeypatch.setattr("bench.core.device.collect_device", lambda: pytest.fail("reached the GPU"))
+    with pytest.raises(SystemExit) as e:
+        trial.main(argv)
+    assert e.value.code == 2
+    assert said in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_without_a_gpu_it_says_so_in_one_line(capsys, monkeypatch):
+    def no_gpu():
+        raise NoGPU("no GPU: the CUDA runtime reports 0 devices")
+    monkeypatch.setattr("bench.core.device.collect_device", no_gpu)
+    assert trial.main(["headline_fp8", "--shape", "2048x7168x16384", "--variant", "w192:BN=192"]) == 1
+    assert capsys.readouterr().err.strip() == "no GPU: the CUDA runtime reports 0 devices"
+
+
+def test_a_shapes_lines_give_each_run_against_the_base_and_mark_a_failed_check():
+    ratio = lambda m: {"median": m, "ci": [m - 0.01, m + 0.01]}
+    row = {"shape": [2048, 7168, 16384], "operand_sets": 1, "runs": {
+        trial.BASE: {"tflops": 1248.8, "check": {"passed": True, "rel_error": 3.0e-3}, "over_base": ratio(1.0)},
+        "w192": {"tflops": 1277.9, "check": {"passed": False, "rel_error": 0.5}, "over_base": ratio(0.972)}}}
+    head, base, w192 = trial.lines(row)
+    assert head == "2048x7168x16384"
+    assert "1248.8 TFLOPS" in base and "1.000 [0.990, 1.010]" in base and "FAILED" not in base
+    assert "0.972 [0.962, 0.982]" in w192 and w192.endswith("FAILED its check")
+    assert "over 3 operand sets" in trial.lines({**row, "operand_sets": 3})[0]
+
+
+@pytest.mark.gpu
+def test_a_trial_times_the_catalogues_pick_beside_a_variant_and_cublas(tmp_path):
+    rows = tmp_path / "rows.json"
+    assert trial.main(["headline_fp8", "--shape", "1024x2048x4096", "--variant", "w192:BN=192", "--cublas",
+                       "--json", str(rows)]) == 0
+    [row] = json.loads(rows.read_text())
+    assert list(row["runs"]) == [trial.BASE, "w192", "cublas"]
+    assert all(run["check"]["passed"] for run in row["runs"].values())
+    assert row["runs"][trial.BASE]["over_base"]["median"] == pytest.approx(1.0)
+    assert row["tiles"]["w192"] == {**row["tiles"][trial.BASE], "BN": 192}
