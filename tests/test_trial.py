@@ -2,6 +2,7 @@
 the tiles it builds from the catalogue's pick, and its one-line refusals."""
 import json
 
+import numpy as np
 import pytest
 
 from bench.core.device import NoGPU
@@ -83,6 +84,52 @@ def test_a_shapes_lines_give_each_run_against_the_base_and_mark_a_failed_check()
     assert "1248.8 TFLOPS" in base and "1.000 [0.990, 1.010]" in base and "FAILED" not in base
     assert "0.972 [0.962, 0.982]" in w192 and w192.endswith("FAILED its check")
     assert "over 3 operand sets" in trial.lines({**row, "operand_sets": 3})[0]
+
+
+class _FakeOperands:
+    """Operands small beside L2, so the runs cycle over copies of them (sweep.operand_sets)."""
+    def __init__(self):
+        self.a, self.b, self.scaling = np.zeros((64, 128), np.float32), np.zeros((256, 128), np.float32), {}
+
+    def poisoned_c(self, output):
+        return np.full((64, 256), np.nan, np.float32)
+
+    def check(self, c):
+        return {"passed": True, "rel_error": 1e-6}
+
+
+def test_a_shape_checks_each_run_then_times_all_in_turns_over_the_operand_copies(monkeypatch):
+    """measure()'s plumbing, the GPU's parts faked: every tile built and checked, cuBLAS added, the
+    runs cycled over the operand sets, each run's time over the base's from the same turns."""
+    from bench.gemm import harness, launch
+    ops, built, ran = _FakeOperands(), [], []
+
+    def prepare(step, variant, device):
+        built.append(variant.tile)
+        return lambda a, b, c, **scaling: harness.Launch(lambda: ran.append((variant.tile["BN"], id(a))))
+
+    def checked_launch(shape, layout, precision, prep, scaling, output):
+        first = prep(ops.a, ops.b, ops.poisoned_c(output))
+        return first, {"passed": True, "rel_error": 2e-6, "unwritten": 0}, ops, ops.poisoned_c(output)
+
+    def time_in_turns(fns):
+        for fn in fns * 2:
+            fn()
+        return [{"median": 1.0 + i, "samples": [1.0 + i] * 4, "ci": [1.0 + i] * 2} for i in range(len(fns))], {}, 1, 1
+
+    monkeypatch.setattr(harness, "operands", lambda *args: ops)
+    monkeypatch.setattr(harness, "checked_launch", checked_launch)
+    monkeypatch.setattr(harness, "time_in_turns", time_in_turns)
+    monkeypatch.setattr(launch, "prepare", prepare)
+    monkeypatch.setattr("bench.gemm.cublas.gemm", lambda *args, **kwargs: ran.append(("cublas", id(args[0]))))
+    step = catalogue.step_of(catalogue.HEADLINE_FP8)
+    by_name = trial.tiles(catalogue.HEADLINE_FP8, Shape(64, 256, 128), 132, {"w192": {"BN": 192}})
+    row = trial.measure(step, Shape(64, 256, 128), by_name, {"l2_bytes": 60 << 20}, with_cublas=True)
+    assert built == list(by_name.values())
+    assert list(row["runs"]) == [trial.BASE, "w192", "cublas"] and row["operand_sets"] > 1
+    assert [r["over_base"]["median"] for r in row["runs"].values()] == [1.0, 2.0, 3.0]
+    assert row["operand_sets"] >= 6
+    assert len({a for _, a in ran[-6:]}) == 6     # the timed runs, two rounds of three, each on the next set
 
 
 @pytest.mark.gpu

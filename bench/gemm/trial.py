@@ -65,7 +65,6 @@ def _cublas_run(step: catalogue.Step, ops, output: str):
 
 def measure(step: catalogue.Step, shape: Shape, by_name: dict[str, dict], device: dict, with_cublas: bool) -> dict:
     """One shape: each run checked, then all timed in turns; a row of the table."""
-    import cupy
     from . import launch
     from .harness import checked_launch, operands, ratio, tflops, time_in_turns
     from .sweep import cycled, operand_sets
@@ -77,7 +76,7 @@ def measure(step: catalogue.Step, shape: Shape, by_name: dict[str, dict], device
         prepare = launch.prepare(step, replace(step.best, tile=tile), device)
         first, checks[name], _, c = checked_launch(shape, step.layout, step.precision, prepare, step.scaling,
                                                    catalogue.output_of(tile))
-        runs[name] = [first.run] + [prepare(a, b, cupy.empty_like(c), **ops.scaling).run for a, b in sets[1:]]
+        runs[name] = [first.run] + [prepare(a, b, c.copy(), **ops.scaling).run for a, b in sets[1:]]
     if with_cublas:
         c, make = _cublas_run(step, ops, output)
         runs["cublas"] = [make(a, b) for a, b in sets]
