@@ -106,10 +106,14 @@ def test_a_shape_checks_each_run_then_times_all_in_turns_over_the_operand_copies
 
     def prepare(step, variant, device):
         built.append(variant.tile)
+        if variant.tile["BN"] == 96:
+            return lambda *args, **scaling: None          # fed to the fake check, which refuses it
         return lambda a, b, c, **scaling: harness.Launch(lambda: ran.append((variant.tile["BN"], id(a))))
 
     def checked_launch(shape, layout, precision, prep, scaling, output):
         first = prep(ops.a, ops.b, ops.poisoned_c(output))
+        if not first:
+            raise harness.Refused("takes whole tiles only")
         return first, {"passed": True, "rel_error": 2e-6, "unwritten": 0}, ops, ops.poisoned_c(output)
 
     def time_in_turns(fns):
@@ -123,13 +127,17 @@ def test_a_shape_checks_each_run_then_times_all_in_turns_over_the_operand_copies
     monkeypatch.setattr(launch, "prepare", prepare)
     monkeypatch.setattr("bench.gemm.cublas.gemm", lambda *args, **kwargs: ran.append(("cublas", id(args[0]))))
     step = catalogue.step_of(catalogue.HEADLINE_FP8)
-    by_name = trial.tiles(catalogue.HEADLINE_FP8, Shape(64, 256, 128), 132, {"w192": {"BN": 192}})
+    by_name = trial.tiles(catalogue.HEADLINE_FP8, Shape(64, 256, 128), 132, {"w192": {"BN": 192}, "w96": {"BN": 96}})
     row = trial.measure(step, Shape(64, 256, 128), by_name, {"l2_bytes": 60 << 20}, with_cublas=True)
     assert built == list(by_name.values())
     assert list(row["runs"]) == [trial.BASE, "w192", "cublas"] and row["operand_sets"] > 1
+    assert row["refused"] == {"w96": "takes whole tiles only"}                 # a refused variant, the others timed
+    assert trial.lines(row)[-1].split() == ["w96", "refused:", "takes", "whole", "tiles", "only"]
     assert [r["over_base"]["median"] for r in row["runs"].values()] == [1.0, 2.0, 3.0]
     assert row["operand_sets"] >= 6
     assert len({a for _, a in ran[-6:]}) == 6     # the timed runs, two rounds of three, each on the next set
+    with pytest.raises(harness.Refused):              # the base refused: the whole shape is (main says so)
+        trial.measure(step, Shape(64, 256, 128), {trial.BASE: by_name["w96"]}, {"l2_bytes": 60 << 20}, False)
 
 
 @pytest.mark.gpu

@@ -66,16 +66,22 @@ def _cublas_run(step: catalogue.Step, ops, output: str):
 def measure(step: catalogue.Step, shape: Shape, by_name: dict[str, dict], device: dict, with_cublas: bool) -> dict:
     """One shape: each run checked, then all timed in turns; a row of the table."""
     from . import launch
-    from .harness import checked_launch, operands, ratio, tflops, time_in_turns
+    from .harness import Refused, checked_launch, operands, ratio, tflops, time_in_turns
     from .sweep import cycled, operand_sets
     output = catalogue.output_of(by_name[BASE])          # C's type, the base's (and cuBLAS's)
     ops = operands(shape, step.layout, step.precision, step.scaling)
     sets = operand_sets(ops.a, ops.b, shape.m * shape.n * (2 if output == "bf16" else 4), device["l2_bytes"])
-    runs, checks = {}, {}
+    runs, checks, refused = {}, {}, {}
     for name, tile in by_name.items():
         prepare = launch.prepare(step, replace(step.best, tile=tile), device)
-        first, checks[name], _, c = checked_launch(shape, step.layout, step.precision, prepare, step.scaling,
-                                                   catalogue.output_of(tile))
+        try:
+            first, checks[name], _, c = checked_launch(shape, step.layout, step.precision, prepare, step.scaling,
+                                                       catalogue.output_of(tile))
+        except Refused as e:
+            if name == BASE:
+                raise
+            refused[name] = str(e)
+            continue
         runs[name] = [first.run] + [prepare(a, b, c.copy(), **ops.scaling).run for a, b in sets[1:]]
     if with_cublas:
         c, make = _cublas_run(step, ops, output)
@@ -86,18 +92,20 @@ def measure(step: catalogue.Step, shape: Shape, by_name: dict[str, dict], device
     return {"shape": shape.dims, "operand_sets": len(sets), "tiles": by_name,
             "runs": {name: {"tflops": tflops(shape, t), "check": {k: checks[name][k] for k in ("passed", "rel_error")},
                             "over_base": ratio("r", t, times[BASE])["r_by_sample"]}
-                     for name, t in times.items()}}
+                     for name, t in times.items()},
+            **({"refused": refused} if refused else {})}
 
 
 def lines(row: dict) -> list[str]:
     """A shape's lines of the table."""
     out = [f"{'x'.join(map(str, row['shape']))}" + (f" (over {row['operand_sets']} operand sets)" if row["operand_sets"] > 1 else "")]
-    width = max(map(len, row["runs"]))
+    width = max(map(len, [*row["runs"], *row.get("refused", {})]))
     for name, run in row["runs"].items():
         r, check = run["over_base"], run["check"]
         out.append(f"  {name:<{width}}  {run['tflops']:8.1f} TFLOPS  time over {BASE}'s {r['median']:.3f} "
                    f"[{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]  error {check['rel_error']:.1e}"
                    + ("" if check["passed"] else "  FAILED its check"))
+    out += [f"  {name:<{width}}  refused: {reason}" for name, reason in row.get("refused", {}).items()]
     return out
 
 
