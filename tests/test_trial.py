@@ -86,6 +86,17 @@ def test_a_shapes_lines_give_each_run_against_the_base_and_mark_a_failed_check()
     assert "over 3 operand sets" in trial.lines({**row, "operand_sets": 3})[0]
 
 
+def test_a_source_names_a_variant_and_a_file(tmp_path):
+    copy = tmp_path / "gemm_14_fp8_blocks.cu"
+    copy.write_text("// an edited copy")
+    variants = {"skew": {"SKEW_MODE": 2}}
+    assert trial.parse_sources([f"skew={copy}"], variants) == {"skew": str(copy)}
+    with pytest.raises(ValueError, match="one of the variants"):
+        trial.parse_sources([f"other={copy}"], variants)
+    with pytest.raises(ValueError, match="no file"):
+        trial.parse_sources([f"skew={tmp_path / 'missing.cu'}"], variants)
+
+
 class _FakeOperands:
     """Operands small beside L2, so the runs cycle over copies of them (sweep.operand_sets)."""
     def __init__(self):
@@ -102,10 +113,11 @@ def test_a_shape_checks_each_run_then_times_all_in_turns_over_the_operand_copies
     """measure()'s plumbing, the GPU's parts faked: every tile built and checked, cuBLAS added, the
     runs cycled over the operand sets, each run's time over the base's from the same turns."""
     from bench.gemm import harness, launch
-    ops, built, ran = _FakeOperands(), [], []
+    ops, built, ran, sources = _FakeOperands(), [], [], []
 
     def prepare(step, variant, device):
         built.append(variant.tile)
+        sources.append(step.source)
         if variant.tile["BN"] == 96:
             return lambda *args, **scaling: None          # fed to the fake check, which refuses it
         return lambda a, b, c, **scaling: harness.Launch(lambda: ran.append((variant.tile["BN"], id(a))))
@@ -128,8 +140,10 @@ def test_a_shape_checks_each_run_then_times_all_in_turns_over_the_operand_copies
     monkeypatch.setattr("bench.gemm.cublas.gemm", lambda *args, **kwargs: ran.append(("cublas", id(args[0]))))
     step = catalogue.step_of(catalogue.HEADLINE_FP8)
     by_name = trial.tiles(catalogue.HEADLINE_FP8, Shape(64, 256, 128), 132, {"w192": {"BN": 192}, "w96": {"BN": 96}})
-    row = trial.measure(step, Shape(64, 256, 128), by_name, {"l2_bytes": 60 << 20}, with_cublas=True)
+    row = trial.measure(step, Shape(64, 256, 128), by_name, {"l2_bytes": 60 << 20}, with_cublas=True,
+                        sources={"w192": "probe/gemm_12_lean_loop.cu"})
     assert built == list(by_name.values())
+    assert sources == [step.source, "probe/gemm_12_lean_loop.cu", step.source]    # w192 from its own file
     assert list(row["runs"]) == [trial.BASE, "w192", "cublas"] and row["operand_sets"] > 1
     assert row["refused"] == {"w96": "takes whole tiles only"}                 # a refused variant, the others timed
     assert trial.lines(row)[-1].split() == ["w96", "refused:", "takes", "whole", "tiles", "only"]

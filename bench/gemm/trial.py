@@ -8,8 +8,10 @@ catalogue's own pick runs first as the base. Every run is checked against float6
 in turns as the GEMM benchmarks time them (harness.time_in_turns), over copies of the operands where
 they are small beside L2 (sweep.operand_sets); --cublas adds cuBLAS (cuBLASLt for FP8) of the
 kernel's precision and scaling. Each line gives a run's TFLOPS and its time over the base's, with the
-interval of the sample-by-sample ratio. Nothing goes to results/: a change that pays becomes a
-catalogue entry, which python -m bench then measures."""
+interval of the sample-by-sample ratio. --source NAME=PATH builds variant NAME from an edited copy
+of the kernel's file (its headers beside it, the same function), for a change that is code, not
+constants. Nothing goes to results/: a change that pays becomes a catalogue entry, which
+python -m bench then measures."""
 from __future__ import annotations
 
 import argparse
@@ -49,6 +51,20 @@ def parse_variant(text: str) -> tuple[str, dict]:
     return name, tile
 
 
+def parse_sources(texts: list[str], variants: dict[str, dict]) -> dict[str, str]:
+    """'NAME=PATH' as {NAME: PATH}: variant NAME built from the file at PATH."""
+    from pathlib import Path
+    sources = {}
+    for text in texts:
+        name, eq, path = text.partition("=")
+        if not eq or name not in variants:
+            raise ValueError(f"--source is NAME=PATH, NAME one of the variants ({', '.join(variants) or 'none given'}): not {text!r}")
+        if not Path(path).is_file():
+            raise ValueError(f"--source {name}: no file at {path}")
+        sources[name] = path
+    return sources
+
+
 def tiles(bench_id: str, shape: Shape, sm_count: int, variants: dict[str, dict]) -> dict[str, dict]:
     """Each run's tile at the shape: the catalogue's first (its step's pick by shape for the step's best
     kernel, else the kernel's own tile), then each variant's changes to it."""
@@ -63,8 +79,10 @@ def _cublas_run(step: catalogue.Step, ops, output: str):
     return c, lambda a, b: (lambda: cublas.gemm(a, b, c, step.layout, step.precision, **ops.scaling))
 
 
-def measure(step: catalogue.Step, shape: Shape, by_name: dict[str, dict], device: dict, with_cublas: bool) -> dict:
-    """One shape: each run checked, then all timed in turns; a row of the table."""
+def measure(step: catalogue.Step, shape: Shape, by_name: dict[str, dict], device: dict, with_cublas: bool,
+            sources: dict[str, str] | None = None) -> dict:
+    """One shape: each run checked, then all timed in turns; a row of the table. ``sources``: the
+    variants built from another file than the step's."""
     from . import launch
     from .harness import Refused, checked_launch, operands, ratio, tflops, time_in_turns
     from .sweep import cycled, operand_sets
@@ -73,7 +91,8 @@ def measure(step: catalogue.Step, shape: Shape, by_name: dict[str, dict], device
     sets = operand_sets(ops.a, ops.b, shape.m * shape.n * (2 if output == "bf16" else 4), device["l2_bytes"])
     runs, checks, refused = {}, {}, {}
     for name, tile in by_name.items():
-        prepare = launch.prepare(step, replace(step.best, tile=tile), device)
+        built = replace(step, source=(sources or {}).get(name, step.source))
+        prepare = launch.prepare(built, replace(step.best, tile=tile), device)
         try:
             first, checks[name], _, c = checked_launch(shape, step.layout, step.precision, prepare, step.scaling,
                                                        catalogue.output_of(tile))
@@ -89,7 +108,7 @@ def measure(step: catalogue.Step, shape: Shape, by_name: dict[str, dict], device
         runs["cublas"][0]()
         checks["cublas"] = ops.check(c)
     times = dict(zip(runs, time_in_turns(list(cycled(runs).values()))[0]))
-    return {"shape": shape.dims, "operand_sets": len(sets), "tiles": by_name,
+    return {"shape": shape.dims, "operand_sets": len(sets), "tiles": by_name, **({"sources": sources} if sources else {}),
             "runs": {name: {"tflops": tflops(shape, t), "check": {k: checks[name][k] for k in ("passed", "rel_error")},
                             "over_base": ratio("r", t, times[BASE])["r_by_sample"]}
                      for name, t in times.items()},
@@ -116,6 +135,7 @@ def main(argv=None) -> int:
     parser.add_argument("kernel", help="a kernel of the catalogue: its id (gemm.lean_loop_fp8) or its role (headline_fp8)")
     parser.add_argument("--shape", action="append", required=True, help="MxNxK; repeat for more shapes")
     parser.add_argument("--variant", action="append", default=[], help="NAME:KEY=VALUE[,KEY=VALUE...]; repeat for more")
+    parser.add_argument("--source", action="append", default=[], help="NAME=PATH: variant NAME built from this copy of the kernel's file")
     parser.add_argument("--cublas", action="store_true", help="time cuBLAS (cuBLASLt for FP8) of its precision in the same turns")
     parser.add_argument("--json", help="write the rows to this file too")
     args = parser.parse_args(argv)
@@ -126,6 +146,7 @@ def main(argv=None) -> int:
         variants = dict(parse_variant(v) for v in args.variant)
         if len(variants) != len(args.variant):
             raise ValueError("two variants share a name")
+        sources = parse_sources(args.source, variants)
         if not step.cute:
             raise ValueError(f"{args.kernel} is a numba kernel: its constants are not a tile of defines")
     except (KeyError, ValueError) as e:
@@ -138,7 +159,7 @@ def main(argv=None) -> int:
         print(e, file=sys.stderr)
         return 1
     by_shape = [tiles(bench_id, shape, device["sm_count"], variants) for shape in shapes]
-    failed = cuda.compile_all([(step.source, tile) for by_name in by_shape for tile in by_name.values()],
+    failed = cuda.compile_all([(sources.get(name, step.source), tile) for by_name in by_shape for name, tile in by_name.items()],
                               cuda.arch_of(device["compute_capability"]))
     if failed:
         print("\n".join(f"{tile}: {error}" for (_, tile), error in failed.items()), file=sys.stderr)
@@ -148,7 +169,7 @@ def main(argv=None) -> int:
     rows = []
     for shape, by_name in zip(shapes, by_shape):
         try:
-            rows.append(measure(step, shape, by_name, device, args.cublas))
+            rows.append(measure(step, shape, by_name, device, args.cublas, sources))
         except Refused as e:
             print(f"{'x'.join(map(str, shape.dims))}: refused: {e}", flush=True)
             continue
