@@ -83,12 +83,14 @@ def measure(step: catalogue.Step, shape: Shape, by_name: dict[str, dict], device
             sources: dict[str, str] | None = None) -> dict:
     """One shape: each run checked, then all timed in turns; a row of the table. ``sources``: the
     variants built from another file than the step's."""
+    import numpy as np
     from . import launch
     from .harness import Refused, checked_launch, operands, ratio, tflops, time_in_turns
     from .sweep import cycled, operand_sets
     output = catalogue.output_of(by_name[BASE])          # C's type, the base's (and cuBLAS's)
     ops = operands(shape, step.layout, step.precision, step.scaling)
-    sets = operand_sets(ops.a, ops.b, shape.m * shape.n * (2 if output == "bf16" else 4), device["l2_bytes"])
+    c_bytes = shape.m * shape.n * np.dtype(launch.OUTPUT_DTYPES[output]).itemsize
+    sets = operand_sets(ops.a, ops.b, c_bytes, device["l2_bytes"])
     runs, checks, refused = {}, {}, {}
     for name, tile in by_name.items():
         built = replace(step, source=(sources or {}).get(name, step.source))
