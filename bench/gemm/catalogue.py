@@ -287,6 +287,11 @@ _BF16_C = {"EPILOGUE_N": 64, "C_ELEMENT": C_ELEMENTS["bf16"]}
 # B's scales read a K-tile ahead, or before the stage's wait, 1.02-1.09x; B's a piece at a time into
 # shared memory, as DeepGEMM keeps them, 1.01-1.06x; prefetched into L1, 1.06-1.08x. Without the scales'
 # loads (wrong sums: what they cost at most) 0.90-0.92x, where DeepGEMM ran at 0.80-0.94x our time.
+# DeepGEMM's own tile at four of those shapes, 256 x 128 with each consumer warpgroup's wgmmas over its
+# two 64-row waves in turn (one B scale a K-tile), ran 1.06-1.19x this one's time there in clusters of
+# two sharing B, 1.03-1.15x without them, 1.03-1.14x in bands of 8 tile rows, and 1.39-1.52x at
+# 4096x2112x7168 (H200, 2026-12-01, in turns, the tiles' headers generalised in a copy; that copy's
+# build of this very tile, scheduled otherwise by ptxas, ran 1.01-1.05x: the spread of a rebuild).
 _BLOCK_SCALED = {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS}
 # FP8's tiles by M (tile_for), where 128 x 192 tiles in clusters of two leave most SMs idle: the
 # fastest of six tilings at most of five of the FP8 atlas's projections at each M (H200, in turns
