@@ -164,3 +164,56 @@ def test_a_trial_times_the_catalogues_pick_beside_a_variant_and_cublas(tmp_path)
     assert all(run["check"]["passed"] for run in row["runs"].values())
     assert row["runs"][trial.BASE]["over_base"]["median"] == pytest.approx(1.0)
     assert row["tiles"]["w192"] == {**row["tiles"][trial.BASE], "BN": 192}
+
+
+def _counters(us: float, ctas: int) -> dict:
+    from bench.gemm.profile import METRICS
+    return {**{m: 50.0 for m in METRICS}, **dict.fromkeys(trial.LAUNCH_METRICS, 0.0),
+            "gpu__time_duration.sum": us * 1e3, "launch__grid_size": ctas, "sm__cycles_elapsed.avg.per_second": 1.755e9}
+
+
+def test_counters_go_to_the_runs_that_launched_them_cublas_taking_its_split_k_reduction_too():
+    ours, gemm, reduce = "gemm_lean_loop", "sm90_xmma_gemm_bf16bf16_tilesize64x128x64", "splitKreduce_kernel"
+    launches = [(ours, _counters(40, 132)), (ours, _counters(38, 132)), (gemm, _counters(30, 96)), (reduce, _counters(2, 48)),
+                (ours, _counters(80, 132)), (gemm, _counters(70, 132))]
+    order = [{"shape": [128, 6144, 4096], "runs": [trial.BASE, "w128", "cublas"], "refused": {"w64": "takes whole tiles only"}},
+             {"shape": [256, 6144, 4096], "runs": [trial.BASE, "cublas"]}]
+    first, second = trial.counters_by_run(launches, order, ours)
+    assert [len(first["runs"][name]) for name in (trial.BASE, "w128", "cublas")] == [1, 1, 2]
+    assert [c["kernel"] for c in first["runs"]["cublas"]] == [gemm, reduce]
+    assert first["refused"] == {"w64": "takes whole tiles only"}
+    assert second["runs"]["cublas"][0]["gpu__time_duration.sum"] == 70e3
+    lines = trial.counter_lines(first)
+    assert lines[0] == "128x6144x4096" and lines[1].split()[:5] == [trial.BASE, "40.0", "us", "132", "CTAs"]
+    assert lines[4].split()[0] == "2.0" and lines[4].endswith(reduce)     # the reduction's line, its run named once
+    assert "1755 MHz" in lines[1] and lines[-1].split()[:2] == ["w64", "refused:"]
+
+
+@pytest.mark.parametrize("launches, said", [
+    ([("gemm_lean_loop", {})], "no launch of cublas"),                           # cuBLAS's launch missing
+    ([("sm90_xmma_gemm", {}), ("gemm_lean_loop", {})], "no launch of catalogue"),   # out of order
+    ([("gemm_lean_loop", {}), ("k", {}), ("gemm_lean_loop", {})], "1 launches past the runs"),
+])
+def test_launches_that_do_not_follow_the_runs_are_refused_naming_what_is_missing(launches, said):
+    with pytest.raises(RuntimeError, match=said):
+        trial.counters_by_run(launches, [{"shape": [64, 64, 64], "runs": [trial.BASE] + (["cublas"] if len(launches) != 2 else [])}],
+                              "gemm_lean_loop")
+
+
+def test_counters_without_ncu_say_so_in_one_line_before_any_gpu_work(capsys, monkeypatch):
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    monkeypatch.setattr("bench.core.device.collect_device", lambda: pytest.fail("reached the GPU"))
+    assert trial.main(["headline_fp8", "--shape", "2048x7168x16384", "--counters"]) == 1
+    assert capsys.readouterr().err.strip() == "ncu (Nsight Compute) is not on PATH: --counters reads its counters"
+
+
+@pytest.mark.gpu
+def test_counters_read_one_launch_of_each_run_and_cublas(tmp_path):
+    rows = tmp_path / "rows.json"
+    assert trial.main(["headline_fp8", "--shape", "1024x2048x4096", "--variant", "w192:BN=192", "--cublas",
+                       "--counters", "--json", str(rows)]) == 0
+    [row] = json.loads(rows.read_text())
+    assert list(row["runs"]) == [trial.BASE, "w192", "cublas"]
+    assert [len(row["runs"][name]) for name in (trial.BASE, "w192")] == [1, 1]
+    assert all(c["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"] > 0
+               and c["gpu__time_duration.sum"] > 0 for launches in row["runs"].values() for c in launches)

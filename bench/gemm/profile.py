@@ -44,13 +44,13 @@ def ncu_command(kernel_name: str, target: list[str], log: Path, launches: int = 
             sys.executable, "-m", "bench.gemm.profile", *target]
 
 
-def parse_launches(text: str) -> list[tuple[str, dict]]:
+def parse_launches(text: str, metrics=METRICS) -> list[tuple[str, dict]]:
     """ncu's CSV (one row per metric of each launch) -> [(kernel name, {metric: value})] in launch
-    order; the rows ncu prints before the header are skipped."""
+    order, each of ``metrics`` read; the rows ncu prints before the header are skipped."""
     lines = text[text.index('"ID"'):].splitlines() if '"ID"' in text else []
     launches: dict[int, tuple[str, dict]] = {}
     for row in csv.DictReader(lines):
-        if row.get("Metric Name") in METRICS:
+        if row.get("Metric Name") in metrics:
             _, values = launches.setdefault(int(row["ID"]), (row["Kernel Name"], {}))
             values[row["Metric Name"]] = float(row["Metric Value"].replace(",", ""))
     return [launches[i] for i in sorted(launches)]

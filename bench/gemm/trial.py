@@ -10,15 +10,20 @@ they are small beside L2 (sweep.operand_sets); --cublas adds cuBLAS (cuBLASLt fo
 kernel's precision and scaling. Each line gives a run's TFLOPS and its time over the base's, with the
 interval of the sample-by-sample ratio. --source NAME=PATH builds variant NAME from an edited copy
 of the kernel's file (its headers beside it, the same function), for a change that is code, not
-constants. Nothing goes to results/: a change that pays becomes a catalogue entry, which
-python -m bench then measures."""
+constants. --counters reads Nsight Compute's counters of one launch of each run instead of timing
+them (each launch's name, time, CTAs and clock beside the counters --profile reads): what a pair
+of times does not say, such as cuBLAS's tile or a split-K kernel beside its GEMM. Nothing goes to
+results/: a change that pays becomes a catalogue entry, which python -m bench then measures."""
 from __future__ import annotations
 
 import argparse
 import json
 import re
+import subprocess
 import sys
+import tempfile
 from dataclasses import replace
+from pathlib import Path
 
 from . import catalogue
 from .harness import Shape
@@ -79,14 +84,13 @@ def _cublas_run(step: catalogue.Step, ops, output: str):
     return c, lambda a, b: (lambda: cublas.gemm(a, b, c, step.layout, step.precision, **ops.scaling))
 
 
-def measure(step: catalogue.Step, shape: Shape, by_name: dict[str, dict], device: dict, with_cublas: bool,
-            sources: dict[str, str] | None = None) -> dict:
-    """One shape: each run checked, then all timed in turns; a row of the table. ``sources``: the
-    variants built from another file than the step's."""
+def _checked_runs(step: catalogue.Step, shape: Shape, by_name: dict[str, dict], device: dict, with_cublas: bool,
+                  sources: dict[str, str] | None):
+    """Each run built and checked: (runs, each over the operand sets; checks; refused variants; sets)."""
     import numpy as np
     from . import launch
-    from .harness import Refused, checked_launch, operands, ratio, tflops, time_in_turns
-    from .sweep import cycled, operand_sets
+    from .harness import Refused, checked_launch, operands
+    from .sweep import operand_sets
     output = catalogue.output_of(by_name[BASE])          # C's type, the base's (and cuBLAS's)
     ops = operands(shape, step.layout, step.precision, step.scaling)
     c_bytes = shape.m * shape.n * np.dtype(launch.OUTPUT_DTYPES[output]).itemsize
@@ -109,12 +113,101 @@ def measure(step: catalogue.Step, shape: Shape, by_name: dict[str, dict], device
         runs["cublas"] = [make(a, b) for a, b in sets]
         runs["cublas"][0]()
         checks["cublas"] = ops.check(c)
+    return runs, checks, refused, sets
+
+
+def measure(step: catalogue.Step, shape: Shape, by_name: dict[str, dict], device: dict, with_cublas: bool,
+            sources: dict[str, str] | None = None) -> dict:
+    """One shape: each run checked, then all timed in turns; a row of the table. ``sources``: the
+    variants built from another file than the step's."""
+    from .harness import ratio, tflops, time_in_turns
+    from .sweep import cycled
+    runs, checks, refused, sets = _checked_runs(step, shape, by_name, device, with_cublas, sources)
     times = dict(zip(runs, time_in_turns(list(cycled(runs).values()))[0]))
     return {"shape": shape.dims, "operand_sets": len(sets), "tiles": by_name, **({"sources": sources} if sources else {}),
             "runs": {name: {"tflops": tflops(shape, t), "check": {k: checks[name][k] for k in ("passed", "rel_error")},
                             "over_base": ratio("r", t, times[BASE])["r_by_sample"]}
                      for name, t in times.items()},
             **({"refused": refused} if refused else {})}
+
+
+# What --counters reads of each launch beside the counters --profile reads (profile.METRICS)
+LAUNCH_METRICS = {"gpu__time_duration.sum": "time, ns", "launch__grid_size": "CTAs",
+                  "sm__cycles_elapsed.avg.per_second": "the SMs' clock, cycles a second"}
+
+
+def launch_once(step: catalogue.Step, shape: Shape, by_name: dict[str, dict], device: dict, with_cublas: bool,
+                sources: dict[str, str] | None = None) -> dict:
+    """One shape in the process ncu reads: each run checked, then launched once inside a profiler
+    window of its own (ncu --profile-from-start off reads those launches only). The runs launched, in order."""
+    import cupy
+    runs, _, refused, _ = _checked_runs(step, shape, by_name, device, with_cublas, sources)
+    cupy.cuda.Device().synchronize()
+    for run in runs.values():
+        cupy.cuda.runtime.profilerStart()
+        run[0]()
+        cupy.cuda.Device().synchronize()
+        cupy.cuda.runtime.profilerStop()
+    return {"shape": shape.dims, "runs": list(runs), **({"refused": refused} if refused else {})}
+
+
+def counters_by_run(launches: list[tuple[str, dict]], order: list[dict], function: str) -> list[dict]:
+    """ncu's launches (profile.parse_launches, in launch order) given to the runs that made them
+    (``order``, launch_once's shapes): a kernel's run makes one launch of ``function``, cuBLAS's run
+    every launch up to the next of ours (a split-K GEMM and its reduction)."""
+    rows, i = [], 0
+    for shape in order:
+        runs = {}
+        for name in shape["runs"]:
+            start = i
+            if name == "cublas":
+                while i < len(launches) and launches[i][0] != function:
+                    i += 1
+            elif i < len(launches) and launches[i][0] == function:
+                i += 1
+            if i == start:
+                raise RuntimeError(f"ncu read no launch of {name} at {'x'.join(map(str, shape['shape']))}"
+                                   f" ({'the next is ' + launches[i][0] if i < len(launches) else 'none left'})")
+            runs[name] = [{"kernel": kernel, **values} for kernel, values in launches[start:i]]
+        rows.append({**shape, "runs": runs})
+    if i != len(launches):
+        raise RuntimeError(f"ncu read {len(launches) - i} launches past the runs, the first {launches[i][0]}")
+    return rows
+
+
+def read_counters(child_argv: list[str], timeout_s: float = 570) -> list[dict]:
+    """ncu over this tool's own process with ``child_argv`` and --launch-once: each shape's runs with
+    their launches' counters (counters_by_run)."""
+    from ..core.registry import ROOT
+    from .profile import METRICS, TOOL, parse_launches
+    metrics = {**METRICS, **LAUNCH_METRICS}
+    with tempfile.TemporaryDirectory() as tmp:
+        log, order = Path(tmp) / "ncu.csv", Path(tmp) / "order.json"
+        proc = subprocess.run([*TOOL.split(), "--profile-from-start", "off", "--metrics", ",".join(metrics), "--csv",
+                               "--print-units", "base", "--log-file", str(log), sys.executable, "-m", "bench.gemm.trial",
+                               *child_argv, "--launch-once", str(order)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=timeout_s)
+        if proc.returncode != 0 or not order.exists():
+            said = [line for line in (proc.stderr + proc.stdout).splitlines() if line.strip() and not line.startswith("==")]
+            raise RuntimeError(f"the launches under ncu failed (exit {proc.returncode}): {' / '.join(said[-3:]) or 'no output'}")
+        launches = parse_launches(log.read_text() if log.exists() else "", metrics)
+        step = catalogue.step_of(catalogue.resolve(child_argv[0]))
+        return counters_by_run(launches, json.loads(order.read_text()), step.function)
+
+
+def counter_lines(row: dict) -> list[str]:
+    """A shape's lines of counters: a line a launch, its run named on its first."""
+    out = [f"{'x'.join(map(str, row['shape']))}"]
+    width = max(map(len, [*row["runs"], *row.get("refused", {})]))
+    for name, launches in row["runs"].items():
+        for j, c in enumerate(launches):
+            out.append(f"  {name if j == 0 else '':<{width}}  {c['gpu__time_duration.sum'] / 1e3:8.1f} us  "
+                       f"{int(c['launch__grid_size']):5d} CTAs  {c['sm__cycles_elapsed.avg.per_second'] / 1e6:5.0f} MHz  "
+                       f"tensor {c['sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active']:5.1f}%  "
+                       f"DRAM {c['dram__throughput.avg.pct_of_peak_sustained_elapsed']:5.1f}%  "
+                       f"L1 hit {c['l1tex__t_sector_hit_rate.pct']:5.1f}%  {c['kernel'][:120]}")
+    out += [f"  {name:<{width}}  refused: {reason}" for name, reason in row.get("refused", {}).items()]
+    return out
 
 
 def lines(row: dict) -> list[str]:
@@ -139,7 +232,10 @@ def main(argv=None) -> int:
     parser.add_argument("--variant", action="append", default=[], help="NAME:KEY=VALUE[,KEY=VALUE...]; repeat for more")
     parser.add_argument("--source", action="append", default=[], help="NAME=PATH: variant NAME built from this copy of the kernel's file")
     parser.add_argument("--cublas", action="store_true", help="time cuBLAS (cuBLASLt for FP8) of its precision in the same turns")
+    parser.add_argument("--counters", action="store_true",
+                        help="read Nsight Compute's counters of one launch of each run (ncu on PATH) instead of timing them")
     parser.add_argument("--json", help="write the rows to this file too")
+    parser.add_argument("--launch-once", help=argparse.SUPPRESS)    # the process --counters runs under ncu: its order file
     args = parser.parse_args(argv)
     try:
         bench_id = catalogue.resolve(args.kernel)
@@ -153,6 +249,8 @@ def main(argv=None) -> int:
             raise ValueError(f"{args.kernel} is a numba kernel: its constants are not a tile of defines")
     except (KeyError, ValueError) as e:
         parser.error(str(e.args[0] if isinstance(e, KeyError) else e))
+    if args.counters:
+        return counters_main(args)
     from ..core import cuda
     from ..core.device import NoGPU, collect_device
     try:
@@ -171,11 +269,35 @@ def main(argv=None) -> int:
     rows = []
     for shape, by_name in zip(shapes, by_shape):
         try:
+            if args.launch_once:
+                rows.append(launch_once(step, shape, by_name, device, args.cublas, sources))
+                continue
             rows.append(measure(step, shape, by_name, device, args.cublas, sources))
         except Refused as e:
             print(f"{'x'.join(map(str, shape.dims))}: refused: {e}", flush=True)
             continue
         print("\n".join(lines(rows[-1])), flush=True)
+    if args.json or args.launch_once:
+        with open(args.launch_once or args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+def counters_main(args) -> int:
+    """--counters: this tool's runs again in a process under ncu, and their counters printed."""
+    import shutil
+    if shutil.which("ncu") is None:
+        print("ncu (Nsight Compute) is not on PATH: --counters reads its counters", file=sys.stderr)
+        return 1
+    child = [args.kernel, *(f"--shape={s}" for s in args.shape), *(f"--variant={v}" for v in args.variant),
+             *(f"--source={s}" for s in args.source), *(["--cublas"] if args.cublas else [])]
+    try:
+        rows = read_counters(child)
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        print(f"--counters: {e}", file=sys.stderr)
+        return 1
+    for row in rows:
+        print("\n".join(counter_lines(row)), flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
