@@ -138,6 +138,25 @@ def _fewer_sharers(correct: list[dict], params: dict, sm_count: int) -> dict | N
             "tile": tile_label(row["tile"]), "wide": tile_label(wide)}
 
 
+def _one_wave(correct: list[dict], params: dict, sm_count: int) -> dict | None:
+    """The cells whose kernel ran its one-wave width where its rule's pick would have left most clusters
+    of its last wave idle (catalogue.one_wave): how many, and the first of them with the tile the rule
+    picked, each tile's units and the clusters the SMs hold at once."""
+    rule = params.get("one_wave")
+    cells = [x for x in correct if rule and x.get("kernel") in catalogue.KERNELS and x["kernel"] not in STREAMED
+             and x["tile"]["BN"] == rule["width"]]
+    if not cells:
+        return None
+    row = cells[0]
+    step, ran = catalogue.step_of(row["kernel"]), {**catalogue.step_of(row["kernel"]).best.tile, **row["tile"]}
+    picked = catalogue.tile_by_rule(step, *row["shape"], sm_count)
+    clusters = catalogue.clusters_at_once(ran, sm_count)
+    units = lambda tile: plan.ctas(tile, *row["shape"][:2]) // tile.get("CLUSTER_M", 1)
+    return {"cells": len(cells), "where": _where(row), "columns": rule["width"], "fill_pct": 100 * rule["fill"],
+            "clusters": clusters, "tile": tile_label(ran), "units": units(ran), "wide": tile_label(picked),
+            "last": units(picked) % clusters or clusters}
+
+
 def _rule_said(params: dict, kernel: str | None, streamed: bool) -> str:
     """How the atlas's rule picked the kernel's tile, with the constants the record ran with ("" where
     the record predates them or the kernel has one tile): its small tile where its best tile's CTAs would
@@ -311,7 +330,7 @@ def one(deck, name: str, device, copy: dict | None) -> dict:
             "large": worst_large and _large(worst_large, versus), "small": worst_small and _small(worst_small, device.sm_count),
             "memory": _memory(correct, params, device, copy), "cold": _cold(correct),
             "above": sum(x >= 1 for x in ratios), "error": _errors(correct, versus), "narrow": _narrow(correct, device.sm_count, speeds), "speeds": speeds,
-            "fewer_sharers": _fewer_sharers(correct, params, device.sm_count),
+            "fewer_sharers": _fewer_sharers(correct, params, device.sm_count), "one_wave": _one_wave(correct, params, device.sm_count),
             "rule_said": _rule_said(params, params["kernels"][0] if params.get("kernels") else None, bool(streamed)),
             "streamed": _streamed(correct, streamed),
             "wrong": [_where(x) for x in rows if x["outcome"] == "wrong"]}

@@ -87,6 +87,7 @@ def atlas_record(doc: dict, name: str, ratio, versus=faster, rule=catalogue.kern
                        "small_tile_below_sms": catalogue.SMALL_TILE_BELOW, "cublas": sweep["params"]["cublas"],
                        **({"sharers": catalogue.STREAM_K_SHARERS} if name in WITH_STREAM_K else
                           {"sharers": step.sharers} if step.sharers else {}),
+                       **({"one_wave": catalogue.rule_params(step)["one_wave"]} if step.one_wave_width else {}),
                        "warm_s": sweep["params"]["warm_s"], "timed_s": sweep["params"]["timed_s"]},
             "rows": rows}
 
@@ -601,3 +602,21 @@ def test_the_notes_say_where_stream_k_stopped_short_of_its_rows_for_a_short_k(fi
             "and the headline") in s[SLIDES["bf16"]]
     assert f"outlined: stream-K ran (up to M = 256; {rows} where K ≤ {longest:,})" in svg_of(s[SLIDES["bf16"]], out)
     assert "where K ≤" not in s[SLIDES["tf32"]]
+
+
+def test_the_notes_say_where_the_kernel_ran_its_one_wave_width_and_what_its_rule_had_picked(fixture_doc, write_results, tmp_path):
+    """catalogue.one_wave in the atlas's notes: the cells that ran 96 columns, the first of them with its
+    units, the clusters the SMs hold, and the last wave of the tile the rule had picked."""
+    s, _ = built(with_atlases(fixture_doc, lambda m, n, k: 0.9, rule=lambda kernel, m, k: kernel), write_results, tmp_path)
+    sms, step = fixture_doc["device"]["sm_count"], catalogue.step_of(KERNEL["tf32"])
+    cells = [(model, projection, m, n, k) for model, projection, n, k in atlas.PROJECTIONS for m in atlas.MS
+             if catalogue.tile_for(step, m, n, k, sms)["BN"] == step.one_wave_width]
+    assert cells, "the fixture's device has a cell that runs the one-wave width"
+    model, projection, m, n, k = cells[0]
+    ran, picked = catalogue.tile_for(step, m, n, k, sms), catalogue.tile_by_rule(step, m, n, k, sms)
+    clusters = catalogue.clusters_at_once(ran, sms)
+    units = lambda tile: plan.ctas(tile, m, n) // tile["CLUSTER_M"]
+    notes = " ".join(s[SLIDES["tf32"]].split("<!--")[1].split())
+    assert (f"the kernel ran {step.one_wave_width} columns wide if that made one wave filling at least that: {len(cells)} cells, "
+            f"among them {model} {projection}, M = {m:,}, which ran {ran['BM']}×{ran['BN']}, {units(ran)} units for {clusters} "
+            f"clusters, not {picked['BM']}×{picked['BN']}, whose last wave held {units(picked) % clusters or clusters}.") in notes

@@ -224,6 +224,34 @@ def test_a_tile_by_m_narrows_where_more_clusters_than_its_steps_bound_would_shar
     assert not headline.sharers and catalogue.fewer_sharers(headline.best.tile, 128, 64, sms, headline.sharers) == headline.best.tile
 
 
+def test_a_tile_whose_last_wave_leaves_most_clusters_idle_runs_its_one_wave_width_where_that_fills_a_wave():
+    """catalogue.one_wave: the step's one-wave width takes the pick's place where its tiles make one wave
+    filling at least WAVE_FILL of the clusters and the pick's last wave fills less; never where M leaves
+    a cluster's tile empty, nor at more than one wave; each tile it can run is built too."""
+    sms = 132
+    stepped = [s for s in catalogue.all_steps() if s.one_wave_width]
+    assert {s.best.id for s in stepped} >= {catalogue.HEADLINE, catalogue.PROMOTED_FP8}
+    fill = lambda tile, m, n: plan.ctas(tile, m, n) // tile["CLUSTER_M"] / catalogue.clusters_at_once(tile, sms)
+    for step in stepped:
+        for m, n, k in ((256, 6144, 4096), (512, 3072, 4096), (256, 5120, 5120), (256, 10240, 8192), (512, 2112, 7168),
+                        (64, 6144, 4096), (4096, 8192, 16384)):
+            picked, by_rule = catalogue.tile_for(step, m, n, k, sms), catalogue.tile_by_rule(step, m, n, k, sms)
+            assert picked in step.tiles
+            if picked != by_rule:
+                assert picked == catalogue.at_width(by_rule, step.one_wave_width) and m >= picked["BM"] * picked["CLUSTER_M"]
+                assert catalogue.WAVE_FILL <= fill(picked, m, n) <= 1
+                assert fill(by_rule, m, n) % 1 < catalogue.WAVE_FILL and fill(by_rule, m, n) % 1 > 0
+    headline, promoted = catalogue.step_of(catalogue.HEADLINE), catalogue.step_of(catalogue.PROMOTED_FP8)
+    # 256 rows, N = 6,144: 32 units of 128 x 192 in clusters of two, a half-filled wave; 64 of 96 fill 64 of 66
+    assert [catalogue.tile_for(s, 256, 6144, 4096, sms)["BN"] for s in (headline, promoted)] == [96, 96]
+    # N = 10,240: 96 columns would make 107 units, more than a wave; 512 x 2,112: the pick's 66 fill it
+    assert catalogue.tile_for(promoted, 256, 10240, 8192, sms)["BN"] != 96
+    assert catalogue.tile_for(promoted, 512, 2112, 7168, sms)["BN"] == 64
+    assert catalogue.tile_for(headline, 64, 6144, 4096, sms)["BN"] != 96        # the cluster's second tile past M
+    blocks = catalogue.step_of(catalogue.BLOCK_SCALED)      # C in BF16, 64 columns a staged chunk: no 96
+    assert not blocks.one_wave_width and catalogue.tile_for(blocks, 256, 6144, 4096, sms)["BN"] != 96
+
+
 def _records(path: Path):
     doc = yaml.safe_load(path.read_text())
     for bid, rec in doc["benchmarks"].items():

@@ -57,6 +57,9 @@ class Step:
     # Where more than this many clusters would share each of its tiles by M, the tile narrows
     # (fewer_sharers); 0: it never does.
     sharers: float = 0
+    # A width whose tiles may make one wave where the picked tile's last wave leaves most clusters
+    # idle (one_wave); 0: none.
+    one_wave_width: int = 0
     # A shape step's (K, rows): where K is at most this K, it runs only up to these rows, and its
     # `against` past them, whose one accumulator sums so short a K within cuBLAS's error.
     short_k_rows: tuple[int, int] | None = None
@@ -85,12 +88,18 @@ class Step:
     @property
     def tiles(self) -> tuple[dict, ...]:
         """The tiles its best kernel is built with: the best's, the small shapes' if it has one, those
-        it picks by M and its other widths."""
+        it picks by M, its other widths and each of those at its one-wave width."""
         by_rows = tuple({**self.best.tile, **change} for _, change in self.rows_tiles)
         tiles = (self.best.tile, *([{**self.best.tile, **self.small_tile}] if self.small_tile else []), *by_rows,
                  *(narrow for tile in by_rows if self.sharers for narrow in narrower(tile)),
                  *({**self.best.tile, "BN": width} for width in self.widths))
+        tiles += tuple(at_width(tile, self.one_wave_width) for tile in tiles if self.takes_one_wave(tile))
         return tuple(tile for i, tile in enumerate(tiles) if tile not in tiles[:i])
+
+    def takes_one_wave(self, tile: dict) -> bool:
+        """Whether ``tile`` may run at the step's one-wave width (one_wave): tiles of the best's rows,
+        the ones measured so."""
+        return bool(self.one_wave_width) and tile["BM"] == self.best.tile["BM"]
 
     @property
     def name(self) -> str:
@@ -217,9 +226,13 @@ def narrower(tile: dict) -> tuple[dict, ...]:
     keeps its bytes (A's and B's stages), as deep as they allow."""
     if tile["BN"] <= NARROWEST:
         return ()
-    bn = tile["BN"] - NARROWEST
-    narrow = {**tile, "BN": bn, "STAGES": tile["STAGES"] * (tile["BM"] + tile["BN"]) // (tile["BM"] + bn)}
+    narrow = at_width(tile, tile["BN"] - NARROWEST)
     return (narrow, *narrower(narrow))
+
+
+def at_width(tile: dict, bn: int) -> dict:
+    """``tile`` ``bn`` columns wide, a ring of named depth keeping its bytes (A's and B's stages)."""
+    return {**tile, "BN": bn, "STAGES": tile["STAGES"] * (tile["BM"] + tile["BN"]) // (tile["BM"] + bn)}
 
 
 def fewer_sharers(tile: dict, m: int, n: int, sm_count: int, sharers: float) -> dict:
@@ -228,6 +241,32 @@ def fewer_sharers(tile: dict, m: int, n: int, sm_count: int, sharers: float) -> 
     candidates = (tile, *narrower(tile)) if sharers else (tile,)
     return next((c for c in candidates
                  if clusters_at_once(c, sm_count) <= sharers * (ctas(c, m, n) // c.get("CLUSTER_M", 1))), candidates[-1])
+
+
+# A tile's tiles that fill at least this share of the clusters the SMs hold at once make a full
+# wave: where the picked tile's last wave fills less, the step's one-wave width (96 columns, C
+# staged 32 floats at a time) takes it instead if its tiles make one full wave and no more, as
+# cuBLAS's tiles 96 or 112 columns wide make one wave of about 128 CTAs at a few hundred rows
+# (bench.gemm.trial --counters names them). Each width beside the pick in turns (H200, 2026-12-01,
+# bench.gemm.trial), 96 columns took 0.78-0.97 of the pick's time at the 15 shapes of 128-512 rows
+# where this rule takes it (the four precisions; 4 of them atlas cells), its tiles filling 0.81-0.97
+# of the clusters, and 1.04 at one (TF32 256x6144x8192). Where 96 columns lost, 1.03-1.17x (1.13-1.40x
+# past a wave), its tiles filled 0.33-0.67 of the clusters or more than a wave. Any bound from 0.7
+# to 0.8 picks the same.
+WAVE_FILL = 0.75
+ONE_WAVE_WIDTH = 96
+
+
+def one_wave(step: Step, tile: dict, m: int, n: int, sm_count: int) -> dict:
+    """``tile``, or the step's one-wave width of it where that makes one full wave (WAVE_FILL) and
+    ``tile``'s last wave is not full; only where M fills a cluster's tiles (as where it was measured)."""
+    if not step.takes_one_wave(tile) or tile["BN"] == step.one_wave_width or m < tile["BM"] * tile.get("CLUSTER_M", 1):
+        return tile
+    at = clusters_at_once(tile, sm_count)
+    last = ctas(tile, m, n) // tile.get("CLUSTER_M", 1) % at or at
+    wide = at_width(tile, step.one_wave_width)
+    units = ctas(wide, m, n) // wide.get("CLUSTER_M", 1)
+    return wide if WAVE_FILL * at <= units <= at and last < WAVE_FILL * at else tile
 
 
 def width_speeds(step: Step) -> dict[int, float]:
@@ -239,6 +278,7 @@ def rule_params(step: Step) -> dict:
     """The constants tile_for picks a step's tiles with, as its records keep them (keys are text)."""
     return {"small_tile_below_sms": SMALL_TILE_BELOW,
             **({"sharers": step.sharers} if step.sharers else {}),
+            **({"one_wave": {"width": step.one_wave_width, "fill": WAVE_FILL}} if step.one_wave_width else {}),
             **({"narrow_speeds": {str(width): speed for width, speed in width_speeds(step).items()}} if step.widths else {})}
 
 
@@ -247,7 +287,13 @@ def tile_for(step: Step, m: int, n: int, k: int, sm_count: int) -> dict:
     takes M; else its small tile, where the best tile's CTAs would leave most SMs with nothing to do;
     else, of its best tile and its other widths, the one whose waves end first (its waves times its
     width, a narrower one at its width_speeds; the best on a tie). A tile by M narrows where the
-    clusters would share its tiles more than the step's `sharers` to one (fewer_sharers)."""
+    clusters would share its tiles more than the step's `sharers` to one (fewer_sharers). Where the
+    tile's last wave would leave most clusters idle, the step's one-wave width may take it (one_wave)."""
+    return one_wave(step, tile_by_rule(step, m, n, k, sm_count), m, n, sm_count)
+
+
+def tile_by_rule(step: Step, m: int, n: int, k: int, sm_count: int) -> dict:
+    """tile_for's pick before its one-wave width may take its place."""
     best = step.best.tile
     speed = {best["BN"]: 1, **width_speeds(step)}
     big = min((best, *({**best, "BN": width} for width in step.widths)),
@@ -430,7 +476,7 @@ STEPS = (
          source="kernels/gemm_12_lean_loop.cu", function="gemm_lean_loop",
          diagram="lean_loop", sass=(*_TMA, "UTMASTG"), min_cc=HOPPER,
          variants=(Variant("gemm.lean_loop", "leaner main loop", sm90(256, DEEPEST, BAND, **_STAGED)),),
-         beyond=True, also_in=_BF16_FP8, small_tile=_SMALL, widths=_WIDTHS,
+         beyond=True, also_in=_BF16_FP8, small_tile=_SMALL, widths=_WIDTHS, one_wave_width=ONE_WAVE_WIDTH,
          shown="kernels/gemm_sm90_lean_loop.cuh"),
 )
 
@@ -457,7 +503,8 @@ FP8_STEPS = (
          diagram="lean_loop", sass=(*_FP8_TMA, "UTMASTG"), min_cc=HOPPER,
          variants=(Variant("gemm.fp8_promote_128x128", "128x128 tile", {**sm90(128, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]}),
                    Variant("gemm.fp8_promote", "128x192 tile", {**sm90(192, DEEPEST, BAND, **_STAGED), **ELEMENTS["fp8"]})),
-         beyond=True, precision="fp8", rows_tiles=_FP8_ROWS, widths=(128, 64), narrow_speeds=_FP8_NARROW, sharers=PROMOTED_SHARERS),
+         beyond=True, precision="fp8", rows_tiles=_FP8_ROWS, widths=(128, 64), narrow_speeds=_FP8_NARROW, sharers=PROMOTED_SHARERS,
+         one_wave_width=ONE_WAVE_WIDTH),
     Step(key="fp8_blocks", title="Block Scales",
          technique="+ DeepSeek-V3's scales: A's per 1 x 128 of a row, B's per 128 x 128 block; a K-tile is one block "
                    "along K, so each K-tile's sums are multiplied by their row's and their column block's scales as "
@@ -652,6 +699,7 @@ def kernel_definition(bench_id: str) -> dict:
             **({"widths": list(step.widths)} if step.widths and variant is step.best else {}),
             **({"narrow_speeds": [list(pair) for pair in step.narrow_speeds]} if step.narrow_speeds and variant is step.best else {}),
             **({"sharers": step.sharers} if step.sharers and variant is step.best else {}),
+            **({"one_wave": {"width": step.one_wave_width, "fill": WAVE_FILL}} if step.one_wave_width and variant is step.best else {}),
             **({"short_k_rows": list(step.short_k_rows)} if step.short_k_rows and variant is step.best else {})}
 
 
