@@ -617,6 +617,6 @@ def test_the_notes_say_where_the_kernel_ran_its_one_wave_width_and_what_its_rule
     clusters = catalogue.clusters_at_once(ran, sms)
     units = lambda tile: plan.ctas(tile, m, n) // tile["CLUSTER_M"]
     notes = " ".join(s[SLIDES["tf32"]].split("<!--")[1].split())
-    assert (f"the kernel ran {step.one_wave_width} columns wide if that made one wave filling at least that: {len(cells)} cells, "
-            f"among them {model} {projection}, M = {m:,}, which ran {ran['BM']}×{ran['BN']}, {units(ran)} units for {clusters} "
+    assert (f"the kernel ran {step.one_wave_width} columns wide if that made one wave filling at least that, in {len(cells)} "
+            f"cell{'s' if len(cells) > 1 else ''} (the first {model} {projection}, M = {m:,}): {ran['BM']}×{ran['BN']}, {units(ran)} units for {clusters} "
             f"clusters, not {picked['BM']}×{picked['BN']}, whose last wave held {units(picked) % clusters or clusters}.") in notes
