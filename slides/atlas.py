@@ -112,7 +112,7 @@ def _narrow(correct: list[dict], sm_count: int, speeds: dict[int, float] | None)
     ran = sorted({x["tile"]["BN"] for x in cells}, reverse=True)      # each narrower width that ran, widest first
     return {"cells": len(cells), "tile": tile_label(row["tile"]), "best": tile_label(best), "where": _where(row),
             "tiles": " or ".join(tile_label({**best, "BN": width}) for width in ran),
-            "columns": [narrow["BN"], best["BN"]], **waves,
+            **waves,
             "wave_pct": 100 * wave, "as_wide": waves["narrow"] * wave}
 
 
@@ -138,29 +138,18 @@ def _fewer_sharers(correct: list[dict], params: dict, sm_count: int) -> dict | N
             "tile": tile_label(row["tile"]), "wide": tile_label(wide)}
 
 
-def _one_wave(correct: list[dict], params: dict, sm_count: int) -> dict | None:
-    """The cells whose kernel ran its one-wave width where its rule's pick would have left most clusters
-    of its last wave idle (catalogue.one_wave): how many, and the first of them with the tile the rule
-    picked, each tile's units and the clusters the SMs hold at once."""
+def _one_wave_cells(correct: list[dict], params: dict) -> int:
+    """The cells whose kernel ran its record's one-wave width (catalogue.one_wave)."""
     rule = params.get("one_wave")
-    cells = [x for x in correct if rule and x.get("kernel") in catalogue.KERNELS and x["kernel"] not in STREAMED
-             and x["tile"]["BN"] == rule["width"]]
-    if not cells:
-        return None
-    row = cells[0]
-    step, ran = catalogue.step_of(row["kernel"]), {**catalogue.step_of(row["kernel"]).best.tile, **row["tile"]}
-    picked = catalogue.tile_by_rule(step, *row["shape"], sm_count)
-    clusters = catalogue.clusters_at_once(ran, sm_count)
-    units = lambda tile: plan.ctas(tile, *row["shape"][:2]) // tile.get("CLUSTER_M", 1)
-    return {"cells": len(cells), "where": _where(row), "columns": rule["width"], "fill_pct": 100 * rule["fill"],
-            "clusters": clusters, "tile": tile_label(ran), "units": units(ran), "wide": tile_label(picked),
-            "last": units(picked) % clusters or clusters}
+    return sum(1 for x in correct if rule and x.get("kernel") in catalogue.KERNELS and x["kernel"] not in STREAMED
+               and x["tile"]["BN"] == rule["width"])
 
 
-def _rule_said(params: dict, kernel: str | None, streamed: bool) -> str:
+def _rule_said(params: dict, kernel: str | None, streamed: bool, one_wave: int = 0) -> str:
     """How the atlas's rule picked the kernel's tile, with the constants the record ran with ("" where
     the record predates them or the kernel has one tile): its small tile where its best tile's CTAs would
-    leave most SMs idle, else the width whose waves end first (catalogue.tile_for)."""
+    leave most SMs idle, else the width whose waves end first (catalogue.tile_for), and the ``one_wave``
+    cells that ran its one-wave width instead (catalogue.one_wave)."""
     speeds = _width_speeds(params, kernel)
     if kernel not in catalogue.KERNELS or not speeds:
         return ""
@@ -176,7 +165,9 @@ def _rule_said(params: dict, kernel: str | None, streamed: bool) -> str:
                if len(set(speeds.values())) == 1 else
                ", ".join(f"{tile_label({**step.best.tile, 'BN': w})} {'counted ' if i == 0 else ''}at {100 * v:,.0f}%"
                          f"{' of the speed' if i == 0 else ''}" for i, (w, v) in enumerate(speeds.items())))
-    return f"{lead} ran {small}{widths}, whichever's waves end first ({counted})."
+    filled = (f", or {tile_label({**step.best.tile, 'BN': params['one_wave']['width']})} where only it fills one wave "
+              f"({one_wave} cell{'s' if one_wave > 1 else ''})" if one_wave else "")
+    return f"{lead} ran {small}{widths}, whichever's waves end first ({counted}){filled}."
 
 
 def _versus_headline(streamed: list[dict]) -> str:
@@ -330,8 +321,9 @@ def one(deck, name: str, device, copy: dict | None) -> dict:
             "large": worst_large and _large(worst_large, versus), "small": worst_small and _small(worst_small, device.sm_count),
             "memory": _memory(correct, params, device, copy), "cold": _cold(correct),
             "above": sum(x >= 1 for x in ratios), "error": _errors(correct, versus), "narrow": _narrow(correct, device.sm_count, speeds), "speeds": speeds,
-            "fewer_sharers": _fewer_sharers(correct, params, device.sm_count), "one_wave": _one_wave(correct, params, device.sm_count),
-            "rule_said": _rule_said(params, params["kernels"][0] if params.get("kernels") else None, bool(streamed)),
+            "fewer_sharers": _fewer_sharers(correct, params, device.sm_count),
+            "rule_said": _rule_said(params, params["kernels"][0] if params.get("kernels") else None, bool(streamed),
+                                    _one_wave_cells(correct, params)),
             "streamed": _streamed(correct, streamed),
             "wrong": [_where(x) for x in rows if x["outcome"] == "wrong"]}
 
