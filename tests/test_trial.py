@@ -177,8 +177,10 @@ def test_counters_go_to_the_runs_that_launched_them_cublas_taking_its_split_k_re
     launches = [(ours, _counters(40, 132)), (ours, _counters(38, 132)), (gemm, _counters(30, 96)), (reduce, _counters(2, 48)),
                 (ours, _counters(80, 132)), (gemm, _counters(70, 132))]
     order = [{"shape": [128, 6144, 4096], "runs": [trial.BASE, "w128", "cublas"], "refused": {"w64": "takes whole tiles only"}},
-             {"shape": [256, 6144, 4096], "runs": [trial.BASE, "cublas"]}]
-    first, second = trial.counters_by_run(launches, order, ours)
+             {"shape": [256, 6144, 4096], "runs": [trial.BASE, "cublas"]},
+             {"shape": [100, 6144, 4096], "runs": [], "refused": {trial.BASE: "takes whole tiles only"}}]
+    first, second, refused = trial.counters_by_run(launches, order, ours)
+    assert trial.counter_lines(refused) == ["100x6144x4096", f"  {trial.BASE}  refused: takes whole tiles only"]
     assert [len(first["runs"][name]) for name in (trial.BASE, "w128", "cublas")] == [1, 1, 2]
     assert [c["kernel"] for c in first["runs"]["cublas"]] == [gemm, reduce]
     assert first["refused"] == {"w64": "takes whole tiles only"}

@@ -275,6 +275,8 @@ def main(argv=None) -> int:
             rows.append(measure(step, shape, by_name, device, args.cublas, sources))
         except Refused as e:
             print(f"{'x'.join(map(str, shape.dims))}: refused: {e}", flush=True)
+            if args.launch_once:        # the shape's line under --counters says so
+                rows.append({"shape": shape.dims, "runs": [], "refused": {BASE: str(e)}})
             continue
         print("\n".join(lines(rows[-1])), flush=True)
     if args.json or args.launch_once:
