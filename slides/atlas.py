@@ -141,7 +141,9 @@ def _fewer_sharers(correct: list[dict], params: dict, sm_count: int) -> dict | N
 def _one_wave_cells(correct: list[dict], params: dict) -> int:
     """The cells whose kernel ran its record's one-wave width (catalogue.one_wave)."""
     rule = params.get("one_wave")
-    return sum(1 for x in correct if rule and x.get("kernel") in catalogue.KERNELS and x["kernel"] not in STREAMED
+    if not rule:
+        return 0
+    return sum(1 for x in correct if x.get("kernel") in catalogue.KERNELS and x["kernel"] not in STREAMED
                and x["tile"]["BN"] == rule["width"])
 
 

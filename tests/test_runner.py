@@ -290,11 +290,11 @@ def _ncu_csv(launches) -> str:
 
 
 def test_ncu_csv_is_read_by_metric_name_launch_by_launch():
-    from bench.gemm.profile import METRICS, ncu_command, parse_launches
+    from bench.gemm.profile import METRICS, first_launches, ncu_command, parse_launches
     found = parse_launches(_ncu_csv([("gemm_cute_mma", 1000), ("void deep_gemm::sm90_fp8_gemm_1d2d_impl<0>()", 2000)]))
     assert found == [("gemm_cute_mma", {m: 1000.0 + i for i, m in enumerate(METRICS)}),
                      ("void deep_gemm::sm90_fp8_gemm_1d2d_impl<0>()", {m: 2000.0 + i for i, m in enumerate(METRICS)})]
-    cmd = ncu_command("regex:^gemm_cute_mma$", ["--target", "gemm.cute_mma_tf32"], ROOT / "x.csv", 10)
+    cmd = ncu_command(first_launches("regex:^gemm_cute_mma$", 10), ["--target", "gemm.cute_mma_tf32"], ROOT / "x.csv")
     assert cmd[:3] == ["ncu", "--clock-control", "none"] and "regex:^gemm_cute_mma$" in cmd
     assert cmd[cmd.index("--launch-count") + 1] == "10" and cmd[-2:] == ["--target", "gemm.cute_mma_tf32"]
 

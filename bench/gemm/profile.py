@@ -36,12 +36,21 @@ METRICS = {
 TOOL = "ncu --clock-control none"
 
 
-def ncu_command(kernel_name: str, target: list[str], log: Path, launches: int = 1) -> list[str]:
-    """ncu over ``python -m bench.gemm.profile`` with ``target``'s arguments: the first ``launches``
-    launches of the kernels ``kernel_name`` matches, each read for METRICS."""
-    return [*TOOL.split(), "--metrics", ",".join(METRICS), "--kernel-name", kernel_name,
-            "--launch-count", str(launches), "--csv", "--print-units", "base", "--log-file", str(log),
-            sys.executable, "-m", "bench.gemm.profile", *target]
+def first_launches(kernel_name: str, launches: int = 1) -> list[str]:
+    """ncu's selection of the first ``launches`` launches of the kernels ``kernel_name`` matches."""
+    return ["--kernel-name", kernel_name, "--launch-count", str(launches)]
+
+
+# ncu's selection of every launch inside the program's profiler windows (cudaProfilerStart / Stop)
+IN_PROFILER_WINDOWS = ["--profile-from-start", "off"]
+
+
+def ncu_command(select: list[str], target: list[str], log: Path, module: str = "bench.gemm.profile",
+                metrics=METRICS) -> list[str]:
+    """ncu over ``python -m module`` with ``target``'s arguments: the launches ``select`` picks
+    (first_launches, IN_PROFILER_WINDOWS), each read for ``metrics``."""
+    return [*TOOL.split(), "--metrics", ",".join(metrics), *select, "--csv", "--print-units", "base",
+            "--log-file", str(log), sys.executable, "-m", module, *target]
 
 
 def parse_launches(text: str, metrics=METRICS) -> list[tuple[str, dict]]:
@@ -56,19 +65,19 @@ def parse_launches(text: str, metrics=METRICS) -> list[tuple[str, dict]]:
     return [launches[i] for i in sorted(launches)]
 
 
-def run_ncu(kernel_name: str, target: list[str], launches: int, what: str, timeout_s: float,
-            env: dict | None = None) -> list[tuple[str, dict]]:
-    """The launches ncu read (parse_launches), each with every metric; fails with what ncu said where
-    it read none or some launch lacks a metric."""
+def run_ncu(select: list[str], target: list[str], what: str, timeout_s: float, env: dict | None = None,
+            module: str = "bench.gemm.profile", metrics=METRICS) -> list[tuple[str, dict]]:
+    """The launches ncu read (ncu_command, parse_launches), each with every metric; fails with what ncu
+    said where it read none or some launch lacks a metric."""
     if shutil.which("ncu") is None:
         raise RuntimeError("ncu (Nsight Compute) is not on PATH")
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "ncu.csv"
-        proc = subprocess.run(ncu_command(kernel_name, target, log, launches), cwd=ROOT, capture_output=True,
+        proc = subprocess.run(ncu_command(select, target, log, module, metrics), cwd=ROOT, capture_output=True,
                               text=True, timeout=timeout_s, env=env)
         text = log.read_text() if log.exists() else ""
-    found = parse_launches(text)
-    missing = sorted({m for _, values in found for m in METRICS if m not in values})
+    found = parse_launches(text, metrics)
+    missing = sorted({m for _, values in found for m in metrics if m not in values})
     if proc.returncode != 0 or not found or missing:
         raise RuntimeError(f"ncu on {what} gave no {', '.join(missing) or 'result'} "
                            f"(exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()[-500:]}")
@@ -83,7 +92,7 @@ def kernel_name(bench_id: str) -> str:
 
 
 def profile(bench_id: str, timeout_s: float = 600) -> dict:
-    (_, values), = run_ncu(kernel_name(bench_id), ["--target", bench_id], 1, bench_id, timeout_s)
+    (_, values), = run_ncu(first_launches(kernel_name(bench_id)), ["--target", bench_id], bench_id, timeout_s)
     return {"metrics": values, "names": dict(METRICS), "tool": TOOL}
 
 
@@ -98,7 +107,7 @@ def profile_peer(bench_id: str, env: dict, timeout_s: float = 900) -> list[dict]
     where ours refused the shape). ``env``: the environment its process needs (its loader)."""
     peer = importlib.import_module(PEERS[bench_id])
     ours = peer.STEP.function                       # ncu names our kernel by its extern "C" name
-    found = run_ncu(f"regex:^{ours}$|{peer.PEER_KERNEL}", ["--peer", bench_id], 2 * len(peer.SHAPES), bench_id,
+    found = run_ncu(first_launches(f"regex:^{ours}$|{peer.PEER_KERNEL}", 2 * len(peer.SHAPES)), ["--peer", bench_id], bench_id,
                     timeout_s, env)
     shapes: list[dict] = []
     for name, values in found:          # each shape's peer launch, then ours

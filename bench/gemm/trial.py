@@ -178,19 +178,11 @@ def counters_by_run(launches: list[tuple[str, dict]], order: list[dict], functio
 def read_counters(child_argv: list[str], timeout_s: float = 570) -> list[dict]:
     """ncu over this tool's own process with ``child_argv`` and --launch-once: each shape's runs with
     their launches' counters (counters_by_run)."""
-    from ..core.registry import ROOT
-    from .profile import METRICS, TOOL, parse_launches
-    metrics = {**METRICS, **LAUNCH_METRICS}
+    from .profile import IN_PROFILER_WINDOWS, METRICS, run_ncu
     with tempfile.TemporaryDirectory() as tmp:
-        log, order = Path(tmp) / "ncu.csv", Path(tmp) / "order.json"
-        proc = subprocess.run([*TOOL.split(), "--profile-from-start", "off", "--metrics", ",".join(metrics), "--csv",
-                               "--print-units", "base", "--log-file", str(log), sys.executable, "-m", "bench.gemm.trial",
-                               *child_argv, "--launch-once", str(order)],
-                              cwd=ROOT, capture_output=True, text=True, timeout=timeout_s)
-        if proc.returncode != 0 or not order.exists():
-            said = [line for line in (proc.stderr + proc.stdout).splitlines() if line.strip() and not line.startswith("==")]
-            raise RuntimeError(f"the launches under ncu failed (exit {proc.returncode}): {' / '.join(said[-3:]) or 'no output'}")
-        launches = parse_launches(log.read_text() if log.exists() else "", metrics)
+        order = Path(tmp) / "order.json"
+        launches = run_ncu(IN_PROFILER_WINDOWS, [*child_argv, "--launch-once", str(order)], "the trial's runs", timeout_s,
+                           module="bench.gemm.trial", metrics={**METRICS, **LAUNCH_METRICS})
         step = catalogue.step_of(catalogue.resolve(child_argv[0]))
         return counters_by_run(launches, json.loads(order.read_text()), step.function)
 
