@@ -144,14 +144,25 @@ def _one_wave_cells(correct: list[dict], params: dict) -> int:
     if not rule:
         return 0
     return sum(1 for x in correct if x.get("kernel") in catalogue.KERNELS and x["kernel"] not in STREAMED
-               and x["tile"]["BN"] == rule["width"])
+               and not _ran_one_row(x) and x["tile"]["BN"] == rule["width"])
 
 
-def _rule_said(params: dict, kernel: str | None, streamed: bool, one_wave: int = 0) -> str:
+def _ran_one_row(row: dict) -> bool:
+    """Whether the headline ran the cell as one row of its tiles alone (catalogue.one_row): no cluster
+    over M where its best tile has one, M within one tile's rows."""
+    kernel = row.get("kernel")
+    if kernel not in catalogue.KERNELS or kernel in STREAMED:
+        return False
+    best = catalogue.step_of(kernel).best.tile
+    return row["tile"].get("CLUSTER_M", 1) == 1 < best.get("CLUSTER_M", 1) and row["shape"][0] <= best["BM"]
+
+
+def _rule_said(params: dict, kernel: str | None, streamed: bool, one_wave: int = 0, one_row: list[dict] = ()) -> str:
     """How the atlas's rule picked the kernel's tile, with the constants the record ran with ("" where
     the record predates them or the kernel has one tile): its small tile where its best tile's CTAs would
     leave most SMs idle, else the width whose waves end first (catalogue.tile_for), and the ``one_wave``
-    cells that ran its one-wave width instead (catalogue.one_wave)."""
+    cells that ran its one-wave width instead (catalogue.one_wave), and the ``one_row`` cells that ran one
+    row of tiles alone (catalogue.one_row)."""
     speeds = _width_speeds(params, kernel)
     if kernel not in catalogue.KERNELS or not speeds:
         return ""
@@ -163,13 +174,15 @@ def _rule_said(params: dict, kernel: str | None, streamed: bool, one_wave: int =
     rows_fixed = [rows for rows, change in step.rows_tiles if "BN" in change]
     lead = ("Past stream-K's rows the headline" if streamed else
             f"Past M = {max(rows_fixed):,} the kernel" if rows_fixed else "In every cell the headline")
-    counted = (f"a narrower tile counted at {100 * next(iter(speeds.values())):,.0f}% of the speed"
+    counted = (f"a narrower one at {100 * next(iter(speeds.values())):,.0f}% of the speed"
                if len(set(speeds.values())) == 1 else
                ", ".join(f"{tile_label({**step.best.tile, 'BN': w})} {'counted ' if i == 0 else ''}at {100 * v:,.0f}%"
                          f"{' of the speed' if i == 0 else ''}" for i, (w, v) in enumerate(speeds.items())))
     filled = (f", or {tile_label({**step.best.tile, 'BN': params['one_wave']['width']})} where only it fills one wave "
               f"({one_wave} cell{'s' if one_wave > 1 else ''})" if one_wave else "")
-    return f"{lead} ran {small}{widths}, whichever's waves end first ({counted}){filled}."
+    alone = (f" {len(one_row)} cell{'s' if len(one_row) > 1 else ''} of M = {max(x['shape'][0] for x in one_row):,} "
+             f"ran one tile row alone, no cluster." if one_row else "")
+    return f"{lead} ran {small}{widths}, whichever's waves end first ({counted}){filled}.{alone}"
 
 
 def _versus_headline(streamed: list[dict]) -> str:
@@ -181,7 +194,7 @@ def _versus_headline(streamed: list[dict]) -> str:
         return ""
     ratios = [p["ratio"] for p in pairs]
     slower, tie = sum(p["ci"][1] < 1 for p in pairs), sum(p["ci"][0] <= 1 <= p["ci"][1] for p in pairs)
-    return (f": stream-K at {100 * median(ratios):,.0f}% of the headline's speed (median; {100 * min(ratios):,.0f}–"
+    return (f": stream-K at {100 * median(ratios):,.0f}% of its speed (median; {100 * min(ratios):,.0f}–"
             f"{100 * max(ratios):,.0f}%), faster in {sum(p['ci'][0] > 1 for p in pairs)} of {len(pairs)} cells"
             + (f", slower in {slower}" if slower else "") + (f", a tie in {tie}" if tie else ""))
 
@@ -325,7 +338,7 @@ def one(deck, name: str, device, copy: dict | None) -> dict:
             "above": sum(x >= 1 for x in ratios), "error": _errors(correct, versus), "narrow": _narrow(correct, device.sm_count, speeds), "speeds": speeds,
             "fewer_sharers": _fewer_sharers(correct, params, device.sm_count),
             "rule_said": _rule_said(params, params["kernels"][0] if params.get("kernels") else None, bool(streamed),
-                                    _one_wave_cells(correct, params)),
+                                    _one_wave_cells(correct, params), [x for x in correct if _ran_one_row(x)]),
             "streamed": _streamed(correct, streamed),
             "wrong": [_where(x) for x in rows if x["outcome"] == "wrong"]}
 
@@ -339,7 +352,7 @@ def _streamed(correct: list[dict], streamed: list[dict]) -> dict | None:
     if not streamed:
         return None
     up_to = max(x["shape"][0] for x in streamed)
-    left = [x for x in correct if x.get("kernel") not in STREAMED and x["shape"][0] <= up_to]
+    left = [x for x in correct if x.get("kernel") not in STREAMED and not _ran_one_row(x) and x["shape"][0] <= up_to]
     return {"cells": len(streamed), "up_to": up_to, "versus": _versus_headline(streamed),
             "short_k": left and {"k": max(x["shape"][2] for x in left),
                                  "rows": max((m for m in {x["shape"][0] for x in streamed}

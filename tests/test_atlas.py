@@ -64,7 +64,7 @@ def atlas_record(doc: dict, name: str, ratio, versus=faster, rule=catalogue.kern
     rows = []
     for model, projection, n, k in atlas.PROJECTIONS:
         for m in atlas.MS:
-            kernel = rule(headline, m, k)
+            kernel = rule(headline, m, n, k, sms)
             tile, launched = planned(kernel, m, n, k, sms)
             row = {**copy.deepcopy(template), "model": model, "projection": projection, "shape": [m, n, k],
                    "kernel": kernel, "tile": tile, "plan": launched, "cublas_check": dict(error),
@@ -131,10 +131,12 @@ def test_each_cell_is_its_ratio_and_stream_k_is_outlined(fixture_doc, write_resu
         precision = catalogue.step_of(KERNEL[name]).precision
         # stream-K's cells, as far as its tiles by M go: every projection up to the most rows they take
         streamed = [(n, m) for _, _, n, k in atlas.PROJECTIONS for m in atlas.MS
-                    if catalogue.kernel_for(KERNEL[name], m, k) == STREAMED[precision]]
+                    if catalogue.kernel_for(KERNEL[name], m, n, k, sms) == STREAMED[precision]]
         step = catalogue.step_of(STREAMED[precision])
         assert {m for _, m in streamed} == {m for m in atlas.MS if m <= catalogue.streamed_rows(step)}
-        assert len(streamed) == sum(m <= catalogue.streamed_rows(step, k) for _, _, _, k in atlas.PROJECTIONS for m in atlas.MS)
+        headline = catalogue.step_of(KERNEL[name])
+        assert len(streamed) == sum(m <= catalogue.streamed_rows(step, k) and not catalogue.one_row_fills(headline, m, n, k, sms)
+                                    for _, _, n, k in atlas.PROJECTIONS for m in atlas.MS)
         assert svg.count(OUTLINED) == len(streamed) + 1 and "outlined: stream-K ran" in svg
         # the worst of the small shapes ran stream-K: its few tiles left no SM idle
         m, (model, projection, n, k) = min(atlas.MS), atlas.PROJECTIONS[0]
@@ -167,8 +169,8 @@ def test_stream_k_is_weighed_against_the_headline_in_the_same_turns(fixture_doc,
         up, down = sum(p["ci"][0] > 1 for p in pairs), sum(p["ci"][1] < 1 for p in pairs)
         tie = len(pairs) - up - down
         # for questions: the notes hold the pairs of the outlined cells
-        assert (f"and the headline in the same turns, a measured pair: stream-K at "
-                f"{100 * median:.0f}% of the headline's speed (median; {100 * ratios[0]:.0f}–"
+        assert (f"beside the headline in the same turns: stream-K at "
+                f"{100 * median:.0f}% of its speed (median; {100 * ratios[0]:.0f}–"
                 f"{100 * ratios[-1]:.0f}%), faster in {up} of {len(pairs)} cells"
                 f"{f', slower in {down}' if down else ''}{f', a tie in {tie}' if tie else ''}.") in s[title].split("<!--")[1]
         assert (down, tie) != (0, 0) or case == "faster everywhere"
@@ -395,7 +397,7 @@ def test_without_a_stream_k_cell_the_grid_is_blamed_and_no_plan_is_drawn(fixture
     (measured before stream-K joined it and before such a wave was split): nothing outlined, the
     small shapes' few tiles leave SMs idle, and the diagram slide says there is none."""
     ratio = lambda m, n, k: 0.5 + m / 16384
-    rule = lambda kernel, m, k: kernel
+    rule = lambda kernel, m, n, k, sms: kernel
     s, out = built(launching_only_the_units(with_atlases(fixture_doc, ratio, rule=rule)), write_results, tmp_path)
     sms = fixture_doc["device"]["sm_count"]
     for name, title in SLIDES.items():
@@ -436,7 +438,7 @@ def test_a_cell_the_headline_ran_at_a_narrower_width_has_a_dagger_and_the_notes_
         # the best tile at another width: not a tile by M, which changes its rows or its cluster too
         widened_only = lambda t: t["BN"] in step.widths and all(t[key] == step.best.tile[key] for key in ("BM", "CLUSTER_M"))
         narrow = [(model, projection, (m, n, k)) for model, projection, n, k in atlas.PROJECTIONS for m in atlas.MS
-                  if catalogue.kernel_for(KERNEL[name], m, k) == step.best.id and widened_only(catalogue.tile_for(step, m, n, k, sms))]
+                  if catalogue.kernel_for(KERNEL[name], m, n, k, sms) == step.best.id and widened_only(catalogue.tile_for(step, m, n, k, sms))]
         assert narrow, "an atlas cell whose waves a narrower width ends first"
         model, projection, shape = narrow[0]
         tile = catalogue.tile_for(step, *shape, sms)
@@ -486,7 +488,7 @@ def test_a_lone_wave_split_with_the_idle_clusters_is_not_blamed_on_idle_sms(fixt
     """The headline in every cell, a lone last wave split with the idle clusters as the launcher plans
     it: the worst cell's few tiles had their K shared by every cluster, the kernel's loss."""
     ratio = lambda m, n, k: 0.5 + m / 16384
-    s, _ = built(with_atlases(fixture_doc, ratio, rule=lambda kernel, m, k: kernel), write_results, tmp_path)
+    s, _ = built(with_atlases(fixture_doc, ratio, rule=lambda kernel, m, n, k, sms: kernel), write_results, tmp_path)
     sms = fixture_doc["device"]["sm_count"]
     m, (model, projection, n, k) = min(atlas.MS), atlas.PROJECTIONS[0]
     tile, launched = planned(KERNEL["tf32"], m, n, k, sms)
@@ -564,7 +566,7 @@ def test_the_notes_give_the_rule_that_picked_the_headlines_tile(fixture_doc, wri
         if step.small_tile:
             assert (f"the headline ran {step.tiles[1]['BM']}×{step.tiles[1]['BN']} where {best} would make "
                     f"fewer CTAs than {100 * params['small_tile_below_sms']:.0f}% of the SMs, else {best} or ") in s[SLIDES[name]]
-            assert "whichever's waves end first (a narrower tile counted at 90% of the speed)" in s[SLIDES[name]]
+            assert "whichever's waves end first (a narrower one at 90% of the speed)" in s[SLIDES[name]]
         else:
             most = max(rows for rows, change in step.rows_tiles if "BN" in change)
             first, *rest = step.widths
@@ -598,7 +600,7 @@ def test_the_notes_say_where_stream_k_stopped_short_of_its_rows_for_a_short_k(fi
     bound, rows = catalogue.streamed_for(catalogue.HEADLINE_BF16).short_k_rows
     longest = max(k for _, _, _, k in atlas.PROJECTIONS if k <= bound)
     assert (f"The outlined cells ran stream-K, the catalogue's kernel up to M = 256 ({rows} where K ≤ {longest:,}), "
-            "and the headline") in s[SLIDES["bf16"]]
+            "beside the headline") in s[SLIDES["bf16"]]
     assert f"outlined: stream-K ran (up to M = 256; {rows} where K ≤ {longest:,})" in svg_of(s[SLIDES["bf16"]], out)
     assert "where K ≤" not in s[SLIDES["tf32"]]
 
@@ -606,13 +608,17 @@ def test_the_notes_say_where_stream_k_stopped_short_of_its_rows_for_a_short_k(fi
 def test_the_rule_names_the_one_wave_width_and_the_cells_that_ran_it(fixture_doc, write_results, tmp_path):
     """catalogue.one_wave in the atlas's notes: the rule's sentence ends with the one-wave tile and how
     many cells ran it, where any did."""
-    doc = with_atlases(fixture_doc, lambda m, n, k: 0.9, rule=lambda kernel, m, k: kernel)
+    doc = with_atlases(fixture_doc, lambda m, n, k: 0.9, rule=lambda kernel, m, n, k, sms: kernel)
     sms, step = fixture_doc["device"]["sm_count"], catalogue.step_of(KERNEL["tf32"])
     doc["benchmarks"][catalogue.atlas_id("tf32")]["params"]["narrow_speeds"] = {str(w): 0.9 for w in step.widths}
     s, _ = built(doc, write_results, tmp_path)
+    one_row = [m for _, _, n, k in atlas.PROJECTIONS for m in atlas.MS if catalogue.one_row(step, m, n, k, sms)]
     cells = [1 for _, _, n, k in atlas.PROJECTIONS for m in atlas.MS
-             if catalogue.tile_for(step, m, n, k, sms)["BN"] == step.one_wave_width]
+             if not catalogue.one_row(step, m, n, k, sms) and catalogue.tile_for(step, m, n, k, sms)["BN"] == step.one_wave_width]
     assert cells, "the fixture's device has a cell that runs the one-wave width"
     notes = " ".join(s[SLIDES["tf32"]].split("<!--")[1].split())
     said = f"or {step.best.tile['BM']}×{step.one_wave_width} where only it fills one wave ({len(cells)} cell{'s' if len(cells) > 1 else ''})."
     assert said in notes
+    # the cells of one tile row, each run alone (catalogue.one_row), counted after it
+    assert len(one_row) == len(atlas.PROJECTIONS) and set(one_row) == {step.best.tile["BM"]}
+    assert f"{said} {len(one_row)} cells of M = {one_row[0]} ran one tile row alone, no cluster." in notes

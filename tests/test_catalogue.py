@@ -170,10 +170,40 @@ def test_the_atlas_rule_runs_stream_k_as_far_as_its_tiles_by_m_go():
             for k in (1536, 8192, 8193, 28672):
                 short = step.short_k_rows and k <= step.short_k_rows[0]
                 rows = min(most, step.short_k_rows[1]) if short else most
-                assert catalogue.kernel_for(step.against, m, k) == (step.best.id if m <= rows else step.against)
+                one_row = catalogue.one_row_fills(catalogue.step_of(step.against), m, 28672, k, sms)
+                assert catalogue.kernel_for(step.against, m, 28672, k, sms) == (
+                    step.best.id if m <= rows and not one_row else step.against)
     # a kernel with no shape step is its own at every M
     for bid in (catalogue.PROMOTED_FP8, catalogue.BLOCK_SCALED):
-        assert catalogue.streamed_for(bid) is None and catalogue.kernel_for(bid, 64, 4096) == bid
+        assert catalogue.streamed_for(bid) is None and catalogue.kernel_for(bid, 64, 28672, 4096, sms) == bid
+
+
+def test_one_row_of_tiles_runs_alone_at_the_width_whose_waves_end_first_and_stream_k_where_it_is_too_few():
+    """catalogue.one_row: where M fills more than half of one row of the best's tiles, that row runs
+    with no cluster over M (a second tile row would be padding), at the best's width or a row width,
+    whichever's waves end first; it is built. The atlas runs it in place of stream-K only where its
+    tiles, each split with one helper, keep WAVE_FILL of the SMs busy."""
+    sms = 132
+    stepped = [s for s in catalogue.all_steps() if s.row_widths]
+    assert {s.precision for s in stepped} == {"tf32", "bf16"}
+    for step in stepped:
+        rows = step.best.tile["BM"]
+        assert catalogue.one_row(step, rows // 2, 6144, 4096, sms) is None
+        assert catalogue.one_row(step, rows + 1, 6144, 4096, sms) is None
+        for n, k in ((6144, 4096), (28672, 4096), (4096, 14336), (2112, 7168)):
+            tile = catalogue.one_row(step, rows, n, k, sms)
+            assert tile == catalogue.tile_for(step, rows, n, k, sms) and tile in step.tiles
+            assert tile["CLUSTER_M"] == 1 and tile["BN"] in (step.best.tile["BN"], *dict(step.row_widths))
+            speeds = {step.best.tile["BN"]: 1, **dict(step.row_widths)}
+            cost = {w: catalogue.waves({**tile, "BN": w}, rows, n, k, sms) * w / v for w, v in speeds.items()}
+            assert cost[tile["BN"]] == min(cost.values())
+        # 33 tiles of 64 columns keep 66 of 132 SMs busy: stream-K; 64 of 96 columns keep 128
+        assert catalogue.ctas(catalogue.one_row(step, rows, 2112, 7168, sms), rows, 2112) == 33
+        assert not catalogue.one_row_fills(step, rows, 2112, 7168, sms)
+        assert catalogue.one_row_fills(step, rows, 6144, 4096, sms)
+        headline = catalogue.HEADLINES[step.precision]
+        assert catalogue.kernel_for(headline, rows, 2112, 7168, sms) == catalogue.streamed_for(headline).best.id
+        assert catalogue.kernel_for(headline, rows, 6144, 4096, sms) == headline
 
 
 def test_bf16_stream_k_stops_at_128_rows_where_k_is_short_enough_for_the_headline():
@@ -182,9 +212,9 @@ def test_bf16_stream_k_stops_at_128_rows_where_k_is_short_enough_for_the_headlin
     step = catalogue.streamed_for(catalogue.HEADLINE_BF16)
     bound, rows = step.short_k_rows
     assert catalogue.streamed_rows(step) == 256 and rows == 128
-    assert catalogue.kernel_for(catalogue.HEADLINE_BF16, 256, bound) == catalogue.HEADLINE_BF16
-    assert catalogue.kernel_for(catalogue.HEADLINE_BF16, 256, bound + 1) == step.best.id
-    assert catalogue.kernel_for(catalogue.HEADLINE_BF16, 128, 1536) == step.best.id
+    assert catalogue.kernel_for(catalogue.HEADLINE_BF16, 256, 2112, bound, 132) == catalogue.HEADLINE_BF16
+    assert catalogue.kernel_for(catalogue.HEADLINE_BF16, 256, 2112, bound + 1, 132) == step.best.id
+    assert catalogue.kernel_for(catalogue.HEADLINE_BF16, 128, 2112, 1536, 132) == step.best.id
     assert catalogue.streamed_for(catalogue.HEADLINE).short_k_rows is None
 
 

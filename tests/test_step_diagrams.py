@@ -252,7 +252,7 @@ def test_stream_k_draws_every_atlas_cell_it_runs_legibly_with_its_plan(precision
     from bench.gemm import atlas
     for _, _, n, k in atlas.PROJECTIONS:
         for m in atlas.MS:
-            if catalogue.kernel_for(catalogue.HEADLINES[precision], m, k) not in {s.best.id for s in catalogue.SHAPE_STEPS}:
+            if catalogue.kernel_for(catalogue.HEADLINES[precision], m, n, k, 132) not in {s.best.id for s in catalogue.SHAPE_STEPS}:
                 continue
             cell = stream_k_cell(precision, m, n, k)
             runs, tile = cell["plan"], cell["tile"]

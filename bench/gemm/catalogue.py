@@ -60,6 +60,9 @@ class Step:
     # A width whose tiles may make one wave where the picked tile's last wave leaves most clusters
     # idle (one_wave); 0: none.
     one_wave_width: int = 0
+    # Where M fills one row of the best's tiles, (width, speed over the best's) of the widths that row
+    # may run at alone (one_row); (): none.
+    row_widths: tuple[tuple[int, float], ...] = ()
     # A shape step's (K, rows): where K is at most this K, it runs only up to these rows, and its
     # `against` past them, whose one accumulator sums so short a K within cuBLAS's error.
     short_k_rows: tuple[int, int] | None = None
@@ -88,12 +91,14 @@ class Step:
     @property
     def tiles(self) -> tuple[dict, ...]:
         """The tiles its best kernel is built with: the best's, the small shapes' if it has one, those
-        it picks by M, its other widths and each of those at its one-wave width."""
+        it picks by M, its other widths and each of those at its one-wave width, and its one-row tiles."""
         by_rows = tuple({**self.best.tile, **change} for _, change in self.rows_tiles)
         tiles = (self.best.tile, *([{**self.best.tile, **self.small_tile}] if self.small_tile else []), *by_rows,
                  *(narrow for tile in by_rows if self.sharers for narrow in narrower(tile)),
                  *({**self.best.tile, "BN": width} for width in self.widths))
         tiles += tuple(at_width(tile, self.one_wave_width) for tile in tiles if self.takes_one_wave(tile))
+        if self.row_widths:
+            tiles += tuple(row_tile(self, width) for width in (self.best.tile["BN"], *dict(self.row_widths)))
         return tuple(tile for i, tile in enumerate(tiles) if tile not in tiles[:i])
 
     def takes_one_wave(self, tile: dict) -> bool:
@@ -269,6 +274,39 @@ def one_wave(step: Step, tile: dict, m: int, n: int, sm_count: int) -> dict:
     return wide if WAVE_FILL * at <= units <= at and last < WAVE_FILL * at else tile
 
 
+# Where M fills more than half of one row of the best's 128-row tiles (a 64-row tile takes M up to 64),
+# a cluster over M would add a tile row of padding: that row runs alone (CLUSTER_M 1), at whichever
+# of the best's width and these its waves end first, each at its speed over the best's. At 128 rows
+# (H200, 2026-12-01, bench.gemm.trial in turns with cuBLAS, TF32 and BF16, the eight projections and
+# four widths outside them, N 1,536-14,336) the tile so picked was the fastest of 128 x 64 to 128 x 256
+# at 22 of 24 and missed by 3.0 and 3.7 points at two; any speed of 64 columns from 0.70 to 0.85 picks
+# the same. The clusters of two it replaced ran 39-77% of cuBLAS there; the width picked, 77-122%.
+ROW_WIDTHS = ((192, 1.0), (128, 1.0), (96, 1.0), (64, 0.75))
+
+
+def row_tile(step: Step, width: int) -> dict:
+    """One row of the step's best tile at ``width``, alone (no cluster over M)."""
+    return {**step.best.tile, "BN": width, "CLUSTER_M": 1}
+
+
+def one_row(step: Step, m: int, n: int, k: int, sm_count: int) -> dict | None:
+    """The step's tile where M fills more than half of one row of its best's (row_widths): that row
+    alone, at the width whose waves end first (the widest on a tie); None elsewhere."""
+    rows = step.best.tile["BM"]
+    if not step.row_widths or not rows // 2 < m <= rows:
+        return None
+    speeds = ((step.best.tile["BN"], 1.0), *step.row_widths)
+    return min((row_tile(step, width) for width, _ in speeds),
+               key=lambda tile: waves(tile, m, n, k, sm_count) * tile["BN"] / dict(speeds)[tile["BN"]])
+
+
+def one_row_fills(step: Step, m: int, n: int, k: int, sm_count: int) -> bool:
+    """Whether the step's one-row tile keeps at least WAVE_FILL of the SMs busy: a lone wave split with
+    one helper a tile (plan.split_wave) keeps at most twice its tiles' SMs busy."""
+    tile = one_row(step, m, n, k, sm_count)
+    return bool(tile) and min(2 * ctas(tile, m, n), sm_count) >= WAVE_FILL * sm_count
+
+
 def width_speeds(step: Step) -> dict[int, float]:
     """Each of a step's other widths and its speed over the best's, a wave for a wave (tile_for)."""
     return {width: NARROW_SPEED for width in step.widths} | dict(step.narrow_speeds)
@@ -279,6 +317,7 @@ def rule_params(step: Step) -> dict:
     return {"small_tile_below_sms": SMALL_TILE_BELOW,
             **({"sharers": step.sharers} if step.sharers else {}),
             **({"one_wave": {"width": step.one_wave_width, "fill": WAVE_FILL}} if step.one_wave_width else {}),
+            **({"row_widths": {str(width): speed for width, speed in step.row_widths}} if step.row_widths else {}),
             **({"narrow_speeds": {str(width): speed for width, speed in width_speeds(step).items()}} if step.widths else {})}
 
 
@@ -288,8 +327,9 @@ def tile_for(step: Step, m: int, n: int, k: int, sm_count: int) -> dict:
     else, of its best tile and its other widths, the one whose waves end first (its waves times its
     width, a narrower one at its width_speeds; the best on a tie). A tile by M narrows where the
     clusters would share its tiles more than the step's `sharers` to one (fewer_sharers). Where the
-    tile's last wave would leave most clusters idle, the step's one-wave width may take it (one_wave)."""
-    return one_wave(step, tile_by_rule(step, m, n, k, sm_count), m, n, sm_count)
+    tile's last wave would leave most clusters idle, the step's one-wave width may take it (one_wave).
+    Where M fills one row of its best's tiles, that row alone at its row widths (one_row)."""
+    return one_row(step, m, n, k, sm_count) or one_wave(step, tile_by_rule(step, m, n, k, sm_count), m, n, sm_count)
 
 
 def tile_by_rule(step: Step, m: int, n: int, k: int, sm_count: int) -> dict:
@@ -477,7 +517,7 @@ STEPS = (
          diagram="lean_loop", sass=(*_TMA, "UTMASTG"), min_cc=HOPPER,
          variants=(Variant("gemm.lean_loop", "leaner main loop", sm90(256, DEEPEST, BAND, **_STAGED)),),
          beyond=True, also_in=_BF16_FP8, small_tile=_SMALL, widths=_WIDTHS, one_wave_width=ONE_WAVE_WIDTH,
-         shown="kernels/gemm_sm90_lean_loop.cuh"),
+         row_widths=ROW_WIDTHS, shown="kernels/gemm_sm90_lean_loop.cuh"),
 )
 
 # The BF16 track: the Hopper steps again, BF16 in, FP32 accumulated and out.
@@ -494,7 +534,7 @@ BF16_STEPS = (
 # The FP8 track: e4m3 in, the tensor cores' own accumulation, FP32 out scaled by alpha (the
 # operands' per-tensor scales).
 FP8_STEPS = (
-    *(in_precision(s, "fp8") for s in STEPS if "fp8" in s.also_in),
+    *(replace(in_precision(s, "fp8"), row_widths=()) for s in STEPS if "fp8" in s.also_in),   # measured in TF32 and BF16
     Step(key="fp8_promote", title="FP32 Promotion",
          technique="+ each K-tile's wgmmas start from zero and their sums, in the FP8 tensor cores' own precision, "
                    "are added into FP32 registers; the tile narrows (128 x 128, 128 x 192) so that both fit in registers; "
@@ -607,12 +647,22 @@ def streamed_rows(step: Step, k: int | None = None) -> int:
 # clusters (TF32 and BF16, the eight projections and three other widths; H200, 2026-11-30, in turns
 # with cuBLAS); at 256 rows at 11 of 22, at 128 and 64 at none. In the TF32 atlas's own pairs at 256
 # rows the headline reached 87-133% of cuBLAS where stream-K had 62-127% (its lowest 62.0% -> 87%;
-# H200, 2026-11-30), at the same error.
-def kernel_for(kernel: str, m: int, k: int) -> str:
-    """The kernel the atlas runs an M x . x K GEMM with in place of ``kernel``: its shape step where
-    it runs that many rows at that K (streamed_rows), else ``kernel`` itself."""
+# H200, 2026-11-30), at the same error. Where the headline's one-row tile (one_row) keeps three
+# quarters of the SMs busy, it runs instead: at 128 rows it beat stream-K at the 7 projections where
+# it does in BF16 (84-110% of cuBLAS against 67-101%) and the 6 of them measured in TF32 (100-115
+# against 76-107), and in BF16 at the 3 of 4 widths outside them where it does (83-93 against 62-87;
+# H200, 2026-12-01, bench.gemm.trial, each beside cuBLAS in turns). Where it would not
+# (N = 2,112: 33 tiles keep 66 of 132 SMs busy) stream-K was faster in TF32 (107% against 91%), as fast
+# in BF16 at 0.7x cuBLAS's error where the one-row tile had 1.55x; at N = 1,536 (24 tiles) it was
+# slower in BF16 (63% against 78%).
+def kernel_for(kernel: str, m: int, n: int, k: int, sm_count: int) -> str:
+    """The kernel the atlas runs an M x N x K GEMM with in place of ``kernel``: its shape step where
+    it runs that many rows at that K (streamed_rows), unless ``kernel``'s one-row tile fills the SMs
+    there (one_row_fills); else ``kernel`` itself."""
     streamed = streamed_for(kernel)
-    return streamed.best.id if streamed and m <= streamed_rows(streamed, k) else kernel
+    if not streamed or m > streamed_rows(streamed, k) or one_row_fills(step_of(kernel), m, n, k, sm_count):
+        return kernel
+    return streamed.best.id
 
 
 # across sizes: every step of the talk, the BF16 headline and the FP8 track
