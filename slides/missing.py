@@ -281,7 +281,7 @@ def feeding(gemm: dict) -> dict | None:
     change = top.best["change"]
     gained = change["ci"][0] > 1
     # the lesson's words around its gain: "<lead>: <said> **1.52×** <tail>"
-    words = {"lead": "Feeding the tensor cores is the work", "said": f"the biggest step after {on[0].title}, {top.title}:",
+    words = {"lead": "Feeding the tensor cores is the work", "said": f"after {on[0].title}, {top.title} gained most:",
              "tail": "in turns"} if gained else \
         {"lead": "After the tensor cores", "said": f"no step gained in turns; the biggest, {top['title']},", "tail": ""}
     return {"name": top.name, "title": top.title, "gain": top.best["speedup"], "ci": change["ci"],

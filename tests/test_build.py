@@ -816,7 +816,7 @@ def test_the_takeaways_are_lessons_each_with_its_number(deck):
     clock = clock_during(b[catalogue.HEADLINE])
     assert f"**The power cap sets the clock:** the headline ran at **{clock:,.0f} of {device['sm_clock_max_mhz']:,.0f} MHz**." in main
     fed = closing.feeding(slides_gemm_context(deck))
-    assert fed["gained"] and (f"the biggest step after {fed['first']}, {fed['title']}: **{fed['gain']:.2f}×** in turns."
+    assert fed["gained"] and (f"after {fed['first']}, {fed['title']} gained most: **{fed['gain']:.2f}×** in turns."
                               in main)
     drop = b[catalogue.HEADLINE_FP8]["check"]["rel_error"] / b["gemm.fp8_promote"]["check"]["rel_error"]
     assert f"**FP8 needs its sums promoted:** FP32 sums cut the error **{drop:.0f}×**" in main
