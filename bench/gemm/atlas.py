@@ -1,10 +1,10 @@
 """The shape atlas: each precision's kernels beside cuBLAS of its precision over the shapes models
 run, not one reference shape and squares. Each atlas runs one kernel of the catalogue (ATLASES, by its
 role), or where it has a shape step the one the catalogue's rule picks (catalogue.kernel_for:
-stream-K for a few hundred rows where the headline's tiles are too few, else the headline), with the headline in the same turns where the
-rule picked stream-K. FP8 has two: the kernel that sums in FP32 with a scale a tensor, against
-cuBLASLt's accurate mode, and the block-scaled one writing BF16, against cuBLASLt given the same
-block scales.
+stream-K for a few hundred rows where the headline's tiles are too few, else the headline), with the
+headline in the same turns where the rule picked stream-K. FP8 has two: the kernel that sums in
+FP32 with a scale a tensor, against cuBLASLt's accurate mode, and the block-scaled one writing BF16,
+against cuBLASLt given the same block scales.
 
 A cell is M tokens through one projection of a real model: N its output features, K its input
 features, M from single-batch decoding (64) to a long prefill (16384). Each cell is measured as the
@@ -42,8 +42,8 @@ def _register_atlas(name: str) -> None:
     short = streamed and streamed.short_k_rows
     rule = (f"stream-K up to {catalogue.streamed_rows(streamed)} rows"
             + (f" ({short[1]} where K is at most {short[0]})" if short else "")
-            + ", where its tiles by M take M and the headline's one row of tiles would leave over a quarter of the SMs"
-            " idle (catalogue.kernel_for), else the headline" if streamed
+            + ", where its tiles by M take M and the headline's one row of tiles would leave over a"
+              " quarter of the SMs idle (catalogue.kernel_for), else the headline" if streamed
             else "its tile by M (catalogue.tile_for)")
 
     @register(catalogue.atlas_id(name), sources=tuple(dict.fromkeys(

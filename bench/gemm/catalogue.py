@@ -280,7 +280,7 @@ def one_wave(step: Step, tile: dict, m: int, n: int, sm_count: int) -> dict:
 # (H200, 2026-12-01, bench.gemm.trial in turns with cuBLAS, TF32 and BF16, the eight projections and
 # four widths outside them, N 1,536-14,336) the tile so picked was the fastest of 128 x 64 to 128 x 256
 # at 22 of 24 and missed by 3.0 and 3.7 points at two; any speed of 64 columns from 0.70 to 0.85 picks
-# the same. The clusters of two it replaced ran 39-77% of cuBLAS there; the width picked, 77-122%.
+# the same. The clusters of two it replaced ran 39-76% of cuBLAS there; the width picked, 77-122%.
 ROW_WIDTHS = ((192, 1.0), (128, 1.0), (96, 1.0), (64, 0.75))
 
 
