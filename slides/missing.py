@@ -310,7 +310,7 @@ def small_m(atlas) -> dict | None:
     return {"precision": at["precision"], "versus": at["versus"], "pct": small["pct"], "where": small["where"], "to": small["to"],
             "large_pct": large["pct"], "large_from": large["from"], "loses": loses,
             "lead": "Small M is where a GEMM loses" if loses else "Small M holds up",
-            "tail": "" if loses else f", no lower than from M = {large['from']} up"}
+            "tail": "" if loses else f", no lower than at M ≥ {large['from']}"}
 
 
 def promotion(fp8: dict) -> dict | None:
@@ -329,7 +329,7 @@ def promotion_cost(cost: dict | None) -> str:
     if not cost:
         return ""
     pct = 100 * abs(1 - cost["gain"])
-    return f", for {pct:,.1f}% of the speed in turns" if cost["slower"] else f", and run {pct:,.1f}% faster in turns" \
+    return f", for {pct:,.1f}% of the speed in turns" if cost["slower"] else f", running {pct:,.1f}% faster in turns" \
         if cost["faster"] else ", at no measured cost"
 
 
