@@ -43,6 +43,20 @@ def test_the_catalogues_pick_runs_first_and_each_variant_changes_only_its_consta
     assert by_name["one"] == {**picked, "CLUSTER_M": 1, "STAGES": 3}
 
 
+def test_a_variants_width_keeps_a_named_rings_bytes_unless_it_names_its_stages():
+    """A block-scaled tile at M = 128 has a ring of named depth (5 stages at 128 columns): 64 columns hold
+    more stages in the same bytes, 192 fewer, as catalogue.at_width keeps them; a variant's own STAGES
+    stands; the deepest ring (0) stays the deepest."""
+    picked = trial.tiles(catalogue.BLOCK_SCALED, Shape(128, 28672, 4096), 132, {})[trial.BASE]
+    assert picked["BN"] == 128 and picked["STAGES"] == 5
+    by_name = trial.tiles(catalogue.BLOCK_SCALED, Shape(128, 28672, 4096), 132,
+                          {"w64": {"BN": 64}, "w192": {"BN": 192}, "own": {"BN": 192, "STAGES": 3}})
+    assert by_name["w64"] == catalogue.at_width(picked, 64) and by_name["w64"]["STAGES"] == 6
+    assert by_name["w192"]["STAGES"] == 4 and by_name["own"]["STAGES"] == 3
+    deepest = trial.tiles(catalogue.HEADLINE_BF16, Shape(4096, 4096, 4096), 132, {"w192": {"BN": 192}})
+    assert deepest["w192"]["STAGES"] == deepest[trial.BASE]["STAGES"] == 0
+
+
 def test_a_kernel_that_is_not_its_steps_best_starts_from_its_own_tile():
     bench_id, (step, variant) = next((bid, sv) for bid, sv in catalogue.KERNELS.items()
                                      if sv[0].cute and sv[1] is not sv[0].best)

@@ -3,8 +3,9 @@
     python -m bench.gemm.trial gemm.lean_loop_fp8 --shape 2048x7168x16384 --variant w192:BN=192
 
 Each variant is the catalogue's kernel (an id or a role, catalogue.resolve) built with the tile the
-catalogue picks for the shape (catalogue.tile_for) and the constants the variant changes; the
-catalogue's own pick runs first as the base. Every run is checked against float64, then all are timed
+catalogue picks for the shape (catalogue.tile_for) and the constants the variant changes (a new width
+keeps a ring of named depth at its bytes, unless the variant names STAGES); the catalogue's own pick
+runs first as the base. Every run is checked against float64, then all are timed
 in turns as the GEMM benchmarks time them (harness.time_in_turns), over copies of the operands where
 they are small beside L2 (sweep.operand_sets); --cublas adds cuBLAS (cuBLASLt for FP8) of the
 kernel's precision and scaling. Each line gives a run's TFLOPS and its time over the base's, with the
@@ -72,10 +73,18 @@ def parse_sources(texts: list[str], variants: dict[str, dict]) -> dict[str, str]
 
 def tiles(bench_id: str, shape: Shape, sm_count: int, variants: dict[str, dict]) -> dict[str, dict]:
     """Each run's tile at the shape: the catalogue's first (its step's pick by shape for the step's best
-    kernel, else the kernel's own tile), then each variant's changes to it."""
+    kernel, else the kernel's own tile), then each variant's changes to it (changed)."""
     step, variant = catalogue.KERNELS[bench_id]
     picked = catalogue.tile_for(step, shape.m, shape.n, shape.k, sm_count) if variant is step.best else variant.tile
-    return {BASE: picked, **{name: {**picked, **changes} for name, changes in variants.items()}}
+    return {BASE: picked, **{name: changed(picked, changes) for name, changes in variants.items()}}
+
+
+def changed(tile: dict, changes: dict) -> dict:
+    """``tile`` with a variant's changes; a new width keeps a ring of named depth at its bytes, as the
+    catalogue's widths do (catalogue.at_width), unless the variant names STAGES itself."""
+    if "BN" in changes and "STAGES" not in changes:
+        tile = catalogue.at_width(tile, changes["BN"])
+    return {**tile, **changes}
 
 
 def _cublas_run(step: catalogue.Step, ops, output: str):
