@@ -5,11 +5,11 @@
 Each variant is the catalogue's kernel (an id or a role, catalogue.resolve) built with the tile the
 catalogue picks for the shape (catalogue.tile_for) and the constants the variant changes (a new width
 keeps a ring of named depth at its bytes, unless the variant names STAGES); the catalogue's own pick
-runs first as the base. Every run is checked against float64, then all are timed
-in turns as the GEMM benchmarks time them (harness.time_in_turns), over copies of the operands where
-they are small beside L2 (sweep.operand_sets); --cublas adds cuBLAS (cuBLASLt for FP8) of the
-kernel's precision and scaling. Each line gives a run's TFLOPS and its time over the base's, with the
-interval of the sample-by-sample ratio. --source NAME=PATH builds variant NAME from an edited copy
+runs first as the base. Every run is checked against float64, then all are timed in turns as the GEMM
+benchmarks time them (harness.time_in_turns), over copies of the operands where they are small beside
+L2 (sweep.operand_sets); --cublas adds cuBLAS (cuBLASLt for FP8) of the kernel's precision and
+scaling. Each line gives a run's TFLOPS and its time over the base's, with the interval of the
+sample-by-sample ratio. --source NAME=PATH builds variant NAME from an edited copy
 of the kernel's file (its headers beside it, the same function), for a change that is code, not
 constants. --counters reads Nsight Compute's counters of one launch of each run instead of timing
 them (each launch's name, time, CTAs and clock beside the counters --profile reads): what a pair
@@ -59,7 +59,6 @@ def parse_variant(text: str) -> tuple[str, dict]:
 
 def parse_sources(texts: list[str], variants: dict[str, dict]) -> dict[str, str]:
     """'NAME=PATH' as {NAME: PATH}: variant NAME built from the file at PATH."""
-    from pathlib import Path
     sources = {}
     for text in texts:
         name, eq, path = text.partition("=")
