@@ -1,8 +1,9 @@
 """The shape atlas (bench/gemm/atlas.py): each precision's kernels over the projections of real models,
 M from decoding to prefill, as a heatmap of the ratio to cuBLAS in turns of the kernel the catalogue's
-rule picked (stream-K outlined); where they hold cuBLAS and where they fall behind; and stream-K, the
+rule picked (stream-K outlined); where they hold cuBLAS and where they fall behind; stream-K, the
 kernel for the few-row shapes: its code, its plan for one cell, and its speed over the headline in the
-same turns."""
+same turns; and ping-pong consumers, BF16's kernel where K is short: its code, its idea over time,
+and its speed over the headline in the same turns."""
 from __future__ import annotations
 
 import re
@@ -15,7 +16,7 @@ from slides.fmt import fmt_range
 from slides.gemm import code_view, gain_in_turns, standing
 from slides.kit import Cell, heatmap
 from slides.records import Context
-from slides.step_diagrams import stream_k_diagram, stream_k_runs
+from slides.step_diagrams import pingpong_diagram, stream_k_diagram, stream_k_runs
 from slides.sweep import tile_label
 from slides.why_gemm import ELEMENT_BYTES, gemm_intensity
 import slides.device
@@ -29,6 +30,9 @@ ERROR_HELD = 1.25      # a cell's error is held to this many times cuBLAS's on t
 SLIDES = {name: "Shape Atlas — " + re.sub(r"\b[a-z]", lambda c: c.group().upper(), label) for name, (_, label) in ATLASES.items()}
 ANSWER = "bf16"
 STREAM_K = catalogue.STREAM_K.title          # its slides' titles begin so
+PINGPONG = catalogue.PINGPONG_BF16.title
+STREAMED = {s.best.id for s in catalogue.SHAPE_STEPS}
+TURNED = {s.best.id for s in catalogue.TURN_STEPS}
 
 
 @dataclass(frozen=True)
@@ -42,9 +46,11 @@ class Atlas(Context):
     measured: bool                      # an atlas has figures: without one the section shows nothing
     streamed_ids: list[str]             # the atlases whose small shapes stream-K may run
     parts: list[str]                    # the slides in order: each atlas with figures by name, "stream_k" after the last
-                                        # of those stream-K may run in (its code and plan: the backup beside that atlas)
+                                        # of those stream-K may run in (its code and plan: the backup beside that atlas),
+                                        # "pingpong" after the one ping-pong consumers may run in
     summary: list[dict]                 # the takeaways' line: each precision whose atlas has figures
     stream_k: dict | None
+    pingpong: dict | None = None
 
 
 def _where(row: dict) -> str:
@@ -143,7 +149,7 @@ def _one_wave_cells(correct: list[dict], params: dict) -> int:
     rule = params.get("one_wave")
     if not rule:
         return 0
-    return sum(1 for x in correct if x.get("kernel") in catalogue.KERNELS and x["kernel"] not in STREAMED
+    return sum(1 for x in correct if x.get("kernel") in catalogue.KERNELS and x["kernel"] not in STREAMED | TURNED
                and not _ran_one_row(x) and x["tile"]["BN"] == rule["width"])
 
 
@@ -151,7 +157,7 @@ def _ran_one_row(row: dict) -> bool:
     """Whether the headline ran the cell as one row of its tiles alone (catalogue.one_row): no cluster
     over M where its best tile has one, M within one tile's rows."""
     kernel = row.get("kernel")
-    if kernel not in catalogue.KERNELS or kernel in STREAMED:
+    if kernel not in catalogue.KERNELS or kernel in STREAMED | TURNED:
         return False
     best = catalogue.step_of(kernel).best.tile
     return row["tile"].get("CLUSTER_M", 1) == 1 < best.get("CLUSTER_M", 1) and row["shape"][0] <= best["BM"]
@@ -185,16 +191,17 @@ def _rule_said(params: dict, kernel: str | None, streamed: bool, one_wave: int =
     return f"{lead} ran {small}{widths}, whichever's waves end first ({counted}){filled}.{alone}"
 
 
-def _versus_headline(streamed: list[dict]) -> str:
-    """Stream-K over the headline in the cells where it ran, the two in the same turns, as the notes
-    go on to say it: the median and the range of its speed over the headline's, and how many cells
-    each interval calls faster, slower or a tie ("" where no cell has the pair)."""
-    pairs = [x["headline"] for x in streamed if "ratio" in x.get("headline", {})]
+def _versus_headline(cells: list[dict], name: str = "stream-K") -> str:
+    """A stand-in (stream-K, or ``name``) over the headline in the cells where it ran, the two in the
+    same turns, as the notes go on to say it: the median and the range of its speed over the
+    headline's, and how many cells each interval calls faster, slower or a tie ("" where no cell has
+    the pair)."""
+    pairs = [x["headline"] for x in cells if "ratio" in x.get("headline", {})]
     if not pairs:
         return ""
     ratios = [p["ratio"] for p in pairs]
     slower, tie = sum(p["ci"][1] < 1 for p in pairs), sum(p["ci"][0] <= 1 <= p["ci"][1] for p in pairs)
-    return (f": stream-K at {100 * median(ratios):,.0f}% of its speed (median; {100 * min(ratios):,.0f}–"
+    return (f": {name} at {100 * median(ratios):,.0f}% of its speed (median; {100 * min(ratios):,.0f}–"
             f"{100 * max(ratios):,.0f}%), faster in {sum(p['ci'][0] > 1 for p in pairs)} of {len(pairs)} cells"
             + (f", slower in {slower}" if slower else "") + (f", a tie in {tie}" if tie else ""))
 
@@ -339,11 +346,19 @@ def one(deck, name: str, device, copy: dict | None) -> dict:
             "fewer_sharers": _fewer_sharers(correct, params, device.sm_count),
             "rule_said": _rule_said(params, params["kernels"][0] if params.get("kernels") else None, bool(streamed),
                                     _one_wave_cells(correct, params), [x for x in correct if _ran_one_row(x)]),
-            "streamed": _streamed(correct, streamed),
+            "streamed": _streamed(correct, streamed), "turned": _turned(correct, params),
             "wrong": [_where(x) for x in rows if x["outcome"] == "wrong"]}
 
 
-STREAMED = {s.best.id for s in catalogue.SHAPE_STEPS}
+def _turned(correct: list[dict], params: dict) -> dict | None:
+    """Where ping-pong consumers ran (catalogue.kernel_for): its cells, the rule's longest K, and its
+    speed over the headline's in the same turns."""
+    cells = [x for x in correct if x.get("kernel") in TURNED]
+    rule = params.get("pingpong")
+    if not cells or not rule:
+        return None
+    return {"cells": len(cells), "max_k": rule["max_k"], "min_waves": rule["min_waves"],
+            "versus": _versus_headline(cells, "ping-pong")}
 
 
 def _streamed(correct: list[dict], streamed: list[dict]) -> dict | None:
@@ -352,7 +367,7 @@ def _streamed(correct: list[dict], streamed: list[dict]) -> dict | None:
     if not streamed:
         return None
     up_to = max(x["shape"][0] for x in streamed)
-    left = [x for x in correct if x.get("kernel") not in STREAMED and not _ran_one_row(x) and x["shape"][0] <= up_to]
+    left = [x for x in correct if x.get("kernel") not in STREAMED | TURNED and not _ran_one_row(x) and x["shape"][0] <= up_to]
     return {"cells": len(streamed), "up_to": up_to, "versus": _versus_headline(streamed),
             "short_k": left and {"k": max(x["shape"][2] for x in left),
                                  "rows": max((m for m in {x["shape"][0] for x in streamed}
@@ -392,6 +407,29 @@ def stream_k(deck, atlases: dict) -> dict:
             # the tiles the atlas runs it with, by M, smallest first: each up to the rows its cluster's column spans
             "tiles": [_tile_said({**step.best.tile, **change}) for _, change in step.rows_tiles],
             "promoted": _promoted(atlases), "narrowed": _narrowed(atlases, deck.of(slides.device).sm_count)}
+
+
+def pingpong(deck, atlases: dict) -> dict:
+    """Ping-pong consumers' slides: its code, its idea over time drawn from the tile and ring its record
+    ran, its speed over the headline in the BF16 atlas's turns, and at the reference shape."""
+    step = catalogue.PINGPONG_BF16
+    (record,) = deck.need(f"{PINGPONG} — Diagram", step.best.id)
+    resources = record["record"].get("resources") or {} if record["measured"] else {}
+    pair = gain_in_turns(record, step.against) if record["measured"] and not record["failed"] else None
+    shape = record["record"].get("params") or {} if record["measured"] else {}
+    atlas = atlases["bf16"]
+    return {"title": PINGPONG, "slide_title": PINGPONG, "ids": [step.best.id], "precision": step.precision.upper(), "technique": step.technique, "code": code_view(step.code, step.focus, deck.out_dir),
+            "diagram": "pingpong.svg", "tile": resources.get("tile") or step.best.tile,
+            "stages": (resources.get("tile") or {}).get("STAGES"), "turned": atlas.get("turned"),
+            "at_reference": pair and {**pair, "shape": f"{shape['m']:,}×{shape['n']:,}×{shape['k']:,}",
+                                      "call": _pingpong_call(pair)}}
+
+
+def _pingpong_call(pair: dict) -> str:
+    """Ping-pong consumers against the headline at the reference shape, from their turns' interval."""
+    return {"behind": "slower: over so long a K the epilogue is a small share, and the narrower tile reads more per FLOP, "
+                      "so the atlas runs it only where K is short",
+            "ahead of": "faster even there", "level with": "a tie"}[standing(pair)]
 
 
 def _narrowed(atlases: dict, sm_count: int) -> dict | None:
@@ -441,9 +479,12 @@ def context(deck) -> Atlas:
     beside = [name for name in parts if name in streamed]
     if beside:
         parts.insert(parts.index(beside[-1]) + 1, "stream_k")
+    turned = "bf16" in parts and bool(catalogue.turns_for(catalogue.resolve(ATLASES["bf16"][0])))
+    if turned:
+        parts.insert(parts.index("stream_k" if "stream_k" in parts else "bf16") + 1, "pingpong")
     return Atlas(maps=maps, answer=ANSWER, measured=measured, streamed_ids=[atlas_id(name) for name in streamed], parts=parts,
                  summary=[a for a in maps.values() if a["rows"] and a["median_pct"] is not None],
-                 stream_k=stream_k(deck, maps) if beside else None)
+                 stream_k=stream_k(deck, maps) if beside else None, pingpong=pingpong(deck, maps) if turned else None)
 
 
 def atlas_map(a: dict) -> str:
@@ -486,4 +527,7 @@ def draw(own: Atlas, deck) -> dict[str, str]:
     sk = own.stream_k
     if sk and sk["cell"]:
         out[sk["diagram"]] = stream_k_diagram(sk["cell"])
+    pp = own.pingpong
+    if pp and pp["stages"]:
+        out[pp["diagram"]] = pingpong_diagram(pp["tile"], pp["stages"])
     return out

@@ -525,6 +525,47 @@ def stream_k_diagram(cell: dict) -> str:
     return dwg.tostring()
 
 
+def pingpong_diagram(tile: dict, stages: int) -> str:
+    """Ping-pong consumers over time beside the headline's: there both consumer warpgroups hold half of
+    one tile and store it at once while the tensor cores wait; here each holds a whole tile (the
+    record's BM x BN) and the two take tiles in turn, one's epilogue beside the other's wgmmas."""
+    bm, bn, buffers = tile["BM"], tile["BN"], tile["EPILOGUE_BUFFERS"] // 2
+    dwg = drawing(W, H)
+    _title(dwg, f"Ping-pong consumers: each warpgroup a whole {bm}×{bn} tile, the two in turn")
+    x0, lane, mma_t, store_t = 150, 28, 3.0, 1.0
+    u = (W - 20 - x0) / (4 * mma_t + store_t)
+
+    def lanes(top: int, label: str, rows: list[list[tuple[float, float, str, str]]], names: list[str]):
+        text(dwg, (20, top - 10), label, size=12, weight="bold")
+        for i, (row, name) in enumerate(zip(rows, names)):
+            y = top + i * (lane + 6)
+            text(dwg, (x0 - 8, y + lane / 2 + 4), name, size=11, color=MUTED, anchor="end")
+            for start, end, kind, said in row:
+                _box(dwg, x0 + start * u, y, (end - start) * u - 2, lane, MMA if kind == "mma" else STORE,
+                     (said,), opacity=0.4 if kind == "mma" else 0.3)
+
+    # the headline: wgmma on both halves, then both store, the tensor cores idle meanwhile
+    together = [[(t * (mma_t + store_t), t * (mma_t + store_t) + mma_t, "mma", f"wgmma, tile {t} (half)"),
+                 (t * (mma_t + store_t) + mma_t, (t + 1) * (mma_t + store_t), "store", "store")] for t in range(3)]
+    cooperative = [sum(together, [])] * 2
+    lanes(70, "The headline (step 12): two warpgroups, one tile; the tensor cores idle while both store", cooperative,
+          ["warpgroup 0", "warpgroup 1"])
+    # ping-pong: tile t on warpgroup t mod 2, each's wgmmas as soon as the other's are issued
+    rows = [[], []]
+    for t in range(4):
+        start = t * mma_t
+        rows[t % 2] += [(start, start + mma_t, "mma", f"wgmma, tile {t}"), (start + mma_t, start + mma_t + store_t, "store", "store")]
+    lanes(190, "Ping-pong: a tile each, in turn", rows, ["warpgroup 0", "warpgroup 1"])
+    for t in range(3):
+        x = x0 + (t * (mma_t + store_t) + mma_t + store_t / 2) * u
+        text(dwg, (x, 150), "idle", size=11, color=REF, anchor="middle")
+    text(dwg, (W - 20, 276), "one warpgroup's wgmmas run through the other's epilogue", size=11, color=REF, anchor="end")
+    _legend(dwg, 20, 306, [(MMA, "wgmma: the tensor cores busy", True), (STORE, "epilogue: C through shared memory, then TMA", True)])
+    _caption(dwg, [f"Each warpgroup stages its chunks in {buffers} buffers of its own; the ring keeps {stages} stages of {bm}×{bn} tiles' K-tiles.",
+                   "Each holds a whole tile's sums, twice a cooperative warpgroup's: the tile narrows to fit."])
+    return dwg.tostring()
+
+
 # What the speaker says as each layer after the first appears, by kind of diagram (a [click] each in
 # the Diagram slide's notes, as many as the figure drew).
 REVEALS = {

@@ -141,7 +141,7 @@ def test_the_shapes_kernels_are_on_no_track_and_timed_in_turns_with_their_precis
     under its title and timed in turns with its precision's headline, whose change stales it."""
     benches = registry.discover()
     on_tracks = tuple(s for track in catalogue.TRACKS.values() for s in track)
-    assert catalogue.all_steps() == (*on_tracks, *catalogue.SHAPE_STEPS)
+    assert catalogue.all_steps() == (*on_tracks, *catalogue.SHAPE_STEPS, *catalogue.TURN_STEPS)
     # one for each atlas whose kernel is its precision's headline
     assert {s.against for s in catalogue.SHAPE_STEPS} == {catalogue.resolve(role) for role, _ in catalogue.ATLASES.values()
                                                           if catalogue.resolve(role) in catalogue.HEADLINES.values()}
@@ -171,11 +171,34 @@ def test_the_atlas_rule_runs_stream_k_as_far_as_its_tiles_by_m_go():
                 short = step.short_k_rows and k <= step.short_k_rows[0]
                 rows = min(most, step.short_k_rows[1]) if short else most
                 one_row = catalogue.one_row_fills(catalogue.step_of(step.against), m, 28672, k, sms)
-                assert catalogue.kernel_for(step.against, m, 28672, k, sms) == (
-                    step.best.id if m <= rows and not one_row else step.against)
+                if m <= rows and not one_row:
+                    assert catalogue.kernel_for(step.against, m, 28672, k, sms) == step.best.id
+                else:
+                    assert catalogue.kernel_for(step.against, m, 28672, k, sms) != step.best.id
     # a kernel with no shape step is its own at every M
     for bid in (catalogue.PROMOTED_FP8, catalogue.BLOCK_SCALED):
         assert catalogue.streamed_for(bid) is None and catalogue.kernel_for(bid, 64, 28672, 4096, sms) == bid
+
+
+def test_ping_pong_consumers_run_where_k_is_short_and_their_tiles_make_enough_waves():
+    """catalogue.kernel_for: the BF16 headline's ping-pong step past stream-K's rows and the one-row
+    tile, where K is at most PINGPONG_MAX_K and its tiles make PINGPONG_MIN_WAVES waves or more; the
+    headline elsewhere. Each warpgroup holds a whole tile: one step of BF16, timed against its headline."""
+    sms, headline = 132, catalogue.HEADLINE_BF16
+    step = catalogue.turns_for(headline)
+    assert catalogue.TURN_STEPS == (step,) and step.precision == "bf16" and catalogue.before(step.best.id) == headline
+    assert all(catalogue.turns_for(catalogue.resolve(role)) is None for role in ("headline", "promoted_fp8", "block_scaled"))
+    tile, short = step.best.tile, catalogue.PINGPONG_MAX_K
+    waves = lambda m, n: catalogue.ctas(tile, m, n) / sms
+    assert waves(512, 28672) >= catalogue.PINGPONG_MIN_WAVES > waves(2048, 2112)
+    for m in (512, 4096, 16384):
+        assert catalogue.kernel_for(headline, m, 28672, short, sms) == step.best.id
+        assert catalogue.kernel_for(headline, m, 28672, short + 1, sms) == headline
+    assert catalogue.kernel_for(headline, 2048, 2112, 7168, sms) == headline
+    assert catalogue.kernel_for(headline, 4096, 2112, 7168, sms) == step.best.id
+    # fewer rows: stream-K or one row of tiles first
+    assert catalogue.kernel_for(headline, 64, 28672, 4096, sms) == catalogue.streamed_for(headline).best.id
+    assert catalogue.kernel_for(headline, 128, 28672, 4096, sms) == headline
 
 
 def test_one_row_of_tiles_runs_alone_at_the_width_whose_waves_end_first_and_stream_k_where_it_is_too_few():

@@ -150,6 +150,26 @@ def test_stream_k_sums_every_tile_cut_between_runs_once_and_in_order(step, devic
         assert bool(cupy.array_equal(first, c)), f"M = {rows - 7}: the sums changed from run to run"
 
 
+def test_ping_pong_consumers_take_tiles_in_turn_through_a_split_last_wave(device):
+    """Ping-pong consumers where each CTA takes several tiles, its warpgroups in turn, and the last wave
+    is split (1000 x 7000 x 1536: 148 cluster tiles, ragged at both edges, for 66 clusters): correct,
+    and the same bits run after run (an owner's warpgroup adds its helper's sums once)."""
+    import cupy
+    from bench.gemm import launch
+    from bench.gemm.harness import Shape, checked_launch
+    step = catalogue.PINGPONG_BF16
+    launch_, check, _, c = checked_launch(Shape(1000, 7000, 1536), step.layout, step.precision,
+                                          launch.prepare_by_shape(step, device))
+    plan = launch_.resources["split_wave"]
+    assert check["passed"], check
+    assert plan["full_waves"] >= 2 and 0 < plan["left"] and plan["split"] < plan["k_tiles"], plan
+    first = c.copy()
+    for _ in range(3):
+        launch_.run()
+    cupy.cuda.get_current_stream().synchronize()
+    assert bool(cupy.array_equal(first, c)), "the sums changed from run to run"
+
+
 @pytest.mark.parametrize("role", [role for role, _ in catalogue.ATLASES.values()])
 def test_a_lone_wave_is_split_with_the_idle_clusters(role, device):
     """Each atlas kernel at a shape whose cluster tiles are fewer than the resident clusters (44

@@ -1,8 +1,8 @@
 """The shape atlas: each precision's kernels beside cuBLAS of its precision over the shapes models
 run, not one reference shape and squares. Each atlas runs one kernel of the catalogue (ATLASES, by its
-role), or where it has a shape step the one the catalogue's rule picks (catalogue.kernel_for:
-stream-K for a few hundred rows where the headline's tiles are too few, else the headline), with the
-headline in the same turns where the rule picked stream-K. FP8 has two: the kernel that sums in
+role), or where it has stand-ins the one the catalogue's rule picks (catalogue.kernel_for: stream-K
+for a few hundred rows where the headline's tiles are too few, ping-pong consumers where K is short and
+the tiles many, else the headline), with the headline in the same turns where the rule picked another. FP8 has two: the kernel that sums in
 FP32 with a scale a tensor, against cuBLASLt's accurate mode, and the block-scaled one writing BF16,
 against cuBLASLt given the same block scales.
 
@@ -35,16 +35,20 @@ if quick():    # two cells an atlas: M of decoding and of a prefill through the 
 def _register_atlas(name: str) -> None:
     role, label = catalogue.ATLASES[name]
     kernel = catalogue.resolve(role)
-    streamed = catalogue.streamed_for(kernel)
+    streamed, turns = catalogue.streamed_for(kernel), catalogue.turns_for(kernel)
+    stand_ins = [s for s in (streamed, turns) if s]
     step = catalogue.step_of(kernel)
-    steps = {bid: catalogue.step_of(bid) for bid in (kernel, *([streamed.best.id] if streamed else []))}
-    routes = (role, *([f"best:{streamed.name}"] if streamed else []))
+    steps = {bid: catalogue.step_of(bid) for bid in (kernel, *(s.best.id for s in stand_ins))}
+    routes = (role, *(f"best:{s.name}" for s in stand_ins))
     short = streamed and streamed.short_k_rows
     rule = (f"stream-K up to {catalogue.streamed_rows(streamed)} rows"
             + (f" ({short[1]} where K is at most {short[0]})" if short else "")
             + ", where its tiles by M take M and the headline's one row of tiles would leave over a"
-              " quarter of the SMs idle (catalogue.kernel_for), else the headline" if streamed
-            else "its tile by M (catalogue.tile_for)")
+              " quarter of the SMs idle" if streamed else "")
+    if turns:
+        rule += (f"{'; ' if rule else ''}ping-pong consumers where K is at most {catalogue.PINGPONG_MAX_K} and their"
+                 f" tiles make {catalogue.PINGPONG_MIN_WAVES} waves or more")
+    rule = f"{rule} (catalogue.kernel_for), else the headline" if rule else "its tile by M (catalogue.tile_for)"
 
     @register(catalogue.atlas_id(name), sources=tuple(dict.fromkeys(
                   (*(f for s in steps.values() for f in benchmarks.kernel_sources(s)), "bench/gemm/sweep.py"))),
@@ -66,6 +70,8 @@ def _register_atlas(name: str) -> None:
                            "layout": step.layout, "precision": step.precision, "ms": list(MS),
                            "projections": [{"model": m, "projection": p, "n": n, "k": k} for m, p, n, k in PROJECTIONS],
                            "tiles": {bid: list(s.tiles) for bid, s in steps.items()},
+                           **({"pingpong": {"max_k": catalogue.PINGPONG_MAX_K, "min_waves": catalogue.PINGPONG_MIN_WAVES}}
+                              if turns else {}),
                            **{key: value for s in steps.values() for key, value in catalogue.rule_params(s).items()},
                            "cublas": f"{step.precision}, {' and '.join(catalogue.cublas_layouts(step.precision))}, same operands"
                                      + (", same scales" if step.precision == "fp8" else ""),

@@ -615,6 +615,31 @@ STREAM_K_BF16 = replace(_STREAM_K_BF16, against=HEADLINE_BF16, short_k_rows=(819
     for rows, change in (*_STREAM_K_BF16.rows_tiles, (256, {"BN": 128, "CLUSTER_M": 2}))))
 SHAPE_STEPS = (STREAM_K, STREAM_K_BF16)
 KERNELS.update({v.id: (s, v) for s in SHAPE_STEPS for v in s.variants})
+# Ping-pong consumers, for BF16 where K is short: the headline's two consumer warpgroups store their
+# halves of a tile at once while the tensor cores wait, 4-9% of its time from M = 512 (the same kernel
+# without its stores: 0.91-0.96x its time, H200). Here each warpgroup computes whole 128 x 192 tiles
+# (192 accumulators a thread), in turns, two staging buffers each, so that one's epilogue runs beside
+# the other's wgmmas. Its time over the headline's, the headline at its own width (H200, 2026-12-01,
+# bench.gemm.trial in turns, each beside cuBLAS): at K <= 7,168 with 1.5 waves of its tiles or more,
+# 0.87-0.98x at all 9 cells measured (Llama-3 8B QKV and gate+up, DeepSeek-V3 q_b and q_a+kv_a, M
+# 512-16,384); with fewer tiles a tie (2048 x 2112 x 7168, 1.00x) or a loss (512 x 2112 x 7168, the
+# headline's small tile, 1.33x); at K = 8,192 a tie (1.00x at M = 512 and 4,096), and past it a loss
+# (0.99-1.26x, 4 cells of K 14,336-28,672), where the epilogue is a smaller share and the narrower
+# tile's extra reads of A and B cost more than it hides. Widths 128 and 160 were slower at 10 of 14
+# cells there.
+PINGPONG_BF16 = Step(key="pingpong", title="Ping-Pong Consumers",
+                     technique="each consumer warpgroup computes whole tiles alone and the two take the CTA's tiles in "
+                               "turn: one stores its tile while the other's wgmmas keep the tensor cores busy",
+                     source="kernels/gemm_16_pingpong.cu", function="gemm_pingpong",
+                     diagram="pingpong", sass=(*_TMA, "UTMASTG"), min_cc=HOPPER,
+                     variants=(Variant("gemm.pingpong_bf16", "ping-pong consumers",
+                                       {**sm90(192, DEEPEST, BAND, **_STAGED), **ELEMENTS["bf16"], "EPILOGUE_BUFFERS": 4}),),
+                     beyond=True, precision="bf16", track="_bf16", against=HEADLINE_BF16,
+                     focus=("SoloEpilogue epilogue(alpha, warpgroup);", "epilogue.store(tCrC, tmaC, tm, tn);"))
+PINGPONG_MAX_K = 7168           # the longest K it runs at in the atlas (kernel_for)
+PINGPONG_MIN_WAVES = 1.5        # ... and the fewest waves of its tiles: fewer leave a warpgroup little to hide behind
+TURN_STEPS = (PINGPONG_BF16,)
+KERNELS.update({v.id: (s, v) for s in TURN_STEPS for v in s.variants})
 
 
 # The shape atlas (bench/gemm/atlas.py): each atlas's kernel by its role, and what its records and
@@ -625,6 +650,12 @@ ATLASES = {"tf32": ("headline", "TF32"), "bf16": ("headline_bf16", "BF16"),
 
 def atlas_id(name: str) -> str:
     return f"atlas.{name}"
+
+
+def turns_for(kernel: str) -> Step | None:
+    """The ping-pong step that stands in for ``kernel`` where K is short and its tiles many, None for a
+    kernel that has none."""
+    return next((s for s in TURN_STEPS if s.against == kernel), None)
 
 
 def streamed_for(kernel: str) -> Step | None:
@@ -656,13 +687,18 @@ def streamed_rows(step: Step, k: int | None = None) -> int:
 # in BF16 at 0.7x cuBLAS's error where the one-row tile had 1.55x; at N = 1,536 (24 tiles) it was
 # slower in BF16 (63% against 78%).
 def kernel_for(kernel: str, m: int, n: int, k: int, sm_count: int) -> str:
-    """The kernel the atlas runs an M x N x K GEMM with in place of ``kernel``: its shape step where
-    it runs that many rows at that K (streamed_rows), unless ``kernel``'s one-row tile fills the SMs
-    there (one_row_fills); else ``kernel`` itself."""
-    streamed = streamed_for(kernel)
-    if not streamed or m > streamed_rows(streamed, k) or one_row_fills(step_of(kernel), m, n, k, sm_count):
+    """The kernel the atlas runs an M x N x K GEMM with in place of ``kernel``: ``kernel`` where its
+    one-row tile fills the SMs (one_row_fills); its shape step where it runs that many rows at that K
+    (streamed_rows); its ping-pong step where K is at most PINGPONG_MAX_K and that step's tiles make
+    PINGPONG_MIN_WAVES waves or more; else ``kernel`` itself."""
+    if one_row_fills(step_of(kernel), m, n, k, sm_count):
         return kernel
-    return streamed.best.id
+    streamed, turns = streamed_for(kernel), turns_for(kernel)
+    if streamed and m <= streamed_rows(streamed, k):
+        return streamed.best.id
+    if turns and k <= PINGPONG_MAX_K and ctas(turns.best.tile, m, n) >= PINGPONG_MIN_WAVES * sm_count:
+        return turns.best.id
+    return kernel
 
 
 # across sizes: every step of the talk, the BF16 headline and the FP8 track
@@ -696,7 +732,7 @@ def variant(bench_id: str) -> Variant:
 
 def all_steps() -> tuple[Step, ...]:
     """Every step: the tracks' and the shapes'."""
-    return (*(s for track in TRACKS.values() for s in track), *SHAPE_STEPS)
+    return (*(s for track in TRACKS.values() for s in track), *SHAPE_STEPS, *TURN_STEPS)
 
 
 def step_named(name: str) -> Step:
