@@ -602,7 +602,7 @@ def test_the_notes_say_where_stream_k_stopped_short_of_its_rows_for_a_short_k(fi
     s, out = built(doc, write_results, tmp_path)
     bound, rows = catalogue.streamed_for(catalogue.HEADLINE_BF16).short_k_rows
     longest = max(k for _, _, _, k in atlas.PROJECTIONS if k <= bound)
-    assert (f"The outlined cells ran stream-K, the catalogue's kernel up to M = 256 ({rows} where K ≤ {longest:,}), "
+    assert (f"The outlined cells ran stream-K, up to M = 256 ({rows} where K ≤ {longest:,}), "
             "beside the headline") in s[SLIDES["bf16"]]
     assert f"outlined: stream-K ran (up to M = 256; {rows} where K ≤ {longest:,})" in svg_of(s[SLIDES["bf16"]], out)
     assert "where K ≤" not in s[SLIDES["tf32"]]
