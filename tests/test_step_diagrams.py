@@ -264,3 +264,15 @@ def test_stream_k_draws_every_atlas_cell_it_runs_legibly_with_its_plan(precision
                     f"{runs['k_tiles']} K-tiles each, on {runs['clusters']} clusters") in shown(svg)
             assert f"every run: {lo}–{hi} K-tiles" in shown(svg)
             assert f"{runs['split_units']} of {runs['units']} tiles cut between runs" in shown(svg)
+
+
+@pytest.mark.parametrize("stages", [3, 4, 6])
+def test_ping_pong_draws_its_tile_and_ring_legibly(stages):
+    """Ping-pong consumers' diagram (slides/atlas.py draws it from its record's tile): legible at the
+    slide's size, its tile, its staging buffers a warpgroup and its ring's stages written as recorded."""
+    tile = {**catalogue.PINGPONG_BF16.best.tile, "STAGES": stages}
+    svg = step_diagrams.pingpong_diagram(tile, stages)
+    check_legible(svg)
+    said = shown(svg)
+    assert f"each warpgroup a whole {tile['BM']}×{tile['BN']} tile" in said
+    assert f"{tile['EPILOGUE_BUFFERS'] // 2} buffers of its own" in said and f"{stages} stages" in said
