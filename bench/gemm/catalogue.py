@@ -624,9 +624,10 @@ KERNELS.update({v.id: (s, v) for s in SHAPE_STEPS for v in s.variants})
 # 0.87-0.98x at all 9 cells measured (Llama-3 8B QKV and gate+up, DeepSeek-V3 q_b and q_a+kv_a, M
 # 512-16,384); with fewer tiles a tie (2048 x 2112 x 7168, 1.00x) or a loss (512 x 2112 x 7168, the
 # headline's small tile, 1.33x); at K = 8,192 a tie (1.00x at M = 512 and 4,096), and past it a loss
-# (0.99-1.26x, 4 cells of K 14,336-28,672), where the epilogue is a smaller share and the narrower
-# tile's extra reads of A and B cost more than it hides. Widths 128 and 160 were slower at 10 of 14
-# cells there.
+# (0.99-1.26x, 4 cells of K 14,336-28,672 and under 1.5 waves), where the epilogue is a smaller share
+# and the narrower tile's extra reads of A and B cost more than it hides. With more waves there it
+# gained little: 0.98-1.07x at 10 cells of K 8,192-28,672 and M 1,024-8,192, 1.02-1.07x at M = 1,024.
+# Widths 128 and 160 were slower at 10 of 14 cells of K <= 7,168.
 PINGPONG_BF16 = Step(key="pingpong", title="Ping-Pong Consumers",
                      technique="each consumer warpgroup computes whole tiles alone and the two take the CTA's tiles in "
                                "turn: one stores its tile while the other's wgmmas keep the tensor cores busy",
