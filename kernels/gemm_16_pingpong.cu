@@ -33,8 +33,7 @@ extern "C" __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(T
         ThrMMA thr = mma.get_slice(0);                                        // descriptors: the same in every thread
         Tensor tCrA = thr.make_fragment_A(thr.partition_A(sA));               // (MMA,MMA_M,MMA_K,PIPE) descriptors
         Tensor tCrB = thr.make_fragment_B(thr.partition_B(sB));               // (MMA,MMA_N,MMA_K,PIPE) descriptors
-        ThrMMA mine = mma.get_slice(threadIdx.x % 128);                      // this thread's sums
-        Tensor tCrC = mine.partition_fragment_C(cta_tile_of_C(nullptr, 0, 0, 0, 0));   // (MMA,MMA_M,MMA_N)
+        Tensor tCrC = mma.get_slice(threadIdx.x % 128).partition_fragment_C(cta_tile_of_C(nullptr, 0, 0, 0, 0));   // (MMA,MMA_M,MMA_N)
         static_assert(decltype(size(tCrC))::value == 2 * FRAGMENT, "a warpgroup holds a whole tile");
         SoloEpilogue epilogue(alpha, warpgroup);
         TurnRing ring(warpgroup);
