@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import re
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,11 +109,20 @@ CODE_COLUMNS = 129       # and this many characters fit across it (131 ran 13 px
 def _within_columns(lines: list[str]) -> str:
     """A page of code moved left by as few columns of its common indentation as bring its longest
     line within CODE_COLUMNS (all of it at most): the less it moves, the better its nesting still
-    lines up with the page before."""
+    lines up with the page before. A line still past them has its trailing comment set above it."""
     over = max(map(len, lines)) - CODE_COLUMNS
     indent = min((len(line) - len(line.lstrip(" ")) for line in lines if line.strip()), default=0)
     cut = max(0, min(over, indent))
-    return "\n".join(line[cut:] if line.strip() else line.strip() for line in lines)
+    return "\n".join(_comment_above(line[cut:]) if line.strip() else "" for line in lines)
+
+
+_TRAILING_COMMENT = re.compile(r"^(\s*)(\S.*?)\s+(//.*)$")
+
+
+def _comment_above(line: str) -> str:
+    """A line of C++ past CODE_COLUMNS as two: its trailing comment, then its code, both at its indentation."""
+    parts = _TRAILING_COMMENT.match(line) if len(line) > CODE_COLUMNS else None
+    return f"{parts[1]}{parts[3]}\n{parts[1]}{parts[2]}" if parts else line
 
 
 def code_view(source: str | None, focus: tuple[str, str] | None, out_dir: Path = ROOT) -> dict | None:
@@ -143,7 +153,11 @@ def code_view(source: str | None, focus: tuple[str, str] | None, out_dir: Path =
     # the one before; a page that would run past CODE_COLUMNS so moves left by no more than it must
     pages, first = [], 1
     for page in code_pages(view["text"].split("\n"), MAX_CODE_LINES):
-        pages.append({"text": _within_columns(page), "first": first, "last": first + len(page) - 1})
+        text = _within_columns(page)
+        if text.count("\n") >= MAX_CODE_LINES:
+            raise BuildError(f"{source}: lines {first}-{first + len(page) - 1} of its kernel region make more than "
+                             f"{MAX_CODE_LINES} lines on a page once their comments past {CODE_COLUMNS} columns go above them; shorten them")
+        pages.append({"text": text, "first": first, "last": first + len(page) - 1})
         first += len(page)
     shown = textwrap.dedent("\n".join(region[start:end + 1]))
     return {**view, "shown": shown, "text": shown, "first": start + 1, "last": end + 1, "pages": pages,

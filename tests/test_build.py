@@ -1632,3 +1632,13 @@ def test_a_step_quotes_its_new_lines_from_code_to_the_end_of_a_statement():
     signature = changed_lines(before, before + "struct Ring {\n    int stage = 0;\n    template <class T>\n"
                                                 "    void piece(T& a,\n               T& b) {\n")
     assert signature["text"] == "struct Ring {\n    int stage = 0;" and signature["said"] == "2 of 5 lines new since"
+
+
+def test_a_code_line_past_the_columns_has_its_comment_set_above_it():
+    """A backup page's line still past CODE_COLUMNS once the page moves left: its trailing comment on a
+    line of its own above it, at its indentation, so that the page does not scroll; shorter lines as
+    they are."""
+    code = "    Tensor t = f(" + "a, " * 34 + "b);"
+    lines = gemm._within_columns(["{", f"{code}   // (MMA,MMA_M,MMA_N)", "    short();   // kept", "}"]).split("\n")
+    assert len(code) <= gemm.CODE_COLUMNS < len(code) + 24
+    assert lines == ["{", "    // (MMA,MMA_M,MMA_N)", code, "    short();   // kept", "}"]
