@@ -233,3 +233,53 @@ def test_counters_read_one_launch_of_each_run_and_cublas(tmp_path):
     assert [len(row["runs"][name]) for name in (trial.BASE, "w192")] == [1, 1]
     assert all(c["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"] > 0
                and c["gpu__time_duration.sum"] > 0 for launches in row["runs"].values() for c in launches)
+
+
+class _Fault(Exception):
+    """Stands in for cupy's error after a kernel has faulted."""
+
+
+def test_a_run_that_faults_ends_the_trial_in_one_line_naming_it(capsys, monkeypatch, tmp_path):
+    """A kernel that faults in its check: the trial names the run, says the context is lost, keeps the
+    rows measured before it in --json's file, and ends with FAULTED (the process exits at once)."""
+    from bench.core import cuda
+    from bench.gemm import harness
+    monkeypatch.setattr(trial, "_cuda_errors", lambda: (_Fault,))
+    monkeypatch.setattr("bench.core.device.collect_device", lambda: {"sm_count": 132, "compute_capability": "9.0",
+                                                                      "l2_bytes": 50 << 20})
+    monkeypatch.setattr(cuda, "compile_all", lambda builds, arch: {})
+    monkeypatch.setattr(harness, "keep_busy", lambda: None)
+    done = {"shape": [1, 2, 3], "runs": {}}
+    shapes = iter([done])
+
+    def measure(*args, **kwargs):
+        row = next(shapes, None)
+        if row is None:
+            raise trial.Faulted("w192 faulted in its check: an illegal address")
+        return row
+    monkeypatch.setattr(trial, "measure", measure)
+    monkeypatch.setattr(trial, "lines", lambda row: [])
+    out = tmp_path / "rows.json"
+    assert trial.main(["headline_fp8", "--shape", "2048x7168x16384", "--shape", "1024x7168x16384",
+                       "--variant", "w192:BN=192", "--json", str(out)]) == trial.FAULTED
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["1024x7168x16384: w192 faulted in its check: an illegal address; the CUDA context is lost, "
+                   "so the trial stops here"]
+    assert json.loads(out.read_text()) == [done]
+
+
+def test_a_fault_in_a_check_is_named_by_its_run(monkeypatch):
+    """_checked_runs: cupy's error from a run's check becomes Faulted, naming that run."""
+    from bench.gemm import harness, launch
+    monkeypatch.setattr(trial, "_cuda_errors", lambda: (_Fault,))
+    monkeypatch.setattr(harness, "operands", lambda *args: type("Ops", (), {"a": None, "b": None, "scaling": {}})())
+    monkeypatch.setattr("bench.gemm.sweep.operand_sets", lambda a, b, c_bytes, l2: [(a, b)])
+    monkeypatch.setattr(launch, "prepare", lambda *args: None)
+
+    def checked_launch(*args):
+        raise _Fault("an illegal address")
+    monkeypatch.setattr(harness, "checked_launch", checked_launch)
+    step = catalogue.step_of(catalogue.resolve("headline_fp8"))
+    by_name = trial.tiles(step.best.id, trial.parse_shape("256x256x256"), 132, {})
+    with pytest.raises(trial.Faulted, match="catalogue faulted in its check: an illegal address"):
+        trial._checked_runs(step, trial.parse_shape("256x256x256"), by_name, {"l2_bytes": 50 << 20}, False, None)

@@ -13,12 +13,15 @@ sample-by-sample ratio. --source NAME=PATH builds variant NAME from an edited co
 of the kernel's file (its headers beside it, the same function), for a change that is code, not
 constants. --counters reads Nsight Compute's counters of one launch of each run instead of timing
 them (each launch's name, time, CTAs and clock beside the counters --profile reads): what a pair
-of times does not say, such as cuBLAS's tile or a split-K kernel beside its GEMM. Nothing goes to
-results/: a change that pays becomes a catalogue entry, which python -m bench then measures."""
+of times does not say, such as cuBLAS's tile or a split-K kernel beside its GEMM. A run whose kernel
+faults ends the trial in one line naming it (its process's CUDA context is lost), the rows before it
+kept. Nothing goes to results/: a change that pays becomes a catalogue entry, which python -m bench
+then measures."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -30,6 +33,7 @@ from . import catalogue
 from .harness import Shape
 
 BASE = "catalogue"
+FAULTED = 3           # main's exit status where a run faulted: the CUDA context is lost, so the process ends at once
 _NAME = re.compile(r"[A-Za-z][\w.-]*$")
 _DEFINE = re.compile(r"[A-Z][A-Z0-9_]*$")
 
@@ -86,6 +90,18 @@ def changed(tile: dict, changes: dict) -> dict:
     return {**tile, **changes}
 
 
+class Faulted(RuntimeError):
+    """A run's kernel faulted on the GPU (an illegal address, a trap): the process's CUDA context is
+    lost, so nothing more can run in it."""
+
+
+def _cuda_errors() -> tuple[type[Exception], ...]:
+    """What cupy raises once a kernel has faulted."""
+    from cupy_backends.cuda.api.driver import CUDADriverError
+    from cupy_backends.cuda.api.runtime import CUDARuntimeError
+    return CUDADriverError, CUDARuntimeError
+
+
 def _cublas_run(step: catalogue.Step, ops, output: str):
     from . import cublas
     c = ops.poisoned_c(output)
@@ -115,6 +131,8 @@ def _checked_runs(step: catalogue.Step, shape: Shape, by_name: dict[str, dict], 
                 raise
             refused[name] = str(e)
             continue
+        except _cuda_errors() as e:
+            raise Faulted(f"{name} faulted in its check: {e}") from e
         runs[name] = [first.run] + [prepare(a, b, c.copy(), **ops.scaling).run for a, b in sets[1:]]
     if with_cublas:
         c, make = _cublas_run(step, ops, output)
@@ -273,16 +291,26 @@ def main(argv=None) -> int:
                 rows.append(launch_once(step, shape, by_name, device, args.cublas, sources))
                 continue
             rows.append(measure(step, shape, by_name, device, args.cublas, sources))
+        except (Faulted, *_cuda_errors()) as e:
+            print(f"{'x'.join(map(str, shape.dims))}: {e if isinstance(e, Faulted) else f'a run faulted: {e}'}; "
+                  "the CUDA context is lost, so the trial stops here", file=sys.stderr, flush=True)
+            _save(args, rows)
+            return FAULTED
         except Refused as e:
             print(f"{'x'.join(map(str, shape.dims))}: refused: {e}", flush=True)
             if args.launch_once:        # the shape's line under --counters says so
                 rows.append({"shape": shape.dims, "runs": [], "refused": {BASE: str(e)}})
             continue
         print("\n".join(lines(rows[-1])), flush=True)
+    _save(args, rows)
+    return 0
+
+
+def _save(args, rows: list[dict]) -> None:
+    """The rows measured, to --json's file (or --counters' order file)."""
     if args.json or args.launch_once:
         with open(args.launch_once or args.json, "w") as f:
             json.dump(rows, f, indent=1)
-    return 0
 
 
 def counters_main(args) -> int:
@@ -307,4 +335,8 @@ def counters_main(args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    if status == FAULTED:        # cupy would print a traceback for each module it fails to unload
+        sys.stdout.flush()
+        os._exit(status)
+    sys.exit(status)
