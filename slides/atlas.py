@@ -351,13 +351,14 @@ def one(deck, name: str, device, copy: dict | None) -> dict:
 
 
 def _turned(correct: list[dict], params: dict) -> dict | None:
-    """Where ping-pong consumers ran (catalogue.kernel_for): its cells, the rule's longest K, and its
-    speed over the headline's in the same turns."""
+    """Where ping-pong consumers ran (catalogue.kernel_for): its cells, the rule's longest K and fewest
+    waves as the record names them (None in a record from before it did), and its speed over the
+    headline's in the same turns."""
     cells = [x for x in correct if x.get("kernel") in TURNED]
-    rule = params.get("pingpong")
-    if not cells or not rule:
+    if not cells:
         return None
-    return {"cells": len(cells), "max_k": rule["max_k"], "min_waves": rule["min_waves"],
+    rule = params.get("pingpong") or {}
+    return {"cells": len(cells), "max_k": rule.get("max_k"), "min_waves": rule.get("min_waves"),
             "versus": _versus_headline(cells, "ping-pong")}
 
 
@@ -489,7 +490,7 @@ def context(deck) -> Atlas:
 
 def atlas_map(a: dict) -> str:
     """Rows the projections, columns M; each cell the % of cuBLAS (same layout, in turns) of the kernel
-    the catalogue's rule picked, outlined where that was stream-K."""
+    the catalogue's rule picked, outlined where that was stream-K and barred where ping-pong consumers."""
     params, by, memory = a["params"], {}, a["memory"]
     bound = memory["cells"] if memory else {}
     for row in a["rows"]:
@@ -505,7 +506,7 @@ def atlas_map(a: dict) -> str:
                 continue
             ratio = row["ratio_same_layout"]
             line.append(Cell(ratio, f"{100 * ratio:.0f}", row.get("kernel") in STREAMED, _ran_narrow(row, a["speeds"]),
-                             (p["model"], p["projection"], m) in bound))
+                             (p["model"], p["projection"], m) in bound, barred=row.get("kernel") in TURNED))
         grid.append(line)
     short = a["streamed"] and a["streamed"]["short_k"]
     marked = (f"outlined: stream-K ran (up to M = {a['streamed']['up_to']:,}"
@@ -518,8 +519,11 @@ def atlas_map(a: dict) -> str:
                if a["median_pct"] is not None and a["worst"] else "")
     dotted = (f"bound by memory: {memory['range']}% of the HBM roofline ({memory['gbps']:,.0f} GB/s, the measured copy)"
               if memory else "")
+    turned = a.get("turned")
+    bounds = f" (K ≤ {turned['max_k']:,}, their tiles {turned['min_waves']} waves or more)" if turned and turned["max_k"] else ""
+    barred = f"barred: ping-pong consumers ran{bounds}" if turned else ""
     return heatmap(labels, [f"{m:,}" for m in params["ms"]], grid, f"{a['precision']}: % of {a['baseline']}{finding}",
-                   "M, the rows of A (tokens); rows: projections (N×K)", marked, footnote=footnote, dotted=dotted)
+                   "M, the rows of A (tokens); rows: projections (N×K)", marked, footnote=footnote, dotted=dotted, barred=barred)
 
 
 def draw(own: Atlas, deck) -> dict[str, str]:

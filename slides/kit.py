@@ -383,19 +383,22 @@ class Cell:
     marked: bool = False          # drawn with a dark outline (what the legend says it means)
     noted: bool = False           # its label followed by a dagger (what the footnote says it means)
     dotted: bool = False          # a dot in its corner (what the legend's dot says it means)
+    barred: bool = False          # a bar under its label (what the legend's bar says it means)
 
 
 def heatmap(rows: list[str], columns: list[str], cells: list[list[Cell]], title: str, column_title: str,
-            marked: str = "", span: float = 0.25, width: int = 860, footnote: str = "", dotted: str = "") -> str:
+            marked: str = "", span: float = 0.25, width: int = 860, footnote: str = "", dotted: str = "",
+            barred: str = "") -> str:
     """A grid of ratios around 1: white at 1, the accent deeper above it, the reference colour
     deeper below, full at ``span`` away; each cell's label written in it, missing cells grey; below
-    it, what an outline means (``marked``), a dagger (``footnote``) and a dot (``dotted``)."""
+    it, what an outline means (``marked``), a dagger (``footnote``), a dot (``dotted``) and a bar
+    under a label (``barred``)."""
     size, row_h, legend_h, line_h = 11, 24, 20, 16
     left = max(text_width(r, size) for r in rows) + 16
     titles = wrap(title, 12, width - 14, 2)                # over the whole figure; a finding may take two lines
     top = 56 + line_h * (len(titles) - 1)
     col_w = (width - left - 10) / len(columns)
-    legends = [line for line in (marked, footnote, dotted) if line]
+    legends = [line for line in (marked, footnote, dotted, barred) if line]
     h = top + row_h * len(rows) + 14 + legend_h * max(1, len(legends))
     dwg = drawing(width, h)
     for i, line in enumerate(titles):
@@ -420,6 +423,8 @@ def heatmap(rows: list[str], columns: list[str], cells: list[list[Cell]], title:
                  size=size, color="#ffffff" if dark else INK, anchor="middle")
             if cell.dotted:
                 dwg.add(dwg.circle((x + col_w - 7, y + 7), 2.5, fill="#ffffff" if dark else INK))
+            if cell.barred:
+                _bar(dwg, x + col_w / 2, y + row_h - 4, "#ffffff" if dark else INK)
     ly = top + row_h * len(rows) + 22
     if marked:
         dwg.add(dwg.rect((left, ly - 10), (12, 12), fill="none", stroke=INK, stroke_width=1.5))
@@ -432,7 +437,16 @@ def heatmap(rows: list[str], columns: list[str], cells: list[list[Cell]], title:
     if dotted:
         dwg.add(dwg.circle((left + 6, ly - 4), 2.5, fill=INK))
         text(dwg, (left + 18, ly), dotted, size=11, color=MUTED)
+        ly += legend_h
+    if barred:
+        _bar(dwg, left + 6, ly - 2, INK)
+        text(dwg, (left + 18, ly), barred, size=11, color=MUTED)
     return dwg.tostring()
+
+
+def _bar(dwg, x: float, y: float, color: str):
+    """A heatmap cell's bar under its label, centred on x (class "bar", so that it can be counted)."""
+    dwg.add(dwg.rect((x - 9, y - 1), (18, 2), fill=color, class_="bar"))
 
 
 def arrow(dwg, a, b, color=INK, width=1.5):

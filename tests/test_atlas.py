@@ -77,7 +77,8 @@ def atlas_record(doc: dict, name: str, ratio, versus=faster, rule=catalogue.kern
             rows.append(row)
     bid = catalogue.atlas_id(name)
     bench = registry.discover()[bid]
-    kernels = (headline, *([STREAMED[precision]] if name in WITH_STREAM_K else []))
+    turns = catalogue.turns_for(headline)
+    kernels = (headline, *([STREAMED[precision]] if name in WITH_STREAM_K else []), *([turns.best.id] if turns else []))
     return {**copy.deepcopy(sweep), "family": "atlas", "title": bench.title, **bench.provenance(),
             "params": {"kernels": list(kernels), "rule": "catalogue.kernel_for", "layout": "b_kmajor",
                        "precision": precision, "ms": list(atlas.MS),
@@ -88,6 +89,8 @@ def atlas_record(doc: dict, name: str, ratio, versus=faster, rule=catalogue.kern
                        **({"sharers": catalogue.STREAM_K_SHARERS} if name in WITH_STREAM_K else
                           {"sharers": step.sharers} if step.sharers else {}),
                        **({"one_wave": catalogue.rule_params(step)["one_wave"]} if step.one_wave_width else {}),
+                       **({"pingpong": {"max_k": catalogue.PINGPONG_MAX_K, "min_waves": catalogue.PINGPONG_MIN_WAVES}}
+                          if turns else {}),
                        "warm_s": sweep["params"]["warm_s"], "timed_s": sweep["params"]["timed_s"]},
             "rows": rows}
 
@@ -625,3 +628,28 @@ def test_the_rule_names_the_one_wave_width_and_the_cells_that_ran_it(fixture_doc
     # the cells of one tile row, each run alone (catalogue.one_row), counted after it
     assert len(one_row) == len(atlas.PROJECTIONS) and set(one_row) == {step.best.tile["BM"]}
     assert f"{said} {len(one_row)} cells of M = {one_row[0]} ran one tile row alone, no cluster." in notes
+
+
+def test_the_cells_that_ran_ping_pong_consumers_are_barred_with_the_rule_in_the_legend(fixture_doc, write_results, tmp_path):
+    """BF16's heatmap bars each cell the rule ran ping-pong consumers in (catalogue.kernel_for) and its
+    legend gives the rule's bounds as the record names them; an atlas without them has no bar."""
+    s, out = built(with_atlases(fixture_doc, lambda m, n, k: 1.0), write_results, tmp_path)
+    sms = fixture_doc["device"]["sm_count"]
+    for name, title in SLIDES.items():
+        svg = svg_of(s[title], out)
+        turns = catalogue.turns_for(KERNEL[name])
+        if not turns:
+            assert 'class="bar"' not in svg and "barred" not in svg
+            continue
+        cells = [(n, m) for _, _, n, k in atlas.PROJECTIONS for m in atlas.MS
+                 if catalogue.kernel_for(KERNEL[name], m, n, k, sms) == turns.best.id]
+        assert cells and svg.count('class="bar"') == len(cells) + 1          # the cells and the legend's bar
+        assert (f"barred: ping-pong consumers ran (K ≤ {catalogue.PINGPONG_MAX_K:,}, their tiles "
+                f"{catalogue.PINGPONG_MIN_WAVES} waves or more)") in svg
+        assert f" Ping-pong ran {len(cells)} cells (K ≤ {catalogue.PINGPONG_MAX_K:,})." in s[title]
+    # a record from before it named the rule's bounds: the cells barred all the same, the bounds unsaid
+    del fixture_doc["benchmarks"][catalogue.atlas_id("bf16")]["params"]["pingpong"]
+    s, out = built(fixture_doc, write_results, tmp_path)
+    svg = svg_of(s[SLIDES["bf16"]], out)
+    assert "barred: ping-pong consumers ran<" in svg and svg.count('class="bar"') == len(cells) + 1
+    assert f" Ping-pong ran {len(cells)} cells." in s[SLIDES["bf16"]]
