@@ -30,9 +30,9 @@ ERROR_HELD = 1.25      # a cell's error is held to this many times cuBLAS's on t
 SLIDES = {name: "Shape Atlas — " + re.sub(r"\b[a-z]", lambda c: c.group().upper(), label) for name, (_, label) in ATLASES.items()}
 ANSWER = "bf16"
 STREAM_K = catalogue.STREAM_K.title          # its slides' titles begin so
-PINGPONG = catalogue.PINGPONG_BF16.title
 STREAMED = {s.best.id for s in catalogue.SHAPE_STEPS}
 TURNED = {s.best.id for s in catalogue.TURN_STEPS}
+STAND_INS = STREAMED | TURNED      # the kernels the atlas runs in place of its own
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ def _one_wave_cells(correct: list[dict], params: dict) -> int:
     rule = params.get("one_wave")
     if not rule:
         return 0
-    return sum(1 for x in correct if x.get("kernel") in catalogue.KERNELS and x["kernel"] not in STREAMED | TURNED
+    return sum(1 for x in correct if x.get("kernel") in catalogue.KERNELS and x["kernel"] not in STAND_INS
                and not _ran_one_row(x) and x["tile"]["BN"] == rule["width"])
 
 
@@ -157,7 +157,7 @@ def _ran_one_row(row: dict) -> bool:
     """Whether the headline ran the cell as one row of its tiles alone (catalogue.one_row): no cluster
     over M where its best tile has one, M within one tile's rows."""
     kernel = row.get("kernel")
-    if kernel not in catalogue.KERNELS or kernel in STREAMED | TURNED:
+    if kernel not in catalogue.KERNELS or kernel in STAND_INS:
         return False
     best = catalogue.step_of(kernel).best.tile
     return row["tile"].get("CLUSTER_M", 1) == 1 < best.get("CLUSTER_M", 1) and row["shape"][0] <= best["BM"]
@@ -368,7 +368,7 @@ def _streamed(correct: list[dict], streamed: list[dict]) -> dict | None:
     if not streamed:
         return None
     up_to = max(x["shape"][0] for x in streamed)
-    left = [x for x in correct if x.get("kernel") not in STREAMED | TURNED and not _ran_one_row(x) and x["shape"][0] <= up_to]
+    left = [x for x in correct if x.get("kernel") not in STAND_INS and not _ran_one_row(x) and x["shape"][0] <= up_to]
     return {"cells": len(streamed), "up_to": up_to, "versus": _versus_headline(streamed),
             "short_k": left and {"k": max(x["shape"][2] for x in left),
                                  "rows": max((m for m in {x["shape"][0] for x in streamed}
@@ -410,18 +410,17 @@ def stream_k(deck, atlases: dict) -> dict:
             "promoted": _promoted(atlases), "narrowed": _narrowed(atlases, deck.of(slides.device).sm_count)}
 
 
-def pingpong(deck, atlases: dict) -> dict:
-    """Ping-pong consumers' slides: its code, its idea over time drawn from the tile and ring its record
-    ran, its speed over the headline in the BF16 atlas's turns, and at the reference shape."""
-    step = catalogue.PINGPONG_BF16
-    (record,) = deck.need(f"{PINGPONG} — Diagram", step.best.id)
-    resources = record["record"].get("resources") or {} if record["measured"] else {}
-    pair = gain_in_turns(record, step.against) if record["measured"] and not record["failed"] else None
-    shape = record["record"].get("params") or {} if record["measured"] else {}
-    atlas = atlases["bf16"]
-    return {"title": PINGPONG, "slide_title": PINGPONG, "ids": [step.best.id], "precision": step.precision.upper(), "technique": step.technique, "code": code_view(step.code, step.focus, deck.out_dir),
-            "diagram": "pingpong.svg", "tile": resources.get("tile") or step.best.tile,
-            "stages": (resources.get("tile") or {}).get("STAGES"), "turned": atlas.get("turned"),
+def pingpong(deck, atlas: dict, step: catalogue.Step) -> dict:
+    """Ping-pong consumers' slides (``step``, standing in for ``atlas``'s kernel): its code, its idea
+    over time drawn from the tile its record ran (None where not measured), its speed over the headline
+    in the atlas's turns, and at the reference shape."""
+    (record,) = deck.need(f"{step.title} — Diagram", step.best.id)
+    measured = record["record"] if record["measured"] else {}
+    pair = gain_in_turns(record, step.against) if measured and not record["failed"] else None
+    shape = measured.get("params") or {}
+    return {"title": step.title, "slide_title": step.title, "ids": [step.best.id], "precision": step.precision.upper(),
+            "technique": step.technique, "code": code_view(step.code, step.focus, deck.out_dir),
+            "diagram": "pingpong.svg", "tile": (measured.get("resources") or {}).get("tile"), "turned": atlas.get("turned"),
             "at_reference": pair and {**pair, "shape": f"{shape['m']:,}×{shape['n']:,}×{shape['k']:,}",
                                       "call": _pingpong_call(pair)}}
 
@@ -478,14 +477,15 @@ def context(deck) -> Atlas:
     parts = [name for name, a in maps.items() if a["rows"]]
     # stream-K's slides, and its backup pages, only beside an atlas it may run in (they are that atlas's kernel)
     beside = [name for name in parts if name in streamed]
+    turned = next((name for name in parts if catalogue.turns_for(catalogue.resolve(ATLASES[name][0]))), None)
     if beside:
         parts.insert(parts.index(beside[-1]) + 1, "stream_k")
-    turned = "bf16" in parts and bool(catalogue.turns_for(catalogue.resolve(ATLASES["bf16"][0])))
+    # ping-pong's after the atlas it may run in, and after stream-K's where that atlas may run it too
     if turned:
-        parts.insert(parts.index("stream_k" if "stream_k" in parts else "bf16") + 1, "pingpong")
+        parts.insert(max(parts.index(turned), parts.index("stream_k") if "stream_k" in parts else -1) + 1, "pingpong")
     return Atlas(maps=maps, answer=ANSWER, measured=measured, streamed_ids=[atlas_id(name) for name in streamed], parts=parts,
                  summary=[a for a in maps.values() if a["rows"] and a["median_pct"] is not None],
-                 stream_k=stream_k(deck, maps) if beside else None, pingpong=pingpong(deck, maps) if turned else None)
+                 stream_k=stream_k(deck, maps) if beside else None, pingpong=pingpong(deck, maps[turned], catalogue.turns_for(catalogue.resolve(ATLASES[turned][0]))) if turned else None)
 
 
 def atlas_map(a: dict) -> str:
@@ -532,6 +532,6 @@ def draw(own: Atlas, deck) -> dict[str, str]:
     if sk and sk["cell"]:
         out[sk["diagram"]] = stream_k_diagram(sk["cell"])
     pp = own.pingpong
-    if pp and pp["stages"]:
-        out[pp["diagram"]] = pingpong_diagram(pp["tile"], pp["stages"])
+    if pp and pp["tile"]:
+        out[pp["diagram"]] = pingpong_diagram(pp["tile"])
     return out

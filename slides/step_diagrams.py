@@ -525,11 +525,12 @@ def stream_k_diagram(cell: dict) -> str:
     return dwg.tostring()
 
 
-def pingpong_diagram(tile: dict, stages: int) -> str:
+def pingpong_diagram(tile: dict) -> str:
     """Ping-pong consumers over time beside the headline's: there both consumer warpgroups hold half of
     one tile and store it at once while the tensor cores wait; here each holds a whole tile (the
-    record's BM x BN) and the two take tiles in turn, one's epilogue beside the other's wgmmas."""
-    bm, bn, buffers = tile["BM"], tile["BN"], tile["EPILOGUE_BUFFERS"] // 2
+    record's BM x BN, its ring STAGES deep) and the two take tiles in turn, one's epilogue beside the
+    other's wgmmas."""
+    bm, bn, stages, buffers = tile["BM"], tile["BN"], tile["STAGES"], tile["EPILOGUE_BUFFERS"] // 2
     dwg = drawing(W, H)
     _title(dwg, f"Ping-pong consumers: each warpgroup a whole {bm}×{bn} tile, the two in turn")
     x0, lane, mma_t, store_t = 150, 28, 3.0, 1.0

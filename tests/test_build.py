@@ -34,8 +34,7 @@ def code_pages(titled) -> list[str]:
 
 # the talk's steps; the shapes' kernels (stream-K, ping-pong) follow them where the deck shows the atlas
 CODE_PAGES = code_pages((f"Kernel {i}: {step.title}", step) for i, step in enumerate(catalogue.STEPS, 1))
-SHAPE_PAGES = code_pages((step.title, step) for step in (*catalogue.SHAPE_STEPS, *catalogue.TURN_STEPS)
-                         if step.precision == "tf32" or step in catalogue.TURN_STEPS)
+SHAPE_PAGES = code_pages((step.title, step) for step in (catalogue.STREAM_K, *catalogue.TURN_STEPS))
 
 
 def headings(markdown: str) -> list[str]:
@@ -99,8 +98,9 @@ def fixture_outline(held=None) -> list[str]:
             streamed = [n for n in names if catalogue.streamed_for(catalogue.resolve(catalogue.ATLASES[n][0]))]
             stream_k = [t.replace("[[ sk.title ]]", catalogue.STREAM_K.title) for t in written if "[[ sk.title ]]" in t]
             pingpong = [t.replace("[[ pp.title ]]", catalogue.PINGPONG_BF16.title) for t in written if "[[ pp.title ]]" in t]
+            turned = any(catalogue.turns_for(catalogue.resolve(catalogue.ATLASES[n][0])) for n in names)
             titles += [slides_atlas.SLIDES[n] for n in streamed] + (stream_k if streamed else []) + \
-                      (pingpong if "bf16" in names else []) + [slides_atlas.SLIDES[n] for n in names if n not in streamed]
+                      (pingpong if turned else []) + [slides_atlas.SLIDES[n] for n in names if n not in streamed]
         elif name == "l2" and l2.MAP_ID not in held:
             titles += [t for t in written if t != l2.MAP_SLIDE]
         elif name not in ("multigpu", "overlap", "compare"):   # no node's or other GPU's file beside the fixture

@@ -271,7 +271,7 @@ def test_ping_pong_draws_its_tile_and_ring_legibly(stages):
     """Ping-pong consumers' diagram (slides/atlas.py draws it from its record's tile): legible at the
     slide's size, its tile, its staging buffers a warpgroup and its ring's stages written as recorded."""
     tile = {**catalogue.PINGPONG_BF16.best.tile, "STAGES": stages}
-    svg = step_diagrams.pingpong_diagram(tile, stages)
+    svg = step_diagrams.pingpong_diagram(tile)
     check_legible(svg)
     said = shown(svg)
     assert f"each warpgroup a whole {tile['BM']}×{tile['BN']} tile" in said
