@@ -378,6 +378,12 @@ _BF16_C = {"EPILOGUE_N": 64, "C_ELEMENT": C_ELEMENTS["bf16"]}
 # two sharing B, 1.03-1.15x without them, 1.03-1.14x in bands of 8 tile rows, and 1.39-1.52x at
 # 4096x2112x7168 (H200, 2026-12-01, in turns, the tiles' headers generalised in a copy; that copy's
 # build of this very tile, scheduled otherwise by ptxas, ran 1.01-1.05x: the spread of a rebuild).
+# Then (H200, 2026-12-01, the thirty-fifth session's closing note): the loop's bookkeeping trimmed
+# (the cluster's empty barriers mapped once a piece, B's scale pointers stepped) 1.00-1.01x at the
+# five shapes; unrolled by two, so that ptxas moves the next K-tile's barrier wait among the FFMAs as
+# DeepGEMM's unrolling by eight does, 1.01-1.02x at three (by four, 46-60x: its registers spill);
+# 3 staging buffers for C 1.00-1.01x; 3 stages 1.06-1.10x; 5 stages, room for them only beside one
+# buffer for C, 1.06-1.08x (4 beside one, 1.00-1.03x); bands of 8 or 32 tile rows 1.00-1.02x.
 _BLOCK_SCALED = {**sm90(192, DEEPEST, BAND, **_STAGED), **_FP8_BLOCKS}
 # FP8's tiles by M (tile_for), where 128 x 192 tiles in clusters of two leave most SMs idle: the
 # fastest of six tilings at most of five of the FP8 atlas's projections at each M (H200, in turns
