@@ -292,8 +292,7 @@ RECORDS = {
     "sweep.": {"params": {"precision": str, "timed_s": POS}, "rows": [_SWEEP_ROW]},
     # the block-scaled kernel's constants, each changed, timed in turns with its pick (bench/gemm/tune_blocks.py)
     "tune.fp8_blocks": {"params": {"kernel": str, "shape": [POS_INT], "knobs": dict, "pick_stages": POS_INT},
-                        "shape": [POS_INT], "tiles": {"catalogue": dict},
-                        "runs": {"catalogue": {"tflops": POS, "check": {"passed": bool, "rel_error": NUM}, "over_base": _RATIO}}},
+                        "shape": [POS_INT], "tiles": {"catalogue": dict}, "pairs": dict},
     "tune.": {"params": {"bm": int, "space": {k: [int] for k in _CONFIG}, "stages_max": dict, "kernel": str, "m": POS_INT,
                          "n": POS_INT, "k": POS_INT, "trial_reps": POS_INT, "final_reps": POS_INT, "final_settle_s": NUM},
               "trials": [{"config": _CONFIG, "outcome": str, "check?": _CHECKED}],
