@@ -29,8 +29,8 @@ OTHER_GPUS = {
 HOPPER_ONLY = ({bid for bid, (s, v) in catalogue.KERNELS.items() if s.min_cc == catalogue.HOPPER}
                | {s.sweep_id for s in catalogue.SWEPT if s.min_cc == catalogue.HOPPER}
                | {catalogue.atlas_id(precision) for precision in catalogue.ATLASES}
-               | {"tune.persistent", "settle.headline", "burst.gemm", "peers.fastcu", "peers.deepgemm"}
-               | {bid for bid in registry.discover() if bid.startswith("machinery.")})
+               | {"settle.headline", "burst.gemm", "peers.fastcu", "peers.deepgemm"}
+               | {bid for bid in registry.discover() if bid.startswith(("machinery.", "tune."))})
 
 
 def on_gpu(doc: dict, cc: str) -> dict:
