@@ -8,10 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bench.gemm import catalogue
+from bench.gemm.trial import BASE
 from slides.device import pct_of_peak
 from slides.fmt import fmt_range
 from slides.gemm import MOVED_POINTS, TENSOR_PIPE, gain_in_turns, in_turns, pair_with_cublas
-from slides.kit import ACCENT, INK, MUTED, PALETTE, REF, Line, Point, arrow, drawing, grouped_bars, scatter, text
+from slides.kit import ACCENT, INK, MUTED, PALETTE, REF, Bar, Line, Point, arrow, bar_chart, drawing, grouped_bars, scatter, text
 from slides.records import Context
 import slides.device
 import slides.gemm
@@ -22,6 +23,8 @@ BLOCKS_STEP = next(s for s in catalogue.FP8_STEPS if s.scaling == "blocks")
 BF16_C_STEP = next(s for s in catalogue.FP8_STEPS if s.scaling == "blocks" and catalogue.output_of(s.best.tile) == "bf16")
 PEER_SLIDE = "FP8 Beside DeepGEMM"
 PEER = "peers.deepgemm"
+KNOBS_SLIDE = "Block Scales: The Constants Tried"
+KNOBS = "tune.fp8_blocks"
 # The FP8 track's targets: at least cuBLASLt's speed (the low end of the in-turns interval) ...
 HELD = 1.0
 # ... with an error within this many times cuBLASLt's on the same operands.
@@ -85,6 +88,7 @@ class Fp8(Context):
     blocks_name: str
     block: int                      # DeepSeek-V3's scale block
     peer: Peer
+    knobs: dict | None              # the block-scaled kernel's constants, each changed, against its pick (_knobs)
     spoken: list[str]               # the first slide's notes: FP8 over BF16, and with its sums promoted
     table_spoken: list[str]         # the table's notes
     targets: list[str]              # the table's bullets on the targets, without promotion and with it
@@ -147,7 +151,7 @@ def context(deck) -> Fp8:
                headline_tile=f"{headline_tile['BM']}×{headline_tile['BN']}", held_pct=100 * HELD, error_within=ERROR_WITHIN,
                blocks=_blocks(by[BLOCKS_STEP.best.id], by.get(BF16_C_STEP.best.id), by.get(catalogue.before(BLOCKS_STEP.best.id))),
                blocks_name=BLOCKS_STEP.title,
-               block=catalogue.SCALE_BLOCK, peer=_peer(deck),
+               block=catalogue.SCALE_BLOCK, peer=_peer(deck), knobs=_knobs(deck),
                spoken=_spoken(fp8, promoted, over_bf16), table_spoken=_table_spoken(promoted, over_bf16),
                targets=_targets(fp8, promoted),
                cost_said=f"; against the kernel without, in the same turns, {cost['said']}" if cost else "",
@@ -386,6 +390,29 @@ def _peer(deck) -> Peer:
                                f"{ours_own['own']:,.0f} on its own slide: two runs, each at the clock its partners left.") if ours_own else "")
 
 
+def _knobs(deck) -> dict | None:
+    """Each of the block-scaled kernel's constants changed (bench/gemm/tune_blocks.py), timed in turns
+    with the catalogue's pick, a pair at a time, at one shape: its share of the pick's speed with the
+    interval, and whether it was slower, faster or level (_called); None where the record holds no pairs."""
+    (r,) = deck.need(KNOBS_SLIDE, KNOBS)
+    rec = r["record"]
+    if "pairs" not in rec:
+        return None
+    # a knob's time over the pick's: ahead of the pick in time is behind it in speed
+    verdict = {"ahead": "slower", "behind": "faster", "tie": "level"}
+    rows = [{"name": name, "pct": 100 / over["median"], "ci": (100 / over["ci"][1], 100 / over["ci"][0]),
+             "called": verdict[_called(over)]}
+            for name, pair in rec["pairs"].items() for over in [pair["knob"]["over_base"]]]
+    counts = {word: sum(k["called"] == word for k in rows) for word in ("slower", "level", "faster")}
+    tile = rec["tiles"][BASE]
+    return {"rows": rows, "shape": "×".join(map(str, rec["shape"])),
+            "pick": f"{tile['BM']}×{tile['BN']}, {rec['params']['pick_stages']} stages",
+            "said": ", ".join(f"{n} of {len(rows)} {word}" if i == 0 else f"{n} {word}"
+                              for i, (word, n) in enumerate((w, n) for w, n in counts.items() if n)),
+            "none_faster": not counts["faster"], "worst": min(rows, key=lambda k: k["pct"]),
+            "wrong": [name for name, pair in rec["pairs"].items() if not pair["knob"]["check"]["passed"]]}
+
+
 # --- figures --------------------------------------------------------------------------------------
 
 # each pictured kernel's colour, by its label: the unpromoted FP8 in the reference red, its promoted self in the accent
@@ -490,8 +517,17 @@ def deepgemm_figure(peer: Peer) -> str:
                         f"TFLOPS at each M×N×K, the three timed in turns; {output}", digits=0, height=330)
 
 
+def knobs_figure(knobs: dict) -> str:
+    """Each constant changed, as a share of the pick's speed in the same turns, its interval beside it."""
+    colors = {"slower": MUTED, "level": INK, "faster": ACCENT}
+    bars = [Bar(k["name"], k["pct"], colors[k["called"]], f"({k['ci'][0]:,.1f}–{k['ci'][1]:,.1f})") for k in knobs["rows"]]
+    return bar_chart(bars, f"% of the pick's speed at {knobs['shape']}, each timed in turns with it (interval)",
+                     [Line("x", 100.0, "the pick", REF)], width=860)
+
+
 def draw(own: Fp8, deck) -> dict[str, str]:
     return {**({"fp8_deepgemm.svg": deepgemm_figure(own.peer)} if own.peer.shapes else {}),
             **({"fp8_precisions.svg": precisions_figure(own)} if own.pictured else {}),
             **({"fp8_promotion.svg": promotion_figure(own)} if own.promotion else {}),
-            **({"fp8_blocks.svg": blocks_figure(own.blocks)} if own.blocks else {})}
+            **({"fp8_blocks.svg": blocks_figure(own.blocks)} if own.blocks else {}),
+            **({"fp8_knobs.svg": knobs_figure(own.knobs)} if own.knobs else {})}

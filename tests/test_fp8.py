@@ -310,3 +310,63 @@ def test_the_deepgemm_slides_set_each_ones_tensor_cores_side_by_side_where_profi
 def test_the_deepgemm_notes_say_the_tensor_cores_gap_for_what_it_is(busy, said):
     got = slides.fp8._busy_said(busy)
     assert (said in got) if said else got == ""
+
+
+# --- the block-scaled kernel's constants, each changed beside its pick (bench/gemm/tune_blocks.py) ---
+
+def _over(median: float, low: float, high: float) -> dict:
+    return {"median": median, "p10": low, "p90": high, "n": 10, "ci": [low, high], "ci_level": 0.98}
+
+
+def _knobs_record(over: dict[str, tuple], failed: str = "") -> dict:
+    """A tune.fp8_blocks record whose knobs took these times over the pick's (median, interval)."""
+    from bench.gemm import tune_blocks
+    run = lambda tflops, o, name="": {"tflops": tflops, "check": {"passed": name != failed, "rel_error": 1.7e-3}, "over_base": o}
+    return {"family": "tune", "title": "knobs", "status": "ok", "source_hash": "0", "telemetry": {"before": None, "after": None},
+            "params": {"kernel": catalogue.BLOCK_SCALED, "shape": [4096, 8192, 16384], "knobs": {n: {} for n in over},
+                       "pick_stages": 4, "timing": "in turns, each knob with the pick alone"},
+            "check": {"passed": not failed}, "shape": [4096, 8192, 16384],
+            "tiles": {tune_blocks.BASE: {"BM": 128, "BN": 192}, **{n: {"BM": 128, "BN": 192} for n in over}},
+            "pairs": {n: {"pick": run(1100.0, _over(1.0, 1.0, 1.0)), "knob": run(1100.0 / o[0], _over(*o), n)} for n, o in over.items()}}
+
+
+def test_each_knob_is_called_slower_level_or_faster_from_its_interval(fixture_doc, write_results, tmp_path):
+    """A knob is slower or faster than the pick only where its whole interval says so; the slide counts
+    each verdict, the picture gives each share of the pick's speed with its interval, and the notes name
+    the costliest knob."""
+    from bench.core.schema import validate_record
+    from tests.test_atlas import built, svg_of
+    rec = _knobs_record({"3 stages": (1.094, 1.091, 1.096), "3 buffers for C": (1.001, 0.9998, 1.002),
+                         "bands of 32 tile rows": (0.998, 0.996, 0.999)})
+    validate_record("tune.fp8_blocks", rec)
+    fixture_doc["benchmarks"]["tune.fp8_blocks"] = rec
+    s, out = built(fixture_doc, write_results, tmp_path)
+    slide = s[slides.fp8.KNOBS_SLIDE]
+    assert "**1 of 3 slower, 1 level, 1 faster**" in slide and "The pick stands" not in slide
+    assert "(128×192, 4 stages) at 4096×8192×16384" in slide
+    assert "the costliest, 3 stages, ran at 91.4% of its speed" in slide
+    svg = svg_of(slide, out)
+    assert all(name in svg for name in rec["pairs"]) and "(91.2–91.7)" in svg and "the pick" in svg
+
+
+def test_a_pick_no_knob_beats_is_said_to_stand_and_a_failed_knob_is_named(fixture_doc, write_results, tmp_path):
+    fixture_doc["benchmarks"]["tune.fp8_blocks"] = _knobs_record(
+        {"3 stages": (1.094, 1.091, 1.096), "5 stages, 1 buffer for C": (1.062, 1.06, 1.066)}, failed="3 stages")
+    slide = _fp8_slides(fixture_doc, write_results, tmp_path)[slides.fp8.KNOBS_SLIDE]
+    assert "**2 of 2 slower**. The pick stands. Failed its check: 3 stages." in slide
+    assert "None was faster, so what DeepGEMM does beyond them is code." in slide
+
+
+def test_without_the_knobs_record_the_deck_has_no_knobs_slide(fixture_doc, write_results, tmp_path):
+    fixture_doc["benchmarks"].pop("tune.fp8_blocks", None)
+    assert slides.fp8.KNOBS_SLIDE not in _fp8_slides(fixture_doc, write_results, tmp_path)
+
+
+def test_each_knob_changes_the_picks_tile_by_its_own_constants_alone():
+    from bench.gemm import tune_blocks
+    tiles = tune_blocks.tiles(132)
+    pick = tiles.pop(tune_blocks.BASE)
+    assert pick == catalogue.tile_for(tune_blocks.STEP, *tune_blocks.SHAPE.dims, 132)
+    assert list(tiles) == list(tune_blocks.KNOBS)
+    for name, tile in tiles.items():
+        assert {k: v for k, v in tile.items() if pick.get(k) != v} == tune_blocks.KNOBS[name]
