@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bench.gemm import catalogue
-from bench.gemm.trial import BASE
 from slides.device import pct_of_peak
 from slides.fmt import fmt_range
 from slides.gemm import MOVED_POINTS, TENSOR_PIPE, gain_in_turns, in_turns, pair_with_cublas
@@ -404,7 +403,7 @@ def _knobs(deck) -> dict | None:
              "called": verdict[_called(over)]}
             for name, pair in rec["pairs"].items() for over in [pair["knob"]["over_base"]]]
     counts = {word: sum(k["called"] == word for k in rows) for word in ("slower", "level", "faster")}
-    tile = rec["tiles"][BASE]
+    (tile,) = [t for name, t in rec["tiles"].items() if name not in rec["pairs"]]     # the pick's: no pair names it
     return {"rows": rows, "shape": "×".join(map(str, rec["shape"])),
             "pick": f"{tile['BM']}×{tile['BN']}, {rec['params']['pick_stages']} stages",
             "said": ", ".join(f"{n} of {len(rows)} {word}" if i == 0 else f"{n} {word}"
