@@ -517,9 +517,11 @@ def deepgemm_figure(peer: Peer) -> str:
 
 
 def knobs_figure(knobs: dict) -> str:
-    """Each constant changed, as a share of the pick's speed in the same turns, its interval beside it."""
+    """Each constant changed, as a share of the pick's speed in the same turns, its interval and its
+    verdict beside it (the colours say the verdict again)."""
     colors = {"slower": MUTED, "level": INK, "faster": ACCENT}
-    bars = [Bar(k["name"], k["pct"], colors[k["called"]], f"({k['ci'][0]:,.1f}–{k['ci'][1]:,.1f})") for k in knobs["rows"]]
+    bars = [Bar(k["name"], k["pct"], colors[k["called"]], f"({k['ci'][0]:,.1f}–{k['ci'][1]:,.1f}) {k['called']}")
+            for k in knobs["rows"]]
     return bar_chart(bars, f"% of the pick's speed at {knobs['shape']}, each timed in turns with it (interval)",
                      [Line("x", 100.0, "the pick", REF)], width=860)
 
